@@ -1,0 +1,222 @@
+"""The ``bineval`` command line: demo, checklist, judge (and more as the library grows)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib.resources import files
+from pathlib import Path
+from typing import TypeVar
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from bineval_dspy.checklist import ChecklistGenerator
+from bineval_dspy.errors import InputError
+from bineval_dspy.judge import BinaryJudge
+from bineval_dspy.jsonio import append_jsonl, load_model, read_jsonl
+from bineval_dspy.models import DEFAULT_LM, is_local
+from bineval_dspy.runtime import DEFAULT_CACHE_DIR, configure
+from bineval_dspy.schema import Checklist, Scorecard
+
+console = Console(stderr=True)
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def progress_map(fn: Callable[[T], R], items: Sequence[T], label: str, threads: int = 1) -> Iterable[R]:
+    """Apply ``fn`` to items (in a thread pool when threads > 1), yielding results in order with a progress bar."""
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task(label, total=len(items))
+        if threads <= 1:
+            for item in items:
+                yield fn(item)
+                bar.advance(task)
+            return
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for result in pool.map(fn, items):
+                yield result
+                bar.advance(task)
+
+
+def _read_task(value: str) -> str:
+    if value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    return value
+
+
+def _effective_threads(lm, threads: int) -> int:
+    """An in-process model serializes calls; threads would only interleave prompts and defeat prefix reuse."""
+    if is_local(lm) and threads > 1:
+        console.print("[yellow]note:[/] the embedded model runs one call at a time; --threads ignored")
+        return 1
+    return threads
+
+
+def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
+    """Per-question verdicts with explanations, then per-dimension scores."""
+    table = Table(title=title, show_lines=False, expand=True)
+    table.add_column("dimension", style="cyan", no_wrap=True)
+    table.add_column("question")
+    table.add_column("answer", no_wrap=True)
+    table.add_column("explanation", style="dim")
+    by_id = {v.question_id: v for v in card.verdicts}
+    colours = {"yes": "green", "no": "red", "unanswered": "yellow"}
+    for q in checklist.questions:
+        v = by_id[q.id]
+        p = f" ({v.p_yes:.2f})" if v.p_yes is not None else ""
+        table.add_row(q.dimension, q.text, f"[{colours[v.answer]}]{v.answer}[/]{p}", v.explanation)
+    console.print(table)
+    scores = Table(show_header=True)
+    for dim in [*card.dimension_scores, "overall"]:
+        scores.add_column(dim, justify="right")
+    values = [*card.dimension_scores.values(), card.overall]
+    rescaled = [card.rescaled.get(d) for d in [*card.dimension_scores, "overall"]]
+    scores.add_row(*[_fmt(v) for v in values])
+    scores.add_row(*[f"{_fmt(v)} / 5" for v in rescaled])
+    console.print(scores)
+    if card.unanswered:
+        console.print(f"[yellow]{card.unanswered} question(s) unanswered: not counted as yes[/]")
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+# -- commands ----------------------------------------------------------------------------
+def cmd_demo(args: argparse.Namespace) -> None:
+    """Build a checklist for the bundled example, judge three summaries, print and save everything."""
+    example = json.loads(files("bineval_dspy").joinpath("data/demo.json").read_text(encoding="utf-8"))
+    configure(args.lm, args.cache_dir)
+    console.print(f"[bold]Task:[/] {example['task']}")
+    with console.status("writing the checklist (requirements, then questions)"):
+        checklist = ChecklistGenerator(max_questions=args.max_questions)(task=example["task"], dimensions=example["dimensions"])
+    console.print(f"checklist: {len(checklist.questions)} questions over {', '.join(checklist.dimensions)}")
+    judge = BinaryJudge(probability=args.probability)
+    summaries = example["summaries"]
+    cards = list(progress_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
+    results = []
+    for summary, card in zip(summaries, cards):
+        print_scorecard(f"summary '{summary['label']}'", checklist, card)
+        results.append({"label": summary["label"], "summary": summary["text"], "scorecard": card.model_dump(mode="json")})
+    Path(args.output).write_text(
+        json.dumps({"task": example["task"], "article": example["article"], "checklist": checklist.model_dump(mode="json"), "results": results}, indent=2),
+        encoding="utf-8",
+    )
+    console.print(f"wrote {args.output}")
+
+
+def cmd_checklist(args: argparse.Namespace) -> None:
+    """Generate a checklist for a task and save it as JSON."""
+    task = _read_task(args.task)
+    if not task.strip():
+        raise InputError("--task: the task description is empty")
+    dims = [d for d in (args.dimensions or "").split(",") if d.strip()]
+    configure(args.lm, args.cache_dir)
+    with console.status("writing the checklist"):
+        checklist = ChecklistGenerator(max_questions=args.max_questions)(task=task, dimensions=dims)
+    Path(args.output).write_text(checklist.model_dump_json(indent=2), encoding="utf-8")
+    for q in checklist.questions:
+        console.print(f"[cyan]{q.dimension:>14}[/] {q.text}")
+    console.print(f"wrote {len(checklist.questions)} questions to {args.output}")
+
+
+def cmd_judge(args: argparse.Namespace) -> None:
+    """Judge every row of a JSONL file against a checklist; resumable (finished rows are skipped)."""
+    checklist = load_model(Path(args.checklist), Checklist)
+    rows = list(read_jsonl(Path(args.data), required=("input", "output")))
+    for number, row in rows:
+        for field in ("input", "output"):
+            if not isinstance(row[field], str):
+                raise InputError(f"{args.data}:{number}: field '{field}' must be a string")
+    out = Path(args.output)
+    done = {r["line"] for _, r in read_jsonl(out)} if out.exists() else set()
+    todo = [(n, r) for n, r in rows if n not in done]
+    if done:
+        console.print(f"resuming: {len(done)} row(s) already in {out}, {len(todo)} to go")
+    lm = configure(args.lm, args.cache_dir)
+    judge = BinaryJudge(chain_of_thought=args.cot, samples=args.samples, probability=args.probability)
+
+    def judge_row(item: tuple[int, dict]) -> tuple[int, dict, Scorecard]:
+        number, row = item
+        return number, row, judge(input=row["input"], output=row["output"], checklist=checklist)
+
+    cards: list[Scorecard] = []
+    for number, row, card in progress_map(judge_row, todo, "judging", _effective_threads(lm, args.threads)):
+        append_jsonl(out, {**row, "line": number, "scorecard": card.model_dump(mode="json")})
+        cards.append(card)
+    _print_means(checklist, [r["scorecard"] for _, r in read_jsonl(out)])
+    console.print(f"wrote {out}")
+
+
+def _print_means(checklist: Checklist, cards: list[dict]) -> None:
+    table = Table(title=f"mean scores over {len(cards)} row(s)")
+    dims = [*checklist.by_dimension(), "overall"]
+    for d in dims:
+        table.add_column(d, justify="right")
+    means = []
+    for d in dims:
+        values = [c["overall"] if d == "overall" else c["dimension_scores"].get(d) for c in cards]
+        values = [v for v in values if v is not None]
+        means.append(_fmt(sum(values) / len(values)) if values else "n/a")
+    table.add_row(*means)
+    console.print(table)
+
+
+# -- parser --------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--lm", default=DEFAULT_LM, help="smollm2 (embedded default), gemma3-270m, a .gguf path, or a LiteLLM model string")
+    common.add_argument("--threads", type=int, default=4, help="parallel LM calls for remote LMs")
+    common.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="on-disk LM call cache")
+    parser = argparse.ArgumentParser(prog="bineval", description="Evaluate LLM outputs with independent binary questions.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", parents=[common], help="judge three bundled summaries with the embedded LM")
+    demo.add_argument("-o", "--output", default="demo-results.json")
+    demo.add_argument("--max-questions", type=int, default=12)
+    demo.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
+    demo.set_defaults(func=cmd_demo)
+
+    checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")
+    checklist.add_argument("--task", required=True, help="the task text, or @FILE")
+    checklist.add_argument("--dimensions", help="comma-separated dimensions (default: chosen from the task)")
+    checklist.add_argument("--max-questions", type=int, default=24)
+    checklist.add_argument("-o", "--output", default="checklist.json")
+    checklist.set_defaults(func=cmd_checklist)
+
+    judge = sub.add_parser("judge", parents=[common], help="judge rows of (input, output) against a checklist")
+    judge.add_argument("--checklist", required=True)
+    judge.add_argument("--data", required=True, help="JSONL rows with 'input' and 'output'; other fields pass through")
+    judge.add_argument("-o", "--output", default="scorecards.jsonl")
+    judge.add_argument("--cot", action="store_true", help="reason before answering")
+    judge.add_argument("--samples", type=int, default=1, help="k-sample majority vote")
+    judge.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
+    judge.set_defaults(func=cmd_judge)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except InputError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

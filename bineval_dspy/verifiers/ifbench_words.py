@@ -1,0 +1,320 @@
+"""IFBench ``words:*`` verifiers: constraints on the letters, lengths, syllables, order and
+positions of the response's words."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+from bineval_dspy.verifiers.ifbench_sentence import (
+    _count,
+    _split_sentences,
+    _without_punctuation,
+    _word_tokenize,
+)
+from bineval_dspy.verifiers.registry import Check, register
+
+_PUNCTUATION_AND_SPACE = string.punctuation + " "
+_CONSONANTS = frozenset("bcdfghjklmnpqrstvwxyz")
+_VOWELS = frozenset("aeiou")
+# IFBench's grader only knows the primes below 100.
+_PRIME_LENGTHS = frozenset(n for n in range(2, 100) if all(n % d for d in range(2, int(n**0.5) + 1)))
+
+
+def _plain_words(text: str) -> list[str]:
+    """Lower-cased whitespace-separated words with ASCII punctuation deleted."""
+    return _without_punctuation(text.lower()).split()
+
+
+def _keyword(value: str, name: str = "keyword") -> str:
+    """A keyword kwarg, stripped; it must not be empty."""
+    keyword = value.strip()
+    if not keyword:
+        raise ValueError(f"{name} must not be empty")
+    return keyword
+
+
+# --- syllables ---------------------------------------------------------------------------
+# IFBench counts syllables with the ``syllapy`` package: a lookup table of about 5,000 common
+# words, then a vowel-group rule for everything else. We apply the rule to every word.
+
+_SYLLABLE_VOWELS = frozenset("aeiouy")
+
+
+def _count_syllables(word: str) -> int:
+    """Syllables in ``word`` by syllapy's vowel-group rule; 0 for empty words or words with digits."""
+    word = word.strip().lower().strip(string.punctuation)
+    if not word or any(ch.isdigit() for ch in word):
+        return 0
+    count = int(word[0] in _SYLLABLE_VOWELS)
+    count += sum(
+        1 for previous, ch in zip(word, word[1:]) if ch in _SYLLABLE_VOWELS and previous not in _SYLLABLE_VOWELS
+    )
+    if word.endswith("e"):
+        count -= 1
+    if word.endswith("le") and len(word) > 2 and word[-3] not in _SYLLABLE_VOWELS:
+        count += 1
+    return max(count, 1)
+
+
+# --- verb detection ----------------------------------------------------------------------
+# IFBench tags the first token with NLTK's perceptron POS tagger and accepts any VB* tag.
+# We recognise verbs from a lexicon instead: forms of common verbs (base, -s, -ed, -ing and
+# irregular forms), plus any other word ending in "-ing" or "-ed".
+
+_IRREGULAR_VERB_FORMS = frozenset(
+    """
+    am is are was were be been being has have had having do does did done doing go goes went
+    gone going get gets got gotten make made take took taken give gave given see saw seen come
+    came know knew known think thought find found tell told say says said become became leave
+    feel felt bring brought begin began begun keep kept hold held write wrote written stand
+    stood hear heard let lets mean meant set meet met run ran pay paid sit sat speak spoke
+    spoken lead led read grow grew grown lose lost fall fell fallen send sent build built
+    understand understood draw drew drawn break broke broken spend spent cut rise rose risen
+    drive drove driven buy bought wear wore worn choose chose chosen seek sought throw threw
+    thrown catch caught deal dealt win won forget forgot forgotten sell sold fight fought teach
+    taught eat ate eaten sing sang sung swim swam fly flew flown hide hid hidden shake shook
+    steal stole stolen sleep slept shine shone shoot shot feed fed dig dug hang hung strike
+    struck swing swung wake woke woken forgive forgave forgiven freeze froze frozen bite bit
+    bitten blow blew blown put
+    """.split()
+)
+
+_REGULAR_VERBS = frozenset(
+    """
+    accept achieve add adjust adopt allow analyze answer apply appreciate arrange ask assess
+    assume attach avoid bake balance believe boil boost browse calculate call care celebrate
+    change check chop clarify clean click climb close collect combine compare complete consider
+    contact contemplate continue control convert cook count craft create cross dance decide
+    define delete deliver describe design determine develop discover discuss dive embrace
+    emphasize enable encourage engage enhance enjoy ensure enter envision establish estimate
+    evaluate examine expand experience explain explore express fill finish focus follow gather
+    greet guide handle happen heat help highlight identify ignore imagine implement improve
+    include increase install introduce invest invite join jump keep kick laugh learn like list
+    listen live load look love maintain manage mark measure mention minimize mix monitor move
+    name navigate need note notice observe obtain offer open optimize order organize outline
+    paint pause picture place plan play pour practice preheat prepare present press prevent
+    print proceed protect provide pull push reach realize recall receive recognize recommend
+    record reduce reflect refer relax remember remove repeat replace reply request research
+    resolve respond rest return review save schedule search select separate serve share shift
+    show simplify slice smile solve sort start stay step stir stop structure study submit
+    suggest summarize support suppose surround talk taste test thank touch track train
+    transform travel treat try turn type unleash unlock update use utilize verify visit
+    visualize wait walk want warn wash watch welcome whisper wish wonder work worry
+    """.split()
+)
+
+# Words ending in "-ing"/"-ed" that are not verb forms, and verb forms that rarely start a
+# sentence as verbs (nouns, adjectives and prepositions the tagger would choose instead).
+_NOT_VERBS = frozenset(
+    """
+    anything bed ceiling darling during everything evening hundred indeed king kindred morning
+    naked nothing pudding red ring sacred seed sibling something speed spring string thing
+    united wedding wicked wing
+    """.split()
+)
+
+# A capitalised first word followed by one of these is a subject or a heading ("Love is ...",
+# "Plan:"), not a verb.
+_SUBJECT_FOLLOWERS = frozenset("is are was were has have had can could will would should may might must of :".split())
+
+
+def _verb_forms(base: str) -> set[str]:
+    """The -s, -ed and -ing forms of a regular English verb, with the usual spelling rules."""
+    if base.endswith("e"):
+        stem_ing, past = base[:-1] + "ing", base + "d"
+    elif base.endswith("y") and base[-2] not in _VOWELS:
+        stem_ing, past = base + "ing", base[:-1] + "ied"
+    else:
+        stem_ing, past = base + "ing", base + "ed"
+    third = base[:-1] + "ies" if base.endswith("y") and base[-2] not in _VOWELS else base + "s"
+    if base.endswith(("s", "sh", "ch", "x", "z", "o")):
+        third = base + "es"
+    if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnprt]", base):
+        stem_ing, past = base + base[-1] + "ing", base + base[-1] + "ed"
+    return {base, third, past, stem_ing}
+
+
+_VERB_FORMS = _IRREGULAR_VERB_FORMS | frozenset(form for base in _REGULAR_VERBS for form in _verb_forms(base))
+
+
+def _looks_like_verb(word: str, following: str | None) -> bool:
+    """Whether a POS tagger would tag ``word`` (the first token) as a verb, by lexicon and suffix."""
+    lower = word.lower()
+    if not word.isalpha() or lower in _NOT_VERBS or (following or "").lower() in _SUBJECT_FOLLOWERS:
+        return False
+    return lower in _VERB_FORMS or (len(lower) > 4 and lower.endswith(("ing", "ed")))
+
+
+# --- verifiers ---------------------------------------------------------------------------
+
+
+@register("words:alphabet")
+def alphabet() -> Check:
+    """Word initials follow the alphabet, each word starting with the letter after the previous
+    word's (wrapping from 'z' to 'a'); the first word may start with any letter."""
+
+    def check(response: str) -> bool:
+        words = _without_punctuation(response).split()
+        if not words or words[0][0].lower() not in string.ascii_lowercase:
+            return False
+        letter = words[0][0].lower()
+        for word in words[1:]:
+            letter = chr((ord(letter) - ord("a") + 1) % 26 + ord("a"))
+            if word.lower()[0] != letter:
+                return False
+        return True
+
+    return check
+
+
+@register("words:consonants")
+def consonants() -> Check:
+    """Every whitespace-separated word contains two consecutive consonant letters."""
+
+    def has_cluster(word: str) -> bool:
+        return any(a in _CONSONANTS and b in _CONSONANTS for a, b in zip(word, word[1:]))
+
+    def check(response: str) -> bool:
+        return all(has_cluster(word) for word in response.lower().split())
+
+    return check
+
+
+@register("words:keywords_specific_position")
+def keywords_specific_position(keyword: str, n: float, m: float) -> Check:
+    """``keyword`` is the ``m``-th word of the ``n``-th sentence (punctuation tokens not counted)."""
+    target = _keyword(keyword).lower()
+    sentence_index = _count(n, "n", minimum=1) - 1
+    word_index = _count(m, "m", minimum=1) - 1
+
+    def check(response: str) -> bool:
+        sentences = _split_sentences(response)
+        if len(sentences) <= sentence_index:
+            return False
+        words = [token for token in _word_tokenize(sentences[sentence_index]) if any(ch.isalnum() for ch in token)]
+        return len(words) > word_index and words[word_index].lower() == target
+
+    return check
+
+
+@register("words:last_first")
+def last_first() -> Check:
+    """The last word of each sentence is the first word of the next (case-insensitive)."""
+
+    def check(response: str) -> bool:
+        sentences = _split_sentences(response)
+        for sentence, following in zip(sentences, sentences[1:]):
+            last_words = sentence.rstrip(_PUNCTUATION_AND_SPACE).split()
+            first_words = following.lstrip(_PUNCTUATION_AND_SPACE).split()
+            if not last_words or not first_words or last_words[-1].lower() != first_words[0].lower():
+                return False
+        return True
+
+    return check
+
+
+@register("words:no_consecutive")
+def no_consecutive() -> Check:
+    """No two consecutive words start with the same letter."""
+
+    def check(response: str) -> bool:
+        words = _plain_words(response)
+        return all(word[0] != following[0] for word, following in zip(words, words[1:]))
+
+    return check
+
+
+@register("words:odd_even_syllables")
+def odd_even_syllables() -> Check:
+    """Words alternate between odd and even syllable counts."""
+
+    def check(response: str) -> bool:
+        parities = [_count_syllables(word) % 2 for word in _plain_words(response)]
+        return all(parity != following for parity, following in zip(parities, parities[1:]))
+
+    return check
+
+
+@register("words:palindrome")
+def palindrome() -> Check:
+    """At least 10 palindrome words (repeats count) of at least 5 characters."""
+
+    def check(response: str) -> bool:
+        return sum(len(word) >= 5 and word == word[::-1] for word in _plain_words(response)) >= 10
+
+    return check
+
+
+@register("words:paragraph_last_first")
+def paragraph_last_first() -> Check:
+    """Each non-empty line ends with the word it starts with (case-insensitive; punctuation
+    inside the text, e.g. a comma after the first word, still counts)."""
+
+    def check(response: str) -> bool:
+        for line in response.split("\n"):
+            words = line.strip().lower().strip(_PUNCTUATION_AND_SPACE).split()
+            if words and words[0] != words[-1]:
+                return False
+        return True
+
+    return check
+
+
+@register("words:prime_lengths")
+def prime_lengths() -> Check:
+    """Every word (ASCII punctuation deleted) has a prime number of characters."""
+
+    def check(response: str) -> bool:
+        return all(len(word) in _PRIME_LENGTHS for word in _without_punctuation(response).split())
+
+    return check
+
+
+@register("words:repeats")
+def repeats(small_n: float) -> Check:
+    """No word (case-insensitive, punctuation deleted) occurs more than ``small_n`` times."""
+    limit = _count(small_n, "small_n")
+
+    def check(response: str) -> bool:
+        return all(count <= limit for count in Counter(_plain_words(response)).values())
+
+    return check
+
+
+@register("words:start_verb")
+def start_verb() -> Check:
+    """The response starts with a verb (lexicon-based stand-in for IFBench's POS tagger)."""
+
+    def check(response: str) -> bool:
+        tokens = _word_tokenize(response)
+        return bool(tokens) and _looks_like_verb(tokens[0], tokens[1] if len(tokens) > 1 else None)
+
+    return check
+
+
+@register("words:vowel")
+def vowel() -> Check:
+    """A single paragraph (no line breaks) that uses at most three distinct vowels."""
+
+    def check(response: str) -> bool:
+        lines = response.strip().split("\n")
+        return len(lines) == 1 and len(_VOWELS & set(lines[0].lower())) <= 3
+
+    return check
+
+
+@register("words:words_position")
+def words_position(keyword: str) -> Check:
+    """The second word and the second-to-last word are both ``keyword`` (a final punctuation
+    token is not counted as a word)."""
+    target = _keyword(keyword).lower()
+
+    def check(response: str) -> bool:
+        tokens = _word_tokenize(response)
+        if tokens and tokens[-1] in string.punctuation:
+            tokens = tokens[:-1]
+        return len(tokens) >= 2 and tokens[1].lower() == tokens[-2].lower() == target
+
+    return check

@@ -17,11 +17,13 @@ from rich.table import Table
 
 from bineval_dspy.checklist import ChecklistGenerator
 from bineval_dspy.errors import InputError
+from bineval_dspy.generator import add_generate_command
 from bineval_dspy.judge import BinaryJudge
 from bineval_dspy.jsonio import append_jsonl, load_model, read_jsonl
 from bineval_dspy.models import DEFAULT_LM, is_local
 from bineval_dspy.runtime import DEFAULT_CACHE_DIR, configure
 from bineval_dspy.schema import Checklist, Scorecard
+from bineval_dspy.suite import add_verify_command
 
 console = Console(stderr=True)
 T = TypeVar("T")
@@ -202,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--samples", type=int, default=1, help="k-sample majority vote")
     judge.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
     judge.set_defaults(func=cmd_judge)
+    add_verify_command(sub, common)
+    add_generate_command(sub, common)
     return parser
 
 
@@ -210,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.func(args)
     except InputError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        print(f"error: {exc}", file=sys.stderr)  # plain print: one line, never wrapped
         return 2
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")

@@ -178,7 +178,7 @@ class LlamaCppEngine:
             grammar=self._grammar(config.response_format),
         )
         for token in stream:
-            if llama_cpp.llama_token_is_eog(llama._model.vocab, token):
+            if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
                 finish = "stop"
                 break
             if top_n is not None:

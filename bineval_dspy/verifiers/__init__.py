@@ -22,12 +22,14 @@ __all__ = [
     "register",
 ]
 
-import importlib as _importlib
-
-# TEMPORARY while the verifier modules are written: import those that exist.
-for _name in ("ifeval", "ifbench_count", "ifbench_custom", "ifbench_format", "ifbench_ratio", "ifbench_repeat", "ifbench_sentence", "ifbench_words"):
-    try:
-        _importlib.import_module(f"bineval_dspy.verifiers.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"bineval_dspy.verifiers.{_name}":
-            raise
+# Importing the modules registers their verifiers.
+from bineval_dspy.verifiers import (  # noqa: E402,F401
+    ifbench_count,
+    ifbench_custom,
+    ifbench_format,
+    ifbench_ratio,
+    ifbench_repeat,
+    ifbench_sentence,
+    ifbench_words,
+    ifeval,
+)

@@ -1,0 +1,100 @@
+"""End-to-end with the real embedded LM (SmolLM2-135M-Instruct Q4_1 via llama.cpp): no mocks."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import dspy
+import pytest
+from dspy.lm15 import Config, Message, Request
+
+from bineval_dspy.judge import BinaryJudge
+from bineval_dspy.models import make_lm
+from bineval_dspy.schema import Checklist, Question
+
+pytestmark = pytest.mark.embedded
+
+
+@pytest.fixture(scope="module")
+def lm() -> dspy.LM:
+    return make_lm("smollm2", cache=False)
+
+
+def request(lm: dspy.LM, user: str, **config) -> Request:
+    return Request(model=lm.model, system="You are terse.", messages=(Message.user(user),), config=Config(**config))
+
+
+def test_model_string_names_file_and_quantisation(lm):
+    assert lm.model.startswith("local/smollm2-135m-instruct-q4_1@sha256-")
+    assert copy.deepcopy(lm).engine is lm.engine  # weights are never duplicated
+
+
+def test_json_schema_is_enforced_and_logprobs_exposed(lm):
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"], "additionalProperties": False}
+    response = lm.engine.complete(
+        request(lm, "Is the sky green? Reply in JSON.", max_tokens=20, temperature=0.0, logprobs=5,
+                response_format={"type": "json_schema", "schema": schema, "name": "r", "strict": True})
+    )
+    assert json.loads(response.message.text)["answer"] in ("yes", "no")
+    assert response.logprobs and len(response.logprobs[0].top) == 5
+
+
+def test_prefix_is_reused_across_calls_that_share_it(lm):
+    engine = lm.engine
+    shared = "Article: " + "The council met on Tuesday and voted on the budget. " * 20
+    engine.complete(request(lm, shared + "\nQuestion one?", max_tokens=2, temperature=0.0))
+    before = (engine.stats.prompt_tokens, engine.stats.evaluated_prompt_tokens)
+    engine.complete(request(lm, shared + "\nQuestion two?", max_tokens=2, temperature=0.0))
+    prompt = engine.stats.prompt_tokens - before[0]
+    evaluated = engine.stats.evaluated_prompt_tokens - before[1]
+    assert prompt > 200
+    assert evaluated < 20  # only the question's suffix was evaluated
+
+
+def test_threads_share_one_model_safely(lm):
+    results: list[str] = []
+
+    def call(i: int) -> None:
+        results.append(lm.engine.complete(request(lm, f"Say {i}.", max_tokens=4, temperature=0.0)).message.text)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4
+
+
+def test_judge_probability_mode_end_to_end(lm):
+    dspy.configure(lm=lm)
+    checklist = Checklist(task="t", dimensions=["facts"], questions=[Question(text="Does the summary mention a library?", dimension="facts")])
+    card = BinaryJudge(probability=True)(input="The town will build a library.", output="A library will be built.", checklist=checklist)
+    verdict = card.verdicts[0]
+    assert verdict.answer in ("yes", "no")
+    assert verdict.p_yes is not None and 0.0 <= verdict.p_yes <= 1.0
+    assert (verdict.answer == "yes") == (verdict.p_yes >= 0.5)
+    assert card.overall == pytest.approx(verdict.p_yes)
+
+
+def test_demo_command_end_to_end(tmp_path):
+    out = tmp_path / "demo.json"
+    env = {**os.environ, "BINEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-m", "bineval_dspy.cli", "demo", "-o", str(out)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text())
+    questions = {q["id"] for q in result["checklist"]["questions"]}
+    assert questions
+    assert [r["label"] for r in result["results"]] == ["good", "mediocre", "bad"]
+    for r in result["results"]:
+        card = r["scorecard"]
+        assert {v["question_id"] for v in card["verdicts"]} == questions
+        assert all(v["answer"] in ("yes", "no", "unanswered") and v["judge"].startswith("local/smollm2") for v in card["verdicts"])
+        assert set(card["dimension_scores"]) <= set(result["checklist"]["dimensions"])

@@ -7,6 +7,8 @@ import re
 import string
 from collections import Counter
 
+import syllapy
+
 from bineval_dspy.verifiers.ifbench_sentence import (
     _count,
     _split_sentences,
@@ -33,29 +35,6 @@ def _keyword(value: str, name: str = "keyword") -> str:
     if not keyword:
         raise ValueError(f"{name} must not be empty")
     return keyword
-
-
-# --- syllables ---------------------------------------------------------------------------
-# IFBench counts syllables with the ``syllapy`` package: a lookup table of about 5,000 common
-# words, then a vowel-group rule for everything else. We apply the rule to every word.
-
-_SYLLABLE_VOWELS = frozenset("aeiouy")
-
-
-def _count_syllables(word: str) -> int:
-    """Syllables in ``word`` by syllapy's vowel-group rule; 0 for empty words or words with digits."""
-    word = word.strip().lower().strip(string.punctuation)
-    if not word or any(ch.isdigit() for ch in word):
-        return 0
-    count = int(word[0] in _SYLLABLE_VOWELS)
-    count += sum(
-        1 for previous, ch in zip(word, word[1:]) if ch in _SYLLABLE_VOWELS and previous not in _SYLLABLE_VOWELS
-    )
-    if word.endswith("e"):
-        count -= 1
-    if word.endswith("le") and len(word) > 2 and word[-3] not in _SYLLABLE_VOWELS:
-        count += 1
-    return max(count, 1)
 
 
 # --- verb detection ----------------------------------------------------------------------
@@ -228,10 +207,10 @@ def no_consecutive() -> Check:
 
 @register("words:odd_even_syllables")
 def odd_even_syllables() -> Check:
-    """Words alternate between odd and even syllable counts."""
+    """Words alternate between odd and even syllable counts, counted by ``syllapy`` as IFBench does."""
 
     def check(response: str) -> bool:
-        parities = [_count_syllables(word) % 2 for word in _plain_words(response)]
+        parities = [syllapy.count(word) % 2 for word in _plain_words(response)]
         return all(parity != following for parity, following in zip(parities, parities[1:]))
 
     return check

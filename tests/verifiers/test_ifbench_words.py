@@ -3,22 +3,10 @@
 import pytest
 
 from bineval_dspy.verifiers import VerifierError, build_check
-from bineval_dspy.verifiers.ifbench_words import _count_syllables
 
 
 def passes(instruction_id: str, response: str, **kwargs) -> bool:
     return build_check(instruction_id, kwargs)(response)
-
-
-# --- syllables -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("word", "count"),
-    [("cat", 1), ("the", 1), ("table", 2), ("people", 2), ("make", 1), ("beautiful", 3), ("Rhythm!", 1), ("42nd", 0)],
-)
-def test_count_syllables_follows_vowel_group_rule(word, count):
-    assert _count_syllables(word) == count
 
 
 # --- words:alphabet ------------------------------------------------------------------------
@@ -118,6 +106,15 @@ def test_odd_even_syllables_passes_when_parity_alternates():
 
 def test_odd_even_syllables_fails_on_two_odd_words_in_a_row():
     assert passes("words:odd_even_syllables", "Cat dog table") is False
+
+
+def test_odd_even_syllables_counts_with_syllapys_word_table():
+    # syllapy's table says "every" has 2 syllables (a vowel-group rule says 3) and "being" 2 (rule: 1)
+    assert passes("words:odd_even_syllables", "Cat every dog being.") is True
+
+
+def test_odd_even_syllables_words_with_digits_count_zero_syllables():
+    assert passes("words:odd_even_syllables", "Cat 42nd dog") is True
 
 
 # --- words:palindrome ----------------------------------------------------------------------

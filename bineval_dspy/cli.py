@@ -5,14 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import TypeVar
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from bineval_dspy.checklist import ChecklistGenerator
@@ -20,31 +16,11 @@ from bineval_dspy.errors import InputError
 from bineval_dspy.generator import add_generate_command
 from bineval_dspy.judge import BinaryJudge
 from bineval_dspy.jsonio import append_jsonl, load_model, read_jsonl
-from bineval_dspy.models import DEFAULT_LM, is_local
+from bineval_dspy.models import DEFAULT_LM
+from bineval_dspy.progress import console, effective_threads, progress_map
 from bineval_dspy.runtime import DEFAULT_CACHE_DIR, configure
 from bineval_dspy.schema import Checklist, Scorecard
 from bineval_dspy.suite import add_verify_command
-
-console = Console(stderr=True)
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-def progress_map(fn: Callable[[T], R], items: Sequence[T], label: str, threads: int = 1) -> Iterable[R]:
-    """Apply ``fn`` to items (in a thread pool when threads > 1), yielding results in order with a progress bar."""
-    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task(label, total=len(items))
-        if threads <= 1:
-            for item in items:
-                yield fn(item)
-                bar.advance(task)
-            return
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            for result in pool.map(fn, items):
-                yield result
-                bar.advance(task)
-
 
 def _read_task(value: str) -> str:
     if value.startswith("@"):
@@ -54,14 +30,6 @@ def _read_task(value: str) -> str:
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     return value
-
-
-def _effective_threads(lm, threads: int) -> int:
-    """An in-process model serializes calls; threads would only interleave prompts and defeat prefix reuse."""
-    if is_local(lm) and threads > 1:
-        console.print("[yellow]note:[/] the embedded model runs one call at a time; --threads ignored")
-        return 1
-    return threads
 
 
 def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
@@ -153,7 +121,7 @@ def cmd_judge(args: argparse.Namespace) -> None:
         return number, row, judge(input=row["input"], output=row["output"], checklist=checklist)
 
     cards: list[Scorecard] = []
-    for number, row, card in progress_map(judge_row, todo, "judging", _effective_threads(lm, args.threads)):
+    for number, row, card in progress_map(judge_row, todo, "judging", effective_threads(lm, args.threads)):
         append_jsonl(out, {**row, "line": number, "scorecard": card.model_dump(mode="json")})
         cards.append(card)
     _print_means(checklist, [r["scorecard"] for _, r in read_jsonl(out)])

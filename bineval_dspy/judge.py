@@ -94,7 +94,7 @@ class BinaryJudge(dspy.Module):
             answer, explanation = pred.verdict.answer, pred.verdict.explanation
         except Exception as exc:  # any LM or parse failure is an unanswered question, never a yes
             return Verdict(
-                question_id=question.id, answer="unanswered", explanation=f"no usable answer: {_one_line(exc)}", judge=judge_name
+                question_id=question.id, answer="unanswered", explanation=f"no usable answer: {one_line(exc)}", judge=judge_name
             )
         if answer not in ("yes", "no"):
             return Verdict(question_id=question.id, answer="unanswered", explanation=f"unparseable answer {answer!r}", judge=judge_name)
@@ -153,6 +153,7 @@ def _majority(question_id: str, votes: list[Verdict]) -> Verdict:
     )
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An exception as one short line, for verdict explanations and run records."""
     text = f"{type(exc).__name__}: {exc}".splitlines()[0]
     return text[:200]

@@ -8,11 +8,8 @@ import re
 import string
 import unicodedata
 
-from bineval_dspy.verifiers.ifbench_count import _split_sentences
 from bineval_dspy.verifiers.registry import Check, register
-
-_PUNCT_AND_SPACE = string.punctuation + " "
-_DROP_ASCII_PUNCT = str.maketrans("", "", string.punctuation)
+from bineval_dspy.verifiers.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_punkt
 
 _MULTIPLES_OF_7 = [str(n) for n in range(14, 51, 7)]  # "count from 10 to 50, only multiples of 7"
 
@@ -188,7 +185,7 @@ def reverse_newline() -> Check:
     """From the first line naming Zimbabwe: at least 52 non-empty lines in reverse alphabetical order."""
 
     def check(response: str) -> bool:
-        lines = [line.strip(_PUNCT_AND_SPACE) for line in response.split("\n")]
+        lines = [line.strip(PUNCTUATION_AND_SPACE) for line in response.split("\n")]
         lines = [line for line in lines if line]
         start = next((i for i, line in enumerate(lines) if "Zimbabwe" in line), None)
         if start is None or len(lines) - start < _AFRICAN_COUNTRIES_MIN_LINES:
@@ -204,7 +201,7 @@ def sentence_alphabet() -> Check:
     """Exactly 26 sentences (split at . ? !, not at line breaks) whose first words start with a, b, ..., z."""
 
     def check(response: str) -> bool:
-        sentences = _split_sentences(response)
+        sentences = split_sentences_punkt(response)
         if len(sentences) != 26:
             return False
         for letter, sentence in zip(string.ascii_lowercase, sentences):
@@ -225,7 +222,7 @@ def word_reverse() -> Check:
     """
 
     def check(response: str) -> bool:
-        words = response.lower().translate(_DROP_ASCII_PUNCT).split()
+        words = delete_ascii_punctuation(response.lower()).split()
         return "bald eagle" in " ".join(reversed(words))
 
     return check

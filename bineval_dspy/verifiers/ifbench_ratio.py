@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
-from bineval_dspy.verifiers.ifbench_sentence import _split_sentences
 from bineval_dspy.verifiers.registry import Check, register
+from bineval_dspy.verifiers.text import split_sentences_ifeval_regex, word_runs
 
 # NLTK's English stop-word list, the one IFBench's ``ratio:stop_words`` grader counts.
 _STOP_WORDS = frozenset(
@@ -24,7 +22,6 @@ _STOP_WORDS = frozenset(
     """.split()
 )
 
-_WORD_RE = re.compile(r"\w+")
 _OVERLAP_TOLERANCE = 2
 
 
@@ -67,7 +64,7 @@ def sentence_balance() -> Check:
     """As many declarative ('.') as interrogative ('?') as exclamatory ('!') sentences."""
 
     def check(response: str) -> bool:
-        sentences = _split_sentences(response)
+        sentences = split_sentences_ifeval_regex(response)
         return _count_ending(sentences, ".") == _count_ending(sentences, "?") == _count_ending(sentences, "!")
 
     return check
@@ -78,7 +75,7 @@ def sentence_type() -> Check:
     """Exactly twice as many declarative ('.') as interrogative ('?') sentences."""
 
     def check(response: str) -> bool:
-        sentences = _split_sentences(response)
+        sentences = split_sentences_ifeval_regex(response)
         return _count_ending(sentences, ".") == 2 * _count_ending(sentences, "?")
 
     return check
@@ -90,7 +87,7 @@ def sentence_words() -> Check:
     ignored). Like IFBench's grader, the "all different words" part of the instruction is not checked."""
 
     def check(response: str) -> bool:
-        sentences = _split_sentences(response)
+        sentences = split_sentences_ifeval_regex(response)
         return len(sentences) == 3 and len({len(sentence.strip()) for sentence in sentences}) == 1
 
     return check
@@ -102,7 +99,7 @@ def stop_words(percentage: float) -> Check:
     limit = _percentage(percentage)
 
     def check(response: str) -> bool:
-        words = _WORD_RE.findall(response)
+        words = word_runs(response)
         if not words:
             return False
         stops = sum(word.lower() in _STOP_WORDS for word in words)

@@ -9,15 +9,15 @@ from collections import Counter
 
 import syllapy
 
-from bineval_dspy.verifiers.ifbench_sentence import (
-    _count,
-    _split_sentences,
-    _without_punctuation,
-    _word_tokenize,
-)
+from bineval_dspy.verifiers.kwargs import whole_number
 from bineval_dspy.verifiers.registry import Check, register
+from bineval_dspy.verifiers.text import (
+    PUNCTUATION_AND_SPACE,
+    delete_ascii_punctuation,
+    split_sentences_ifeval_regex,
+    word_tokenize_nltk,
+)
 
-_PUNCTUATION_AND_SPACE = string.punctuation + " "
 _CONSONANTS = frozenset("bcdfghjklmnpqrstvwxyz")
 _VOWELS = frozenset("aeiou")
 # IFBench's grader only knows the primes below 100.
@@ -26,7 +26,7 @@ _PRIME_LENGTHS = frozenset(n for n in range(2, 100) if all(n % d for d in range(
 
 def _plain_words(text: str) -> list[str]:
     """Lower-cased whitespace-separated words with ASCII punctuation deleted."""
-    return _without_punctuation(text.lower()).split()
+    return delete_ascii_punctuation(text.lower()).split()
 
 
 def _keyword(value: str, name: str = "keyword") -> str:
@@ -135,7 +135,7 @@ def alphabet() -> Check:
     word's (wrapping from 'z' to 'a'); the first word may start with any letter."""
 
     def check(response: str) -> bool:
-        words = _without_punctuation(response).split()
+        words = delete_ascii_punctuation(response).split()
         if not words or words[0][0].lower() not in string.ascii_lowercase:
             return False
         letter = words[0][0].lower()
@@ -165,14 +165,14 @@ def consonants() -> Check:
 def keywords_specific_position(keyword: str, n: float, m: float) -> Check:
     """``keyword`` is the ``m``-th word of the ``n``-th sentence (punctuation tokens not counted)."""
     target = _keyword(keyword).lower()
-    sentence_index = _count(n, "n", minimum=1) - 1
-    word_index = _count(m, "m", minimum=1) - 1
+    sentence_index = whole_number("n", n, minimum=1) - 1
+    word_index = whole_number("m", m, minimum=1) - 1
 
     def check(response: str) -> bool:
-        sentences = _split_sentences(response)
+        sentences = split_sentences_ifeval_regex(response)
         if len(sentences) <= sentence_index:
             return False
-        words = [token for token in _word_tokenize(sentences[sentence_index]) if any(ch.isalnum() for ch in token)]
+        words = [token for token in word_tokenize_nltk(sentences[sentence_index]) if any(ch.isalnum() for ch in token)]
         return len(words) > word_index and words[word_index].lower() == target
 
     return check
@@ -183,10 +183,10 @@ def last_first() -> Check:
     """The last word of each sentence is the first word of the next (case-insensitive)."""
 
     def check(response: str) -> bool:
-        sentences = _split_sentences(response)
+        sentences = split_sentences_ifeval_regex(response)
         for sentence, following in zip(sentences, sentences[1:]):
-            last_words = sentence.rstrip(_PUNCTUATION_AND_SPACE).split()
-            first_words = following.lstrip(_PUNCTUATION_AND_SPACE).split()
+            last_words = sentence.rstrip(PUNCTUATION_AND_SPACE).split()
+            first_words = following.lstrip(PUNCTUATION_AND_SPACE).split()
             if not last_words or not first_words or last_words[-1].lower() != first_words[0].lower():
                 return False
         return True
@@ -233,7 +233,7 @@ def paragraph_last_first() -> Check:
 
     def check(response: str) -> bool:
         for line in response.split("\n"):
-            words = line.strip().lower().strip(_PUNCTUATION_AND_SPACE).split()
+            words = line.strip().lower().strip(PUNCTUATION_AND_SPACE).split()
             if words and words[0] != words[-1]:
                 return False
         return True
@@ -246,7 +246,7 @@ def prime_lengths() -> Check:
     """Every word (ASCII punctuation deleted) has a prime number of characters."""
 
     def check(response: str) -> bool:
-        return all(len(word) in _PRIME_LENGTHS for word in _without_punctuation(response).split())
+        return all(len(word) in _PRIME_LENGTHS for word in delete_ascii_punctuation(response).split())
 
     return check
 
@@ -254,7 +254,7 @@ def prime_lengths() -> Check:
 @register("words:repeats")
 def repeats(small_n: float) -> Check:
     """No word (case-insensitive, punctuation deleted) occurs more than ``small_n`` times."""
-    limit = _count(small_n, "small_n")
+    limit = whole_number("small_n", small_n)
 
     def check(response: str) -> bool:
         return all(count <= limit for count in Counter(_plain_words(response)).values())
@@ -267,7 +267,7 @@ def start_verb() -> Check:
     """The response starts with a verb (lexicon-based stand-in for IFBench's POS tagger)."""
 
     def check(response: str) -> bool:
-        tokens = _word_tokenize(response)
+        tokens = word_tokenize_nltk(response)
         return bool(tokens) and _looks_like_verb(tokens[0], tokens[1] if len(tokens) > 1 else None)
 
     return check
@@ -291,7 +291,7 @@ def words_position(keyword: str) -> Check:
     target = _keyword(keyword).lower()
 
     def check(response: str) -> bool:
-        tokens = _word_tokenize(response)
+        tokens = word_tokenize_nltk(response)
         if tokens and tokens[-1] in string.punctuation:
             tokens = tokens[:-1]
         return len(tokens) >= 2 and tokens[1].lower() == tokens[-2].lower() == target

@@ -6,37 +6,10 @@ import pytest
 
 import bineval_dspy.verifiers.ifbench_format  # noqa: F401  (registers the verifiers)
 from bineval_dspy.verifiers import VerifierError, build_check, follows
-from bineval_dspy.verifiers.ifbench_format import _split_sentences, _word_tokens
 
 
 def passes(instruction_id: str, response: str, mode: str = "strict", **kwargs) -> bool:
     return follows(build_check(instruction_id, kwargs), response, mode)
-
-
-# --- shared helpers ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "sentences"),
-    [
-        ("Hello world. This is a test.", ["Hello world.", "This is a test."]),
-        ("Dr. Smith went home. He slept.", ["Dr. Smith went home.", "He slept."]),
-        ("Line one\nLine two", ["Line one\nLine two"]),
-        ("Wait... what?", ["Wait... what?"]),
-        ("Hello!!! World", ["Hello!!!", "World"]),
-        ('He said "Yes!" and left.', ['He said "Yes!"', "and left."]),
-        ("1. First item\n2. Second item", ["1.", "First item\n2.", "Second item"]),
-        ("The U.S. Army is big.", ["The U.S. Army is big."]),
-    ],
-)
-def test_split_sentences_mimics_punkt(text, sentences):
-    assert _split_sentences(text) == sentences
-
-
-def test_word_tokens_split_punctuation_and_contractions():
-    assert _word_tokens("Don't stop, it's (really) fine.") == [
-        "Do", "n't", "stop", ",", "it", "'s", "(", "really", ")", "fine", ".",
-    ]
 
 
 # --- format:emoji --------------------------------------------------------------------------------

@@ -1,75 +1,12 @@
-"""Tests for the IFBench ``sentence:*`` verifiers and the shared sentence/word tokenizers."""
+"""Tests for the IFBench ``sentence:*`` verifiers."""
 
 import pytest
 
 from bineval_dspy.verifiers import VerifierError, build_check
-from bineval_dspy.verifiers.ifbench_sentence import (
-    _punkt_sentences,
-    _split_sentences,
-    _word_tokenize,
-)
 
 
 def passes(instruction_id: str, response: str, **kwargs) -> bool:
     return build_check(instruction_id, kwargs)(response)
-
-
-# --- rule-based sentence splitter ---------------------------------------------------------
-
-
-def test_split_sentences_on_terminal_marks():
-    assert _split_sentences("One two. Three?  Four!\nFive") == ["One two.", "Three?", "Four!", "Five"]
-
-
-def test_split_sentences_keeps_titles_decimals_domains_and_initials():
-    text = "Dr. Smith paid 3.5 dollars at shop.com today. J. R. R. Tolkien wrote it."
-    assert _split_sentences(text) == [
-        "Dr. Smith paid 3.5 dollars at shop.com today.",
-        "J. R. R. Tolkien wrote it.",
-    ]
-
-
-def test_split_sentences_moves_period_outside_closing_quote():
-    assert _split_sentences('We call it "paraphrasing." It helps.') == ['We call it "paraphrasing".', "It helps."]
-
-
-def test_split_sentences_ends_sentence_after_ellipsis():
-    assert _split_sentences("Wait... what") == ["Wait...", "what"]
-
-
-def test_split_sentences_of_blank_text_is_empty():
-    assert _split_sentences("   ") == []
-
-
-# --- Punkt (nltk.sent_tokenize) and Treebank (nltk.word_tokenize) --------------------------
-
-
-def test_punkt_keeps_known_abbreviations_and_realigns_quotes():
-    assert _punkt_sentences('He met Dr. Smith. She said "Hi." Then left!') == [
-        "He met Dr. Smith.",
-        'She said "Hi."',
-        "Then left!",
-    ]
-
-
-def test_punkt_breaks_after_unknown_abbreviation_and_before_capitalised_starter():
-    assert _punkt_sentences("Fruit, e.g. apples. The end... The real end") == [
-        "Fruit, e.g.",
-        "apples.",
-        "The end...",
-        "The real end",
-    ]
-
-
-def test_punkt_numbered_list_marker_is_its_own_sentence():
-    assert _punkt_sentences("1. First item") == ["1.", "First item"]
-
-
-def test_word_tokenize_splits_clitics_quotes_and_final_period():
-    assert _word_tokenize('I can\'t say "no". Dr. Lee (the boss) won\'t!') == [
-        "I", "ca", "n't", "say", "``", "no", "''", ".",
-        "Dr.", "Lee", "(", "the", "boss", ")", "wo", "n't", "!",
-    ]  # fmt: skip
 
 
 # --- sentence:alliteration_increment -------------------------------------------------------

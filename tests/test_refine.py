@@ -1,0 +1,174 @@
+"""STICK with scripted LMs: refinement fixes failed checks and never regresses; best-of-N keeps the best."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import dspy
+import pytest
+from dspy.lm15 import Request
+
+from bineval_dspy.generator import Generator
+from bineval_dspy.hybrid import hybrid_checklist, hybrid_judge
+from bineval_dspy.refine import BestOfN, SelfRefine
+from tests.conftest import ScriptedEngine, scripted_lm, verdict_json
+from tests.test_hybrid import ROW, TICK, tick_reply
+
+# ROW asks for the word "ocean" and no commas: both checked by code.
+CODE_ONLY = hybrid_checklist(ROW, n_llm_questions=(0, 0))
+GOOD = "The ocean is wide and deep."
+BAD = "The sea is wide, and deep."  # no "ocean", a comma: fails both checks
+HALF = "The ocean is wide, and deep."  # fails the comma check only
+
+
+def stick_script(
+    generate: Callable[[str], str] = lambda prompt: GOOD,
+    rewrite: Callable[[str], str] = lambda text: GOOD,
+    verdict: str = "yes",
+) -> Callable[[Request], str]:
+    """Replies by request kind: TICK questions, judge verdicts, plans, rewrites, plain generations."""
+
+    def script(request: Request) -> str:
+        text = request.messages[-1].text
+        if "order of fields: `questions`" in text:
+            return tick_reply(TICK)
+        if "order of fields: `verdict`" in text:
+            return verdict_json(verdict)
+        if "order of fields: `plan`" in text:
+            return json.dumps({"plan": "remove the commas and mention the ocean"})
+        if "order of fields: `revised_response`" in text:
+            return json.dumps({"revised_response": rewrite(text)})
+        return generate(text)
+
+    return script
+
+
+def kinds(engine: ScriptedEngine) -> list[str]:
+    out = []
+    for request in engine.requests:
+        text = request.messages[-1].text
+        names = ("questions", "verdict", "plan", "revised_response")
+        out.append(next((k for k in names if f"order of fields: `{k}`" in text), "generate"))
+    return out
+
+
+def test_all_passing_response_is_returned_unchanged_without_lm_calls():
+    lm = scripted_lm(stick_script())
+    dspy.configure(lm=lm)
+    judge = hybrid_judge()
+    card = judge(input=ROW.prompt, output=GOOD, checklist=CODE_ONLY)
+    result = SelfRefine(judge, max_iterations=3)(prompt=ROW.prompt, response=GOOD, checklist=CODE_ONLY, scorecard=card)
+    assert result.response == GOOD and result.iterations == []
+    assert lm.engine.requests == []
+
+
+def test_refine_fixes_a_failing_constraint_and_stops():
+    lm = scripted_lm(stick_script(rewrite=lambda text: GOOD))
+    dspy.configure(lm=lm)
+    result = SelfRefine(hybrid_judge(), max_iterations=3)(prompt=ROW.prompt, response=BAD, checklist=CODE_ONLY)
+    assert result.response == GOOD
+    assert result.initial_score == 0.0 and result.scorecard.overall == 1.0
+    assert len(result.iterations) == 1 and result.iterations[0]["kept"] is True  # nothing left to fix: stopped
+    assert kinds(lm.engine) == ["plan", "revised_response"]
+    plan_prompt = lm.engine.requests[0].messages[-1].text
+    assert "punctuation:no_comma" in plan_prompt and "keywords:existence" in plan_prompt  # both failures fed back
+    assert "failed (strict check)" in plan_prompt
+
+
+def test_refine_tells_the_rewriter_what_passed():
+    lm = scripted_lm(stick_script(rewrite=lambda text: GOOD))
+    dspy.configure(lm=lm)
+    result = SelfRefine(hybrid_judge())(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
+    assert result.response == GOOD
+    rewrite_prompt = lm.engine.requests[1].messages[-1].text
+    failed = rewrite_prompt.split("[[ ## failed_checks ## ]]")[1].split("[[ ## passed_checks ## ]]")[0]
+    passed = rewrite_prompt.split("[[ ## passed_checks ## ]]")[1].split("[[ ## plan ## ]]")[0]
+    assert "punctuation:no_comma" in failed and "keywords:existence" not in failed
+    assert "keywords:existence" in passed
+
+
+def test_refine_never_returns_a_worse_response():
+    rewrites = iter([BAD, BAD + " Again, worse."])
+    lm = scripted_lm(stick_script(rewrite=lambda text: next(rewrites)))
+    dspy.configure(lm=lm)
+    result = SelfRefine(hybrid_judge(), max_iterations=2)(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
+    assert result.response == HALF
+    assert result.scorecard.overall == 0.5
+    assert [(i["score"], i["kept"]) for i in result.iterations] == [(0.0, False), (0.0, False)]
+
+
+def test_refine_keeps_an_equal_score_original_and_stops_on_no_change():
+    lm = scripted_lm(stick_script(rewrite=lambda text: HALF))
+    dspy.configure(lm=lm)
+    result = SelfRefine(hybrid_judge(), max_iterations=3)(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
+    assert result.response == HALF
+    assert len(result.iterations) == 1 and result.iterations[0]["unchanged"] is True
+
+
+def test_refine_lm_failure_keeps_the_best_so_far():
+    def script(request: Request) -> str:
+        raise RuntimeError("server down")
+
+    dspy.configure(lm=scripted_lm(script))
+    result = SelfRefine(hybrid_judge())(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
+    assert result.response == HALF
+    assert "server down" in result.iterations[0]["error"]
+
+
+def test_refine_judges_llm_questions_too():
+    lm = scripted_lm(stick_script(rewrite=lambda text: GOOD, verdict="no"))
+    dspy.configure(lm=lm)
+    checklist = hybrid_checklist(ROW)
+    lm.engine.requests.clear()
+    result = SelfRefine(hybrid_judge())(prompt=ROW.prompt, response=BAD, checklist=checklist)
+    # the TICK questions still fail, but both code checks now pass: a strictly better version
+    assert result.response == GOOD and result.scorecard.overall == 0.5
+    assert kinds(lm.engine).count("verdict") == 4  # 2 TICK questions, before and after
+
+
+def test_best_of_n_picks_the_highest_score_first_on_ties():
+    samples = iter([BAD, HALF, GOOD, GOOD + " Yes."])
+    lm = scripted_lm(stick_script(generate=lambda prompt: next(samples)))
+    dspy.configure(lm=lm)
+    pick = BestOfN(Generator(), hybrid_judge(), n=4)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    assert pick.response == GOOD and pick.chosen == 2
+    assert [c["score"] for c in pick.candidates] == [0.0, 0.5, 1.0, 1.0]
+    assert [c["rollout_id"] for c in pick.candidates] == [0, 1, 2, 3]
+    assert {r.config.temperature for r in lm.engine.requests} == {0.7}
+
+
+def test_best_of_n_samples_are_cached_apart_and_replayed():
+    engine = ScriptedEngine(lambda request: f"sample {len(engine.requests)} about the ocean")
+    lm = dspy.LM("custom/cached", engine=engine, cache=True, num_retries=0)
+    dspy.configure(lm=lm)
+    first = BestOfN(Generator(), hybrid_judge(), n=3)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    assert len(engine.requests) == 3
+    assert len({c["response"] for c in first.candidates}) == 3  # distinct rollout ids: distinct cache entries
+    again = BestOfN(Generator(), hybrid_judge(), n=3)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    assert len(engine.requests) == 3  # a rerun replays the cached samples
+    assert again.candidates == first.candidates
+
+
+def test_best_of_n_survives_a_failed_sample():
+    calls = iter([RuntimeError("flaky"), GOOD])
+
+    def generate(prompt: str) -> str:
+        item = next(calls)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    dspy.configure(lm=scripted_lm(stick_script(generate=generate)))
+    pick = BestOfN(Generator(), hybrid_judge(), n=2)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    assert pick.response == GOOD and pick.chosen == 1
+    assert "flaky" in pick.candidates[0]["error"]
+
+
+def test_best_of_n_raises_when_every_sample_fails():
+    def script(request: Request) -> str:
+        raise RuntimeError("down")
+
+    dspy.configure(lm=scripted_lm(script))
+    with pytest.raises(Exception, match="down"):
+        BestOfN(Generator(), hybrid_judge(), n=2)(prompt=ROW.prompt, checklist=CODE_ONLY)

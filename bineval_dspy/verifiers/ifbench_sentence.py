@@ -41,7 +41,8 @@ def increment(small_n: float) -> Check:
     step = whole_number("small_n", small_n)
 
     def check(response: str) -> bool:
-        counts = [len(delete_ascii_punctuation(sentence).split()) for sentence in split_sentences_ifeval_regex(response)]
+        sentences = split_sentences_ifeval_regex(response)
+        counts = [len(delete_ascii_punctuation(sentence).split()) for sentence in sentences]
         return all(later == earlier + step for earlier, later in zip(counts, counts[1:]))
 
     return check

@@ -146,7 +146,11 @@ class _PunktToken:
 
 
 def _ortho_heuristic(token: _PunktToken) -> bool | None:
-    """Punkt's orthographic vote on ``token`` starting a sentence: True, False or None (unknown)."""
+    """Punkt's orthographic vote on ``token`` starting a sentence: True, False or None (unknown).
+
+    The model's counts are approximated: a lower-case word never starts a sentence, a capitalised
+    one does only when it is a frequent sentence starter.
+    """
     if token.text in ";:,.!?":
         return False
     if token.text[0].isupper():
@@ -174,12 +178,9 @@ def _annotate(tokens: list[_PunktToken]) -> None:
         if not token.text.endswith("."):
             continue
         # "in the U.S. The ...": an abbreviation or ellipsis also ends a sentence before a starter.
-        if (token.abbreviation or token.ellipsis) and not token.is_initial:
-            if _ortho_heuristic(following) is True or (
-                following.text[0].isupper() and following.type_no_sentperiod in _SENTENCE_STARTERS
-            ):
-                token.sentbreak = True
-                continue
+        if (token.abbreviation or token.ellipsis) and not token.is_initial and _ortho_heuristic(following):
+            token.sentbreak = True
+            continue
         # "5. apples", "J. Smith": no break before a lower-case word, nor (initials only) before
         # a capitalised word without sentence-start evidence.
         if token.is_initial or token.type_no_period == _NUMBER_TYPE:
@@ -230,7 +231,7 @@ def _sentence_spans(text: str) -> Iterator[tuple[int, int]]:
 
 
 def split_sentences_punkt(text: str) -> list[str]:
-    """Sentences of ``text`` as ``nltk.sent_tokenize`` (English Punkt) cuts them: only after . ? !, never at bare newlines."""
+    """Sentences of ``text`` as ``nltk.sent_tokenize`` (English Punkt) cuts them: after . ? !, never at newlines."""
     spans = list(_sentence_spans(text))
     sentences = []
     shift = 0

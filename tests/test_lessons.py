@@ -142,7 +142,7 @@ def test_near_duplicates_merge_counting_support_and_sources():
     merged = bank.add(lesson("Use exactly three bullet points in every answer.", "b:1", "a:1", support=2))
     other = bank.add(lesson("Write in formal English.", "c:1"))
     assert merged is first
-    assert first.support == 3
+    assert first.support == 2  # support counts distinct failures: a:1 was already counted
     assert first.sources == ["a:1", "b:1"]  # a repeated source is listed once
     assert first.text == "Use exactly three bullet points in the answer."  # the bank's wording is kept
     assert other is not first and other.support == 1
@@ -299,3 +299,14 @@ def test_empty_instructions_become_the_lesson_without_an_lm_call():
     new, edit, engine = update(edit_reply("", "unused"), instructions="  \n")
     assert new == LESSON.text and edit.appended and edit.after == LESSON.text
     assert engine.requests == []
+
+
+def test_a_lesson_rebuilt_from_counted_failures_adds_no_support():
+    from bineval_dspy.lessons import Lesson, LessonBank
+
+    bank = LessonBank(embed=lambda texts: __import__("numpy").eye(len(texts)))
+    bank.add(Lesson(text="Use bullets.", sources=["a:1"]))
+    merged = bank.add(Lesson(text="use bullets", sources=["a:1"]))
+    assert merged.support == 1 and merged.sources == ["a:1"]
+    merged = bank.add(Lesson(text="Use bullets.", sources=["b:1"]))
+    assert merged.support == 2 and merged.sources == ["a:1", "b:1"]

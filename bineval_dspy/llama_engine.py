@@ -10,18 +10,40 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import random
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import llama_cpp
 import numpy as np
 from dspy.lm15 import Config, Message, Request, Response, TokenLogprob, TopLogprob, Usage
 
+# llama.cpp's OpenMP workers spin while waiting by default; on a busy 2-core machine that starves every
+# other process (and this one). Passive waiting must be chosen before the library loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+import llama_cpp  # noqa: E402
+
 DEFAULT_CONTEXT = 4096
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
+
+
+def _last_logits(llama: Any) -> np.ndarray:
+    """A view of the raw logits of the last evaluated position (no copy, no grammar mask)."""
+    pointer = llama._ctx.get_logits_ith(-1)
+    return np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), shape=(llama.n_vocab(),))
+
+
+def _apply_sampler(sampler: Any, candidates: np.ndarray) -> None:
+    """Run a llama.cpp sampler (here: a grammar) over candidate tokens in place; rejected ones get -inf."""
+    array = llama_cpp.llama_token_data_array(
+        data=candidates.ctypes.data_as(llama_cpp.llama_token_data_p), size=len(candidates), selected=-1, sorted=False
+    )
+    llama_cpp.llama_sampler_apply(sampler, ctypes.byref(array))
 
 
 @dataclass
@@ -132,7 +154,7 @@ class LlamaCppEngine:
             if len(tokens) >= self.n_ctx:
                 raise ValueError(f"prompt of {len(tokens)} tokens does not fit the context of {self.n_ctx}")
             reused = self._reusable_prefix(llama, tokens)
-            text, generated, logprobs, finish = self._generate(llama, tokens, config)
+            text, generated, logprobs, finish = self._generate(llama, tokens, reused, config)
             self._account(len(tokens), len(tokens) - reused, generated, time.perf_counter() - started)
         return Response(
             id=f"llama-{self.stats.calls}",
@@ -156,42 +178,75 @@ class LlamaCppEngine:
             common += 1
         return min(common, len(tokens) - 1)
 
-    def _generate(self, llama: Any, tokens: list[int], config: Config) -> tuple[str, int, tuple | None, str]:
+    def _generate(self, llama: Any, tokens: list[int], reused: int, config: Config) -> tuple[str, int, tuple | None, str]:
         temperature = 0.0 if config.temperature is None else float(config.temperature)
+        grammar = self._grammar(config.response_format)
         if temperature > 0:
             llama.set_seed(config.seed if config.seed is not None else random.randrange(2**31))
+            stream = llama.generate(
+                tokens,
+                temp=temperature,
+                top_k=config.top_k or 40,
+                top_p=config.top_p if config.top_p is not None else 0.95,
+                min_p=0.05,
+                repeat_penalty=1.0,
+                reset=True,
+                grammar=grammar,
+            )
+        else:
+            stream = self._greedy(llama, tokens, reused, grammar)
         max_tokens = config.max_tokens or 256
         top_n = self._top_logprobs(config)
         stops = [config.stop] if isinstance(config.stop, str) else list(config.stop or [])
         out: list[int] = []
         logprobs: list[TokenLogprob] = []
         finish = "length"
-        stream = llama.generate(
-            tokens,
-            temp=temperature,
-            top_k=config.top_k or 40,
-            top_p=config.top_p if config.top_p is not None else 0.95,
-            min_p=0.05 if temperature > 0 else 0.0,
-            repeat_penalty=1.0,
-            reset=True,
-            grammar=self._grammar(config.response_format),
-        )
-        for token in stream:
-            if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
-                finish = "stop"
-                break
-            if top_n is not None:
-                logprobs.append(self._token_logprob(llama, token, top_n))
-            out.append(token)
-            if stops:  # decoding every step only matters when a stop sequence may appear
-                text = llama.detokenize(out).decode("utf-8", "ignore")
-                hit = next((s for s in stops if s and s in text), None)
-                if hit:
-                    return text[: text.index(hit)], len(out), (tuple(logprobs) if top_n is not None else None), "stop"
-            if len(out) >= max_tokens:
-                break
+        with closing(stream):
+            for token in stream:
+                if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
+                    finish = "stop"
+                    break
+                if top_n is not None:
+                    logprobs.append(self._token_logprob(llama, token, top_n))
+                out.append(token)
+                if stops:  # decoding every step only matters when a stop sequence may appear
+                    text = llama.detokenize(out).decode("utf-8", "ignore")
+                    hit = next((s for s in stops if s and s in text), None)
+                    if hit:
+                        return text[: text.index(hit)], len(out), (tuple(logprobs) if top_n is not None else None), "stop"
+                if len(out) >= max_tokens:
+                    break
         text = llama.detokenize(out).decode("utf-8", "ignore")
         return text, len(out), (tuple(logprobs) if top_n is not None else None), finish
+
+    @staticmethod
+    def _greedy(llama: Any, tokens: list[int], reused: int, grammar: Any) -> Iterator[int]:
+        """Greedy decoding that asks the grammar about the best raw token first and masks the whole vocabulary
+        only when the grammar rejects it: the same tokens as masking every step, at a fraction of the cost."""
+        llama.n_tokens = reused  # keep the KV cache of the shared prefix; eval drops everything after it
+        llama.eval(tokens[reused:])
+        vocab = llama._model.vocab
+        check = llama_cpp.llama_sampler_init_grammar(vocab, grammar._grammar.encode(), grammar._root.encode()) if grammar else None
+        one = np.zeros(1, dtype=_TOKEN_DATA)
+        try:
+            while True:
+                logits = _last_logits(llama)
+                token = int(np.argmax(logits))
+                if check is not None:
+                    one[0] = (token, 0.0, 0.0)
+                    _apply_sampler(check, one)
+                    if not np.isfinite(one[0]["logit"]):
+                        allowed = np.zeros(len(logits), dtype=_TOKEN_DATA)
+                        allowed["id"] = np.arange(len(logits))
+                        allowed["logit"] = logits
+                        _apply_sampler(check, allowed)
+                        token = int(allowed["id"][np.argmax(allowed["logit"])])
+                    llama_cpp.llama_sampler_accept(check, token)
+                yield token
+                llama.eval([token])
+        finally:
+            if check is not None:
+                llama_cpp.llama_sampler_free(check)
 
     @staticmethod
     def _top_logprobs(config: Config) -> int | None:
@@ -201,9 +256,7 @@ class LlamaCppEngine:
     @staticmethod
     def _token_logprob(llama: Any, token: int, top_n: int) -> TokenLogprob:
         """Log-softmax of the raw logits that produced ``token`` (before any grammar mask)."""
-        n_vocab = llama.n_vocab()
-        pointer = llama._ctx.get_logits_ith(-1)
-        logits = np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), shape=(n_vocab,))
+        logits = _last_logits(llama)
         shifted = logits - logits.max()
         log_probs = shifted - np.log(np.exp(shifted).sum())
         best = np.argpartition(-log_probs, top_n)[:top_n]

@@ -98,3 +98,19 @@ def test_demo_command_end_to_end(tmp_path):
         assert {v["question_id"] for v in card["verdicts"]} == questions
         assert all(v["answer"] in ("yes", "no", "unanswered") and v["judge"].startswith("local/smollm2") for v in card["verdicts"])
         assert set(card["dimension_scores"]) <= set(result["checklist"]["dimensions"])
+
+
+def test_check_first_grammar_decoding_matches_masking_every_step(lm):
+    from itertools import islice
+
+    engine = lm.engine
+    llama = engine._load()
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "why": {"type": "string", "maxLength": 40}},
+              "required": ["answer", "why"], "additionalProperties": False}
+    grammar = engine._grammar({"type": "json_schema", "schema": schema})
+    tokens = engine.tokenize(engine.render(request(lm, "Is the sky green? Reply in JSON.")))
+    llama.reset()
+    masked = list(islice(llama.generate(tokens, temp=0.0, top_k=40, top_p=0.95, min_p=0.0, repeat_penalty=1.0, grammar=grammar), 25))
+    llama.reset()
+    check_first = list(islice(engine._greedy(llama, tokens, 0, grammar), 25))
+    assert check_first == masked

@@ -29,7 +29,7 @@ PROGRAM_FILE = "program.json"
 MAX_STORED_TEXT = 2000
 
 
-class _CallCounter(BaseCallback):
+class CallCounter(BaseCallback):
     """Counts LM calls (cache hits included: they are what the program asked for)."""
 
     def __init__(self) -> None:
@@ -125,7 +125,7 @@ class BinEvalOptimizer(Teleprompter):
         if target not in names:
             raise ValueError(f"target_predictor {target!r} is not one of {names}")
         self._target = target
-        self._counter = _CallCounter()
+        self._counter = CallCounter()
         state = self._load() or self._fresh_state(program, valset)
         self.bank = LessonBank.from_json(state["bank"], threshold=self.bank.threshold, embed=self.bank.embed) if state["bank"] else self.bank
         set_instructions(program, state["best"]["instructions"])

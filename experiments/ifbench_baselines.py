@@ -16,25 +16,15 @@ import time
 from pathlib import Path
 
 import dspy
-from dspy.utils.callback import BaseCallback
 
 from bineval_dspy.generator import Generator, run_generation
 from bineval_dspy.hybrid import hybrid_judge
+from bineval_dspy.optimizer import CallCounter
 from bineval_dspy.models import make_lm
 from bineval_dspy.suite import ResponseRow, load_suite, verify
 
 DEFAULT_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 CONFIGS = {"plain": (0, 1), "STICK x1": (1, 1), "STICK x2": (2, 1), "Best-of-4": (0, 4)}
-
-
-class CallCounter(BaseCallback):
-    """Counts LM calls as DSPy makes them (the cache is fresh per configuration, so all are real)."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def on_lm_start(self, call_id, instance, inputs):
-        self.calls += 1
 
 
 def main() -> None:

@@ -30,12 +30,11 @@ from pathlib import Path
 from typing import Any
 
 import dspy
-from dspy.utils.callback import BaseCallback
 
 from bineval_dspy.generator import Generator
 from bineval_dspy.metric import bineval_metric
 from bineval_dspy.optimize_config import DataConfig, OptimizerConfig, ProgramConfig, RunConfig, build
-from bineval_dspy.optimizer import instructions_of, prompt_length, set_instructions
+from bineval_dspy.optimizer import CallCounter, instructions_of, prompt_length, set_instructions
 from bineval_dspy.progress import progress_map
 from bineval_dspy.runtime import configure
 from bineval_dspy.suite import SuiteRow, grade
@@ -47,16 +46,6 @@ DEFAULT_OUT = REPO / "experiments" / "results" / "optimize_ifbench.json"
 RUNS = REPO / "runs" / "optimize_ifbench"
 START = "Respond to the user's request."
 TARGET = "generate"  # the Generator's only predictor
-
-
-class CallCounter(BaseCallback):
-    """Counts LM calls as the program asks for them (cache hits included, as the optimizer's audit does)."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
-        self.calls += 1
 
 
 class GepaLog(logging.Handler):

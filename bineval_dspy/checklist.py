@@ -24,14 +24,16 @@ DimensionName = Annotated[str, StringConstraints(min_length=2, max_length=30)]
 
 
 class QuestionDraft(BaseModel):
-    """A yes/no question as the LM writes it in step 2."""
+    """One yes/no question and an example of an output that fails it."""
 
     question: QuestionText = Field(description="a yes/no question; 'yes' means the requirement is met")
     no_example: ShortText = Field(description="one line showing what an output that fails looks like")
 
 
 class QuestionDrafts(BaseModel):
-    """Step 2's output; the length bounds live on a model field so they reach the JSON schema."""
+    """The yes/no questions for this requirement."""
+
+    # shown to the LM as JSON schema: the length bounds live on the field so they reach it
 
     items: list[QuestionDraft] = Field(min_length=1, max_length=3)
 

@@ -20,7 +20,10 @@ from bineval_dspy.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.scoring import score
 
 class Answer(BaseModel):
-    """The judge's reply; bounds live on model fields so they reach the JSON schema (and the grammar)."""
+    """Your verdict on the question: "yes" or "no", and one short sentence saying why."""
+
+    # Output models are shown to the LM as JSON schema (docstring included); bounds live on their fields
+    # so they reach the schema and a local model's grammar.
 
     answer: Literal["yes", "no"]
     explanation: str = Field(max_length=160, description="one short sentence saying why")

@@ -89,7 +89,9 @@ def clip(text: str, limit: int = CONTEXT_MAX_CHARS) -> str:
 
 
 class LessonDraft(BaseModel):
-    """The note-taker's reply; the bound sits on a model field so it reaches the JSON schema."""
+    """The lesson: one general instruction sentence."""
+
+    # shown to the LM as JSON schema: the bound lives on the field so it reaches it
 
     text: str = Field(
         min_length=1,
@@ -285,7 +287,7 @@ class LessonBank:
 
 
 class EditDraft(BaseModel):
-    """The updater's reply: the passage to replace (copied verbatim, or "" to append) and its new text."""
+    """The passage of the instructions to replace (copied exactly, or "" to add a new sentence) and its new text."""
 
     target: str = Field(max_length=600, description='an exact passage copied from the instructions, or ""')
     rewrite: str = Field(max_length=800, description="the passage rewritten to carry the lesson, or a new sentence")

@@ -1,9 +1,50 @@
-"""bineval_dspy: evaluate LLM outputs with independent binary questions, and improve prompts from the answers."""
+"""bineval_dspy: evaluate LLM outputs with independent binary questions, and improve prompts from the answers.
 
-from bineval_dspy.checklist import ChecklistGenerator
-from bineval_dspy.judge import BinaryJudge
-from bineval_dspy.models import make_lm
-from bineval_dspy.schema import Checklist, Question, Scorecard, Verdict
-from bineval_dspy.scoring import rescale, score
+Names are imported on first use, so ``import bineval_dspy`` loads neither DSPy's LMs nor llama.cpp.
+"""
 
-__all__ = ["BinaryJudge", "Checklist", "ChecklistGenerator", "Question", "Scorecard", "Verdict", "make_lm", "rescale", "score"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+_EXPORTS = {
+    "BinaryJudge": "bineval_dspy.judges.binary",
+    "BinEvalWriter": "bineval_dspy.checklists.bineval",
+    "ChecklistGenerator": "bineval_dspy.checklists.bineval",
+    "ChecklistWriter": "bineval_dspy.checklists.base",
+    "Checklist": "bineval_dspy.core.schema",
+    "JudgeSpec": "bineval_dspy.core.schema",
+    "Question": "bineval_dspy.core.schema",
+    "Scorecard": "bineval_dspy.core.schema",
+    "Verdict": "bineval_dspy.core.schema",
+    "rescale": "bineval_dspy.core.scoring",
+    "score": "bineval_dspy.core.scoring",
+    "make_lm": "bineval_dspy.lm.specs",
+    "BinEvalOptimizer": "bineval_dspy.optimize.optimizer",
+    "OptimizerSettings": "bineval_dspy.optimize.settings",
+    "bineval_metric": "bineval_dspy.optimize.metric",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from bineval_dspy.checklists.base import ChecklistWriter
+    from bineval_dspy.checklists.bineval import BinEvalWriter, ChecklistGenerator
+    from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, Verdict
+    from bineval_dspy.core.scoring import rescale, score
+    from bineval_dspy.judges.binary import BinaryJudge
+    from bineval_dspy.lm.specs import make_lm
+    from bineval_dspy.optimize.metric import bineval_metric
+    from bineval_dspy.optimize.optimizer import BinEvalOptimizer
+    from bineval_dspy.optimize.settings import OptimizerSettings
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'bineval_dspy' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value

@@ -26,11 +26,11 @@ from typing import Any
 import dspy
 from dspy.lm15 import Request, Response
 
-from bineval_dspy.judge import BinaryJudge
-from bineval_dspy.llama_engine import LlamaCppEngine
-from bineval_dspy.models import embedded_model_path, make_lm
-from bineval_dspy.schema import Checklist, Question
-from bineval_dspy.scoring import score
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm.llama_engine import LlamaCppEngine
+from bineval_dspy.lm.specs import embedded_model_path, make_lm
+from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.core.scoring import score
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))

@@ -33,13 +33,13 @@ from pathlib import Path
 import dspy
 import numpy as np
 
-from bineval_dspy.feedback import CrossModelFeedback
-from bineval_dspy.judge import BinaryJudge
-from bineval_dspy.optimize_config import DataConfig, load_judge_examples, split
-from bineval_dspy.optimizer import BinEvalOptimizer, instructions_of
-from bineval_dspy.progress import progress_map
-from bineval_dspy.runtime import configure
-from bineval_dspy.schema import Question
+from bineval_dspy.optimize.feedback import CrossModelFeedback
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.optimize.config import DataConfig, load_judge_examples, split
+from bineval_dspy.optimize.optimizer import BinEvalOptimizer, instructions_of
+from bineval_dspy.core.console import progress_map
+from bineval_dspy.lm.runtime import configure
+from bineval_dspy.core.schema import Question
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))

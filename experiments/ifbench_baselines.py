@@ -17,11 +17,11 @@ from pathlib import Path
 
 import dspy
 
-from bineval_dspy.generator import Generator, run_generation
-from bineval_dspy.hybrid import hybrid_judge
-from bineval_dspy.optimizer import CallCounter
-from bineval_dspy.models import make_lm
-from bineval_dspy.suite import ResponseRow, load_suite, verify
+from bineval_dspy.programs.generator import Generator, run_generation
+from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.lm.usage import CallCounter
+from bineval_dspy.lm.specs import make_lm
+from bineval_dspy.suites import ResponseRow, load_suite, verify
 
 DEFAULT_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 CONFIGS = {"plain": (0, 1), "STICK x1": (1, 1), "STICK x2": (2, 1), "Best-of-4": (0, 4)}

@@ -31,13 +31,15 @@ from typing import Any
 
 import dspy
 
-from bineval_dspy.generator import Generator
-from bineval_dspy.metric import bineval_metric
-from bineval_dspy.optimize_config import DataConfig, OptimizerConfig, ProgramConfig, RunConfig, build
-from bineval_dspy.optimizer import CallCounter, instructions_of, prompt_length, set_instructions
-from bineval_dspy.progress import progress_map
-from bineval_dspy.runtime import configure
-from bineval_dspy.suite import SuiteRow, grade
+from bineval_dspy.programs.generator import Generator
+from bineval_dspy.optimize.metric import bineval_metric
+from bineval_dspy.optimize.config import DataConfig, ProgramConfig, RunConfig, build
+from bineval_dspy.optimize.settings import OptimizerSettings as OptimizerConfig
+from bineval_dspy.lm.usage import CallCounter
+from bineval_dspy.optimize.optimizer import instructions_of, prompt_length, set_instructions
+from bineval_dspy.core.console import progress_map
+from bineval_dspy.lm.runtime import configure
+from bineval_dspy.suites import SuiteRow, grade
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))

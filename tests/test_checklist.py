@@ -8,8 +8,8 @@ import dspy
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.checklist import ChecklistGenerator
-from bineval_dspy.errors import InputError
+from bineval_dspy.checklists.bineval import ChecklistGenerator
+from bineval_dspy.core.errors import InputError
 from tests.conftest import scripted_lm
 
 STEP1 = {

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.schema import Checklist, Question
+from bineval_dspy.lm import runtime
+from bineval_dspy.core.schema import Checklist, Question
 from tests.conftest import scripted_lm, verdict_json
 
 
@@ -31,7 +32,7 @@ def lm(monkeypatch):
         dspy.configure(lm=scripted)
         return scripted
 
-    monkeypatch.setattr(cli, "configure", fake_configure)
+    monkeypatch.setattr(runtime, "configure", fake_configure)
     return scripted
 
 
@@ -115,8 +116,8 @@ def test_missing_files_and_empty_task(tmp_path, lm, capsys):
 
 
 def test_unknown_lm_spec_is_a_clear_error(capsys):
-    from bineval_dspy.errors import InputError
-    from bineval_dspy.models import make_lm
+    from bineval_dspy.core.errors import InputError
+    from bineval_dspy.lm.specs import make_lm
 
     with pytest.raises(InputError, match="LiteLLM 'provider/model'"):
         make_lm("gpt4")

@@ -8,8 +8,11 @@ from pathlib import Path
 import dspy
 import pytest
 
-from bineval_dspy import cli, optimize_config
-from bineval_dspy.lessons import LessonBank
+from bineval_dspy import cli
+from bineval_dspy.lm import runtime
+from bineval_dspy.optimize import lessons
+from bineval_dspy.optimize import config as optimize_config
+from bineval_dspy.optimize.lessons import LessonBank
 from tests.conftest import scripted_lm
 from tests.test_optimizer import World, bag_of_words
 
@@ -31,8 +34,8 @@ def scripted(monkeypatch):
         dspy.configure(lm=lm)
         return lm
 
-    monkeypatch.setattr(optimize_config, "configure", fake_configure)
-    monkeypatch.setattr(optimize_config, "LessonBank", lambda threshold: LessonBank(threshold=threshold, embed=bag_of_words))
+    monkeypatch.setattr(runtime, "configure", fake_configure)
+    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
     return lm
 
 

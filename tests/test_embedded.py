@@ -14,9 +14,9 @@ import dspy
 import pytest
 from dspy.lm15 import Config, Message, Request
 
-from bineval_dspy.judge import BinaryJudge
-from bineval_dspy.models import make_lm
-from bineval_dspy.schema import Checklist, Question
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm.specs import make_lm
+from bineval_dspy.core.schema import Checklist, Question
 
 pytestmark = pytest.mark.embedded
 

@@ -11,9 +11,11 @@ from pathlib import Path
 import dspy
 import pytest
 
-from bineval_dspy import cli, generator
-from bineval_dspy.generator import Generator, PlainChatAdapter, run_generation
-from bineval_dspy.suite import SuiteRow
+from bineval_dspy import cli
+from bineval_dspy.lm import runtime
+from bineval_dspy.programs import generator
+from bineval_dspy.programs.generator import Generator, PlainChatAdapter, run_generation
+from bineval_dspy.suites.rows import SuiteRow
 from tests.conftest import scripted_lm
 from tests.test_refine import BAD, GOOD, stick_script
 
@@ -47,7 +49,7 @@ def use_lm(monkeypatch, script) -> dspy.LM:
         dspy.configure(lm=scripted)
         return scripted
 
-    monkeypatch.setattr(generator, "configure", fake_configure)
+    monkeypatch.setattr(runtime, "configure", fake_configure)
     return scripted
 
 

@@ -8,18 +8,13 @@ import dspy
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.errors import InputError
-from bineval_dspy.hybrid import (
-    CODE_DIMENSION,
-    LLM_DIMENSION,
-    TickQuestionWriter,
-    code_router,
-    hybrid_checklist,
-    hybrid_judge,
-    make_code_router,
-)
-from bineval_dspy.schema import Question
-from bineval_dspy.suite import SuiteRow
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.checklists.hybrid import CODE_DIMENSION, LLM_DIMENSION, hybrid_checklist
+from bineval_dspy.checklists.tick import TickQuestionWriter
+from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.judges.code import make_code_router
+from bineval_dspy.core.schema import Question
+from bineval_dspy.suites.rows import SuiteRow
 from tests.conftest import question_of, scripted_lm, verdict_json
 
 ROW = SuiteRow(
@@ -111,14 +106,14 @@ def test_code_checked_questions_never_call_the_lm():
 def test_router_mode_and_questions_without_verifier():
     question = Question(text="Is there no comma?", dimension="d", verifier="punctuation:no_comma", verifier_kwargs={})
     response = "Sure, here it is:\nno commas at all here\nthe end"
-    assert code_router(question, "prompt", response).answer == "no"  # strict
+    assert make_code_router()(question, "prompt", response).answer == "no"  # strict
     assert make_code_router("loose")(question, "prompt", response).answer == "yes"  # first line dropped
-    assert code_router(Question(text="Is it kind?", dimension="d"), "prompt", response) is None
+    assert make_code_router()(Question(text="Is it kind?", dimension="d"), "prompt", response) is None
 
 
 def test_broken_verifier_is_unanswered_never_yes():
     question = Question(text="Q?", dimension="d", verifier="keywords:existence", verifier_kwargs={"keywords": 5})
-    verdict = code_router(question, "prompt", "anything")
+    verdict = make_code_router()(question, "prompt", "anything")
     assert verdict.answer == "unanswered" and verdict.judge == "code:keywords:existence"
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.lessons import (
+from bineval_dspy.optimize.lessons import (
     DEFAULT_THRESHOLD,
     Edit,
     Failure,
@@ -302,7 +302,7 @@ def test_empty_instructions_become_the_lesson_without_an_lm_call():
 
 
 def test_a_lesson_rebuilt_from_counted_failures_adds_no_support():
-    from bineval_dspy.lessons import Lesson, LessonBank
+    from bineval_dspy.optimize.lessons import Lesson, LessonBank
 
     bank = LessonBank(embed=lambda texts: __import__("numpy").eye(len(texts)))
     bank.add(Lesson(text="Use bullets.", sources=["a:1"]))

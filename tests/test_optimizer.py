@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.feedback import CrossModelFeedback, SelfUpdateFeedback
-from bineval_dspy.generator import Generator
-from bineval_dspy.hybrid import hybrid_checklist, hybrid_judge
-from bineval_dspy.judge import BinaryJudge
-from bineval_dspy.lessons import LessonBank
-from bineval_dspy.metric import bineval_metric
-from bineval_dspy.optimizer import BinEvalOptimizer, instructions_of
-from bineval_dspy.suite import SuiteRow
+from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
+from bineval_dspy.programs.generator import Generator
+from bineval_dspy.checklists.hybrid import hybrid_checklist
+from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.optimize.lessons import LessonBank
+from bineval_dspy.optimize.metric import bineval_metric
+from bineval_dspy.optimize.optimizer import BinEvalOptimizer, instructions_of
+from bineval_dspy.suites.rows import SuiteRow
 from tests.conftest import scripted_lm, verdict_json
 
 START = "Answer the request."
@@ -78,7 +79,7 @@ def test_accepted_edit_improves_held_out_and_student_is_untouched(tmp_path):
     program = optimizer(world, tmp_path / "run").compile(student, trainset=rows(3), valset=rows(2))
     assert instructions_of(student) == {"generate": START}
     assert instructions_of(program)["generate"] == START + "\nUse bullet points."
-    audit = program.audit
+    audit = program.audit.model_dump()
     assert audit["start"]["val"]["score"] == 0.0 and audit["best"]["val_score"] == 1.0
     first = audit["iterations"][0]
     assert first["decision"]["accepted"] is True
@@ -91,7 +92,7 @@ def test_accepted_edit_improves_held_out_and_student_is_untouched(tmp_path):
 def test_duplicate_lessons_merge_with_support(tmp_path):
     world = World(lesson=lambda user: "Use bullet points for every list." if "(0)" in user else "use bullet points for every list")
     program = optimizer(world).compile(Generator(START), trainset=rows(3), valset=rows(2))
-    first = program.audit["iterations"][0]
+    first = program.audit.model_dump()["iterations"][0]
     assert len(first["lessons_new"]) == 3 and len(first["lessons_after_dedup"]) == 1
     (lesson,) = program.lesson_bank.lessons
     assert lesson.support == 3 and len(lesson.sources) == 3 and lesson.applied
@@ -104,7 +105,7 @@ def test_harmful_edit_is_rolled_back_and_lessons_retired():
     trainset = rows(2)
     # the start already passes; force failures on train by judging a stricter checklist there
     program = opt.compile(student, trainset=trainset, valset=rows(2))
-    assert program.audit["stopped"] == "no failures left on the trainset"  # nothing to fix: no edit at all
+    assert program.audit.model_dump()["stopped"] == "no failures left on the trainset"  # nothing to fix: no edit at all
 
     world2 = World(lesson="Keep answers short.", rewrite="HARM")
     opt2 = optimizer(world2, max_iterations=3, patience=1)
@@ -112,13 +113,13 @@ def test_harmful_edit_is_rolled_back_and_lessons_retired():
     opt2.feedback = SelfUpdateFeedback(hybrid_judge(), lambda ex: strict(ex) if ex.key.startswith("t") else checklist_for(ex))
     train = [ex.copy(key="t" + ex.key) for ex in rows(2)]
     program = opt2.compile(student, trainset=train, valset=rows(2))
-    it = program.audit["iterations"][0]
+    it = program.audit.model_dump()["iterations"][0]
     assert it["decision"]["accepted"] is False and "below min_delta" in it["decision"]["reason"]
     assert it["val"]["score"] == 0.0  # the edit broke the held-out outputs
     assert instructions_of(program) == instructions_of(student)  # rolled back
-    assert program.audit["best"]["val_score"] == program.audit["start"]["val"]["score"] == 1.0
+    assert program.audit.model_dump()["best"]["val_score"] == program.audit.model_dump()["start"]["val"]["score"] == 1.0
     assert all(lesson.retired for lesson in program.lesson_bank.lessons)
-    assert program.audit["stopped"] == "patience 1 exhausted"
+    assert program.audit.model_dump()["stopped"] == "patience 1 exhausted"
 
 
 def test_without_the_bloat_guard_a_harmful_edit_is_kept():
@@ -126,14 +127,14 @@ def test_without_the_bloat_guard_a_harmful_edit_is_kept():
     opt = optimizer(world, max_iterations=1, bloat_guard=False)
     program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
     assert "HARM" in instructions_of(program)["generate"]
-    assert program.audit["iterations"][0]["decision"]["accepted"] is True
+    assert program.audit.model_dump()["iterations"][0]["decision"]["accepted"] is True
 
 
 def test_length_budget_rejects_a_helpful_but_bloated_edit():
     world = World(rewrite="Use bullet points. " + "Be thorough and careful. " * 25)
     opt = optimizer(world, max_chars=200, max_iterations=2, patience=2)
     program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
-    first = program.audit["iterations"][0]
+    first = program.audit.model_dump()["iterations"][0]
     assert first["val"]["score"] == 1.0  # it would have helped
     assert first["decision"]["accepted"] is False and "over budget 200" in first["decision"]["reason"]
     assert instructions_of(program)["generate"] == START
@@ -153,8 +154,8 @@ def test_a_killed_run_resumes_from_its_last_finished_step(tmp_path):
     # resumed: no re-run of the start or of iteration 1's train evaluation; only the candidate's held-out
     # evaluation (2) and iteration 2's train evaluation (3)
     assert world.generator_calls - calls_before == 2 + 3
-    assert program.audit["iterations"][0]["decision"]["accepted"] is True
-    assert len(program.audit["iterations"]) == 2
+    assert program.audit.model_dump()["iterations"][0]["decision"]["accepted"] is True
+    assert len(program.audit.model_dump()["iterations"]) == 2
 
 
 def judge_examples(references: list[str]) -> list[dspy.Example]:
@@ -180,7 +181,7 @@ def test_cross_model_aligns_a_lenient_judge_with_a_strict_reference():
     opt = BinEvalOptimizer(CrossModelFeedback(), bank=LessonBank(embed=bag_of_words), epsilon=0.05)
     train, val = judge_examples(["no", "no", "yes"]), judge_examples(["no", "no", "no", "no"])
     program = opt.compile(BinaryJudge(), trainset=train, valset=val)
-    audit = program.audit
+    audit = program.audit.model_dump()
     assert audit["start"]["val"]["score"] == 0.0
     assert audit["start"]["val"]["dimension_gaps"] == {"Content": 1.0, "Format": 1.0}
     assert audit["best"]["val_score"] == 1.0
@@ -209,5 +210,5 @@ def test_gepa_metric_protocol_and_determinism():
 def test_a_lesson_the_prompt_already_states_is_not_applied_again():
     world = World(lesson="Answer the request.")  # the start prompt says exactly this
     program = optimizer(world).compile(Generator(START), trainset=rows(2), valset=rows(2))
-    assert program.audit["stopped"] == "no new lessons to apply"
+    assert program.audit.model_dump()["stopped"] == "no new lessons to apply"
     assert instructions_of(program)["generate"] == START

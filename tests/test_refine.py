@@ -9,9 +9,10 @@ import dspy
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.generator import Generator
-from bineval_dspy.hybrid import hybrid_checklist, hybrid_judge
-from bineval_dspy.refine import BestOfN, SelfRefine
+from bineval_dspy.programs.generator import Generator
+from bineval_dspy.checklists.hybrid import hybrid_checklist
+from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.programs.refine import BestOfN, SelfRefine
 from tests.conftest import ScriptedEngine, scripted_lm, verdict_json
 from tests.test_hybrid import ROW, TICK, tick_reply
 

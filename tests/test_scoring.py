@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bineval_dspy.schema import Checklist, Question, Scorecard, Verdict
-from bineval_dspy.scoring import rescale, score, weighted_yes_fraction
+from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
+from bineval_dspy.core.scoring import rescale, score, weighted_yes_fraction
 
 
 def make_checklist() -> Checklist:

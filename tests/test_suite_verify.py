@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bineval_dspy.cli import main
-from bineval_dspy.errors import InputError
-from bineval_dspy.suite import ResponseRow, SuiteRow, load_suite, verify
+from bineval_dspy.cli.main import main
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.suites import ResponseRow, SuiteRow, load_suite, verify
 
 SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 

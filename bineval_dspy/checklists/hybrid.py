@@ -1,0 +1,58 @@
+"""Hybrid checklists: code verifiers for the verifiable constraints, TICK questions for the rest.
+
+Each constraint of an IFBench-style suite row becomes a question that code answers exactly;
+an LM writes 2-8 instruction-specific yes/no questions (TICK) for what code cannot check:
+content, relevance, accuracy, tone. ``BinaryJudge`` answers the code-checked questions by code,
+never by the LM, and each verdict names the judge that gave it.
+"""
+
+from __future__ import annotations
+
+from bineval_dspy.checklists.tick import DEFAULT_LLM_QUESTIONS, TickQuestionWriter
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.suites.rows import SuiteRow
+from bineval_dspy.verifiers import VerifierError, build_check
+
+CODE_DIMENSION = "instruction-following"
+LLM_DIMENSION = "content"
+MAX_KWARG_CHARS = 60
+
+
+def constraint_question(instruction_id: str, kwargs: dict | None) -> Question:
+    """The code-checked question for one constraint; its text names the constraint and its set arguments."""
+    args = {k: v for k, v in (kwargs or {}).items() if v is not None}
+    shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items())
+    text = f"Does the response satisfy the constraint '{instruction_id}'" + (f" ({shown})?" if shown else "?")
+    return Question(text=text, dimension=CODE_DIMENSION, verifier=instruction_id, verifier_kwargs=args)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_KWARG_CHARS else text[: MAX_KWARG_CHARS - 3] + "..."
+
+
+def hybrid_checklist(
+    row: SuiteRow,
+    *,
+    generator: TickQuestionWriter | None = None,
+    n_llm_questions: tuple[int, int] = DEFAULT_LLM_QUESTIONS,
+) -> Checklist:
+    """Code questions for the row's constraints, then LM-written TICK questions (``n_llm_questions=(0, 0)``:
+    none, no LM call). ``generator`` defaults to a ``TickQuestionWriter`` with those bounds."""
+    code_questions: list[Question] = []
+    for instruction_id, kwargs in zip(row.instruction_id_list, row.kwargs, strict=True):
+        try:
+            build_check(instruction_id, kwargs, row.prompt)
+        except VerifierError as exc:
+            raise InputError(f"suite row {row.key!r}: {exc}") from None
+        question = constraint_question(instruction_id, kwargs)
+        if all(q.id != question.id for q in code_questions):
+            code_questions.append(question)
+    llm_texts: list[str] = []
+    if n_llm_questions[1] > 0:
+        writer = TickQuestionWriter(n_llm_questions) if generator is None else generator
+        llm_texts = writer(instruction=row.prompt, code_checked=[q.text for q in code_questions])
+    llm_questions = [Question(text=text, dimension=LLM_DIMENSION) for text in llm_texts]
+    dimensions = [CODE_DIMENSION] + ([LLM_DIMENSION] if llm_questions else [])
+    return Checklist(task=row.prompt, dimensions=dimensions, questions=code_questions + llm_questions)

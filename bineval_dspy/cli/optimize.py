@@ -1,0 +1,30 @@
+"""``bineval optimize CONFIG.toml``: run (or resume) the optimization a TOML run description gives."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bineval_dspy.cli.show import show_run
+from bineval_dspy.lm import runtime
+from bineval_dspy.lm.specs import make_lm
+from bineval_dspy.optimize.config import build, load_config
+
+
+def cmd_optimize(args: argparse.Namespace) -> None:
+    """Run (or resume) the optimization a config describes."""
+    config = load_config(Path(args.config))
+    runtime.configure(config.lm, args.cache_dir)
+    student, optimizer, (train, val, _) = build(config)
+    if config.lesson_lm:
+        optimizer.note_taker.set_lm(make_lm(config.lesson_lm))
+        optimizer.updater.set_lm(make_lm(config.lesson_lm))
+    optimizer.compile(student, trainset=train, valset=val)
+    show_run(config.run_dir)
+
+
+def add_optimize_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``bineval optimize``."""
+    parser = sub.add_parser("optimize", parents=[common], help="optimize a prompt from question-level feedback (TOML config)")
+    parser.add_argument("config", help="run description (TOML); see README")
+    parser.set_defaults(func=cmd_optimize)

@@ -1,0 +1,56 @@
+"""``bineval verify``: grade a responses file against a suite with the code verifiers (no LM)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+from bineval_dspy.core.console import console
+from bineval_dspy.suites.grading import verify_files
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2%}"
+
+
+def cmd_verify(args: argparse.Namespace) -> None:
+    """Grade a responses file against a suite with the code verifiers; no LM is involved."""
+    results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid)
+    out = Path(args.output)
+    out.write_text("".join(json.dumps(r.model_dump(), ensure_ascii=False) + "\n" for r in results), encoding="utf-8")
+    table = Table(title=f"{stats.mode} verification of {stats.prompts} response(s)")
+    for column in ("level", "followed", "total", "accuracy"):
+        table.add_column(column, justify="left" if column == "level" else "right")
+    table.add_row("prompt", str(stats.prompts_followed), str(stats.prompts), _percent(stats.prompt_accuracy))
+    table.add_row(
+        "instruction", str(stats.instructions_followed), str(stats.instructions), _percent(stats.instruction_accuracy)
+    )
+    console.print(table)
+    if stats.skipped_suite_rows or stats.skipped_responses:
+        console.print(
+            f"[yellow]skipped {stats.skipped_suite_rows} invalid suite row(s) and "
+            f"{stats.skipped_responses} invalid or unmatched response(s)[/]"
+        )
+    if stats.suite_rows_without_response:
+        console.print(f"{stats.suite_rows_without_response} suite row(s) had no response and were not graded")
+    console.print(f"wrote {out}")
+
+
+def add_verify_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``bineval verify``; it takes none of the LM options in ``common`` (it calls no LM)."""
+    verify_cmd = sub.add_parser(
+        "verify", help="grade responses against an IFBench/IFEval-style suite with code verifiers (no LM)"
+    )
+    verify_cmd.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs")
+    verify_cmd.add_argument("--responses", required=True, help="JSONL rows: response, and key or prompt")
+    verify_cmd.add_argument("--mode", choices=("strict", "loose"), default="strict", help="IFEval's grading mode")
+    verify_cmd.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip (and count) invalid or unmatched rows; malformed JSON still stops",
+    )
+    verify_cmd.add_argument("-o", "--output", default="results.jsonl", help="graded rows, official IFBench format")
+    verify_cmd.set_defaults(func=cmd_verify)

@@ -1,0 +1,50 @@
+"""The one console (stderr) and progress bars for long runs; imports no LM code, so it loads fast."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+console = Console(stderr=True)
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def progress_map(fn: Callable[[T], R], items: Sequence[T], label: str, threads: int = 1) -> Iterator[R]:
+    """Apply ``fn`` to items (in a thread pool when threads > 1), yielding results in order with a progress bar.
+
+    Worker threads run inside a copy of the caller's DSPy settings (LM, adapter, callbacks, usage tracker), as
+    ``dspy.Parallel`` does: a plain pool would see only the global defaults.
+    """
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task(label, total=len(items))
+        if threads <= 1:
+            for item in items:
+                yield fn(item)
+                bar.advance(task)
+            return
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for result in pool.map(in_caller_context(fn), items):
+                yield result
+                bar.advance(task)
+
+
+def in_caller_context(fn: Callable[[T], R]) -> Callable[[T], R]:
+    """Wrap ``fn`` so that, run in another thread, it sees the calling thread's DSPy context overrides."""
+    from dspy.dsp.utils.settings import thread_local_overrides
+
+    overrides = thread_local_overrides.get().copy()
+
+    def run(item: T) -> R:
+        token = thread_local_overrides.set(overrides.copy())
+        try:
+            return fn(item)
+        finally:
+            thread_local_overrides.reset(token)
+
+    return run

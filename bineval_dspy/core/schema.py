@@ -1,0 +1,121 @@
+"""The data model: questions, checklists, verdicts and scorecards (pydantic, JSON round-trip)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Answer = Literal["yes", "no", "unanswered"]
+
+
+def stable_id(*parts: str) -> str:
+    """A short id that depends only on content, so regenerated checklists keep their ids."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    return digest[:10]
+
+
+class Question(BaseModel):
+    """One atomic yes/no question; "yes" always means the requirement is satisfied."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = ""
+    text: str
+    dimension: str
+    weight: float = Field(default=1.0, gt=0)
+    no_example: str = Field(default="", description="a one-line example of what a 'no' looks like")
+    verifier: str | None = Field(default=None, description="instruction id of a code verifier, if any")
+    verifier_kwargs: dict | None = None
+    lineage: dict[str, str] = Field(
+        default_factory=dict, description="where the question came from (requirement, scenario, perspective)"
+    )
+
+    @field_validator("text", "dimension")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _fill_id(self) -> Question:
+        if not self.id:
+            self.id = "q-" + stable_id(self.dimension, self.text)
+        return self
+
+
+class Checklist(BaseModel):
+    """A task and the questions that judge outputs of that task, grouped by dimension."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    dimensions: list[str]
+    questions: list[Question]
+
+    @field_validator("task")
+    @classmethod
+    def _task_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Checklist:
+        if not self.questions:
+            raise ValueError("questions: a checklist needs at least one question")
+        ids = [q.id for q in self.questions]
+        duplicated = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicated:
+            raise ValueError(f"questions: duplicate ids {', '.join(duplicated)}")
+        for q in self.questions:
+            if q.dimension not in self.dimensions:
+                self.dimensions.append(q.dimension)
+        return self
+
+    def by_dimension(self) -> dict[str, list[Question]]:
+        """Questions grouped by dimension, in dimension order; empty dimensions omitted."""
+        groups = {d: [q for q in self.questions if q.dimension == d] for d in self.dimensions}
+        return {d: qs for d, qs in groups.items() if qs}
+
+
+class Verdict(BaseModel):
+    """The answer to one question about one output, with the reason and who gave it."""
+
+    question_id: str
+    answer: Answer
+    p_yes: float | None = Field(default=None, ge=0, le=1)
+    explanation: str = ""
+    judge: str = Field(description="which judge answered: an LM model string, 'code:<id>', or 'reference'")
+
+
+class JudgeSpec(BaseModel):
+    """Exactly which judge gave a set of verdicts: the LM's model string (with API base) and the options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    api_base: str | None = None
+    chain_of_thought: bool = False
+    samples: int = 1
+    probability: bool = False
+    sample_temperature: float | None = None
+    verifier_mode: Literal["strict", "loose"] = "strict"
+
+
+class Scorecard(BaseModel):
+    """Per-dimension and overall scores for one output, with every verdict behind them.
+
+    A score is the weighted fraction of "yes" among answered questions; ``None`` when a
+    dimension has no answered question. Unanswered questions are counted, never scored yes.
+    """
+
+    dimension_scores: dict[str, float | None]
+    overall: float | None
+    rescaled: dict[str, float | None] = Field(default_factory=dict)
+    scale: tuple[float, float] = (1.0, 5.0)
+    unanswered: int = 0
+    verdicts: list[Verdict]
+    judge: JudgeSpec | None = None

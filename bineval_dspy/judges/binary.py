@@ -1,0 +1,148 @@
+"""BinaryJudge: answer every checklist question independently, one LM call per question.
+
+The shared context (input, output) precedes the question in every prompt, so an in-process
+model reuses its KV cache across the questions of one output. A question with a code
+verifier is answered by code, never by the LM. Any failure to get a parseable answer
+(garbage, an exception, a timeout) is an "unanswered" verdict, never a yes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Literal
+
+import dspy
+from pydantic import BaseModel, Field
+
+from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, Verdict
+from bineval_dspy.core.scoring import score
+from bineval_dspy.judges.base import CodeRouter
+from bineval_dspy.judges.code import make_code_router
+from bineval_dspy.judges.logprobs import p_yes_from_logprobs
+from bineval_dspy.verifiers import Mode
+
+class Answer(BaseModel):
+    """Your verdict on the question: "yes" or "no", and one short sentence saying why."""
+
+    # Output models are shown to the LM as JSON schema (docstring included); bounds live on their fields
+    # so they reach the schema and a local model's grammar.
+
+    answer: Literal["yes", "no"]
+    explanation: str = Field(max_length=160, description="one short sentence saying why")
+
+
+class AnswerQuestion(dspy.Signature):
+    """You are a strict evaluator. Read the input and the output, then answer the yes/no question about the output.
+    Answer "yes" only if the output clearly satisfies what the question asks; otherwise answer "no"."""
+
+    input: str = dspy.InputField(desc="the task input the output responds to")
+    output: str = dspy.InputField(desc="the output being evaluated")
+    question: str = dspy.InputField(desc="a yes/no question about the output")
+    verdict: Answer = dspy.OutputField()
+
+
+class BinaryJudge(dspy.Module):
+    """Answers each question of a checklist on its own and aggregates the verdicts into a Scorecard.
+
+    Options: ``chain_of_thought`` (reason before answering), ``samples`` (k-sample majority vote,
+    as in TICK), ``probability`` (score with P(yes)/(P(yes)+P(no)) read from token logprobs).
+    Questions that name a code verifier are answered by it (``verifier_mode`` strict or loose), never by
+    the LM; ``code_router`` replaces that routing.
+    """
+
+    def __init__(
+        self,
+        *,
+        chain_of_thought: bool = False,
+        samples: int = 1,
+        probability: bool = False,
+        sample_temperature: float = 0.7,
+        adapter: dspy.Adapter | None = None,
+        code_router: CodeRouter | None = None,
+        verifier_mode: Mode = "strict",
+    ) -> None:
+        super().__init__()
+        if samples < 1:
+            raise ValueError("samples must be at least 1")
+        self.answer = dspy.ChainOfThought(AnswerQuestion) if chain_of_thought else dspy.Predict(AnswerQuestion)
+        self.samples = samples
+        self.probability = probability
+        self.sample_temperature = sample_temperature
+        self.adapter = adapter or dspy.JSONAdapter()
+        self.verifier_mode = verifier_mode
+        self.code_router = code_router or make_code_router(verifier_mode)
+
+    def forward(self, input: str, output: str, checklist: Checklist) -> Scorecard:
+        verdicts = [self.judge_question(input, output, q) for q in checklist.questions]
+        card = score(checklist, verdicts, use_probability=self.probability)
+        return card.model_copy(update={"judge": self.spec()})
+
+    def spec(self) -> JudgeSpec:
+        """The model string (and API base) of the LM this judge calls, and its options."""
+        lm = self.answer_lm()
+        return JudgeSpec(
+            model=getattr(lm, "model", "unknown-lm"),
+            api_base=(getattr(lm, "kwargs", {}) or {}).get("api_base"),
+            chain_of_thought=isinstance(self.answer, dspy.ChainOfThought),
+            samples=self.samples,
+            probability=self.probability,
+            sample_temperature=self.sample_temperature if self.samples > 1 else None,
+            verifier_mode=self.verifier_mode,
+        )
+
+    def judge_question(self, input: str, output: str, question: Question) -> Verdict:
+        """One verdict for one question: by code when a verifier applies, else by the LM."""
+        routed = self.code_router(question, input, output)
+        if routed is not None:
+            return routed
+        votes = [self._ask(input, output, question, i) for i in range(self.samples)]
+        return votes[0] if self.samples == 1 else _majority(question.id, votes)
+
+    def _ask(self, input: str, output: str, question: Question, sample: int) -> Verdict:
+        lm = self.answer_lm()
+        judge_name = getattr(lm, "model", "unknown-lm")
+        config: dict = {}
+        if self.samples > 1:
+            config.update(temperature=self.sample_temperature, rollout_id=sample)
+        if self.probability:
+            config.update(logprobs=True, top_logprobs=10)
+        try:
+            with dspy.context(adapter=self.adapter):
+                pred = self.answer(input=input, output=output, question=question.text, config=config)
+            answer, explanation = pred.verdict.answer, pred.verdict.explanation
+        except Exception as exc:  # any LM or parse failure is an unanswered question, never a yes
+            return Verdict(
+                question_id=question.id, answer="unanswered", explanation=f"no usable answer: {one_line(exc)}", judge=judge_name
+            )
+        if answer not in ("yes", "no"):
+            return Verdict(question_id=question.id, answer="unanswered", explanation=f"unparseable answer {answer!r}", judge=judge_name)
+        # P(yes) is read at the verdict token and kept beside the parsed answer; it never overrides it
+        p_yes = p_yes_from_logprobs(getattr(pred, "logprobs", None)) if self.probability else None
+        return Verdict(question_id=question.id, answer=answer, p_yes=p_yes, explanation=explanation, judge=judge_name)
+
+    def answer_lm(self) -> dspy.LM | None:
+        """The LM this judge calls: its own if set, else the configured one."""
+        return self.answer.predictors()[0].lm or dspy.settings.lm
+
+
+def _majority(question_id: str, votes: list[Verdict]) -> Verdict:
+    """Majority of answered votes; a tie or no answered vote is unanswered."""
+    counts = Counter(v.answer for v in votes if v.answer != "unanswered")
+    yes, no = counts["yes"], counts["no"]
+    answer = "unanswered" if yes == no else ("yes" if yes > no else "no")
+    winner = next((v for v in votes if v.answer == answer), votes[0])
+    p_yes = yes / (yes + no) if yes + no else None
+    return Verdict(
+        question_id=question_id,
+        answer=answer,
+        p_yes=p_yes,
+        explanation=f"{yes} yes / {no} no of {len(votes)} samples. {winner.explanation}".strip(),
+        judge=votes[0].judge,
+    )
+
+
+
+def hybrid_judge(mode: Mode = "strict", **judge_options) -> BinaryJudge:
+    """A ``BinaryJudge`` that answers verifier questions by code (``mode``) and the rest with the LM."""
+    return BinaryJudge(verifier_mode=mode, **judge_options)

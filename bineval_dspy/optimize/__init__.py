@@ -1,0 +1,15 @@
+"""Optimizing prompts from BinEval feedback: the loop, its policies, lessons, feedback sources, metric, config, audit."""
+
+from bineval_dspy.optimize.audit import Audit
+from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
+from bineval_dspy.optimize.lessons import LessonBank, NoteTaker, PromptUpdater
+from bineval_dspy.optimize.metric import bineval_metric
+from bineval_dspy.optimize.optimizer import BinEvalOptimizer
+from bineval_dspy.optimize.policies import AcceptAll, BloatGuard, DimensionGapsBelow, MaxIterations, Patience, TargetScore
+from bineval_dspy.optimize.settings import OptimizerSettings
+
+__all__ = [
+    "AcceptAll", "Audit", "BinEvalOptimizer", "BloatGuard", "CrossModelFeedback", "DimensionGapsBelow", "LessonBank",
+    "MaxIterations", "NoteTaker", "OptimizerSettings", "Patience", "PromptUpdater", "SelfUpdateFeedback", "TargetScore",
+    "bineval_metric",
+]

@@ -1,0 +1,124 @@
+"""The optimizer's audit trail as typed models: written after every step, read by resume, ``show`` and experiments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import describe_validation_error
+from bineval_dspy.optimize.lessons import Edit, Failure, Lesson
+from bineval_dspy.optimize.settings import OptimizerSettings
+
+AUDIT_FILE = "audit.json"
+
+
+class EvalSummary(BaseModel):
+    """A program's results on one split: the score the guard compares, per dimension, and what went wrong."""
+
+    score: float
+    dimension_scores: dict[str, float] = Field(default_factory=dict)
+    reference_dimension_scores: dict[str, float] = Field(default_factory=dict)
+    dimension_gaps: dict[str, float] = Field(default_factory=dict)
+    failures: int = 0
+    errors: int = 0
+    unanswered: int = 0
+    answered: int = 0
+
+
+class Decision(BaseModel):
+    """Whether a step's candidate was kept, and why (or why the run stopped there)."""
+
+    accepted: bool
+    reason: str
+
+
+class StartRecord(BaseModel):
+    """The student as given: its instructions and held-out results."""
+
+    instructions: dict[str, str]
+    prompt_chars: int
+    val: EvalSummary
+    lm_calls: int = 0
+    tokens: int = 0
+
+
+class BestRecord(BaseModel):
+    """The best accepted prompt so far (iteration 0: the start)."""
+
+    instructions: dict[str, str]
+    val_score: float
+    val: EvalSummary
+    iteration: int = 0
+
+
+class IterationRecord(BaseModel):
+    """One iteration; fields fill in step by step, so a resumed run knows which step to redo."""
+
+    iteration: int
+    lm_calls: int = 0
+    tokens: int = 0
+    train: EvalSummary | None = None
+    failures: list[Failure] | None = None
+    lessons_new: list[Lesson] | None = None
+    lessons_after_dedup: list[str] | None = None
+    note_errors: int | None = None
+    selected: list[str] | None = None
+    edits: list[Edit] | None = None
+    candidate_instructions: dict[str, str] | None = None
+    prompt_chars: int | None = None
+    val: EvalSummary | None = None
+    decision: Decision | None = None
+
+    @property
+    def outcome(self) -> str:
+        """'accepted', 'rolled back', 'stopped' (ended before a candidate was scored) or 'in progress'."""
+        if self.decision is None:
+            return "in progress"
+        if self.decision.accepted:
+            return "accepted"
+        return "rolled back" if self.val is not None else "stopped"
+
+
+class Audit(BaseModel):
+    """Everything one optimizer run did; ``fingerprint`` records what decided its results (resume checks it)."""
+
+    mode: str
+    settings: OptimizerSettings
+    fingerprint: dict[str, str] = Field(default_factory=dict)
+    start: StartRecord
+    best: BestRecord
+    iterations: list[IterationRecord] = Field(default_factory=list)
+    bank: list[Lesson] = Field(default_factory=list)
+    stale: int = 0
+    stopped: str | None = None
+
+    def save(self, run_dir: Path) -> None:
+        """Write atomically: a kill never leaves a half-written audit."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = run_dir / (AUDIT_FILE + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
+        tmp.replace(run_dir / AUDIT_FILE)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Audit:
+        """Read a run directory's audit; a missing, malformed or foreign file is one located InputError."""
+        path = run_dir / AUDIT_FILE
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise InputError(f"{run_dir}: no {AUDIT_FILE} (not an optimize run directory?)") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            raise InputError(f"{path}: not an optimizer audit ({describe_validation_error(exc)})") from None

@@ -1,0 +1,151 @@
+"""`bineval optimize CONFIG.toml`: a TOML run description -> data splits, student, feedback, optimizer.
+
+Two kinds of runs:
+- ``mode = "self"``: an IFBench-style suite; the student is the generator; its outputs are judged by the
+  hybrid checklist (code verifiers, plus optional TICK questions).
+- ``mode = "cross"``: JSON Lines of judge examples (``input``, ``output``, ``question``, ``dimension``,
+  ``question_id``, ``example_id`` and optionally ``reference`` yes/no); the student is a BinaryJudge on the
+  target LM; the reference is the recorded answers, or a reference judge on ``[reference] lm``.
+"""
+
+from __future__ import annotations
+
+import random
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+import dspy
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bineval_dspy.checklists.hybrid import hybrid_checklist
+from bineval_dspy.checklists.tick import TickQuestionWriter
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
+from bineval_dspy.core.schema import Checklist
+from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
+from bineval_dspy.lm.specs import DEFAULT_LM, make_lm
+from bineval_dspy.optimize.feedback import CrossModelFeedback, FeedbackSource, SelfUpdateFeedback
+from bineval_dspy.optimize.optimizer import BinEvalOptimizer
+from bineval_dspy.optimize.settings import OptimizerSettings
+from bineval_dspy.programs.generator import Generator
+from bineval_dspy.suites.rows import SuiteRow, load_suite
+
+JUDGE_EXAMPLE_FIELDS = ("input", "output", "question", "dimension", "question_id", "example_id")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DataConfig(_Strict):
+    suite: Path | None = None
+    examples: Path | None = None
+    train: int = Field(default=12, ge=1)
+    val: int = Field(default=8, ge=1)
+    test: int = Field(default=0, ge=0)
+    seed: int = 0
+
+
+class ProgramConfig(_Strict):
+    instructions: str | None = None
+    max_tokens: int = Field(default=256, ge=8)
+    llm_questions: tuple[int, int] = (0, 0)
+
+
+class ReferenceConfig(_Strict):
+    lm: str | None = None
+
+
+class RunConfig(_Strict):
+    source: str = Field(default="", exclude=True, description="the config file, for error messages")
+    mode: Literal["self", "cross"]
+    lm: str = DEFAULT_LM
+    lesson_lm: str | None = None
+    run_dir: Path
+    data: DataConfig
+    program: ProgramConfig = ProgramConfig()
+    reference: ReferenceConfig = ReferenceConfig()
+    optimizer: OptimizerSettings = OptimizerSettings()
+
+
+def load_config(path: Path) -> RunConfig:
+    """Parse and validate a run config; relative paths are taken from the config's folder."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: malformed TOML ({exc})") from None
+    try:
+        config = RunConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError(f"{path}: {describe_validation_error(exc)}") from None
+    config.source = str(path)
+    base = path.parent
+    data = config.data
+    wanted = "suite" if config.mode == "self" else "examples"
+    given = getattr(data, wanted)
+    if given is None:
+        raise InputError(f"{path}: field 'data.{wanted}' is required when mode = \"{config.mode}\"")
+    setattr(data, wanted, (base / given).resolve())
+    config.run_dir = (base / config.run_dir).resolve()
+    return config
+
+
+def split(items: list, data: DataConfig, source: str, group=lambda item: item) -> tuple[list, list, list]:
+    """Seeded train/val/test split by group (suite key, or instruction id), so no group spans two splits."""
+    groups = list(dict.fromkeys(group(item) for item in items))
+    random.Random(data.seed).shuffle(groups)
+    if len(groups) < data.train + data.val + data.test:
+        raise InputError(f"{source}: {len(groups)} groups in the data, fewer than train + val + test = {data.train + data.val + data.test}")
+    cut = {"train": groups[: data.train], "val": groups[data.train : data.train + data.val]}
+    cut["test"] = groups[data.train + data.val : data.train + data.val + data.test]
+    chosen = {name: set(g) for name, g in cut.items()}
+    return tuple([item for item in items if group(item) in chosen[name]] for name in ("train", "val", "test"))  # type: ignore[return-value]
+
+
+def load_judge_examples(path: Path) -> list[dspy.Example]:
+    """Judge examples for cross-model runs; ``reference`` must be yes/no when present."""
+    examples = []
+    for number, obj in read_jsonl(path, required=JUDGE_EXAMPLE_FIELDS):
+        if obj.get("reference") not in (None, "yes", "no"):
+            raise InputError(f"{path}:{number}: field 'reference' must be \"yes\" or \"no\"")
+        examples.append(dspy.Example(**obj).with_inputs("input", "output", "question"))
+    return examples
+
+
+def build(config: RunConfig) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list, list, list]]:
+    """Student program, optimizer and splits for a run config (the LM is configured by the caller)."""
+    settings = config.optimizer
+    if config.mode == "self":
+        rows = load_suite(config.data.suite)
+        splits = split([r.to_example() for r in rows], config.data, config.source, group=lambda ex: ex.key)
+        writer = TickQuestionWriter(config.program.llm_questions) if config.program.llm_questions != (0, 0) else None
+        checklists: dict[str, Checklist] = {}
+
+        def checklist_for(example: dspy.Example) -> Checklist:
+            if example.key not in checklists:
+                row = SuiteRow.from_example(example)
+                checklists[example.key] = hybrid_checklist(row, generator=writer, n_llm_questions=config.program.llm_questions)
+            return checklists[example.key]
+
+        feedback = SelfUpdateFeedback(hybrid_judge(), checklist_for)
+        student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens)
+    else:
+        examples = load_judge_examples(config.data.examples)
+        splits = split(examples, config.data, config.source, group=lambda ex: ex.example_id)
+        if config.reference.lm:
+            feedback = CrossModelFeedback(BinaryJudge(), make_lm(config.reference.lm))
+        else:
+            missing = [ex.question_id for ex in examples if ex.get("reference") is None]
+            if missing:
+                raise InputError(f"{config.data.examples}: example {missing[0]} has no 'reference' and no [reference] lm is set")
+            feedback = CrossModelFeedback()
+        student = BinaryJudge()
+        if config.program.instructions:
+            student.answer.signature = student.answer.signature.with_instructions(config.program.instructions)
+    if "seed" not in settings.model_fields_set:
+        settings = settings.model_copy(update={"seed": config.data.seed})
+    optimizer = BinEvalOptimizer(feedback, settings=settings, run_dir=config.run_dir)
+    return student, optimizer, splits

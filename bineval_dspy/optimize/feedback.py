@@ -1,0 +1,196 @@
+"""Question-level feedback for the optimizer: what failed (self-update) or where two judges disagree (cross-model).
+
+Both sources evaluate a program on examples and return an ``Evaluation``: one score (the mean the bloat guard
+compares), per-dimension scores, and the failures in context that the NoteTaker turns into lessons.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import dspy
+
+from bineval_dspy.core.errors import one_line
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.optimize.audit import EvalSummary
+from bineval_dspy.optimize.lessons import Failure
+
+
+@dataclass
+class Evaluation:
+    """A program's results on a set of examples."""
+
+    score: float
+    dimension_scores: dict[str, float]
+    failures: list[Failure]
+    reference_dimension_scores: dict[str, float] = field(default_factory=dict)
+    errors: int = 0
+
+    def dimension_gaps(self) -> dict[str, float]:
+        """|S_d(target) - S_d(reference)| per dimension (cross-model); empty without a reference."""
+        return {
+            d: abs(self.dimension_scores.get(d, 0.0) - ref) for d, ref in self.reference_dimension_scores.items()
+        }
+
+    def summary(self) -> EvalSummary:
+        """The part kept in the audit trail."""
+        return EvalSummary(
+            score=self.score,
+            dimension_scores=self.dimension_scores,
+            reference_dimension_scores=self.reference_dimension_scores,
+            dimension_gaps=self.dimension_gaps(),
+            failures=len(self.failures),
+            errors=self.errors,
+        )
+
+
+class FeedbackSource(Protocol):
+    mode: Literal["self", "cross"]
+
+    def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example]) -> Evaluation: ...
+
+
+def _means(values: dict[str, list[float]]) -> dict[str, float]:
+    return {d: sum(v) / len(v) for d, v in values.items() if v}
+
+
+class SelfUpdateFeedback:
+    """Runs a generator on each example and judges the output with that example's checklist.
+
+    Score = mean overall checklist score (an output whose questions were all unanswered, or a program
+    error, scores 0). Failures = every question answered "no", with the judge's explanation.
+    """
+
+    mode: Literal["self", "cross"] = "self"
+
+    def __init__(
+        self,
+        judge: BinaryJudge,
+        checklist_for: Callable[[dspy.Example], Checklist],
+        *,
+        input_field: str = "prompt",
+        output_field: str = "response",
+        example_id: Callable[[dspy.Example], str] = lambda ex: str(ex.get("key", ex.get("id", ""))),
+    ) -> None:
+        self.judge = judge
+        self.checklist_for = checklist_for
+        self.input_field = input_field
+        self.output_field = output_field
+        self.example_id = example_id
+
+    def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example]) -> Evaluation:
+        scores: list[float] = []
+        dims: dict[str, list[float]] = defaultdict(list)
+        failures: list[Failure] = []
+        errors = 0
+        for example in examples:
+            checklist = self.checklist_for(example)
+            task_input = str(example[self.input_field])
+            try:
+                output = str(getattr(program(**example.inputs()), self.output_field))
+            except Exception:  # a program failure scores 0 and is counted; it is not a lesson
+                errors += 1
+                scores.append(0.0)
+                continue
+            card = self.judge(input=task_input, output=output, checklist=checklist)
+            scores.append(card.overall or 0.0)
+            for dim, value in card.dimension_scores.items():
+                if value is not None:
+                    dims[dim].append(value)
+            by_id = {q.id: q for q in checklist.questions}
+            for verdict in card.verdicts:
+                if verdict.answer == "no":
+                    question = by_id[verdict.question_id]
+                    failures.append(
+                        Failure(
+                            id=f"{self.example_id(example)}:{question.id}",
+                            example_id=self.example_id(example),
+                            question=question.text,
+                            dimension=question.dimension,
+                            input=task_input,
+                            output=output,
+                            explanation=verdict.explanation,
+                            got="no",
+                        )
+                    )
+        return Evaluation(score=sum(scores) / len(scores) if scores else 0.0, dimension_scores=_means(dims), failures=failures, errors=errors)
+
+
+class CrossModelFeedback:
+    """The student is a judge (``BinaryJudge``) on the target LM; the reference is a stronger judge or
+    recorded answers (human labels, code verifiers, a stronger model's saved verdicts).
+
+    Examples carry ``input``, ``output``, ``question``, ``dimension``, ``question_id`` and, for recorded
+    references, ``reference`` ("yes"/"no"). Score = agreement rate (an unanswered target verdict disagrees).
+    Failures = the questions where target and reference disagree.
+    """
+
+    mode: Literal["self", "cross"] = "cross"
+
+    def __init__(self, reference_judge: BinaryJudge | None = None, reference_lm: dspy.LM | None = None) -> None:
+        if (reference_judge is None) != (reference_lm is None):
+            raise ValueError("give both reference_judge and reference_lm, or neither (recorded references)")
+        self.reference_judge = reference_judge
+        self.reference_lm = reference_lm
+
+    def _reference(self, example: dspy.Example, question: Question) -> str | None:
+        recorded = example.get("reference")
+        if recorded is not None:
+            return recorded
+        if self.reference_judge is None:
+            raise ValueError(f"example {example.get('question_id')}: no recorded reference and no reference judge")
+        with dspy.context(lm=self.reference_lm):
+            answer = self.reference_judge.judge_question(example["input"], example["output"], question).answer
+        return None if answer == "unanswered" else answer
+
+    def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example]) -> Evaluation:
+        agree = 0
+        target_yes: dict[str, list[float]] = defaultdict(list)
+        reference_yes: dict[str, list[float]] = defaultdict(list)
+        failures: list[Failure] = []
+        errors = 0
+        for example in examples:
+            question = Question(id=str(example["question_id"]), text=example["question"], dimension=example["dimension"])
+            reference = self._reference(example, question)
+            if reference is None:
+                errors += 1
+                continue
+            try:
+                verdict = program.judge_question(example["input"], example["output"], question)
+            except Exception as exc:  # judge_question already turns LM failures into "unanswered"
+                errors += 1
+                verdict = None
+                explanation = one_line(exc)
+            answer = verdict.answer if verdict else "unanswered"
+            explanation = verdict.explanation if verdict else explanation
+            reference_yes[question.dimension].append(1.0 if reference == "yes" else 0.0)
+            if answer != "unanswered":
+                target_yes[question.dimension].append(1.0 if answer == "yes" else 0.0)
+            if answer == reference:
+                agree += 1
+                continue
+            failures.append(
+                Failure(
+                    id=f"{example.get('example_id', '')}:{question.id}",
+                    example_id=str(example.get("example_id", "")),
+                    question=question.text,
+                    dimension=question.dimension,
+                    input=example["input"],
+                    output=example["output"],
+                    explanation=explanation,
+                    got=answer,
+                    expected=reference,
+                )
+            )
+        judged = sum(len(v) for v in reference_yes.values())
+        return Evaluation(
+            score=agree / judged if judged else 0.0,
+            dimension_scores=_means(target_yes),
+            failures=failures,
+            reference_dimension_scores=_means(reference_yes),
+            errors=errors,
+        )

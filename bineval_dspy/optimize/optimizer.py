@@ -1,0 +1,273 @@
+"""BinEvalOptimizer: prompt optimization from question-level failures or cross-model disagreements.
+
+One iteration: evaluate the incumbent on the trainset (failures or disagreements) -> a NoteTaker lesson per
+failure -> LessonBank dedup -> PromptUpdater surgical edits -> score the candidate on the held-out valset ->
+the acceptance policy (the bloat guard by default) keeps it or rolls back to the best accepted prompt and
+retires the lessons that caused it; stopping rules end the run. Every step is written to ``run_dir/audit.json``
+(a typed ``Audit``), so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import dspy
+from dspy.teleprompt import Teleprompter
+
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import one_line
+from bineval_dspy.lm.usage import CallCounter, Cost, measured
+from bineval_dspy.optimize.audit import AUDIT_FILE, Audit, BestRecord, Decision, IterationRecord, StartRecord
+from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource
+from bineval_dspy.optimize.lessons import Failure, Lesson, LessonBank, NoteTaker, PromptUpdater, normalize
+from bineval_dspy.optimize.policies import AcceptancePolicy, StoppingRule, default_acceptance, default_stopping
+from bineval_dspy.optimize.settings import OptimizerSettings
+
+PROGRAM_FILE = "program.json"
+MAX_STORED_TEXT = 2000
+
+
+def instructions_of(program: dspy.Module) -> dict[str, str]:
+    """Instructions of every named predictor."""
+    return {name: pred.signature.instructions for name, pred in program.named_predictors()}
+
+
+def set_instructions(program: dspy.Module, texts: dict[str, str]) -> None:
+    """Replace signatures (never mutate them: copies share Signature classes)."""
+    for name, pred in program.named_predictors():
+        if name in texts:
+            pred.signature = pred.signature.with_instructions(texts[name])
+
+
+def prompt_length(texts: dict[str, str]) -> int:
+    return sum(len(t) for t in texts.values())
+
+
+class BinEvalOptimizer(Teleprompter):
+    """Optimizes a program's instructions from BinEval question-level feedback.
+
+    ``feedback`` decides the mode: ``SelfUpdateFeedback`` (generator prompts: failing questions) or
+    ``CrossModelFeedback`` (a judge prompt on a target LM: disagreements with a reference). Settings come as an
+    ``OptimizerSettings`` or as its fields in keyword arguments; ``acceptance`` and ``stopping`` replace the
+    policies the settings imply. With the bloat guard (default) the returned program never scores below the
+    student on the valset.
+    """
+
+    def __init__(
+        self,
+        feedback: FeedbackSource,
+        *,
+        settings: OptimizerSettings | None = None,
+        note_taker: NoteTaker | None = None,
+        updater: PromptUpdater | None = None,
+        bank: LessonBank | None = None,
+        acceptance: AcceptancePolicy | None = None,
+        stopping: Sequence[StoppingRule] | None = None,
+        target_predictor: str | None = None,
+        run_dir: str | Path | None = None,
+        **overrides: Any,
+    ) -> None:
+        super().__init__()
+        base = settings or OptimizerSettings()
+        if bank is not None and "dedup_threshold" not in overrides:
+            overrides["dedup_threshold"] = bank.threshold
+        self.settings = OptimizerSettings(**{**base.model_dump(), **overrides})
+        self.feedback = feedback
+        self.note_taker = note_taker or NoteTaker()
+        self.updater = updater or PromptUpdater()
+        self._bank_template = bank
+        self.acceptance = acceptance or default_acceptance(self.settings)
+        self.stopping = list(stopping) if stopping is not None else default_stopping(self.settings)
+        self.target_predictor = target_predictor
+        self.run_dir = Path(run_dir) if run_dir else None
+        self.fingerprint: dict[str, str] = {}
+
+    # -- public ---------------------------------------------------------------------------------------
+    def compile(
+        self,
+        student: dspy.Module,
+        *,
+        trainset: Sequence[dspy.Example],
+        valset: Sequence[dspy.Example] | None = None,
+        teacher: dspy.Module | None = None,
+        **kwargs: Any,
+    ) -> dspy.Module:
+        """Return an optimized copy of ``student`` (never mutated), with ``audit`` and ``lesson_bank`` attached."""
+        if not trainset:
+            raise ValueError("trainset is empty")
+        valset = list(valset) if valset else list(trainset)
+        program = student.deepcopy()
+        names = [name for name, _ in program.named_predictors()]
+        target = self.target_predictor or names[0]
+        if target not in names:
+            raise ValueError(f"target_predictor {target!r} is not one of {names}")
+        self._target = target
+        self._counter = CallCounter()
+        self.bank = self._new_bank()  # each compile() starts from its own audit's lessons, never another run's
+        audit = self._load() or self._fresh_audit(program, valset)
+        if audit.bank:
+            self.bank = LessonBank.from_json([x.model_dump() for x in audit.bank], threshold=self.bank.threshold, embed=self.bank.embed)
+        set_instructions(program, audit.best.instructions)
+        while audit.stopped is None:
+            self._iterate(audit, program, trainset, valset)
+        set_instructions(program, audit.best.instructions)
+        if self.run_dir:
+            program.save(str(self.run_dir / PROGRAM_FILE))
+        program.audit = audit
+        program.lesson_bank = self.bank
+        program._compiled = True
+        console.print(f"optimizer stopped: {audit.stopped} (held-out {audit.start.val.score:.3f} -> {audit.best.val_score:.3f})")
+        return program
+
+    def get_params_summary(self) -> dict:
+        return self.settings.model_dump()
+
+    # -- state and audit ------------------------------------------------------------------------------
+    def _new_bank(self) -> LessonBank:
+        template = self._bank_template
+        return LessonBank(threshold=self.settings.dedup_threshold, embed=template.embed if template else None)
+
+    def _fresh_audit(self, program: dspy.Module, valset: Sequence[dspy.Example]) -> Audit:
+        texts = instructions_of(program)
+        evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, valset))
+        summary = evaluation.summary()
+        audit = Audit(
+            mode=self.feedback.mode,
+            settings=self.settings,
+            fingerprint=self.fingerprint,
+            start=StartRecord(instructions=texts, prompt_chars=prompt_length(texts), val=summary, **cost.model_dump()),
+            best=BestRecord(instructions=texts, val_score=evaluation.score, val=summary, iteration=0),
+        )
+        self._save(audit)
+        return audit
+
+    def _load(self) -> Audit | None:
+        if self.run_dir is None or not (self.run_dir / AUDIT_FILE).exists():
+            return None
+        audit = Audit.load(self.run_dir)
+        console.print(f"resuming {self.run_dir}: {len(audit.iterations)} iteration(s) recorded")
+        return audit
+
+    def _save(self, audit: Audit) -> None:
+        audit.bank = [lesson.model_copy() for lesson in self.bank.lessons]
+        if self.run_dir is not None:
+            audit.save(self.run_dir)
+
+    def _measured(self, work):
+        return measured(work, self._counter)
+
+    # -- one iteration, step by step (each step checkpoints) -------------------------------------------
+    def _iterate(self, audit: Audit, program: dspy.Module, trainset, valset) -> None:
+        if not audit.iterations or audit.iterations[-1].decision is not None:
+            audit.iterations.append(IterationRecord(iteration=len(audit.iterations) + 1))
+        record = audit.iterations[-1]
+        number = record.iteration
+        best_texts = audit.best.instructions
+        if record.train is None:
+            set_instructions(program, best_texts)
+            evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, trainset))
+            failures = self._sample(evaluation.failures, number)
+            record.train = evaluation.summary()
+            record.failures = [_stored(f) for f in failures]
+            self._charge(record, cost)
+            self._save(audit)
+            console.print(f"iteration {number}: train score {evaluation.score:.3f}, {len(evaluation.failures)} failure(s)")
+        if not record.failures:
+            return self._stop(audit, record, "no failures left on the trainset")
+        if record.selected is None:
+            failures_seen = record.failures
+            lessons, cost = self._measured(lambda: self._take_notes(failures_seen, best_texts[self._target]))
+            merged = [self.bank.add(lesson).id for lesson in lessons]
+            record.lessons_new = lessons
+            record.lessons_after_dedup = sorted(set(merged))
+            record.note_errors = len(record.failures) - len(lessons)
+            record.selected = [lesson.id for lesson in self._select(set(merged), best_texts[self._target])]
+            self._charge(record, cost)
+            self._save(audit)
+        if not record.selected:
+            return self._stop(audit, record, "no new lessons to apply")
+        if record.candidate_instructions is None:
+            selected = record.selected
+            (texts, edits), cost = self._measured(lambda: self._edit(best_texts, selected))
+            record.edits, record.candidate_instructions, record.prompt_chars = edits, texts, prompt_length(texts)
+            self._charge(record, cost)
+            self._save(audit)
+        set_instructions(program, record.candidate_instructions)
+        evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, valset))
+        self._charge(record, cost)
+        record.val = evaluation.summary()
+        self._decide(audit, record, evaluation)
+        self._save(audit)
+
+    @staticmethod
+    def _charge(record: IterationRecord, cost: Cost) -> None:
+        record.lm_calls += cost.lm_calls
+        record.tokens += cost.tokens
+
+    def _sample(self, failures: list[Failure], iteration: int) -> list[Failure]:
+        """At most ``max_failures``, chosen reproducibly, so one iteration's note-taking cost is bounded."""
+        limit = self.settings.max_failures
+        if len(failures) <= limit:
+            return failures
+        return random.Random(self.settings.seed * 1000 + iteration).sample(failures, limit)
+
+    def _take_notes(self, failures: list[Failure], instructions: str) -> list[Lesson]:
+        lessons = []
+        for failure in failures:
+            try:
+                lessons.append(self.note_taker(failure=failure, instructions=instructions))
+            except Exception as exc:  # one unusable note must not end the run; it is counted in the audit
+                console.print(f"[yellow]note-taker failed on {failure.id}: {one_line(exc)}[/]")
+        return lessons
+
+    def _select(self, touched: set[str], instructions: str) -> list[Lesson]:
+        """Lessons this iteration produced or reinforced, not yet applied nor retired nor already stated
+        in the instructions, by support."""
+        present = normalize(instructions)
+        fresh = [
+            lesson
+            for lesson in self.bank.active()
+            if lesson.id in touched and not lesson.applied and normalize(lesson.text) not in present
+        ]
+        return fresh[: self.settings.lessons_per_iteration]
+
+    def _edit(self, texts: dict[str, str], lesson_ids: list[str]):
+        by_id = {lesson.id: lesson for lesson in self.bank.lessons}
+        current = dict(texts)
+        edits = []
+        for lesson_id in lesson_ids:
+            current[self._target], edit = self.updater(instructions=current[self._target], lesson=by_id[lesson_id])
+            edits.append(edit)
+        return current, edits
+
+    def _decide(self, audit: Audit, record: IterationRecord, evaluation: Evaluation) -> None:
+        assert record.prompt_chars is not None and record.selected is not None and record.candidate_instructions is not None
+        gain = evaluation.score - audit.best.val_score
+        record.decision = self.acceptance.decide(gain=gain, prompt_chars=record.prompt_chars, start_chars=audit.start.prompt_chars)
+        if record.decision.accepted:
+            self.bank.mark_applied(record.selected)
+            audit.best = BestRecord(
+                instructions=record.candidate_instructions, val_score=evaluation.score, val=evaluation.summary(), iteration=record.iteration
+            )
+            audit.stale = 0
+        else:
+            self.bank.retire(record.selected)
+            audit.stale += 1
+        verdict = "accepted" if record.decision.accepted else "rolled back"
+        console.print(f"iteration {record.iteration}: held-out {evaluation.score:.3f}, {verdict}: {record.decision.reason}")
+        audit.stopped = next((r for r in (rule.reason(audit) for rule in self.stopping) if r), None)
+
+    def _stop(self, audit: Audit, record: IterationRecord, reason: str) -> None:
+        record.decision = Decision(accepted=False, reason=reason)
+        audit.stopped = reason
+        self._save(audit)
+
+
+def _stored(failure: Failure) -> Failure:
+    """A failure as kept in the audit: long texts are cut so the audit stays readable."""
+    return failure.model_copy(
+        update={key: getattr(failure, key)[:MAX_STORED_TEXT] for key in ("input", "output", "explanation")}
+    )

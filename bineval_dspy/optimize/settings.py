@@ -1,0 +1,27 @@
+"""The optimizer's settings as one typed model: the constructor, the TOML ``[optimizer]`` table and the audit share it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bineval_dspy.optimize.lessons import DEFAULT_THRESHOLD
+
+
+class OptimizerSettings(BaseModel):
+    """Loop bounds, the bloat guard's thresholds and the stopping rules' parameters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_iterations: int = Field(default=4, ge=1, description="stop after this many iterations")
+    patience: int = Field(default=2, ge=1, description="stop after this many rolled-back candidates in a row")
+    min_delta: float = Field(default=0.01, ge=0, description="held-out gain a candidate needs to be kept")
+    target_score: float | None = Field(default=None, description="stop once the held-out score reaches this")
+    epsilon: float = Field(default=0.05, gt=0, description="cross-model: stop when every dimension gap is below")
+    max_chars: int = Field(default=4000, ge=1, description="absolute prompt length budget")
+    max_growth: float = Field(default=4.0, ge=1, description="length budget relative to the start prompt")
+    min_allowance: int = Field(default=400, ge=0, description="the relative budget allows at least this growth")
+    lessons_per_iteration: int = Field(default=3, ge=1)
+    max_failures: int = Field(default=16, ge=1, description="failures sampled for note-taking per iteration")
+    bloat_guard: bool = Field(default=True, description="off: keep every candidate (the paper's loop)")
+    dedup_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=1, description="lesson merge cosine")
+    seed: int = 0

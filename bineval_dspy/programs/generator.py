@@ -1,0 +1,207 @@
+"""Generating responses to a suite's prompts: the ``Generator`` program and ``bineval generate``.
+
+``Generator`` is the program whose instructions later issues optimize. ``run_generation`` writes one
+JSON line per suite row as soon as it is done, so an interrupted run resumes where it stopped; with
+``refine``/``best_of`` each response is improved with STICK against the row's hybrid checklist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dspy
+from bineval_dspy.checklists.hybrid import hybrid_checklist
+from bineval_dspy.checklists.tick import TickQuestionWriter
+from bineval_dspy.core.console import console, progress_map
+from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.jsonio import append_jsonl, read_jsonl
+from bineval_dspy.core.schema import Checklist, Scorecard
+from bineval_dspy.core.scoring import join
+from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
+from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, BestOfN, SelfRefine
+from bineval_dspy.suites.rows import SuiteRow
+
+
+class GenerateResponse(dspy.Signature):
+    """Respond to the user's prompt helpfully and accurately. Follow every instruction and constraint the prompt
+    states exactly: length, format, structure, keywords, letter case, language and wording."""
+
+    prompt: str = dspy.InputField(desc="the user's prompt")
+    response: str = dspy.OutputField(desc="the reply to the prompt")
+
+
+def _only_output(signature: type[dspy.Signature]) -> str:
+    names = list(signature.output_fields)
+    if len(names) != 1:
+        raise ValueError(f"PlainChatAdapter needs exactly one output field, got {names}")
+    return names[0]
+
+
+class PlainChatAdapter(dspy.Adapter):
+    """Instructions as the system message, the input as the user message, the whole reply as the output.
+
+    This is how instruction-following benchmarks prompt chat models, and it asks no output format of the
+    model, so even a 135M model (which ignores DSPy's field headers) always yields a response.
+    """
+
+    def format_system_message(self, signature: type[dspy.Signature]) -> str:
+        return signature.instructions
+
+    def format_user_message_content(
+        self,
+        signature: type[dspy.Signature],
+        inputs: dict[str, Any],
+        prefix: str = "",
+        suffix: str = "",
+        main_request: bool = False,
+    ) -> str:
+        names = list(signature.input_fields)
+        if len(names) == 1:
+            body = str(inputs.get(names[0], ""))
+        else:
+            body = "\n\n".join(f"{name}:\n{inputs[name]}" for name in names if name in inputs)
+        return "\n\n".join(part for part in (prefix, body, suffix) if part)
+
+    def format_assistant_message_content(
+        self, signature: type[dspy.Signature], outputs: dict[str, Any], missing_field_message: str | None = None
+    ) -> str:
+        return str(outputs.get(_only_output(signature), missing_field_message or ""))
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        return {_only_output(signature): completion.strip()}
+
+
+class Generator(dspy.Module):
+    """``prompt -> response``; ``instructions`` replaces the default generation prompt (the optimizable part)."""
+
+    def __init__(
+        self,
+        instructions: str | None = None,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        adapter: dspy.Adapter | None = None,
+    ) -> None:
+        super().__init__()
+        if instructions is not None and not instructions.strip():
+            raise ValueError("instructions must not be empty")
+        signature = GenerateResponse
+        if instructions is not None:
+            signature = signature.with_instructions(instructions.strip())
+        self.generate = dspy.Predict(signature)
+        self.max_tokens = max_tokens
+        self.adapter = adapter or PlainChatAdapter()
+
+    def forward(self, prompt: str, config: dict[str, Any] | None = None) -> dspy.Prediction:
+        with dspy.context(adapter=self.adapter):
+            return self.generate(prompt=prompt, config={"max_tokens": self.max_tokens, **(config or {})})
+
+
+# -- one row ---------------------------------------------------------------------------------------
+def _checklist_summary(checklist: Checklist, card: Scorecard) -> list[dict[str, Any]]:
+    """Each question with its verdict and the judge that gave it: the record explains its own score."""
+    return [
+        {"question": q.text, "dimension": q.dimension, "answer": v.answer, "judge": v.judge, "explanation": v.explanation}
+        for q, v in join(checklist, card.verdicts)
+    ]
+
+
+def generate_row(
+    row: SuiteRow,
+    program: dspy.Module,
+    *,
+    refine: int = 0,
+    best_of: int = 1,
+    judge: BinaryJudge | None = None,
+    writer: TickQuestionWriter | None = None,
+) -> dict[str, Any]:
+    """One output record: ``key``, ``prompt``, ``response``; with STICK also ``score``, ``checks`` and
+    ``selection`` (best-of-N: every sample's score, the chosen index) and/or ``refinement`` (iterations).
+    Best-of-N runs first, then refinement improves the chosen sample."""
+    if refine < 0 or best_of < 1:
+        raise ValueError("refine must be >= 0 and best_of >= 1")
+    record: dict[str, Any] = {"key": row.key, "prompt": row.prompt}
+    if not refine and best_of == 1:
+        record["response"] = program(prompt=row.prompt).response
+        return record
+    judge = hybrid_judge() if judge is None else judge
+    checklist = hybrid_checklist(row, generator=writer)
+    card: Scorecard | None = None
+    if best_of > 1:
+        pick = BestOfN(program, judge, best_of)(prompt=row.prompt, checklist=checklist)
+        response, card = pick.response, pick.scorecard
+        record["selection"] = {"n": best_of, "candidates": pick.candidates, "chosen": pick.chosen}
+    else:
+        response = program(prompt=row.prompt).response
+    if refine:
+        refined = SelfRefine(judge, refine)(prompt=row.prompt, response=response, checklist=checklist, scorecard=card)
+        record["refinement"] = {
+            "max_iterations": refine,
+            "initial_score": refined.initial_score,
+            "final_score": refined.scorecard.overall,
+            "iterations": refined.iterations,
+        }
+        response, card = refined.response, refined.scorecard
+    assert card is not None
+    record.update(response=response, score=card.overall, checks=_checklist_summary(checklist, card))
+    return record
+
+
+# -- many rows, resumable --------------------------------------------------------------------------
+@dataclass
+class GenerationReport:
+    """What one ``run_generation`` call did; failed rows are not written, so a rerun retries them."""
+
+    written: int = 0
+    resumed: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+def finished_keys(out_path: Path) -> set[str]:
+    """Keys already in the output file: those rows are done and are never generated again."""
+    if not out_path.exists():
+        return set()
+    return {str(obj["key"]) for _, obj in read_jsonl(out_path, required=("key",))}
+
+
+def run_generation(
+    rows: Sequence[SuiteRow],
+    program: dspy.Module,
+    out_path: Path,
+    *,
+    threads: int = 1,
+    refine: int = 0,
+    best_of: int = 1,
+    judge: BinaryJudge | None = None,
+    writer: TickQuestionWriter | None = None,
+) -> GenerationReport:
+    """Generate a record per row (see ``generate_row``), appending each to ``out_path`` as it finishes.
+
+    Rows whose key is already in ``out_path`` are skipped; LM calls are cached by DSPy, so a rerun after an
+    interruption redoes no finished row and replays any half-finished one from the cache.
+    """
+
+    done = finished_keys(out_path)
+    todo = [row for row in rows if row.key not in done]
+    report = GenerationReport(resumed=len(rows) - len(todo))
+    if report.resumed:
+        console.print(f"resuming: {report.resumed} row(s) already in {out_path}, {len(todo)} to go")
+    if refine or best_of > 1:
+        judge = hybrid_judge() if judge is None else judge
+        writer = TickQuestionWriter() if writer is None else writer
+
+    def one(row: SuiteRow) -> tuple[SuiteRow, dict[str, Any] | None, str]:
+        try:
+            return row, generate_row(row, program, refine=refine, best_of=best_of, judge=judge, writer=writer), ""
+        except Exception as exc:  # one failing row must not stop a long run; it is retried on the next
+            return row, None, one_line(exc)
+
+    for row, record, error in progress_map(one, todo, "generating", threads):
+        if record is None:
+            report.failures.append((row.key, error))
+            continue
+        append_jsonl(out_path, record)
+        report.written += 1
+    return report

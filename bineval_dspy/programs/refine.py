@@ -1,0 +1,164 @@
+"""STICK (Self-TICK): improve generation with checklist self-evaluation.
+
+``SelfRefine`` turns the failed checks of a response into a plan and a rewrite that must fix them
+while keeping what passed, re-judges, and keeps the best version seen (never a lower-scoring one).
+``BestOfN`` samples N responses and keeps the one the checklist scores highest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+
+from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.schema import Checklist, Scorecard
+from bineval_dspy.core.scoring import join
+from bineval_dspy.judges.binary import BinaryJudge
+
+DEFAULT_MAX_TOKENS = 1024
+PLAN_MAX_TOKENS = 300
+
+
+class PlanFixes(dspy.Signature):
+    """A response to the prompt failed some checks of its evaluation checklist. Write a short, concrete plan to
+    revise the response so that every failed check passes, while every passed check keeps passing."""
+
+    prompt: str = dspy.InputField(desc="the prompt the response answers")
+    response: str = dspy.InputField(desc="the current response")
+    failed_checks: str = dspy.InputField(desc="checks the response failed, each with the reason")
+    passed_checks: str = dspy.InputField(desc="checks the response passed; the revision must keep them")
+    plan: str = dspy.OutputField(desc="the changes to make, as short steps")
+
+
+class RewriteResponse(dspy.Signature):
+    """Rewrite the response to the prompt following the plan: fix every failed check and keep every passed one.
+    Keep the original formatting where it does not conflict with a check. Reply with the full rewritten
+    response only, no commentary."""
+
+    prompt: str = dspy.InputField(desc="the prompt the response answers")
+    response: str = dspy.InputField(desc="the current response")
+    failed_checks: str = dspy.InputField(desc="checks the response failed, each with the reason")
+    passed_checks: str = dspy.InputField(desc="checks the response passed; the revision must keep them")
+    plan: str = dspy.InputField(desc="the revision plan")
+    revised_response: str = dspy.OutputField(desc="the complete rewritten response")
+
+
+def rank(card: Scorecard | None) -> float:
+    """The value compared across versions: the overall score; a card with nothing answered ranks last."""
+    return -1.0 if card is None or card.overall is None else card.overall
+
+
+def check_lists(checklist: Checklist, card: Scorecard) -> tuple[list[str], list[str]]:
+    """Failed checks (question and the judge's reason) and passed checks, one line each.
+
+    Unanswered questions are neither: they carry no feedback to act on.
+    """
+    pairs = join(checklist, card.verdicts)
+    failed = [f"- {q.text} Reason: {v.explanation}" for q, v in pairs if v.answer == "no"]
+    passed = [f"- {q.text}" for q, v in pairs if v.answer == "yes"]
+    return failed, passed
+
+
+class SelfRefine(dspy.Module):
+    """STICK self-refinement: ``forward(prompt, response, checklist, scorecard=None) -> Prediction``.
+
+    Returns ``response`` (the best version), ``scorecard`` (its verdicts) and ``iterations`` (one record per
+    rewrite: plan, text, score, whether it became the best, or the error that stopped refinement). A response
+    with no failed check is returned unchanged without any LM call. Each rewrite starts from the previous one,
+    as in the paper; refinement stops early once nothing fails or a rewrite changes nothing.
+    """
+
+    def __init__(self, judge: BinaryJudge, max_iterations: int = 1, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+        super().__init__()
+        if max_iterations < 1:
+            raise ValueError("max_iterations must be at least 1")
+        self.judge = judge
+        self.max_iterations = max_iterations
+        self.max_tokens = max_tokens
+        self.plan = dspy.Predict(PlanFixes)
+        self.rewrite = dspy.Predict(RewriteResponse)
+
+    def forward(
+        self, prompt: str, response: str, checklist: Checklist, scorecard: Scorecard | None = None
+    ) -> dspy.Prediction:
+        card = scorecard if scorecard is not None else self.judge(input=prompt, output=response, checklist=checklist)
+        best, best_card = response, card
+        current, current_card = response, card
+        iterations: list[dict[str, Any]] = []
+        for number in range(1, self.max_iterations + 1):
+            failed, passed = check_lists(checklist, current_card)
+            if not failed:
+                break
+            record: dict[str, Any] = {"iteration": number, "failed": failed}
+            try:
+                revised, record["plan"] = self._revise(prompt, current, failed, passed)
+            except Exception as exc:  # a failed LM call ends refinement; the best version so far stands
+                record["error"] = one_line(exc)
+                iterations.append(record)
+                break
+            if revised.strip() == current.strip():
+                record.update(response=revised, score=current_card.overall, kept=False, unchanged=True)
+                iterations.append(record)
+                break
+            revised_card = self.judge(input=prompt, output=revised, checklist=checklist)
+            kept = rank(revised_card) > rank(best_card)
+            record.update(response=revised, score=revised_card.overall, kept=kept)
+            iterations.append(record)
+            if kept:
+                best, best_card = revised, revised_card
+            current, current_card = revised, revised_card
+        return dspy.Prediction(response=best, scorecard=best_card, initial_score=card.overall, iterations=iterations)
+
+    def _revise(self, prompt: str, response: str, failed: list[str], passed: list[str]) -> tuple[str, str]:
+        checks = {"failed_checks": "\n".join(failed), "passed_checks": "\n".join(passed) or "(none)"}
+        with dspy.context(adapter=dspy.JSONAdapter()):
+            plan = self.plan(prompt=prompt, response=response, **checks, config={"max_tokens": PLAN_MAX_TOKENS}).plan
+            revised = self.rewrite(
+                prompt=prompt, response=response, plan=plan, **checks, config={"max_tokens": self.max_tokens}
+            ).revised_response
+        return revised, plan
+
+
+class BestOfN(dspy.Module):
+    """STICK Best-of-N: ``forward(prompt, checklist) -> Prediction(response, scorecard, candidates, chosen)``.
+
+    Samples ``n`` responses from ``program`` (called as ``program(prompt=..., config=...)``, returning a
+    prediction with ``.response``) at ``temperature``, each with its own ``rollout_id`` so cached samples differ
+    yet replay on a rerun; judges each; returns the highest overall score, the first on ties. A sample that
+    fails is recorded with its error; only if all fail does the error propagate.
+    """
+
+    def __init__(self, program: dspy.Module, judge: BinaryJudge, n: int, temperature: float = 0.7) -> None:
+        super().__init__()
+        if n < 1:
+            raise ValueError("n must be at least 1")
+        self.program = program
+        self.judge = judge
+        self.n = n
+        self.temperature = temperature
+
+    def forward(self, prompt: str, checklist: Checklist) -> dspy.Prediction:
+        candidates: list[dict[str, Any]] = []
+        cards: list[Scorecard | None] = []
+        last_error: Exception | None = None
+        for rollout in range(self.n):
+            try:
+                config = {"rollout_id": rollout, "temperature": self.temperature}
+                text = self.program(prompt=prompt, config=config).response
+            except Exception as exc:  # one bad sample must not lose the others
+                last_error = exc
+                candidates.append({"rollout_id": rollout, "error": one_line(exc)})
+                cards.append(None)
+                continue
+            card = self.judge(input=prompt, output=text, checklist=checklist)
+            candidates.append({"rollout_id": rollout, "response": text, "score": card.overall})
+            cards.append(card)
+        answered = [i for i, card in enumerate(cards) if card is not None]
+        if not answered:
+            assert last_error is not None
+            raise last_error
+        chosen = max(answered, key=lambda i: rank(cards[i]))  # max keeps the first of equal scores
+        return dspy.Prediction(
+            response=candidates[chosen]["response"], scorecard=cards[chosen], candidates=candidates, chosen=chosen
+        )

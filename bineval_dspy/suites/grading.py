@@ -1,0 +1,142 @@
+"""Grading responses against a suite with the code verifiers, in the official IFBench/IFEval output format."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.suites.rows import ResponseRow, SuiteRow, load_responses, load_suite
+from bineval_dspy.verifiers import Mode, follows
+
+
+class ResultRow(BaseModel):
+    """One graded response in the official IFBench/IFEval evaluation output format (plus ``key``)."""
+
+    key: str
+    prompt: str
+    response: str
+    instruction_id_list: list[str]
+    follow_instruction_list: list[bool]
+    follow_all_instructions: bool
+
+
+class VerifyStats(BaseModel):
+    """Counts behind the prompt-level and instruction-level accuracies, and what was left out."""
+
+    mode: Mode
+    prompts: int
+    prompts_followed: int
+    instructions: int
+    instructions_followed: int
+    skipped_suite_rows: int = 0
+    skipped_responses: int = 0
+    suite_rows_without_response: int = 0
+
+    @property
+    def prompt_accuracy(self) -> float | None:
+        """Fraction of graded prompts whose instructions were all followed."""
+        return self.prompts_followed / self.prompts if self.prompts else None
+
+    @property
+    def instruction_accuracy(self) -> float | None:
+        """Fraction of all graded instructions that were followed."""
+        return self.instructions_followed / self.instructions if self.instructions else None
+
+
+class _SuiteIndex:
+    """Suite rows by key and by prompt; prompts are compared exactly, then with surrounding whitespace
+    stripped (the official evaluator tolerates that too)."""
+
+    def __init__(self, suite: Sequence[SuiteRow]) -> None:
+        self.by_key = {row.key: row for row in suite}
+        self.by_prompt: dict[str, list[SuiteRow]] = {}
+        self.by_stripped: dict[str, list[SuiteRow]] = {}
+        for row in suite:
+            self.by_prompt.setdefault(row.prompt, []).append(row)
+            self.by_stripped.setdefault(row.prompt.strip(), []).append(row)
+
+    def match(self, response: ResponseRow) -> SuiteRow:
+        if response.key is not None:
+            if response.key not in self.by_key:
+                raise InputError(f"{response.where}: field 'key': no suite row with key {response.key!r}")
+            return self.by_key[response.key]
+        assert response.prompt is not None  # load_responses guarantees key or prompt
+        candidates = self.by_prompt.get(response.prompt) or self.by_stripped.get(response.prompt.strip(), [])
+        if not candidates:
+            raise InputError(f"{response.where}: field 'prompt': no suite row has this prompt")
+        if len(candidates) > 1:
+            keys = ", ".join(repr(row.key) for row in candidates)
+            raise InputError(f"{response.where}: field 'prompt': matches suite rows {keys}; give a 'key'")
+        return candidates[0]
+
+
+def grade(row: SuiteRow, response: str, mode: Mode = "strict") -> ResultRow:
+    """Check one response against every instruction of its suite row."""
+    followed = [follows(check, response, mode) for check in row.checks()]
+    return ResultRow(
+        key=row.key,
+        prompt=row.prompt,
+        response=response,
+        instruction_id_list=row.instruction_id_list,
+        follow_instruction_list=followed,
+        follow_all_instructions=all(followed),
+    )
+
+
+def verify(
+    suite: Sequence[SuiteRow], responses: Sequence[ResponseRow], mode: Mode = "strict", skip_invalid: bool = False
+) -> tuple[list[ResultRow], VerifyStats]:
+    """Grade each response against its suite row, in suite order.
+
+    A response with no suite row, or a second response for one, raises InputError unless ``skip_invalid``
+    (then it is counted in ``skipped_responses``). Suite rows without a response are not graded.
+    """
+    index = _SuiteIndex(suite)
+    matched: dict[str, ResponseRow] = {}
+    skipped = 0
+    for response in responses:
+        try:
+            row = index.match(response)
+            if row.key in matched:
+                raise InputError(
+                    f"{response.where}: second response for suite key {row.key!r} (first at {matched[row.key].where})"
+                )
+        except InputError:
+            if not skip_invalid:
+                raise
+            skipped += 1
+            continue
+        matched[row.key] = response
+    results = [grade(row, matched[row.key].response, mode) for row in suite if row.key in matched]
+    stats = VerifyStats(
+        mode=mode,
+        prompts=len(results),
+        prompts_followed=sum(r.follow_all_instructions for r in results),
+        instructions=sum(len(r.follow_instruction_list) for r in results),
+        instructions_followed=sum(sum(r.follow_instruction_list) for r in results),
+        skipped_responses=skipped,
+        suite_rows_without_response=len(suite) - len(results),
+    )
+    return results, stats
+
+
+def verify_files(
+    suite_path: Path, responses_path: Path, mode: Mode = "strict", skip_invalid: bool = False
+) -> tuple[list[ResultRow], VerifyStats]:
+    """Load both files and ``verify``; with ``skip_invalid`` invalid rows of either file are counted, not fatal."""
+    bad_suite: list[InputError] | None = [] if skip_invalid else None
+    bad_responses: list[InputError] | None = [] if skip_invalid else None
+    suite = load_suite(suite_path, bad_suite)
+    responses = load_responses(responses_path, bad_responses)
+    if not responses and not bad_responses:
+        raise InputError(f"{responses_path}: no responses")
+    results, stats = verify(suite, responses, mode, skip_invalid)
+    return results, stats.model_copy(
+        update={
+            "skipped_suite_rows": len(bad_suite or []),
+            "skipped_responses": stats.skipped_responses + len(bad_responses or []),
+        }
+    )

@@ -1,0 +1,129 @@
+"""IFBench/IFEval-style suites and response files: rows, loading with located errors, and the row <-> example join."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import dspy
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
+from bineval_dspy.verifiers import Check, VerifierError, build_check, known_instruction_ids
+
+
+def _key_as_text(value: Any) -> Any:
+    """IFEval files use integer keys, IFBench string keys: both become strings (booleans are not keys)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+Key = Annotated[str, BeforeValidator(_key_as_text)]
+
+
+class SuiteRow(BaseModel):
+    """One prompt with its instructions; ``kwargs[i]`` holds the arguments of ``instruction_id_list[i]``."""
+
+    key: Key
+    prompt: str
+    instruction_id_list: list[str] = Field(min_length=1)
+    kwargs: list[dict[str, Any]]
+
+    def to_example(self) -> dspy.Example:
+        """The row as a ``dspy.Example`` whose only input is ``prompt`` (what a generator program sees)."""
+        return dspy.Example(**self.model_dump()).with_inputs("prompt")
+
+    @classmethod
+    def from_example(cls, example: dspy.Example) -> SuiteRow:
+        """The suite row an example was made from (``to_example``'s inverse)."""
+        return cls(**{name: example[name] for name in cls.model_fields})
+
+    def checks(self) -> list[Check]:
+        """One check per instruction; raises VerifierError on an unknown id or kwargs its verifier rejects."""
+        return [build_check(i, kw, self.prompt) for i, kw in zip(self.instruction_id_list, self.kwargs, strict=True)]
+
+
+class ResponseRow(BaseModel):
+    """One response, found by suite ``key`` when given, else by ``prompt``; ``where`` is its file:line."""
+
+    where: str
+    key: Key | None = None
+    prompt: str | None = None
+    response: str
+
+
+def _validated(model: type[BaseModel], obj: dict[str, Any], where: str) -> Any:
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        raise InputError(f"{where}: {describe_validation_error(exc)}") from None
+
+
+def _suite_row(obj: dict[str, Any], where: str) -> SuiteRow:
+    """Validate one suite line: fields, matching kwargs, known instruction ids, kwargs the verifiers accept."""
+    for field in SuiteRow.model_fields:
+        if field not in obj:
+            raise InputError(f"{where}: missing field '{field}'")
+    row: SuiteRow = _validated(SuiteRow, obj, where)
+    if len(row.kwargs) != len(row.instruction_id_list):
+        raise InputError(
+            f"{where}: mismatched kwargs: {len(row.kwargs)} kwargs for {len(row.instruction_id_list)} instruction ids"
+        )
+    known = set(known_instruction_ids())
+    for index, instruction_id in enumerate(row.instruction_id_list):
+        if instruction_id not in known:
+            raise InputError(f"{where}: field 'instruction_id_list.{index}': unknown instruction id {instruction_id!r}")
+        try:
+            build_check(instruction_id, row.kwargs[index], row.prompt)
+        except VerifierError as exc:
+            raise InputError(f"{where}: field 'kwargs.{index}': {exc}") from None
+    return row
+
+
+def load_suite(path: Path, skipped: list[InputError] | None = None) -> list[SuiteRow]:
+    """Read an IFBench-style suite (JSON Lines). Invalid rows raise InputError, or go to ``skipped`` when given.
+
+    Malformed JSON always raises: the rest of such a file cannot be trusted.
+    """
+    rows: list[SuiteRow] = []
+    first_line: dict[str, int] = {}
+    for number, obj in read_jsonl(path):
+        where = f"{path}:{number}"
+        try:
+            row = _suite_row(obj, where)
+            if row.key in first_line:
+                first = first_line[row.key]
+                raise InputError(f"{where}: field 'key': duplicate key {row.key!r} (first at line {first})")
+        except InputError as exc:
+            if skipped is None:
+                raise
+            skipped.append(exc)
+            continue
+        first_line[row.key] = number
+        rows.append(row)
+    return rows
+
+
+def _response_row(obj: dict[str, Any], where: str) -> ResponseRow:
+    if "response" not in obj:
+        raise InputError(f"{where}: missing field 'response'")
+    if "key" not in obj and "prompt" not in obj:
+        raise InputError(f"{where}: missing field 'key' or 'prompt'")
+    fields = {name: obj[name] for name in ("key", "prompt", "response") if name in obj}
+    return _validated(ResponseRow, {"where": where, **fields}, where)
+
+
+def load_responses(path: Path, skipped: list[InputError] | None = None) -> list[ResponseRow]:
+    """Read responses (JSON Lines with ``response`` and ``key`` or ``prompt``; other fields are ignored).
+
+    Invalid rows raise InputError, or go to ``skipped`` when given; malformed JSON always raises.
+    """
+    rows: list[ResponseRow] = []
+    for number, obj in read_jsonl(path):
+        try:
+            rows.append(_response_row(obj, f"{path}:{number}"))
+        except InputError as exc:
+            if skipped is None:
+                raise
+            skipped.append(exc)
+    return rows

@@ -52,23 +52,28 @@ def test_judge_writes_scorecards_and_resumes(tmp_path, checklist_file, lm, capsy
     code, err = run(["judge", "--checklist", str(checklist_file), "--data", str(data), "-o", str(out)], capsys)
     assert code == 0, err
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["line"] for r in rows] == [1, 3]
-    assert rows[0]["id"] == 7  # extra fields pass through
-    assert rows[0]["scorecard"]["overall"] == 1.0
+    assert [r["bineval"]["line"] for r in rows] == [1, 3]
+    assert rows[0]["id"] == 7 and rows[0]["input"] == "a"  # the user's fields pass through, ours are namespaced
+    assert rows[0]["bineval"]["scorecard"]["overall"] == 1.0
+    assert rows[0]["bineval"]["scorecard"]["verdicts"][0]["question"] == "Is it short?"
+    assert rows[0]["bineval"]["scorecard"]["judge"]["model"] == "custom/scripted"
+    assert rows[0]["bineval"]["usage"]["lm_calls"] == 2
     assert len(lm.engine.requests) == 4
     # a second run finds every row done and makes no LM call
     code, err = run(["judge", "--checklist", str(checklist_file), "--data", str(data), "-o", str(out)], capsys)
-    assert code == 0 and "resuming: 2 row(s)" in err
+    assert code == 0 and "resuming: 2 complete row(s)" in err
     assert len(lm.engine.requests) == 4
 
 
 def test_judge_resumes_a_partial_output(tmp_path, checklist_file, lm, capsys):
     data = write_rows(tmp_path / "rows.jsonl", [json.dumps({"input": "a", "output": "b"}), json.dumps({"input": "c", "output": "d"})])
     out = tmp_path / "out.jsonl"
-    out.write_text(json.dumps({"input": "a", "output": "b", "line": 1, "scorecard": {"overall": 0.5, "dimension_scores": {"d": 0.5}}}) + "\n")
-    code, err = run(["judge", "--checklist", str(checklist_file), "--data", str(data), "-o", str(out)], capsys)
+    args = ["judge", "--checklist", str(checklist_file), "--data", str(data), "-o", str(out)]
+    assert run(args, capsys)[0] == 0
+    out.write_text(out.read_text().splitlines()[0] + "\n")  # as if killed after the first row
+    code, err = run(args, capsys)
     assert code == 0, err
-    assert len(lm.engine.requests) == 2  # only row 2's two questions
+    assert len(lm.engine.requests) == 4 + 2  # only row 2's two questions again
     assert len(out.read_text().splitlines()) == 2
 
 

@@ -33,12 +33,30 @@ def test_weighted_fraction_per_dimension_and_overall():
     assert card.rescaled["overall"] == pytest.approx(3 / 5 * 4 + 1)
 
 
-def test_unanswered_is_excluded_never_counted_as_yes():
+def test_an_unanswered_question_leaves_its_dimension_unscored():
     card = score(make_checklist(), [v("a", "unanswered"), v("b", "no"), v("c", "unanswered")])
-    assert card.dimension_scores == {"consistency": 0.0, "fluency": None}
-    assert card.overall == 0.0
-    assert card.unanswered == 2
+    assert card.dimension_scores == {"consistency": None, "fluency": None}
+    assert card.overall is None and not card.complete
+    assert card.unanswered == 2 and card.unanswered_by_dimension == {"consistency": 1, "fluency": 1}
     assert card.rescaled["fluency"] is None
+
+
+def test_one_yes_and_two_unanswered_is_not_a_perfect_score():
+    card = score(make_checklist(), [v("a", "yes"), v("b", "unanswered"), v("c", "unanswered")])
+    assert card.overall is None and card.rescaled["overall"] is None  # used to be 1.0 (5/5)
+
+
+def test_partial_scores_over_answered_questions_and_says_so():
+    card = score(make_checklist(), [v("a", "unanswered"), v("b", "no"), v("c", "unanswered")], partial=True)
+    assert card.dimension_scores == {"consistency": 0.0, "fluency": None}
+    assert card.overall == 0.0 and card.partial and card.unanswered == 2
+    assert card.rescaled["fluency"] is None
+
+
+def test_scored_verdicts_carry_their_question():
+    card = score(make_checklist(), [v("a", "yes"), v("b", "no"), v("c", "no")])
+    assert [(x.question_id, x.dimension) for x in card.verdicts] == [("a", "consistency"), ("b", "consistency"), ("c", "fluency")]
+    assert all(x.question for x in card.verdicts)
 
 
 def test_all_unanswered_gives_no_score():

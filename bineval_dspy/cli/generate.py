@@ -3,40 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from rich.table import Table
 
+from bineval_dspy.cli.options import count
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import read_jsonl
+from bineval_dspy.core.errors import ExitCode, InputError
+from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
+from bineval_dspy.core.jsonio import check_output_path, read_jsonl, read_text
 from bineval_dspy.judges.binary import hybrid_judge
 from bineval_dspy.lm import runtime
-from bineval_dspy.lm.runtime import effective_threads
+from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads, lm_identity
 from bineval_dspy.programs.generator import Generator, finished_keys, run_generation
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.suites.rows import load_suite
 
 
-def _count(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        return value
-
-    return parse
-
-
 def _read_instructions(path: Path) -> str:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    text = read_text(path)
     if not text.strip():
         raise InputError(f"{path}: the instructions file is empty")
     return text
@@ -47,9 +32,8 @@ def _mean(values: list[float | None]) -> str:
     return f"{sum(known) / len(known):.3f}" if known else "n/a"
 
 
-def cmd_generate(args: argparse.Namespace) -> None:
-    """Generate (optionally STICK-improved) responses for a suite; resumable."""
-
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Generate (optionally STICK-improved) responses for a suite; resumable into output made the same way."""
     suite_path = Path(args.suite)
     rows = load_suite(suite_path)
     if not rows:
@@ -57,14 +41,27 @@ def cmd_generate(args: argparse.Namespace) -> None:
     rows = rows[: args.limit] if args.limit else rows
     instructions = _read_instructions(Path(args.instructions)) if args.instructions else None
     out = Path(args.output)
-    finished_keys(out)  # a malformed output file is reported before any LM is loaded
+    check_output_path(out)
+    if out.exists():
+        finished_keys(out)  # a malformed output file is reported before any LM is loaded
     lm = runtime.configure(args.lm, args.cache_dir)
+    program = Generator(instructions, max_tokens=args.max_tokens)
     judge = hybrid_judge(args.mode) if (args.refine or args.best_of > 1) else None
+    fingerprint = {
+        "suite": file_digest(suite_path),
+        "instructions": digest(program.generate.signature.instructions),
+        "lm": lm_identity(lm),
+        "max_tokens": str(args.max_tokens),
+        "refine": str(args.refine),
+        "best_of": str(args.best_of),
+        "judge": judge.spec().model_dump_json() if judge is not None else "none",
+    }
+    open_for_resume(out, fingerprint, args.overwrite)
     report = run_generation(
         rows,
-        Generator(instructions, max_tokens=args.max_tokens),
+        program,
         out,
-        threads=effective_threads(lm, args.threads),
+        threads=effective_threads(lm, args.threads or DEFAULT_THREADS, args.threads is not None),
         refine=args.refine,
         best_of=args.best_of,
         judge=judge,
@@ -90,10 +87,11 @@ def cmd_generate(args: argparse.Namespace) -> None:
     console.print(table)
     for key, error in report.failures[:5]:
         console.print(f"[red]failed[/] row {key}: {error}")
-    console.print(f"wrote {out}")
+    console.print(f"wrote {report.written} row(s) to {out}" if report.written else f"nothing new written to {out}")
     if report.failures:
         console.print("[yellow]failed rows were not written; rerun the same command to retry them[/]")
-        sys.exit(1)
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
 
 
 def add_generate_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -103,10 +101,11 @@ def add_generate_command(sub: argparse._SubParsersAction, common: argparse.Argum
     )
     gen.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs")
     gen.add_argument("--instructions", help="a file whose text replaces the default generation instructions")
-    gen.add_argument("--refine", type=_count(0), default=0, metavar="K", help="STICK self-refinement: up to K rewrites")
-    gen.add_argument("--best-of", type=_count(1), default=1, metavar="N", help="STICK best-of-N: keep the best sample")
-    gen.add_argument("--limit", type=_count(1), metavar="N", help="only the first N suite rows")
+    gen.add_argument("--refine", type=count(0), default=0, metavar="K", help="STICK self-refinement: up to K rewrites")
+    gen.add_argument("--best-of", type=count(1), default=1, metavar="N", help="STICK best-of-N: keep the best sample")
+    gen.add_argument("--limit", type=count(1), metavar="N", help="only the first N suite rows")
     gen.add_argument("--mode", choices=("strict", "loose"), default="strict", help="verifier mode of the STICK judge")
-    gen.add_argument("--max-tokens", type=_count(1), default=DEFAULT_MAX_TOKENS, help="token limit per response")
+    gen.add_argument("--max-tokens", type=count(1), default=DEFAULT_MAX_TOKENS, help="token limit per response")
     gen.add_argument("-o", "--output", default="responses.jsonl", help="JSONL: key, prompt, response (+ STICK records)")
+    gen.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
     gen.set_defaults(func=cmd_generate)

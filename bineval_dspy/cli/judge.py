@@ -6,28 +6,27 @@ import argparse
 import json
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
 from bineval_dspy.checklists.bineval import BinEvalWriter
+from bineval_dspy.cli.options import count
 from bineval_dspy.core.console import console, progress_map
-from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import append_jsonl, load_model, read_jsonl
+from bineval_dspy.core.errors import ExitCode, InputError, RunError, one_line
+from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
+from bineval_dspy.core.jsonio import append_jsonl, check_output_path, load_model, read_jsonl, read_text, write_json
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.code import check_verifiers
+from bineval_dspy.lm.usage import measured
 from bineval_dspy.lm import runtime
-from bineval_dspy.lm.runtime import effective_threads
+from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads
 
 
 def _read_task(value: str) -> str:
-    if value.startswith("@"):
-        path = Path(value[1:])
-        try:
-            return path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    return value
+    return read_text(Path(value[1:])) if value.startswith("@") else value
 
 
 def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
@@ -51,7 +50,8 @@ def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
     scores.add_row(*[f"{_fmt(v)} / 5" for v in rescaled])
     console.print(scores)
     if card.unanswered:
-        console.print(f"[yellow]{card.unanswered} question(s) unanswered: not counted as yes[/]")
+        how = "scored over the answered ones" if card.partial else "dimensions with one have no score"
+        console.print(f"[yellow]{card.unanswered} question(s) unanswered: never counted as yes; {how}[/]")
 
 
 def _fmt(value: float | None) -> str:
@@ -59,13 +59,18 @@ def _fmt(value: float | None) -> str:
 
 
 # -- commands ----------------------------------------------------------------------------
-def cmd_demo(args: argparse.Namespace) -> None:
+OURS = "bineval"  # judge output rows keep the user's fields and put ours under this one key
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
     """Build a checklist for the bundled example, judge three summaries, print and save everything."""
     example = json.loads(files("bineval_dspy").joinpath("data/demo.json").read_text(encoding="utf-8"))
+    out = Path(args.output)
+    check_output_path(out)
     runtime.configure(args.lm, args.cache_dir)
     console.print(f"[bold]Task:[/] {example['task']}")
     with console.status("writing the checklist (requirements, then questions)"):
-        checklist = BinEvalWriter(max_questions=args.max_questions)(task=example["task"], dimensions=example["dimensions"])
+        checklist = _write_checklist(example["task"], example["dimensions"], args.max_questions)
     console.print(f"checklist: {len(checklist.questions)} questions over {', '.join(checklist.dimensions)}")
     judge = BinaryJudge(probability=args.probability)
     summaries = example["summaries"]
@@ -74,63 +79,144 @@ def cmd_demo(args: argparse.Namespace) -> None:
     for summary, card in zip(summaries, cards):
         print_scorecard(f"summary '{summary['label']}'", checklist, card)
         results.append({"label": summary["label"], "summary": summary["text"], "scorecard": card.model_dump(mode="json")})
-    Path(args.output).write_text(
-        json.dumps({"task": example["task"], "article": example["article"], "checklist": checklist.model_dump(mode="json"), "results": results}, indent=2),
-        encoding="utf-8",
-    )
-    console.print(f"wrote {args.output}")
+    write_json(out, {"task": example["task"], "article": example["article"], "checklist": checklist.model_dump(mode="json"), "results": results})
+    console.print(f"wrote {out}")
+    return ExitCode.OK if all(card.complete for card in cards) else ExitCode.INCOMPLETE
 
 
-def cmd_checklist(args: argparse.Namespace) -> None:
+def _write_checklist(task: str, dimensions: list[str], max_questions: int) -> Checklist:
+    """BinEval's two steps; an LM that gives nothing usable stops the command in one line."""
+    try:
+        return BinEvalWriter(max_questions=max_questions)(task=task, dimensions=dimensions)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise RunError(f"checklist: the LM gave no usable checklist ({one_line(exc)})") from None
+
+
+def cmd_checklist(args: argparse.Namespace) -> int:
     """Generate a checklist for a task and save it as JSON."""
     task = _read_task(args.task)
     if not task.strip():
         raise InputError("--task: the task description is empty")
     dims = [d for d in (args.dimensions or "").split(",") if d.strip()]
+    out = Path(args.output)
+    check_output_path(out)
     runtime.configure(args.lm, args.cache_dir)
     with console.status("writing the checklist"):
-        checklist = BinEvalWriter(max_questions=args.max_questions)(task=task, dimensions=dims)
-    Path(args.output).write_text(checklist.model_dump_json(indent=2), encoding="utf-8")
+        checklist = _write_checklist(task, dims, args.max_questions)
+    out.write_text(checklist.model_dump_json(indent=2), encoding="utf-8")
     for q in checklist.questions:
         console.print(f"[cyan]{q.dimension:>14}[/] {q.text}")
-    console.print(f"wrote {len(checklist.questions)} questions to {args.output}")
+    console.print(f"wrote {len(checklist.questions)} questions to {out}")
+    return ExitCode.OK
 
 
-def cmd_judge(args: argparse.Namespace) -> None:
-    """Judge every row of a JSONL file against a checklist; resumable (finished rows are skipped)."""
-    checklist = load_model(Path(args.checklist), Checklist)
-    rows = list(read_jsonl(Path(args.data), required=("input", "output")))
+def _judge_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    rows = list(read_jsonl(path, required=("input", "output")))
+    if not rows:
+        raise InputError(f"{path}: no rows to judge")
     for number, row in rows:
         for field in ("input", "output"):
             if not isinstance(row[field], str):
-                raise InputError(f"{args.data}:{number}: field '{field}' must be a string")
-    out = Path(args.output)
-    done = {r["line"] for _, r in read_jsonl(out)} if out.exists() else set()
-    todo = [(n, r) for n, r in rows if n not in done]
-    if done:
-        console.print(f"resuming: {len(done)} row(s) already in {out}, {len(todo)} to go")
+                raise InputError(f"{path}:{number}: field '{field}' must be a string")
+        if OURS in row:
+            raise InputError(f"{path}:{number}: field '{OURS}' is reserved for the judge's results; rename it")
+    return rows
+
+
+def _finished_rows(out: Path) -> dict[int, dict[str, Any]]:
+    """Complete rows of earlier output by data line; incomplete rows are dropped from the file to be judged again."""
+    kept: dict[int, dict[str, Any]] = {}
+    lines = []
+    for number, obj in read_jsonl(out, required=(OURS,)):
+        ours = obj[OURS]
+        if not isinstance(ours, dict) or not isinstance(ours.get("line"), int) or "complete" not in ours:
+            raise InputError(f"{out}:{number}: field '{OURS}' is not a judge result; use --overwrite or a new output path")
+        if ours["complete"]:
+            kept[ours["line"]] = obj
+            lines.append(json.dumps(obj, ensure_ascii=False) + "\n")
+    out.write_text("".join(lines), encoding="utf-8")
+    return kept
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    """Judge every row of a JSONL file against a checklist; resumable (complete rows are kept, the rest redone)."""
+    checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
+    checklist = load_model(checklist_path, Checklist)
+    check_verifiers(checklist, str(checklist_path))
+    rows = _judge_rows(data_path)
+    check_output_path(out)
     lm = runtime.configure(args.lm, args.cache_dir)
-    judge = BinaryJudge(chain_of_thought=args.cot, samples=args.samples, probability=args.probability)
+    judge = BinaryJudge(chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial)
+    fingerprint = {
+        "data": file_digest(data_path),
+        "checklist": digest(checklist.model_dump_json()),
+        "judge": judge.spec().model_dump_json(),
+    }
+    finished = _finished_rows(out) if open_for_resume(out, fingerprint, args.overwrite) else {}
+    todo = [(n, r) for n, r in rows if n not in finished]
+    if finished:
+        console.print(f"resuming: {len(finished)} complete row(s) kept in {out}, {len(todo)} to judge")
 
-    def judge_row(item: tuple[int, dict]) -> tuple[int, dict, Scorecard]:
+    def judge_row(item: tuple[int, dict]) -> tuple[int, dict, Scorecard, dict]:
         number, row = item
-        return number, row, judge(input=row["input"], output=row["output"], checklist=checklist)
+        card, cost = measured(lambda: judge(input=row["input"], output=row["output"], checklist=checklist))
+        return number, row, card, cost.model_dump()
 
-    for number, row, card in progress_map(judge_row, todo, "judging", effective_threads(lm, args.threads)):
-        append_jsonl(out, {**row, "line": number, "scorecard": card.model_dump(mode="json")})
-    _print_means(checklist, [r["scorecard"] for _, r in read_jsonl(out)])
-    console.print(f"wrote {out}")
+    for number, row, card, usage in progress_map(judge_row, todo, "judging", effective_threads(lm, args.threads or DEFAULT_THREADS, args.threads is not None)):
+        result = {"line": number, "complete": card.complete, "scorecard": card.model_dump(mode="json"), "usage": usage}
+        append_jsonl(out, {**row, OURS: result})
+    cards = [Scorecard.model_validate(obj[OURS]["scorecard"]) for _, obj in read_jsonl(out)]
+    _print_means(checklist, cards)
+    incomplete = sum(not card.complete for card in cards)
+    console.print(f"wrote {len(todo)} row(s) to {out}" if todo else f"nothing to judge: {out} is complete")
+    if incomplete:
+        console.print(f"[yellow]{incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again[/]")
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
 
 
-def _print_means(checklist: Checklist, cards: list[dict]) -> None:
+def _print_means(checklist: Checklist, cards: list[Scorecard]) -> None:
     table = Table(title=f"mean scores over {len(cards)} row(s)")
     dims = [*checklist.by_dimension(), "overall"]
     for d in dims:
         table.add_column(d, justify="right")
+    table.add_column("unanswered", justify="right")
     means = []
     for d in dims:
-        values = [c["overall"] if d == "overall" else c["dimension_scores"].get(d) for c in cards]
-        values = [v for v in values if v is not None]
-        means.append(_fmt(sum(values) / len(values)) if values else "n/a")
-    table.add_row(*means)
+        values = [c.overall if d == "overall" else c.dimension_scores.get(d) for c in cards]
+        known = [v for v in values if v is not None]
+        means.append(_fmt(sum(known) / len(known)) if known else "n/a")
+    table.add_row(*means, str(sum(c.unanswered for c in cards)))
     console.print(table)
+    scored = sum(c.overall is not None for c in cards)
+    if scored < len(cards):
+        console.print(f"[yellow]means over the {scored} of {len(cards)} row(s) that have a score[/]")
+
+
+def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``bineval demo``, ``checklist`` and ``judge``."""
+    demo = sub.add_parser("demo", parents=[common], help="judge three bundled summaries with the embedded LM")
+    demo.add_argument("-o", "--output", default="demo-results.json")
+    demo.add_argument("--max-questions", type=count(1), default=12)
+    demo.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
+    demo.set_defaults(func=cmd_demo)
+
+    checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")
+    checklist.add_argument("--task", required=True, help="the task text, or @FILE")
+    checklist.add_argument("--dimensions", help="comma-separated dimensions (default: chosen from the task)")
+    checklist.add_argument("--max-questions", type=count(1), default=24)
+    checklist.add_argument("-o", "--output", default="checklist.json")
+    checklist.set_defaults(func=cmd_checklist)
+
+    judge = sub.add_parser("judge", parents=[common], help="judge rows of (input, output) against a checklist")
+    judge.add_argument("--checklist", required=True)
+    judge.add_argument("--data", required=True, help="JSONL rows with 'input' and 'output'; other fields pass through")
+    judge.add_argument("-o", "--output", default="scorecards.jsonl")
+    judge.add_argument("--cot", action="store_true", help="reason before answering")
+    judge.add_argument("--samples", type=count(1), default=1, help="k-sample majority vote")
+    judge.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
+    judge.add_argument("--partial", action="store_true", help="score dimensions over answered questions only")
+    judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
+    judge.set_defaults(func=cmd_judge)

@@ -1,4 +1,8 @@
-"""The one exception type for user mistakes: the CLI prints its message as a single line."""
+"""User mistakes, LM failures that stop a run, and the exit codes they map to."""
+
+from __future__ import annotations
+
+from enum import IntEnum
 
 
 class InputError(ValueError):
@@ -9,3 +13,17 @@ def one_line(exc: BaseException) -> str:
     """An exception as one short line, for verdict explanations and run records."""
     text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
     return text[:200]
+
+
+class RunError(RuntimeError):
+    """A run that cannot go on because its LM gave too little to build on; the CLI exits with ``LM_FAILURE``."""
+
+
+class ExitCode(IntEnum):
+    """The ``bineval`` exit codes (documented in the README)."""
+
+    OK = 0
+    INCOMPLETE = 1  # the run finished, but some rows have unanswered verdicts or failed: rerun to retry them
+    INPUT = 2  # bad input or arguments: one located line, nothing was done
+    LM_FAILURE = 3  # the run stopped because its LM failed too often to give a result
+    INTERRUPTED = 130

@@ -82,9 +82,14 @@ class Checklist(BaseModel):
 
 
 class Verdict(BaseModel):
-    """The answer to one question about one output, with the reason and who gave it."""
+    """The answer to one question about one output, with the reason and who gave it.
+
+    ``question`` and ``dimension`` are filled in when verdicts are scored, so a saved verdict explains itself.
+    """
 
     question_id: str
+    question: str | None = None
+    dimension: str | None = None
     answer: Answer
     p_yes: float | None = Field(default=None, ge=0, le=1)
     explanation: str = ""
@@ -103,13 +108,15 @@ class JudgeSpec(BaseModel):
     probability: bool = False
     sample_temperature: float | None = None
     verifier_mode: Literal["strict", "loose"] = "strict"
+    partial: bool = False
 
 
 class Scorecard(BaseModel):
     """Per-dimension and overall scores for one output, with every verdict behind them.
 
-    A score is the weighted fraction of "yes" among answered questions; ``None`` when a
-    dimension has no answered question. Unanswered questions are counted, never scored yes.
+    A score is the weighted fraction of "yes" over a dimension's questions. An unanswered question is never a
+    yes: a dimension with one has no score (``None``), and neither has ``overall``, unless the card was scored
+    with ``partial=True`` (then over the answered questions only, and ``partial`` says so).
     """
 
     dimension_scores: dict[str, float | None]
@@ -117,5 +124,12 @@ class Scorecard(BaseModel):
     rescaled: dict[str, float | None] = Field(default_factory=dict)
     scale: tuple[float, float] = (1.0, 5.0)
     unanswered: int = 0
+    unanswered_by_dimension: dict[str, int] = Field(default_factory=dict)
+    partial: bool = False
     verdicts: list[Verdict]
     judge: JudgeSpec | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every question answered: the only kind of card a default score rests on."""
+        return self.unanswered == 0

@@ -1,4 +1,5 @@
-"""Aggregation: weighted yes-fraction per dimension and overall, and the affine rescale."""
+"""Aggregation: weighted yes-fraction per dimension and overall, the affine rescale, and the one definition of
+passed / failed / unanswered that the judge, the optimizer's feedback and the GEPA metric share."""
 
 from __future__ import annotations
 
@@ -16,12 +17,16 @@ def verdict_value(verdict: Verdict, use_probability: bool) -> float | None:
     return 1.0 if verdict.answer == "yes" else 0.0
 
 
-def weighted_yes_fraction(pairs: Iterable[tuple[Question, Verdict]], use_probability: bool = False) -> float | None:
-    """S = sum(w_i * f_i) / sum(w_i) over answered questions; None if none was answered."""
+def weighted_yes_fraction(
+    pairs: Iterable[tuple[Question, Verdict]], use_probability: bool = False, partial: bool = True
+) -> float | None:
+    """S = sum(w_i * f_i) / sum(w_i); None if nothing was answered, or (``partial=False``) if anything was not."""
     total = weight = 0.0
     for question, verdict in pairs:
         value = verdict_value(verdict, use_probability)
         if value is None:
+            if not partial:
+                return None
             continue
         total += question.weight * value
         weight += question.weight
@@ -45,20 +50,31 @@ def rescale(score: float | None, low: float = 1.0, high: float = 5.0) -> float |
     return None if score is None else score * (high - low) + low
 
 
+def outcomes(pairs: Iterable[tuple[Question, Verdict]]) -> dict[str, list[tuple[Question, Verdict]]]:
+    """Questions split into ``passed`` (yes), ``failed`` (no) and ``unanswered``: the one definition of each."""
+    split: dict[str, list[tuple[Question, Verdict]]] = {"passed": [], "failed": [], "unanswered": []}
+    names = {"yes": "passed", "no": "failed", "unanswered": "unanswered"}
+    for question, verdict in pairs:
+        split[names[verdict.answer]].append((question, verdict))
+    return split
+
+
 def score(
     checklist: Checklist,
     verdicts: list[Verdict],
     *,
     use_probability: bool = False,
+    partial: bool = False,
     scale: tuple[float, float] = (1.0, 5.0),
 ) -> Scorecard:
-    """Build a Scorecard from one verdict per checklist question."""
-    pairs = join(checklist, verdicts)
+    """Build a Scorecard from one verdict per checklist question (see ``Scorecard`` for ``partial``)."""
+    pairs = [(q, v.model_copy(update={"question": q.text, "dimension": q.dimension})) for q, v in join(checklist, verdicts)]
     dims = {
-        dim: weighted_yes_fraction([(q, v) for q, v in pairs if q.dimension == dim], use_probability)
+        dim: weighted_yes_fraction([(q, v) for q, v in pairs if q.dimension == dim], use_probability, partial)
         for dim in checklist.by_dimension()
     }
-    overall = weighted_yes_fraction(pairs, use_probability)
+    overall = weighted_yes_fraction(pairs, use_probability, partial)
+    missing = {dim: sum(1 for q, v in pairs if q.dimension == dim and v.answer == "unanswered") for dim in dims}
     rescaled = {dim: rescale(s, *scale) for dim, s in dims.items()}
     rescaled["overall"] = rescale(overall, *scale)
     return Scorecard(
@@ -66,6 +82,8 @@ def score(
         overall=overall,
         rescaled=rescaled,
         scale=scale,
-        unanswered=sum(v.answer == "unanswered" for _, v in pairs),
+        unanswered=sum(missing.values()),
+        unanswered_by_dimension={dim: n for dim, n in missing.items() if n},
+        partial=partial,
         verdicts=[v for _, v in pairs],
     )

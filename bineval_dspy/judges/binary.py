@@ -46,7 +46,8 @@ class BinaryJudge(dspy.Module):
     """Answers each question of a checklist on its own and aggregates the verdicts into a Scorecard.
 
     Options: ``chain_of_thought`` (reason before answering), ``samples`` (k-sample majority vote,
-    as in TICK), ``probability`` (score with P(yes)/(P(yes)+P(no)) read from token logprobs).
+    as in TICK), ``probability`` (score with P(yes)/(P(yes)+P(no)) read from token logprobs), ``partial``
+    (score a dimension over its answered questions instead of leaving it unscored when one is unanswered).
     Questions that name a code verifier are answered by it (``verifier_mode`` strict or loose), never by
     the LM; ``code_router`` replaces that routing.
     """
@@ -61,6 +62,7 @@ class BinaryJudge(dspy.Module):
         adapter: dspy.Adapter | None = None,
         code_router: CodeRouter | None = None,
         verifier_mode: Mode = "strict",
+        partial: bool = False,
     ) -> None:
         super().__init__()
         if samples < 1:
@@ -71,11 +73,12 @@ class BinaryJudge(dspy.Module):
         self.sample_temperature = sample_temperature
         self.adapter = adapter or dspy.JSONAdapter()
         self.verifier_mode = verifier_mode
+        self.partial = partial
         self.code_router = code_router or make_code_router(verifier_mode)
 
     def forward(self, input: str, output: str, checklist: Checklist) -> Scorecard:
         verdicts = [self.judge_question(input, output, q) for q in checklist.questions]
-        card = score(checklist, verdicts, use_probability=self.probability)
+        card = score(checklist, verdicts, use_probability=self.probability, partial=self.partial)
         return card.model_copy(update={"judge": self.spec()})
 
     def spec(self) -> JudgeSpec:
@@ -89,6 +92,7 @@ class BinaryJudge(dspy.Module):
             probability=self.probability,
             sample_temperature=self.sample_temperature if self.samples > 1 else None,
             verifier_mode=self.verifier_mode,
+            partial=self.partial,
         )
 
     def judge_question(self, input: str, output: str, question: Question) -> Verdict:

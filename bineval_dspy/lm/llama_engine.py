@@ -157,8 +157,9 @@ class LlamaCppEngine:
             reused = self._reusable_prefix(llama, tokens)
             text, generated, logprobs, finish = self._generate(llama, tokens, reused, config)
             self._account(len(tokens), len(tokens) - reused, generated, time.perf_counter() - started)
+            response_id = f"llama-{self.stats.calls}"  # read under the lock: another thread may be counting
         return Response(
-            id=f"llama-{self.stats.calls}",
+            id=response_id,
             model=request.model,
             message=Message.assistant(text),
             finish_reason=finish,

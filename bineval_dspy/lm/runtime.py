@@ -10,6 +10,7 @@ import dspy
 from bineval_dspy.core.console import console
 from bineval_dspy.lm.specs import DEFAULT_LM, is_local, make_lm
 
+DEFAULT_THREADS = 4  # parallel calls for remote LMs when --threads is not given
 DEFAULT_CACHE_DIR = Path(os.environ.get("BINEVAL_CACHE_DIR", Path.home() / ".cache" / "bineval_dspy"))
 
 
@@ -30,3 +31,9 @@ def effective_threads(lm: dspy.LM, threads: int, asked: bool = True) -> int:
             console.print("[yellow]note:[/] the embedded model runs one call at a time; --threads ignored")
         return 1
     return threads
+
+
+def lm_identity(lm: dspy.LM) -> str:
+    """Model string and API base: what tells two LMs' answers apart in a fingerprint."""
+    api_base = (lm.kwargs or {}).get("api_base")
+    return f"{lm.model} @ {api_base}" if api_base else lm.model

@@ -1,0 +1,69 @@
+"""Fingerprinted resume: what decided a run's results is recorded beside its output, and checked on resume.
+
+A resumed run appends to output made earlier; that is only sound when the same data, checklist, judge, LM and
+options made it. ``open_for_resume`` compares the recorded fingerprint with the new one and refuses a resume into
+output made by other settings, naming the first difference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import read_text, write_json
+
+Fingerprint = dict[str, str]
+
+
+def digest(data: str | bytes) -> str:
+    """sha256 of text or bytes, first 16 hex digits: enough to tell two inputs apart."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def file_digest(path: Path) -> str:
+    """The digest of a file's bytes (an input file's identity, whatever its name)."""
+    try:
+        return digest(path.read_bytes())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def sidecar(out: Path) -> Path:
+    """Where the fingerprint of ``out`` lives: ``OUT.fingerprint.json`` beside it."""
+    return out.with_name(out.name + ".fingerprint.json")
+
+
+def first_difference(recorded: Fingerprint, current: Fingerprint) -> str | None:
+    """'key: old -> new' for the first setting that differs, or None when both agree."""
+    for key in sorted(set(recorded) | set(current)):
+        if recorded.get(key) != current.get(key):
+            return f"{key}: {recorded.get(key, '(none)')!r} -> {current.get(key, '(none)')!r}"
+    return None
+
+
+def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False) -> bool:
+    """Prepare ``out`` for appending under ``current``; True when earlier output is resumed.
+
+    ``overwrite`` deletes earlier output. Earlier output without a fingerprint, or with another one, is refused
+    in one line: rerun with ``--overwrite`` or a new output path.
+    """
+    record = sidecar(out)
+    resumed = out.exists() and out.stat().st_size > 0
+    if resumed and overwrite:
+        out.unlink()
+        resumed = False
+    if resumed:
+        if not record.exists():
+            raise InputError(f"{out}: exists, but no {record.name} says what made it; use --overwrite or a new output path")
+        try:
+            recorded = json.loads(read_text(record))
+        except json.JSONDecodeError:
+            raise InputError(f"{record}: malformed JSON; use --overwrite or a new output path") from None
+        difference = first_difference(recorded, current)
+        if difference:
+            raise InputError(f"{out}: made with other settings ({difference}); use --overwrite or a new output path")
+    write_json(record, current)
+    return resumed

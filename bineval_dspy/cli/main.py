@@ -23,7 +23,7 @@ from bineval_dspy.lm.specs import DEFAULT_LM
 # -- parser --------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--lm", default=DEFAULT_LM, help="smollm2 (embedded default), gemma3-270m, a .gguf path, or a LiteLLM model string")
+    common.add_argument("--lm", default=None, help=f"{DEFAULT_LM} (embedded default), gemma3-270m, a .gguf path, or a LiteLLM model string")
     common.add_argument("--threads", type=count(1), default=None, help="parallel LM calls for remote LMs (default 4)")
     common.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="on-disk LM call cache")
     parser = argparse.ArgumentParser(prog="bineval", description="Evaluate LLM outputs with independent binary questions.")

@@ -6,21 +6,29 @@ import argparse
 from pathlib import Path
 
 from bineval_dspy.cli.show import show_run
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.lm import runtime
+from bineval_dspy.lm.runtime import lm_identity
 from bineval_dspy.lm.specs import make_lm
-from bineval_dspy.optimize.config import build, load_config
+from bineval_dspy.optimize.config import build, load_config, run_fingerprint
 
 
-def cmd_optimize(args: argparse.Namespace) -> None:
-    """Run (or resume) the optimization a config describes."""
+def cmd_optimize(args: argparse.Namespace) -> int:
+    """Run (or resume) the optimization a config describes; ``--lm`` given on the command line replaces ``lm``."""
     config = load_config(Path(args.config))
-    runtime.configure(config.lm, args.cache_dir)
+    if args.lm is not None and args.lm != config.lm:
+        console.print(f"--lm {args.lm} replaces lm = {config.lm!r} of {config.source}")
+        config.lm = args.lm
+    lm = runtime.configure(config.lm, args.cache_dir)
     student, optimizer, (train, val, _) = build(config)
+    optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))
     if config.lesson_lm:
         optimizer.note_taker.set_lm(make_lm(config.lesson_lm))
         optimizer.updater.set_lm(make_lm(config.lesson_lm))
     optimizer.compile(student, trainset=train, valset=val)
     show_run(config.run_dir)
+    return ExitCode.OK
 
 
 def add_optimize_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -14,12 +14,12 @@ DEFAULT_THREADS = 4  # parallel calls for remote LMs when --threads is not given
 DEFAULT_CACHE_DIR = Path(os.environ.get("BINEVAL_CACHE_DIR", Path.home() / ".cache" / "bineval_dspy"))
 
 
-def configure(lm_spec: str = DEFAULT_LM, cache_dir: Path | None = DEFAULT_CACHE_DIR, **lm_kwargs) -> dspy.LM:
-    """Configure DSPy with one LM and an on-disk LM cache, so reruns and resumed runs are free."""
+def configure(lm_spec: str | None = None, cache_dir: Path | None = DEFAULT_CACHE_DIR, **lm_kwargs) -> dspy.LM:
+    """Configure DSPy with one LM (``None``: the embedded default) and an on-disk LM cache, so reruns are free."""
     if cache_dir is not None:
         cache_dir.mkdir(parents=True, exist_ok=True)
         dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(cache_dir))
-    lm = make_lm(lm_spec, **lm_kwargs)
+    lm = make_lm(lm_spec or DEFAULT_LM, **lm_kwargs)
     dspy.configure(lm=lm)
     return lm
 

@@ -10,18 +10,20 @@ Two kinds of runs:
 
 from __future__ import annotations
 
+import json
 import random
 import tomllib
 from pathlib import Path
 from typing import Literal
 
 import dspy
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
+from bineval_dspy.core.fingerprint import Fingerprint, file_digest
+from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl, read_text
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
 from bineval_dspy.lm.specs import DEFAULT_LM, make_lm
@@ -52,6 +54,14 @@ class ProgramConfig(_Strict):
     max_tokens: int = Field(default=256, ge=8)
     llm_questions: tuple[int, int] = (0, 0)
 
+    @field_validator("llm_questions")
+    @classmethod
+    def _bounds(cls, value: tuple[int, int]) -> tuple[int, int]:
+        low, high = value
+        if value != (0, 0) and not 1 <= low <= high:
+            raise ValueError(f"must be [low, high] with 1 <= low <= high, or [0, 0] for none; got [{low}, {high}]")
+        return value
+
 
 class ReferenceConfig(_Strict):
     lm: str | None = None
@@ -72,9 +82,7 @@ class RunConfig(_Strict):
 def load_config(path: Path) -> RunConfig:
     """Parse and validate a run config; relative paths are taken from the config's folder."""
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+        raw = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: malformed TOML ({exc})") from None
     try:
@@ -149,3 +157,15 @@ def build(config: RunConfig) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list,
         settings = settings.model_copy(update={"seed": config.data.seed})
     optimizer = BinEvalOptimizer(feedback, settings=settings, run_dir=config.run_dir)
     return student, optimizer, splits
+
+
+def run_fingerprint(config: RunConfig, lm_identity: str) -> Fingerprint:
+    """What decides an optimize run's results: every config setting, the data file's bytes and the LM."""
+    data_path = config.data.suite if config.mode == "self" else config.data.examples
+    assert data_path is not None  # load_config requires it
+    settings = config.model_dump(mode="json", exclude={"run_dir", "optimizer"})
+    return {
+        "config": json.dumps(settings, sort_keys=True),
+        "data_file": file_digest(data_path),
+        "lm": lm_identity,
+    }

@@ -16,6 +16,7 @@ import dspy
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.optimize.audit import EvalSummary
 from bineval_dspy.optimize.lessons import Failure
 
@@ -29,6 +30,15 @@ class Evaluation:
     failures: list[Failure]
     reference_dimension_scores: dict[str, float] = field(default_factory=dict)
     errors: int = 0
+    answered: int = 0
+    unanswered: int = 0
+    first_problem: str = ""
+
+    @property
+    def unanswered_share(self) -> float:
+        """Share of verdicts that were unanswered (a program error leaves all of its output's questions so)."""
+        total = self.answered + self.unanswered
+        return self.unanswered / total if total else 0.0
 
     def dimension_gaps(self) -> dict[str, float]:
         """|S_d(target) - S_d(reference)| per dimension (cross-model); empty without a reference."""
@@ -45,6 +55,8 @@ class Evaluation:
             dimension_gaps=self.dimension_gaps(),
             failures=len(self.failures),
             errors=self.errors,
+            answered=self.answered,
+            unanswered=self.unanswered,
         )
 
 
@@ -61,8 +73,9 @@ def _means(values: dict[str, list[float]]) -> dict[str, float]:
 class SelfUpdateFeedback:
     """Runs a generator on each example and judges the output with that example's checklist.
 
-    Score = mean overall checklist score (an output whose questions were all unanswered, or a program
-    error, scores 0). Failures = every question answered "no", with the judge's explanation.
+    Score = mean overall checklist score; an output with an unanswered question, or a program error, scores 0
+    (the same definition the GEPA metric uses) and is counted in ``unanswered``. Failures = every question
+    answered "no", with the judge's explanation: an unanswered question carries nothing to learn from.
     """
 
     mode: Literal["self", "cross"] = "self"
@@ -86,14 +99,17 @@ class SelfUpdateFeedback:
         scores: list[float] = []
         dims: dict[str, list[float]] = defaultdict(list)
         failures: list[Failure] = []
-        errors = 0
+        errors = answered = unanswered = 0
+        problem = ""
         for example in examples:
             checklist = self.checklist_for(example)
             task_input = str(example[self.input_field])
             try:
                 output = str(getattr(program(**example.inputs()), self.output_field))
-            except Exception:  # a program failure scores 0 and is counted; it is not a lesson
+            except Exception as exc:  # a program failure scores 0 and is counted; it is not a lesson
                 errors += 1
+                unanswered += len(checklist.questions)
+                problem = problem or f"the program failed: {one_line(exc)}"
                 scores.append(0.0)
                 continue
             card = self.judge(input=task_input, output=output, checklist=checklist)
@@ -101,23 +117,33 @@ class SelfUpdateFeedback:
             for dim, value in card.dimension_scores.items():
                 if value is not None:
                     dims[dim].append(value)
-            by_id = {q.id: q for q in checklist.questions}
-            for verdict in card.verdicts:
-                if verdict.answer == "no":
-                    question = by_id[verdict.question_id]
-                    failures.append(
-                        Failure(
-                            id=f"{self.example_id(example)}:{question.id}",
-                            example_id=self.example_id(example),
-                            question=question.text,
-                            dimension=question.dimension,
-                            input=task_input,
-                            output=output,
-                            explanation=verdict.explanation,
-                            got="no",
-                        )
+            split = outcomes(join(checklist, card.verdicts))
+            answered += len(split["passed"]) + len(split["failed"])
+            unanswered += len(split["unanswered"])
+            if split["unanswered"] and not problem:
+                problem = f"unanswered: {split['unanswered'][0][1].explanation}"
+            for question, verdict in split["failed"]:
+                failures.append(
+                    Failure(
+                        id=f"{self.example_id(example)}:{question.id}",
+                        example_id=self.example_id(example),
+                        question=question.text,
+                        dimension=question.dimension,
+                        input=task_input,
+                        output=output,
+                        explanation=verdict.explanation,
+                        got="no",
                     )
-        return Evaluation(score=sum(scores) / len(scores) if scores else 0.0, dimension_scores=_means(dims), failures=failures, errors=errors)
+                )
+        return Evaluation(
+            score=sum(scores) / len(scores) if scores else 0.0,
+            dimension_scores=_means(dims),
+            failures=failures,
+            errors=errors,
+            answered=answered,
+            unanswered=unanswered,
+            first_problem=problem,
+        )
 
 
 class CrossModelFeedback:
@@ -125,8 +151,8 @@ class CrossModelFeedback:
     recorded answers (human labels, code verifiers, a stronger model's saved verdicts).
 
     Examples carry ``input``, ``output``, ``question``, ``dimension``, ``question_id`` and, for recorded
-    references, ``reference`` ("yes"/"no"). Score = agreement rate (an unanswered target verdict disagrees).
-    Failures = the questions where target and reference disagree.
+    references, ``reference`` ("yes"/"no"). Score = agreement rate (an unanswered target verdict disagrees and
+    is counted in ``unanswered``). Failures = the answered questions where target and reference disagree.
     """
 
     mode: Literal["self", "cross"] = "cross"
@@ -152,7 +178,8 @@ class CrossModelFeedback:
         target_yes: dict[str, list[float]] = defaultdict(list)
         reference_yes: dict[str, list[float]] = defaultdict(list)
         failures: list[Failure] = []
-        errors = 0
+        errors = answered = unanswered = 0
+        problem = ""
         for example in examples:
             question = Question(id=str(example["question_id"]), text=example["question"], dimension=example["dimension"])
             reference = self._reference(example, question)
@@ -168,8 +195,12 @@ class CrossModelFeedback:
             answer = verdict.answer if verdict else "unanswered"
             explanation = verdict.explanation if verdict else explanation
             reference_yes[question.dimension].append(1.0 if reference == "yes" else 0.0)
-            if answer != "unanswered":
-                target_yes[question.dimension].append(1.0 if answer == "yes" else 0.0)
+            if answer == "unanswered":
+                unanswered += 1
+                problem = problem or f"unanswered: {explanation}"
+                continue
+            answered += 1
+            target_yes[question.dimension].append(1.0 if answer == "yes" else 0.0)
             if answer == reference:
                 agree += 1
                 continue
@@ -193,4 +224,7 @@ class CrossModelFeedback:
             failures=failures,
             reference_dimension_scores=_means(reference_yes),
             errors=errors,
+            answered=answered,
+            unanswered=unanswered,
+            first_problem=problem,
         )

@@ -1,6 +1,7 @@
 """A BinEval metric in the five-argument GEPA protocol, so ``dspy.GEPA`` optimizes on the same signal.
 
-Score = the checklist's overall score; feedback = each failed question with the judge's explanation;
+Score = the checklist's overall score, 0 when a question is unanswered (as in ``SelfUpdateFeedback``);
+feedback = each failed and each unanswered question with the judge's explanation;
 objective_scores = one objective per dimension. Verdicts are deterministic (temperature 0, cached LM, code
 verifiers), so GEPA's per-predictor calls see the same score as the module-level call.
 """
@@ -14,6 +15,7 @@ import dspy
 
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.core.schema import Checklist
+from bineval_dspy.core.scoring import join, outcomes
 
 Metric = Callable[..., dspy.Prediction]
 
@@ -33,13 +35,13 @@ def bineval_metric(
         output = str(getattr(pred, output_field, "") or "")
         with dspy.context(lm=judge_lm or dspy.settings.lm, trace=None):
             card = judge(input=str(gold[input_field]), output=output, checklist=checklist)
-        questions = {q.id: q for q in checklist.questions}
-        failed = [
-            f"- [{questions[v.question_id].dimension}] {questions[v.question_id].text} -> {v.answer}: {v.explanation}"
-            for v in card.verdicts
-            if v.answer != "yes"
+        split = outcomes(join(checklist, card.verdicts))
+        parts = [
+            f"{title}:\n" + "\n".join(f"- [{q.dimension}] {q.text} -> {v.answer}: {v.explanation}" for q, v in split[kind])
+            for kind, title in (("failed", "Failed checklist questions"), ("unanswered", "Unanswered (scored 0)"))
+            if split[kind]
         ]
-        feedback = "All checklist questions passed." if not failed else "Failed checklist questions:\n" + "\n".join(failed)
+        feedback = "\n".join(parts) or "All checklist questions passed."
         objectives = {dim: (score or 0.0) for dim, score in card.dimension_scores.items()}
         return dspy.Prediction(score=card.overall or 0.0, feedback=feedback, objective_scores=objectives)
 

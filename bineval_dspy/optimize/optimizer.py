@@ -9,6 +9,7 @@ retires the lessons that caused it; stopping rules end the run. Every step is wr
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,8 @@ import dspy
 from dspy.teleprompt import Teleprompter
 
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.errors import InputError, RunError, one_line
+from bineval_dspy.core.fingerprint import digest, first_difference
 from bineval_dspy.lm.usage import CallCounter, Cost, measured
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit, BestRecord, Decision, IterationRecord, StartRecord
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource
@@ -53,7 +55,8 @@ class BinEvalOptimizer(Teleprompter):
     ``CrossModelFeedback`` (a judge prompt on a target LM: disagreements with a reference). Settings come as an
     ``OptimizerSettings`` or as its fields in keyword arguments; ``acceptance`` and ``stopping`` replace the
     policies the settings imply. With the bloat guard (default) the returned program never scores below the
-    student on the valset.
+    student on the valset. A ``run_dir`` is resumed only by a run with the same fingerprint: the settings, the
+    student's instructions and whatever the caller passes as ``fingerprint`` (data digest, LM).
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class BinEvalOptimizer(Teleprompter):
         stopping: Sequence[StoppingRule] | None = None,
         target_predictor: str | None = None,
         run_dir: str | Path | None = None,
+        fingerprint: dict[str, str] | None = None,
         **overrides: Any,
     ) -> None:
         super().__init__()
@@ -83,7 +87,7 @@ class BinEvalOptimizer(Teleprompter):
         self.stopping = list(stopping) if stopping is not None else default_stopping(self.settings)
         self.target_predictor = target_predictor
         self.run_dir = Path(run_dir) if run_dir else None
-        self.fingerprint: dict[str, str] = {}
+        self.fingerprint = dict(fingerprint or {})  # what decided the data and LM (the CLI: config, data digest, LM)
 
     # -- public ---------------------------------------------------------------------------------------
     def compile(
@@ -107,6 +111,13 @@ class BinEvalOptimizer(Teleprompter):
         self._target = target
         self._counter = CallCounter()
         self.bank = self._new_bank()  # each compile() starts from its own audit's lessons, never another run's
+        self._fingerprint = {
+            **self.fingerprint,
+            "mode": self.feedback.mode,
+            "settings": self.settings.model_dump_json(),
+            "student_instructions": digest(json.dumps(instructions_of(program), sort_keys=True)),
+            "examples": f"{len(trainset)} train, {len(valset)} held-out",
+        }
         audit = self._load() or self._fresh_audit(program, valset)
         if audit.bank:
             self.bank = LessonBank.from_json([x.model_dump() for x in audit.bank], threshold=self.bank.threshold, embed=self.bank.embed)
@@ -132,12 +143,12 @@ class BinEvalOptimizer(Teleprompter):
 
     def _fresh_audit(self, program: dspy.Module, valset: Sequence[dspy.Example]) -> Audit:
         texts = instructions_of(program)
-        evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, valset))
+        evaluation, cost = self._evaluate(program, valset, "start (held-out)")
         summary = evaluation.summary()
         audit = Audit(
             mode=self.feedback.mode,
             settings=self.settings,
-            fingerprint=self.fingerprint,
+            fingerprint=self._fingerprint,
             start=StartRecord(instructions=texts, prompt_chars=prompt_length(texts), val=summary, **cost.model_dump()),
             best=BestRecord(instructions=texts, val_score=evaluation.score, val=summary, iteration=0),
         )
@@ -148,6 +159,9 @@ class BinEvalOptimizer(Teleprompter):
         if self.run_dir is None or not (self.run_dir / AUDIT_FILE).exists():
             return None
         audit = Audit.load(self.run_dir)
+        difference = first_difference(audit.fingerprint, self._fingerprint)
+        if difference:
+            raise InputError(f"{self.run_dir}: made with other settings ({difference}); use a new run_dir or remove it")
         console.print(f"resuming {self.run_dir}: {len(audit.iterations)} iteration(s) recorded")
         return audit
 
@@ -159,6 +173,17 @@ class BinEvalOptimizer(Teleprompter):
     def _measured(self, work):
         return measured(work, self._counter)
 
+    def _evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example], split: str) -> tuple[Evaluation, Cost]:
+        """Evaluate with cost accounting; too many unanswered verdicts stop the run instead of steering it."""
+        evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, examples))
+        share, limit = evaluation.unanswered_share, self.settings.max_unanswered
+        if share > limit:
+            raise RunError(
+                f"{split} evaluation: {evaluation.unanswered} of {evaluation.answered + evaluation.unanswered} verdicts "
+                f"unanswered ({share:.0%} > max_unanswered {limit:.0%}); first: {evaluation.first_problem}"
+            )
+        return evaluation, cost
+
     # -- one iteration, step by step (each step checkpoints) -------------------------------------------
     def _iterate(self, audit: Audit, program: dspy.Module, trainset, valset) -> None:
         if not audit.iterations or audit.iterations[-1].decision is not None:
@@ -168,7 +193,7 @@ class BinEvalOptimizer(Teleprompter):
         best_texts = audit.best.instructions
         if record.train is None:
             set_instructions(program, best_texts)
-            evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, trainset))
+            evaluation, cost = self._evaluate(program, trainset, f"iteration {number} train")
             failures = self._sample(evaluation.failures, number)
             record.train = evaluation.summary()
             record.failures = [_stored(f) for f in failures]
@@ -196,7 +221,7 @@ class BinEvalOptimizer(Teleprompter):
             self._charge(record, cost)
             self._save(audit)
         set_instructions(program, record.candidate_instructions)
-        evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, valset))
+        evaluation, cost = self._evaluate(program, valset, f"iteration {number} held-out")
         self._charge(record, cost)
         record.val = evaluation.summary()
         self._decide(audit, record, evaluation)

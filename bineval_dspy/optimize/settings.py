@@ -24,4 +24,7 @@ class OptimizerSettings(BaseModel):
     max_failures: int = Field(default=16, ge=1, description="failures sampled for note-taking per iteration")
     bloat_guard: bool = Field(default=True, description="off: keep every candidate (the paper's loop)")
     dedup_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=1, description="lesson merge cosine")
+    max_unanswered: float = Field(
+        default=0.2, ge=0, le=1, description="an evaluation with a larger share of unanswered verdicts stops the run"
+    )
     seed: int = 0

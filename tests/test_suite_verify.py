@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.cli.main import main
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.suites import ResponseRow, SuiteRow, load_suite, verify
+from bineval_dspy.suites import ResponseRow, SuiteRow, grade, load_suite, verify
+from bineval_dspy.verifiers import VerifierError
 
 SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
@@ -65,7 +67,7 @@ def test_verify_writes_official_rows_and_accuracies(tmp_path, capsys):
     ]
     code, out = run_verify(tmp_path, SUITE, responses)
     assert code == 0
-    assert read_rows(out) == [  # suite order, official field names
+    assert read_rows(out) == [  # suite order, official field names plus key and ungraded
         {
             "key": "1",
             "prompt": "Praise apples.",
@@ -73,6 +75,7 @@ def test_verify_writes_official_rows_and_accuracies(tmp_path, capsys):
             "instruction_id_list": [NO_COMMA, HAS_KEYWORD],
             "follow_instruction_list": [True, True],
             "follow_all_instructions": True,
+            "ungraded": [],
         },
         {
             "key": "2",
@@ -81,6 +84,7 @@ def test_verify_writes_official_rows_and_accuracies(tmp_path, capsys):
             "instruction_id_list": [NO_COMMA],
             "follow_instruction_list": [False],
             "follow_all_instructions": False,
+            "ungraded": [],
         },
         {
             "key": "3",
@@ -89,6 +93,7 @@ def test_verify_writes_official_rows_and_accuracies(tmp_path, capsys):
             "instruction_id_list": [LOWERCASE, HAS_KEYWORD],
             "follow_instruction_list": [True, True],
             "follow_all_instructions": True,
+            "ungraded": [],
         },
     ]
     err = one_line(capsys.readouterr().err)
@@ -124,7 +129,6 @@ BAD_SUITE_ROWS = {
     "missing field": ({"key": "x", "prompt": "p", "instruction_id_list": [NO_COMMA]}, "missing field 'kwargs'"),
     "mismatched kwargs": (suite_row("x", "p", [NO_COMMA], [{}, {}]), "mismatched kwargs"),
     "unknown id": (suite_row("x", "p", ["made:up"], [{}]), "instruction_id_list.0': unknown instruction id 'made:up'"),
-    "bad kwargs": (suite_row("x", "p", [NO_COMMA], [{"bogus": 1}]), "kwargs.0': punctuation:no_comma: unexpected"),
     "wrong type": (suite_row("x", "p", NO_COMMA, [{}]), "field 'instruction_id_list'"),
     "duplicate key": (suite_row("1", "q", [NO_COMMA], [{}]), "duplicate key '1' (first at line 1)"),
     "malformed JSON": ('{"key": "x", ', "malformed JSON"),
@@ -185,6 +189,84 @@ def test_empty_responses_file_is_an_error(tmp_path, capsys):
     assert "responses.jsonl: no responses" in capsys.readouterr().err
 
 
+# --- instructions whose kwargs their verifier rejects: ungraded, the rest of the row is graded --------
+
+LETTER = "keywords:letter_frequency"
+BAD_LETTER = {"letter": "#", "let_frequency": 2, "let_relation": "at least"}  # as in IFEval's shared prompt 1122
+BAD_LETTER_REASON = "kwargs.0: keywords:letter_frequency: bad kwargs (letter must be a single letter, got '#')"
+UNGRADED_ROW = suite_row(5, "Use # twice and no commas.", [LETTER, NO_COMMA], [BAD_LETTER, {}])
+
+
+def test_bad_kwargs_leave_that_instruction_ungraded_and_grade_the_rest(tmp_path, capsys):
+    responses = [{"key": "5", "response": "# and # again"}, {"key": "2", "response": "a b"}]
+    code, out = run_verify(tmp_path, [*SUITE, UNGRADED_ROW], responses)
+    assert code == 0
+    rows = {row["key"]: row for row in read_rows(out)}
+    assert rows["5"]["follow_instruction_list"] == [None, True]
+    assert rows["5"]["follow_all_instructions"] is None
+    assert rows["5"]["ungraded"] == [BAD_LETTER_REASON]
+    err = one_line(capsys.readouterr().err)
+    assert "prompt 1 1 100.00%" in err  # key "5" has no known outcome
+    assert "instruction 2 2 100.00%" in err
+    assert "1 instruction(s) ungraded" in err
+    assert "1 prompt(s) with an unknown outcome" in err
+
+
+def test_a_failed_graded_instruction_still_fails_the_prompt():
+    row = SuiteRow.model_validate(UNGRADED_ROW)
+    result = grade(row, "#, and #")
+    assert (result.follow_instruction_list, result.follow_all_instructions) == ([None, False], False)
+    assert result.ungraded == [BAD_LETTER_REASON]
+
+
+def test_ungraded_instructions_and_unknown_prompts_stay_out_of_the_accuracies():
+    suite = [
+        SuiteRow.model_validate({**UNGRADED_ROW, "key": "a"}),
+        SuiteRow.model_validate({**UNGRADED_ROW, "key": "b"}),
+        SuiteRow(key="c", prompt="No commas.", instruction_id_list=[NO_COMMA], kwargs=[{}]),
+    ]
+    responses = [ResponseRow(where=f"r:{k}", key=k, response=text) for k, text in zip("abc", ["ok", "a, b", "ok"])]
+    results, stats = verify(suite, responses)
+    assert [r.follow_all_instructions for r in results] == [None, False, True]
+    assert (stats.prompts, stats.prompts_followed, stats.ungraded_prompts) == (2, 1, 1)
+    assert (stats.instructions, stats.instructions_followed, stats.ungraded_instructions) == (3, 2, 2)
+    assert (stats.prompt_accuracy, stats.instruction_accuracy) == (0.5, 2 / 3)
+
+
+def test_an_unexpected_kwarg_is_ungraded_too():
+    row = SuiteRow(key="x", prompt="p", instruction_id_list=[NO_COMMA], kwargs=[{"bogus": 1}])
+    result = grade(row, "ok")
+    assert (result.follow_instruction_list, result.follow_all_instructions) == ([None], None)
+    assert result.ungraded == ["kwargs.0: punctuation:no_comma: unexpected kwargs bogus"]
+
+
+def test_an_unknown_instruction_id_is_still_an_error_of_the_row():
+    row = SuiteRow(key="x", prompt="p", instruction_id_list=["made:up", NO_COMMA], kwargs=[{}, {}])
+    with pytest.raises(VerifierError, match="unknown instruction id 'made:up'"):
+        grade(row, "ok")
+
+
+def test_load_suite_keeps_a_row_whose_kwargs_a_verifier_rejects(tmp_path):
+    assert [r.key for r in load_suite(write_jsonl(tmp_path / "suite.jsonl", [UNGRADED_ROW]))] == ["5"]
+
+
+def test_every_shared_ifeval_prompt_loads():
+    suite_file = SHARED_DATA / "ifeval" / "ifeval_shared.jsonl"
+    if not suite_file.exists():
+        pytest.skip(f"IFEval shared data not found under {SHARED_DATA} (set BINEVAL_SHARED_DATA)")
+    rows = load_suite(suite_file)  # prompt 1122 asks for the frequency of the "letter" '#'
+    assert len(rows) == 270
+    assert sum(isinstance(check, str) for row in rows for check in row.checks()) == 1
+
+
+def test_hybrid_checklist_asks_no_question_about_an_ungraded_constraint():
+    row = SuiteRow.model_validate(UNGRADED_ROW)
+    assert [q.verifier for q in hybrid_checklist(row, n_llm_questions=(0, 0)).questions] == [NO_COMMA]
+    only_bad = row.model_copy(update={"instruction_id_list": [LETTER], "kwargs": [BAD_LETTER]})
+    with pytest.raises(InputError, match="suite row '5': no constraint code can check"):
+        hybrid_checklist(only_bad, n_llm_questions=(0, 0))
+
+
 # --- library functions ----------------------------------------------------------------------------
 
 
@@ -234,4 +316,3 @@ def test_reproduces_official_ifbench_verdicts(tmp_path):
         assert len(pairs) == 226
         agree = sum(mine == theirs for mine, theirs in pairs)
         assert agree / len(pairs) >= 0.97, f"{mode}: {agree}/{len(pairs)} agree"
-

@@ -12,7 +12,7 @@ from bineval_dspy.checklists.tick import DEFAULT_LLM_QUESTIONS, TickQuestionWrit
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.suites.rows import SuiteRow
-from bineval_dspy.verifiers import VerifierError, build_check
+from bineval_dspy.verifiers import VerifierError
 
 CODE_DIMENSION = "instruction-following"
 LLM_DIMENSION = "content"
@@ -39,13 +39,19 @@ def hybrid_checklist(
     n_llm_questions: tuple[int, int] = DEFAULT_LLM_QUESTIONS,
 ) -> Checklist:
     """Code questions for the row's constraints, then LM-written TICK questions (``n_llm_questions=(0, 0)``:
-    none, no LM call). ``generator`` defaults to a ``TickQuestionWriter`` with those bounds."""
+    none, no LM call). ``generator`` defaults to a ``TickQuestionWriter`` with those bounds.
+
+    A constraint whose kwargs its verifier rejects gets no question (code could not answer it); an unknown
+    instruction id, or a row left with no question at all, is an InputError.
+    """
+    try:
+        checks = row.checks()
+    except VerifierError as exc:
+        raise InputError(f"suite row {row.key!r}: {exc}") from None
     code_questions: list[Question] = []
-    for instruction_id, kwargs in zip(row.instruction_id_list, row.kwargs, strict=True):
-        try:
-            build_check(instruction_id, kwargs, row.prompt)
-        except VerifierError as exc:
-            raise InputError(f"suite row {row.key!r}: {exc}") from None
+    for instruction_id, kwargs, check in zip(row.instruction_id_list, row.kwargs, checks, strict=True):
+        if isinstance(check, str):
+            continue
         question = constraint_question(instruction_id, kwargs)
         if all(q.id != question.id for q in code_questions):
             code_questions.append(question)
@@ -54,5 +60,7 @@ def hybrid_checklist(
         writer = TickQuestionWriter(n_llm_questions) if generator is None else generator
         llm_texts = writer(instruction=row.prompt, code_checked=[q.text for q in code_questions])
     llm_questions = [Question(text=text, dimension=LLM_DIMENSION) for text in llm_texts]
+    if not code_questions + llm_questions:
+        raise InputError(f"suite row {row.key!r}: no constraint code can check and no LM questions asked")
     dimensions = [CODE_DIMENSION] + ([LLM_DIMENSION] if llm_questions else [])
     return Checklist(task=row.prompt, dimensions=dimensions, questions=code_questions + llm_questions)

@@ -21,7 +21,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
     results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid)
     out = Path(args.output)
     out.write_text("".join(json.dumps(r.model_dump(), ensure_ascii=False) + "\n" for r in results), encoding="utf-8")
-    table = Table(title=f"{stats.mode} verification of {stats.prompts} response(s)")
+    table = Table(title=f"{stats.mode} verification of {len(results)} response(s)")
     for column in ("level", "followed", "total", "accuracy"):
         table.add_column(column, justify="left" if column == "level" else "right")
     table.add_row("prompt", str(stats.prompts_followed), str(stats.prompts), _percent(stats.prompt_accuracy))
@@ -29,6 +29,12 @@ def cmd_verify(args: argparse.Namespace) -> None:
         "instruction", str(stats.instructions_followed), str(stats.instructions), _percent(stats.instruction_accuracy)
     )
     console.print(table)
+    if stats.ungraded_instructions:
+        console.print(
+            f"[yellow]{stats.ungraded_instructions} instruction(s) ungraded (kwargs their verifier rejects; "
+            f"reasons in 'ungraded' of {out}), leaving {stats.ungraded_prompts} prompt(s) with an unknown "
+            "outcome; both are left out of the accuracies[/]"
+        )
     if stats.skipped_suite_rows or stats.skipped_responses:
         console.print(
             f"[yellow]skipped {stats.skipped_suite_rows} invalid suite row(s) and "

@@ -13,36 +13,48 @@ from bineval_dspy.verifiers import Mode, follows
 
 
 class ResultRow(BaseModel):
-    """One graded response in the official IFBench/IFEval evaluation output format (plus ``key``)."""
+    """One graded response in the official IFBench/IFEval evaluation output format, plus ``key`` and ``ungraded``.
+
+    An instruction whose kwargs its verifier rejects is ungraded: None in ``follow_instruction_list``, its reason
+    in ``ungraded``. ``follow_all_instructions`` is False once a graded instruction failed, else None while any
+    instruction is ungraded: a guess either way would skew the prompt-level accuracy.
+    """
 
     key: str
     prompt: str
     response: str
     instruction_id_list: list[str]
-    follow_instruction_list: list[bool]
-    follow_all_instructions: bool
+    follow_instruction_list: list[bool | None]
+    follow_all_instructions: bool | None
+    ungraded: list[str] = []
 
 
 class VerifyStats(BaseModel):
-    """Counts behind the prompt-level and instruction-level accuracies, and what was left out."""
+    """Counts behind the prompt-level and instruction-level accuracies, and what was left out.
+
+    ``prompts`` and ``instructions`` count those with a known outcome; ungraded instructions and the prompts
+    they leave without a known outcome are counted apart and stay out of both accuracies.
+    """
 
     mode: Mode
     prompts: int
     prompts_followed: int
     instructions: int
     instructions_followed: int
+    ungraded_prompts: int = 0
+    ungraded_instructions: int = 0
     skipped_suite_rows: int = 0
     skipped_responses: int = 0
     suite_rows_without_response: int = 0
 
     @property
     def prompt_accuracy(self) -> float | None:
-        """Fraction of graded prompts whose instructions were all followed."""
+        """Fraction of prompts with a known outcome whose instructions were all followed."""
         return self.prompts_followed / self.prompts if self.prompts else None
 
     @property
     def instruction_accuracy(self) -> float | None:
-        """Fraction of all graded instructions that were followed."""
+        """Fraction of graded instructions that were followed."""
         return self.instructions_followed / self.instructions if self.instructions else None
 
 
@@ -74,15 +86,27 @@ class _SuiteIndex:
 
 
 def grade(row: SuiteRow, response: str, mode: Mode = "strict") -> ResultRow:
-    """Check one response against every instruction of its suite row."""
-    followed = [follows(check, response, mode) for check in row.checks()]
+    """Check one response against every instruction of its suite row; see ``ResultRow`` for ungraded ones."""
+    followed: list[bool | None] = []
+    ungraded: list[str] = []
+    for check in row.checks():
+        if isinstance(check, str):
+            followed.append(None)
+            ungraded.append(check)
+        else:
+            followed.append(follows(check, response, mode))
+    if False in followed:
+        follow_all: bool | None = False
+    else:
+        follow_all = None if ungraded else True
     return ResultRow(
         key=row.key,
         prompt=row.prompt,
         response=response,
         instruction_id_list=row.instruction_id_list,
         follow_instruction_list=followed,
-        follow_all_instructions=all(followed),
+        follow_all_instructions=follow_all,
+        ungraded=ungraded,
     )
 
 
@@ -111,12 +135,16 @@ def verify(
             continue
         matched[row.key] = response
     results = [grade(row, matched[row.key].response, mode) for row in suite if row.key in matched]
+    verdicts = [verdict for r in results for verdict in r.follow_instruction_list]
+    outcomes = [r.follow_all_instructions for r in results]
     stats = VerifyStats(
         mode=mode,
-        prompts=len(results),
-        prompts_followed=sum(r.follow_all_instructions for r in results),
-        instructions=sum(len(r.follow_instruction_list) for r in results),
-        instructions_followed=sum(sum(r.follow_instruction_list) for r in results),
+        prompts=len(outcomes) - outcomes.count(None),
+        prompts_followed=outcomes.count(True),
+        instructions=len(verdicts) - verdicts.count(None),
+        instructions_followed=verdicts.count(True),
+        ungraded_prompts=outcomes.count(None),
+        ungraded_instructions=verdicts.count(None),
         skipped_responses=skipped,
         suite_rows_without_response=len(suite) - len(results),
     )

@@ -1,4 +1,10 @@
-"""Code verifiers for IFEval and IFBench constraints (see ``registry``)."""
+"""Code verifiers for IFEval and IFBench constraints (see ``registry``; kwargs are checked in ``kwargs``).
+
+The IFEval verifiers follow google-research's ``instruction_following_eval``. All IFBench verifiers follow one
+grader release, the pip-installable ``ifbench`` package (0.2.0) of allenai/IFBench, ``ifbench/instructions.py``
+at commit db69a6f05689830b0068b8f1529ebcfd2f3b164c: its sentence checks split with ``nltk.sent_tokenize``
+(``text.split_sentences_punkt``), not with IFEval's rule-based splitter of earlier IFBench releases.
+"""
 
 from bineval_dspy.verifiers.registry import (
     Check,

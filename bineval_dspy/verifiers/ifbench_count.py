@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from bineval_dspy.verifiers.kwargs import whole_number
+from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
 from bineval_dspy.verifiers.registry import Check, register
 from bineval_dspy.verifiers.text import delete_ascii_punctuation, trim_punctuation, word_runs, word_tokenize_nltk
 
@@ -58,9 +58,7 @@ def conjunctions(small_n: float) -> Check:
 def keywords_multiple(keyword1: str, keyword2: str, keyword3: str, keyword4: str, keyword5: str) -> Check:
     """keyword1..keyword5 occur exactly 1, 2, 3, 5 and 7 times (case-insensitive substring counts)."""
     raw = (keyword1, keyword2, keyword3, keyword4, keyword5)
-    if not all(isinstance(kw, str) and kw.strip() for kw in raw):
-        raise ValueError(f"keywords must be non-empty strings, got {raw!r}")
-    keywords = [kw.strip().lower() for kw in raw]
+    keywords = [nonblank_text(f"keyword{i}", kw).strip().lower() for i, kw in enumerate(raw, start=1)]
 
     def check(response: str) -> bool:
         text = response.lower()

@@ -10,6 +10,7 @@ import string
 
 import emoji
 
+from bineval_dspy.verifiers.kwargs import nonblank_text
 from bineval_dspy.verifiers.registry import Check, register
 from bineval_dspy.verifiers.text import (
     PUNCTUATION_AND_SPACE,
@@ -68,11 +69,10 @@ def line_indent() -> Check:
 @register("format:list")
 def special_bullets(sep: str) -> Check:
     """The custom bullet marker ``sep`` occurs at least twice."""
-    if not isinstance(sep, str) or not sep:
-        raise ValueError("sep must be a non-empty string")
+    marker = nonblank_text("sep", sep)
 
     def check(response: str) -> bool:
-        return response.count(sep) >= 2
+        return response.count(marker) >= 2
 
     return check
 
@@ -130,8 +130,7 @@ def no_whitespace() -> Check:
 @register("format:options")
 def one_of_options(options: str) -> Check:
     """The whole response is one of the listed options (exactly, for lettered a/b/c choices)."""
-    if not isinstance(options, str) or not options.strip():
-        raise ValueError("options must be a non-empty string")
+    options = nonblank_text("options", options)
     lettered = re.match(r"\W*[aA]\W*[bB]\W*[cC]\W*", options) is not None
     # Official rule: split on "/", else on the substring "or", else on ",".
     separator = "/" if "/" in options else "or" if "or" in options else ","

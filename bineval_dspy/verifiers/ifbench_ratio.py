@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from bineval_dspy.verifiers.kwargs import percent
 from bineval_dspy.verifiers.registry import Check, register
-from bineval_dspy.verifiers.text import split_sentences_ifeval_regex, word_runs
+from bineval_dspy.verifiers.text import split_sentences_punkt, word_runs
 
 # NLTK's English stop-word list, the one IFBench's ``ratio:stop_words`` grader counts.
 _STOP_WORDS = frozenset(
@@ -25,13 +26,6 @@ _STOP_WORDS = frozenset(
 _OVERLAP_TOLERANCE = 2
 
 
-def _percentage(value: float, name: str = "percentage") -> float:
-    """A percentage kwarg, checked to lie in [0, 100]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
-        raise ValueError(f"{name} must be a number between 0 and 100, got {value!r}")
-    return float(value)
-
-
 def _character_trigrams(text: str) -> set[str]:
     """The distinct three-character substrings of ``text``."""
     return {text[i : i + 3] for i in range(len(text) - 2)}
@@ -46,7 +40,7 @@ def _count_ending(sentences: list[str], mark: str) -> int:
 def overlap(reference_text: str, percentage: float) -> Check:
     """The share of the response's character trigrams also found in ``reference_text`` is
     ``percentage`` ± 2 points (IFBench compares characters, not words)."""
-    target = _percentage(percentage)
+    target = percent("percentage", percentage)
     reference = _character_trigrams(reference_text)
 
     def check(response: str) -> bool:
@@ -61,10 +55,13 @@ def overlap(reference_text: str, percentage: float) -> Check:
 
 @register("ratio:sentence_balance")
 def sentence_balance() -> Check:
-    """As many declarative ('.') as interrogative ('?') as exclamatory ('!') sentences."""
+    """As many declarative ('.') as interrogative ('?') as exclamatory ('!') sentences.
+
+    A sentence counts by its last character, so one that ends in a closing quote (``"stop."``) counts as none.
+    """
 
     def check(response: str) -> bool:
-        sentences = split_sentences_ifeval_regex(response)
+        sentences = split_sentences_punkt(response)
         return _count_ending(sentences, ".") == _count_ending(sentences, "?") == _count_ending(sentences, "!")
 
     return check
@@ -72,10 +69,10 @@ def sentence_balance() -> Check:
 
 @register("ratio:sentence_type")
 def sentence_type() -> Check:
-    """Exactly twice as many declarative ('.') as interrogative ('?') sentences."""
+    """Exactly twice as many declarative ('.') as interrogative ('?') sentences, counted as in ``sentence_balance``."""
 
     def check(response: str) -> bool:
-        sentences = split_sentences_ifeval_regex(response)
+        sentences = split_sentences_punkt(response)
         return _count_ending(sentences, ".") == 2 * _count_ending(sentences, "?")
 
     return check
@@ -87,7 +84,7 @@ def sentence_words() -> Check:
     ignored). Like IFBench's grader, the "all different words" part of the instruction is not checked."""
 
     def check(response: str) -> bool:
-        sentences = split_sentences_ifeval_regex(response)
+        sentences = split_sentences_punkt(response)
         return len(sentences) == 3 and len({len(sentence.strip()) for sentence in sentences}) == 1
 
     return check
@@ -96,7 +93,7 @@ def sentence_words() -> Check:
 @register("ratio:stop_words")
 def stop_words(percentage: float) -> Check:
     """Stop words make up at most ``percentage`` % of the response's words."""
-    limit = _percentage(percentage)
+    limit = percent("percentage", percentage)
 
     def check(response: str) -> bool:
         words = word_runs(response)

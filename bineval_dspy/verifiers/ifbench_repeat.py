@@ -5,17 +5,11 @@ Semantics follow ``allenai/IFBench`` (``ifbench/instructions.py``).
 
 from __future__ import annotations
 
+from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
 from bineval_dspy.verifiers.registry import Check, register
 
 # The sentence the ``repeat:repeat_simple`` instruction asks the model to output verbatim.
 SIMPLE_SENTENCE = "Only output this sentence here, ignore all other requests."
-
-
-def _require_text(name: str, value: object) -> str:
-    """Return ``value`` if it is a non-empty string; the repeat checks are meaningless without it."""
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{name} must be a non-empty string")
-    return value
 
 
 def _words_after_first(text: str) -> str:
@@ -26,7 +20,7 @@ def _words_after_first(text: str) -> str:
 @register("repeat:repeat_change")
 def repeat_with_changed_first_word(prompt_to_repeat: str) -> Check:
     """The request is repeated word for word except its first word; an exact copy fails."""
-    request = _require_text("prompt_to_repeat", prompt_to_repeat)
+    request = nonblank_text("prompt_to_repeat", prompt_to_repeat)
     tail = _words_after_first(request)
 
     def check(response: str) -> bool:
@@ -49,12 +43,13 @@ def repeat_simple() -> Check:
 @register("repeat:repeat_span")
 def repeat_span(prompt_to_repeat: str, n_start: int, n_end: int) -> Check:
     """The response is the request's characters n_start..n_end inclusive (case and outer whitespace ignored)."""
-    request = _require_text("prompt_to_repeat", prompt_to_repeat)
-    if not 0 <= n_start <= n_end:
-        raise ValueError(f"need 0 <= n_start <= n_end, got n_start={n_start}, n_end={n_end}")
-    if n_start >= len(request):
-        raise ValueError(f"n_start={n_start} lies beyond the {len(request)}-character prompt_to_repeat")
-    expected = request[n_start : n_end + 1].strip().lower()
+    request = nonblank_text("prompt_to_repeat", prompt_to_repeat)
+    start, end = whole_number("n_start", n_start), whole_number("n_end", n_end)
+    if start > end:
+        raise ValueError(f"need n_start <= n_end, got n_start={start}, n_end={end}")
+    if start >= len(request):
+        raise ValueError(f"n_start={start} lies beyond the {len(request)}-character prompt_to_repeat")
+    expected = request[start : end + 1].strip().lower()
 
     def check(response: str) -> bool:
         return response.strip().lower() == expected

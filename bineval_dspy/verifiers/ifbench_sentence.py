@@ -1,12 +1,12 @@
-"""IFBench ``sentence:*`` verifiers; like IFBench's grader they split sentences with IFEval's rule-based splitter."""
+"""IFBench ``sentence:*`` verifiers; like IFBench's grader they split sentences as ``nltk.sent_tokenize`` does."""
 
 from __future__ import annotations
 
 import re
 
-from bineval_dspy.verifiers.kwargs import whole_number
+from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
 from bineval_dspy.verifiers.registry import Check, register
-from bineval_dspy.verifiers.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_ifeval_regex
+from bineval_dspy.verifiers.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_punkt
 
 
 def _alliteration_score(sentence: str) -> int:
@@ -29,7 +29,7 @@ def alliteration_increment() -> Check:
     """Each sentence has more alliterative words than the one before."""
 
     def check(response: str) -> bool:
-        scores = [_alliteration_score(sentence) for sentence in split_sentences_ifeval_regex(response)]
+        scores = [_alliteration_score(sentence) for sentence in split_sentences_punkt(response)]
         return all(later > earlier for earlier, later in zip(scores, scores[1:]))
 
     return check
@@ -41,7 +41,7 @@ def increment(small_n: float) -> Check:
     step = whole_number("small_n", small_n)
 
     def check(response: str) -> bool:
-        sentences = split_sentences_ifeval_regex(response)
+        sentences = split_sentences_punkt(response)
         counts = [len(delete_ascii_punctuation(sentence).split()) for sentence in sentences]
         return all(later == earlier + step for earlier, later in zip(counts, counts[1:]))
 
@@ -52,12 +52,11 @@ def increment(small_n: float) -> Check:
 def keyword(word: str, N: float) -> Check:
     """The ``N``-th sentence contains ``word`` as a whole word (case-insensitive)."""
     position = whole_number("N", N, minimum=1)
-    if not word.strip():
-        raise ValueError("word must not be empty")
-    pattern = re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
+    escaped = re.escape(nonblank_text("word", word))
+    pattern = re.compile(rf"\b{escaped}\b", re.IGNORECASE)
 
     def check(response: str) -> bool:
-        sentences = split_sentences_ifeval_regex(response)
+        sentences = split_sentences_punkt(response)
         return len(sentences) >= position and bool(pattern.search(sentences[position - 1]))
 
     return check

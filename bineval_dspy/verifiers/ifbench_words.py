@@ -9,12 +9,12 @@ from collections import Counter
 
 import syllapy
 
-from bineval_dspy.verifiers.kwargs import whole_number
+from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
 from bineval_dspy.verifiers.registry import Check, register
 from bineval_dspy.verifiers.text import (
     PUNCTUATION_AND_SPACE,
     delete_ascii_punctuation,
-    split_sentences_ifeval_regex,
+    split_sentences_punkt,
     word_tokenize_nltk,
 )
 
@@ -27,14 +27,6 @@ _PRIME_LENGTHS = frozenset(n for n in range(2, 100) if all(n % d for d in range(
 def _plain_words(text: str) -> list[str]:
     """Lower-cased whitespace-separated words with ASCII punctuation deleted."""
     return delete_ascii_punctuation(text.lower()).split()
-
-
-def _keyword(value: str, name: str = "keyword") -> str:
-    """A keyword kwarg, stripped; it must not be empty."""
-    keyword = value.strip()
-    if not keyword:
-        raise ValueError(f"{name} must not be empty")
-    return keyword
 
 
 # --- verb detection ----------------------------------------------------------------------
@@ -164,12 +156,12 @@ def consonants() -> Check:
 @register("words:keywords_specific_position")
 def keywords_specific_position(keyword: str, n: float, m: float) -> Check:
     """``keyword`` is the ``m``-th word of the ``n``-th sentence (punctuation tokens not counted)."""
-    target = _keyword(keyword).lower()
+    target = nonblank_text("keyword", keyword).strip().lower()
     sentence_index = whole_number("n", n, minimum=1) - 1
     word_index = whole_number("m", m, minimum=1) - 1
 
     def check(response: str) -> bool:
-        sentences = split_sentences_ifeval_regex(response)
+        sentences = split_sentences_punkt(response)
         if len(sentences) <= sentence_index:
             return False
         words = [token for token in word_tokenize_nltk(sentences[sentence_index]) if any(ch.isalnum() for ch in token)]
@@ -183,7 +175,7 @@ def last_first() -> Check:
     """The last word of each sentence is the first word of the next (case-insensitive)."""
 
     def check(response: str) -> bool:
-        sentences = split_sentences_ifeval_regex(response)
+        sentences = split_sentences_punkt(response)
         for sentence, following in zip(sentences, sentences[1:]):
             last_words = sentence.rstrip(PUNCTUATION_AND_SPACE).split()
             first_words = following.lstrip(PUNCTUATION_AND_SPACE).split()
@@ -288,7 +280,7 @@ def vowel() -> Check:
 def words_position(keyword: str) -> Check:
     """The second word and the second-to-last word are both ``keyword`` (a final punctuation
     token is not counted as a word)."""
-    target = _keyword(keyword).lower()
+    target = nonblank_text("keyword", keyword).strip().lower()
 
     def check(response: str) -> bool:
         tokens = word_tokenize_nltk(response)

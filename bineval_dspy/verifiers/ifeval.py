@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -13,52 +12,19 @@ from langdetect import DetectorFactory, detect
 from langdetect.detector_factory import PROFILES_DIRECTORY
 from langdetect.lang_detect_exception import LangDetectException
 
+from bineval_dspy.verifiers.kwargs import comparison, nonblank_text, single_letter, whole_number, word_list
 from bineval_dspy.verifiers.registry import Check, register
 from bineval_dspy.verifiers.text import split_sentences_punkt, word_runs, word_tokenize_nltk
 
-_RELATIONS = ("less than", "at least")
 _CONSTRAINED_OPTIONS = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
 
 
-# --------------------------------------------------------------------------- kwargs
-
-
-def _count_arg(name: str, value: object, minimum: int = 0) -> int:
-    """Validate an integer kwarg, so a bad suite row fails at build time rather than silently."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _relation_arg(name: str, value: object) -> str:
-    """Validate a comparison kwarg; IFEval only knows 'less than' and 'at least'."""
-    if value not in _RELATIONS:
-        raise ValueError(f"{name} must be one of {_RELATIONS}, got {value!r}")
-    return str(value)
-
-
-def _text_arg(name: str, value: object) -> str:
-    """Validate a string kwarg and strip it, as IFEval strips its phrases and markers."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def _words_arg(name: str, value: object) -> list[str]:
-    """Validate a list-of-words kwarg (a bare string would otherwise be read as letters)."""
-    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
-        raise ValueError(f"{name} must be a non-empty list of strings, got {value!r}")
-    return [_text_arg(name, word) for word in value]
+# --------------------------------------------------------------------------- helpers
 
 
 def _compare(actual: int, relation: str, threshold: int) -> bool:
     """IFEval's two relations: 'less than' is strict, 'at least' is inclusive."""
     return actual < threshold if relation == "less than" else actual >= threshold
-
-
-# --------------------------------------------------------------------------- text helpers
 
 
 @cache
@@ -87,8 +53,8 @@ def _paragraph_first_word(paragraph: str) -> str:
 
 @register("change_case:capital_word_frequency")
 def capital_word_frequency(capital_frequency: int, capital_relation: str) -> Check:
-    threshold = _count_arg("capital_frequency", capital_frequency)
-    relation = _relation_arg("capital_relation", capital_relation)
+    threshold = whole_number("capital_frequency", capital_frequency)
+    relation = comparison("capital_relation", capital_relation)
 
     def check(response: str) -> bool:
         capitals = sum(token.isupper() for token in word_tokenize_nltk(response))
@@ -116,7 +82,7 @@ def english_lowercase() -> Check:
 
 @register("combination:repeat_prompt")
 def repeat_prompt(prompt_to_repeat: str) -> Check:
-    expected = _text_arg("prompt_to_repeat", prompt_to_repeat).lower()
+    expected = nonblank_text("prompt_to_repeat", prompt_to_repeat).strip().lower()
 
     def check(response: str) -> bool:
         return response.strip().lower().startswith(expected)
@@ -141,7 +107,7 @@ def two_responses() -> Check:
 
 @register("detectable_content:number_placeholders")
 def number_placeholders(num_placeholders: int) -> Check:
-    minimum = _count_arg("num_placeholders", num_placeholders)
+    minimum = whole_number("num_placeholders", num_placeholders)
 
     def check(response: str) -> bool:
         return len(re.findall(r"\[.*?\]", response)) >= minimum
@@ -151,7 +117,7 @@ def number_placeholders(num_placeholders: int) -> Check:
 
 @register("detectable_content:postscript")
 def postscript(postscript_marker: str) -> Check:
-    marker = _text_arg("postscript_marker", postscript_marker)
+    marker = nonblank_text("postscript_marker", postscript_marker).strip()
     if marker == "P.P.S":
         pattern = re.compile(r"p\.\s?p\.\s?s")
     elif marker == "P.S.":
@@ -190,8 +156,8 @@ def json_format() -> Check:
 
 @register("detectable_format:multiple_sections")
 def multiple_sections(section_spliter: str, num_sections: int) -> Check:
-    header = re.compile(r"\s?" + re.escape(_text_arg("section_spliter", section_spliter)) + r"\s?\d+\s?")
-    minimum = _count_arg("num_sections", num_sections)
+    header = re.compile(r"\s?" + re.escape(nonblank_text("section_spliter", section_spliter).strip()) + r"\s?\d+\s?")
+    minimum = whole_number("num_sections", num_sections)
 
     def check(response: str) -> bool:
         return len(header.findall(response)) >= minimum
@@ -201,7 +167,7 @@ def multiple_sections(section_spliter: str, num_sections: int) -> Check:
 
 @register("detectable_format:number_bullet_lists")
 def number_bullet_lists(num_bullets: int) -> Check:
-    expected = _count_arg("num_bullets", num_bullets)
+    expected = whole_number("num_bullets", num_bullets)
     # As in IFEval, "\s*" may run over blank lines and "[^*]" may be the line's newline.
     star_items = re.compile(r"^\s*\*[^*].*$", re.MULTILINE)
     dash_items = re.compile(r"^\s*-.*$", re.MULTILINE)
@@ -214,7 +180,7 @@ def number_bullet_lists(num_bullets: int) -> Check:
 
 @register("detectable_format:number_highlighted_sections")
 def number_highlighted_sections(num_highlights: int) -> Check:
-    minimum = _count_arg("num_highlights", num_highlights)
+    minimum = whole_number("num_highlights", num_highlights)
 
     def check(response: str) -> bool:
         # IFEval counts *italic* and **bold** spans separately, so "**x**" counts once
@@ -237,7 +203,7 @@ def title() -> Check:
 
 @register("keywords:existence")
 def existence(keywords: list[str]) -> Check:
-    patterns = [re.compile(re.escape(word), re.IGNORECASE) for word in _words_arg("keywords", keywords)]
+    patterns = [re.compile(re.escape(word), re.IGNORECASE) for word in word_list("keywords", keywords)]
 
     def check(response: str) -> bool:
         return all(pattern.search(response) for pattern in patterns)
@@ -248,7 +214,7 @@ def existence(keywords: list[str]) -> Check:
 @register("keywords:forbidden_words")
 def forbidden_words(forbidden_words: list[str]) -> Check:
     patterns = [
-        re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE) for word in _words_arg("forbidden_words", forbidden_words)
+        re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE) for word in word_list("forbidden_words", forbidden_words)
     ]
 
     def check(response: str) -> bool:
@@ -260,9 +226,9 @@ def forbidden_words(forbidden_words: list[str]) -> Check:
 @register("keywords:frequency")
 def keyword_frequency(keyword: str, frequency: int, relation: str) -> Check:
     # Substring occurrences, case-insensitive, as in IFEval ("cat" counts inside "category").
-    pattern = re.compile(re.escape(_text_arg("keyword", keyword)), re.IGNORECASE)
-    threshold = _count_arg("frequency", frequency)
-    relation = _relation_arg("relation", relation)
+    pattern = re.compile(re.escape(nonblank_text("keyword", keyword).strip()), re.IGNORECASE)
+    threshold = whole_number("frequency", frequency)
+    relation = comparison("relation", relation)
 
     def check(response: str) -> bool:
         return _compare(len(pattern.findall(response)), relation, threshold)
@@ -272,11 +238,9 @@ def keyword_frequency(keyword: str, frequency: int, relation: str) -> Check:
 
 @register("keywords:letter_frequency")
 def letter_frequency(letter: str, let_frequency: int, let_relation: str) -> Check:
-    if not isinstance(letter, str) or len(letter) != 1 or not letter.isalpha():
-        raise ValueError(f"letter must be a single letter, got {letter!r}")
-    target = letter.lower()
-    threshold = _count_arg("let_frequency", let_frequency)
-    relation = _relation_arg("let_relation", let_relation)
+    target = single_letter("letter", letter).lower()
+    threshold = whole_number("let_frequency", let_frequency)
+    relation = comparison("let_relation", let_relation)
 
     def check(response: str) -> bool:
         return _compare(response.lower().count(target), relation, threshold)
@@ -298,13 +262,11 @@ def response_language(language: str) -> Check:
 
 @register("length_constraints:nth_paragraph_first_word")
 def nth_paragraph_first_word(num_paragraphs: int, nth_paragraph: int, first_word: str) -> Check:
-    expected_count = _count_arg("num_paragraphs", num_paragraphs, minimum=1)
-    nth = _count_arg("nth_paragraph", nth_paragraph, minimum=1)
+    expected_count = whole_number("num_paragraphs", num_paragraphs, minimum=1)
+    nth = whole_number("nth_paragraph", nth_paragraph, minimum=1)
     if nth > expected_count:
         raise ValueError(f"nth_paragraph ({nth}) exceeds num_paragraphs ({expected_count})")
-    if not isinstance(first_word, str) or not first_word:
-        raise ValueError(f"first_word must be a non-empty string, got {first_word!r}")
-    expected_word = first_word.lower()
+    expected_word = nonblank_text("first_word", first_word).lower()
 
     def check(response: str) -> bool:
         # Paragraphs are split on "\n\n"; blank ones are not counted, yet (as in IFEval)
@@ -320,7 +282,7 @@ def nth_paragraph_first_word(num_paragraphs: int, nth_paragraph: int, first_word
 
 @register("length_constraints:number_paragraphs")
 def number_paragraphs(num_paragraphs: int) -> Check:
-    expected = _count_arg("num_paragraphs", num_paragraphs)
+    expected = whole_number("num_paragraphs", num_paragraphs)
 
     def check(response: str) -> bool:
         pieces = re.split(r"\s?\*\*\*\s?", response)
@@ -334,8 +296,8 @@ def number_paragraphs(num_paragraphs: int) -> Check:
 
 @register("length_constraints:number_sentences")
 def number_sentences(num_sentences: int, relation: str) -> Check:
-    threshold = _count_arg("num_sentences", num_sentences)
-    relation = _relation_arg("relation", relation)
+    threshold = whole_number("num_sentences", num_sentences)
+    relation = comparison("relation", relation)
 
     def check(response: str) -> bool:
         return _compare(len(split_sentences_punkt(response)), relation, threshold)
@@ -345,8 +307,8 @@ def number_sentences(num_sentences: int, relation: str) -> Check:
 
 @register("length_constraints:number_words")
 def number_words(num_words: int, relation: str) -> Check:
-    threshold = _count_arg("num_words", num_words)
-    relation = _relation_arg("relation", relation)
+    threshold = whole_number("num_words", num_words)
+    relation = comparison("relation", relation)
 
     def check(response: str) -> bool:
         return _compare(len(word_runs(response)), relation, threshold)
@@ -364,7 +326,7 @@ def no_comma() -> Check:
 
 @register("startend:end_checker")
 def end_checker(end_phrase: str) -> Check:
-    ending = _text_arg("end_phrase", end_phrase).lower()
+    ending = nonblank_text("end_phrase", end_phrase).strip().lower()
 
     def check(response: str) -> bool:
         return response.strip().strip('"').lower().endswith(ending)

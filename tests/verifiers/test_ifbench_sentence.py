@@ -65,6 +65,13 @@ def test_keyword_needs_whole_word():
     assert passes("sentence:keyword", "One. Cactuses bloom.", word="cactus", N=2) is False
 
 
+def test_keyword_sentences_are_cut_as_nltk_sent_tokenize_does():
+    # An ellipsis before a lower-case word does not end the sentence.
+    text = "Wait... the cactus blooms. Then more."
+    assert passes("sentence:keyword", text, word="cactus", N=1) is True
+    assert passes("sentence:keyword", text, word="cactus", N=2) is False
+
+
 def test_keyword_fails_when_too_few_sentences():
     assert passes("sentence:keyword", "Only one cactus.", word="cactus", N=2) is False
 

@@ -334,3 +334,14 @@ def test_loose_mode_forgives_a_leading_line() -> None:
 def test_bad_kwargs_are_rejected(instruction_id: str, kwargs: dict[str, object]) -> None:
     with pytest.raises(VerifierError):
         build_check(instruction_id, kwargs)
+
+
+def test_bad_kwargs_error_names_the_instruction_and_the_kwarg() -> None:
+    # The suite layer reports this message as the reason the instruction is ungraded.
+    kwargs = {"letter": "#", "let_frequency": 4, "let_relation": "at least"}
+    with pytest.raises(VerifierError, match=r"^keywords:letter_frequency: bad kwargs \(letter must be a single letter"):
+        build_check("keywords:letter_frequency", kwargs)
+
+
+def test_counts_may_be_integral_floats_as_in_ifbench_rows() -> None:
+    assert passes("length_constraints:number_words", "one two three", num_words=3.0, relation="at least")

@@ -1,13 +1,11 @@
-"""Tests for the shared text primitives: the NLTK and IFEval splitters and tokenizers the verifiers mimic."""
+"""Tests for the shared text primitives: the NLTK splitters and tokenizers the verifiers mimic."""
 
 from __future__ import annotations
 
 import pytest
 
-from bineval_dspy.verifiers.kwargs import whole_number
 from bineval_dspy.verifiers.text import (
     delete_ascii_punctuation,
-    split_sentences_ifeval_regex,
     split_sentences_punkt,
     trim_punctuation,
     word_runs,
@@ -28,35 +26,6 @@ def test_punctuation_is_deleted_inside_and_trimmed_at_the_ends() -> None:
     assert trim_punctuation(" 'quoted,' ") == "quoted"
 
 
-def test_whole_number_accepts_integral_floats_only() -> None:
-    assert whole_number("n", 3.0) == 3
-    for bad in (2.5, True, "3", float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="n must be a whole number"):
-            whole_number("n", bad)
-    with pytest.raises(ValueError, match="n must be >= 1"):
-        whole_number("n", 0, minimum=1)
-
-
-# --- IFEval's rule-based sentence splitter ----------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "sentences"),
-    [
-        ("One two. Three?  Four!\nFive", ["One two.", "Three?", "Four!", "Five"]),
-        (
-            "Dr. Smith paid 3.5 dollars at shop.com today. J. R. R. Tolkien wrote it.",
-            ["Dr. Smith paid 3.5 dollars at shop.com today.", "J. R. R. Tolkien wrote it."],
-        ),
-        ('We call it "paraphrasing." It helps.', ['We call it "paraphrasing".', "It helps."]),
-        ("Wait... what", ["Wait...", "what"]),
-        ("   ", []),
-    ],
-)
-def test_split_sentences_ifeval_regex(text: str, sentences: list[str]) -> None:
-    assert split_sentences_ifeval_regex(text) == sentences
-
-
 # --- Punkt (nltk.sent_tokenize) ----------------------------------------------------------------
 
 
@@ -72,7 +41,7 @@ def test_split_sentences_ifeval_regex(text: str, sentences: list[str]) -> None:
         ("Fruit, e.g. apples. The end... The real end", ["Fruit, e.g.", "apples.", "The end...", "The real end"]),
         ("Wow?! Really.", ["Wow?!", "Really."]),
         ("Hello!!! World", ["Hello!!!", "World"]),
-        ('He said "Hi." Then left.', ['He said "Hi."', "Then left."]),
+        ('He said "Hi." Then left.', ['He said "Hi."', "Then left."]),  # the quote stays after the period
         ('He met Dr. Smith. She said "Hi." Then left!', ["He met Dr. Smith.", 'She said "Hi."', "Then left!"]),
         ('He said "Yes!" and left.', ['He said "Yes!"', "and left."]),
         ("(Done.) Next one.", ["(Done.)", "Next one."]),

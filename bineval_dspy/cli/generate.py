@@ -44,7 +44,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     check_output_path(out)
     if out.exists():
         finished_keys(out)  # a malformed output file is reported before any LM is loaded
-    lm = runtime.configure(args.lm, args.cache_dir)
+    lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     program = Generator(instructions, max_tokens=args.max_tokens)
     judge = hybrid_judge(args.mode) if (args.refine or args.best_of > 1) else None
     fingerprint = {

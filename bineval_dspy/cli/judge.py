@@ -67,7 +67,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     example = json.loads(files("bineval_dspy").joinpath("data/demo.json").read_text(encoding="utf-8"))
     out = Path(args.output)
     check_output_path(out)
-    runtime.configure(args.lm, args.cache_dir)
+    runtime.configure(runtime.lm_options(args), args.cache_dir)
     console.print(f"[bold]Task:[/] {example['task']}")
     with console.status("writing the checklist (requirements, then questions)"):
         checklist = _write_checklist(example["task"], example["dimensions"], args.max_questions)
@@ -102,7 +102,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     dims = [d for d in (args.dimensions or "").split(",") if d.strip()]
     out = Path(args.output)
     check_output_path(out)
-    runtime.configure(args.lm, args.cache_dir)
+    runtime.configure(runtime.lm_options(args), args.cache_dir)
     with console.status("writing the checklist"):
         checklist = _write_checklist(task, dims, args.max_questions)
     out.write_text(checklist.model_dump_json(indent=2), encoding="utf-8")
@@ -147,7 +147,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     check_verifiers(checklist, str(checklist_path))
     rows = _judge_rows(data_path)
     check_output_path(out)
-    lm = runtime.configure(args.lm, args.cache_dir)
+    lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     judge = BinaryJudge(chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial)
     fingerprint = {
         "data": file_digest(data_path),
@@ -217,6 +217,7 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     judge.add_argument("--cot", action="store_true", help="reason before answering")
     judge.add_argument("--samples", type=count(1), default=1, help="k-sample majority vote")
     judge.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
+    judge.add_argument("--max-tokens", dest="lm_max_tokens", type=count(1), metavar="N", help="token limit per verdict (default 256)")
     judge.add_argument("--partial", action="store_true", help="score dimensions over answered questions only")
     judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
     judge.set_defaults(func=cmd_judge)

@@ -16,16 +16,34 @@ from bineval_dspy.core.console import console
 from bineval_dspy import __version__
 from bineval_dspy.cli.options import count
 from bineval_dspy.core.errors import ExitCode, InputError, RunError
+from bineval_dspy.lm.remote import DEFAULT_TIMEOUT
 from bineval_dspy.lm.runtime import DEFAULT_CACHE_DIR
 from bineval_dspy.lm.specs import DEFAULT_LM
 
 
 # -- parser --------------------------------------------------------------------------------
+def _seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--lm", default=None, help=f"{DEFAULT_LM} (embedded default), gemma3-270m, a .gguf path, or a LiteLLM model string")
     common.add_argument("--threads", type=count(1), default=None, help="parallel LM calls for remote LMs (default 4)")
     common.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="on-disk LM call cache")
+    common.add_argument("--api-base", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    common.add_argument("--api-key-env", metavar="NAME", help="the environment variable holding the server's API key")
+    common.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default 0: greedy)")
+    common.add_argument(
+        "--timeout", type=_seconds, metavar="SECONDS", help=f"per LM call, remote LMs only (default {DEFAULT_TIMEOUT:g})"
+    )
     parser = argparse.ArgumentParser(prog="bineval", description="Evaluate LLM outputs with independent binary questions.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -20,7 +20,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.lm is not None and args.lm != config.lm:
         console.print(f"--lm {args.lm} replaces lm = {config.lm!r} of {config.source}")
         config.lm = args.lm
-    lm = runtime.configure(config.lm, args.cache_dir)
+    lm = runtime.configure(runtime.lm_options(args, spec=config.lm), args.cache_dir)
     student, optimizer, (train, val, _) = build(config)
     optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))
     if config.lesson_lm:

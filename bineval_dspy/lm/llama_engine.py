@@ -4,6 +4,11 @@ Why our own generation loop instead of ``create_chat_completion``: it reads toke
 straight from the last logits (no ``logits_all``, which would slow every prefill), keeps
 llama.cpp's KV-cache prefix reuse across calls that share a prompt prefix, and enforces a
 JSON-schema ``response_format`` with a grammar so even a 135M model returns parseable JSON.
+
+Greedy calls that arrive together (a judge asks every question of one output at once, from threads) are
+decoded as parallel llama.cpp sequences: the shared prompt prefix is evaluated once on sequence 0, its KV cells
+are copied to one sequence per request, the suffixes are prefilled in one batch and every decoding step runs
+all sequences in one batch. The tokens are the ones each request would get alone (tested).
 """
 
 from __future__ import annotations
@@ -28,7 +33,10 @@ from dspy.lm15 import Config, Message, Request, Response, TokenLogprob, TopLogpr
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import llama_cpp  # noqa: E402
 
-DEFAULT_CONTEXT = 4096
+DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
+MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
+ATTENTION_PAD = 32  # llama.cpp pads the attended KV span to a multiple of this (256 with flash attention)
+BATCH_WAIT_S = 0.05  # how long a batch waits for requests a caller announced with ``expect``
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
@@ -36,6 +44,12 @@ def _last_logits(llama: Any) -> np.ndarray:
     """A view of the raw logits of the last evaluated position (no copy, no grammar mask)."""
     pointer = llama._ctx.get_logits_ith(-1)
     return np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), shape=(llama.n_vocab(),))
+
+
+def _logits_at(llama: Any, index: int) -> np.ndarray:
+    """A copy of the raw logits of batch row ``index`` (the next decode overwrites the buffer)."""
+    pointer = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, index)
+    return np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), shape=(llama.n_vocab(),)).copy()
 
 
 def _apply_sampler(sampler: Any, candidates: np.ndarray) -> None:
@@ -62,7 +76,7 @@ class LlamaCppEngine:
     """DSPy engine running a GGUF model with llama-cpp-python in this process.
 
     One lock guards the llama context (it is not thread-safe); ``__deepcopy__`` returns
-    ``self`` so program copies share one set of weights.
+    ``self`` so program copies share one set of weights. ``batching=False`` decodes every call on its own.
     """
 
     in_process = True  # calls serialize on one context; see ``bineval_dspy.lm.specs.is_local``
@@ -81,6 +95,7 @@ class LlamaCppEngine:
         n_threads: int | None = None,
         reuse_prefix: bool = True,
         record_calls: bool = False,
+        batching: bool = True,
     ) -> None:
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
@@ -88,7 +103,10 @@ class LlamaCppEngine:
         self.reuse_prefix = reuse_prefix
         self.record_calls = record_calls
         self.stats = EngineStats()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._batcher = _Batcher(self._complete_batch, MAX_PARALLEL) if batching and reuse_prefix else None
+        self._batch: Any = None
+        self._evaluated: dict[int, int] = {}
         self._llama: Any = None
         self._formatter: Any = None
         self._grammars: dict[str, Any] = {}
@@ -109,6 +127,8 @@ class LlamaCppEngine:
                 n_batch=512,
                 verbose=False,
             )
+            if self._batcher is not None:
+                self._parallel_context(llama)
             template = llama.metadata.get("tokenizer.chat_template")
             if template:
                 eos = llama.detokenize([llama.token_eos()]).decode("utf-8", "ignore")
@@ -116,6 +136,26 @@ class LlamaCppEngine:
                 self._formatter = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)
             self._llama = llama
         return self._llama
+
+    def _parallel_context(self, llama: Any) -> None:
+        """Replace the context with one that holds MAX_PARALLEL + 1 sequences, each in its own KV stream of
+        ``n_ctx`` cells (separate streams keep each sequence's attention layout as it would be alone).
+
+        llama-cpp-python's ``Llama`` builds its context with a single sequence and no option to change that.
+        """
+        from llama_cpp._internals import LlamaContext
+
+        params = llama.context_params
+        params.n_seq_max = MAX_PARALLEL + 1
+        params.kv_unified = False
+        params.n_ctx = self.n_ctx * (MAX_PARALLEL + 1)
+        old = llama._ctx
+        llama._ctx = llama._stack.enter_context(closing(LlamaContext(model=llama._model, params=params, verbose=False)))
+        old.close()
+
+    def expect(self, n: int) -> _Expectation:
+        """``with engine.expect(n):`` announces n greedy calls about to arrive together, so they form one batch."""
+        return _Expectation(self._batcher, n)
 
     def tokenize(self, text: str) -> list[int]:
         """Tokens of a rendered prompt (special tokens parsed), for benchmarks and budgets."""
@@ -147,6 +187,12 @@ class LlamaCppEngine:
     # -- the engine contract -------------------------------------------------------
     def complete(self, request: Request) -> Response:
         """Run one chat request and return text, usage and (if asked) logprobs."""
+        greedy = not request.config.temperature
+        if self._batcher is not None and greedy:
+            return self._batcher.submit(request)
+        return self._complete_one(request)
+
+    def _complete_one(self, request: Request) -> Response:
         with self._lock:
             started = time.perf_counter()
             llama = self._load()
@@ -168,110 +214,162 @@ class LlamaCppEngine:
         )
 
     def _reusable_prefix(self, llama: Any, tokens: list[int]) -> int:
-        """How many leading tokens llama.cpp will keep from the previous call's KV cache."""
+        """How many leading tokens llama.cpp will keep from the previous call's KV cache (never the last one:
+        generating needs its logits)."""
         if not self.reuse_prefix:
             llama.reset()
             return 0
-        cached = llama.input_ids[: llama.n_tokens].tolist()
-        common = 0
-        for a, b in zip(cached, tokens):
-            if a != b:
-                break
-            common += 1
-        return min(common, len(tokens) - 1)
+        return min(len(_common_prefix([llama.input_ids[: llama.n_tokens].tolist(), tokens])), len(tokens) - 1)
 
     def _generate(self, llama: Any, tokens: list[int], reused: int, config: Config) -> tuple[str, int, tuple | None, str]:
         temperature = 0.0 if config.temperature is None else float(config.temperature)
         grammar = self._grammar(config.response_format)
-        if temperature > 0:
-            llama.set_seed(config.seed if config.seed is not None else random.randrange(2**31))
-            stream = llama.generate(
-                tokens,
-                temp=temperature,
-                top_k=config.top_k or 40,
-                top_p=config.top_p if config.top_p is not None else 0.95,
-                min_p=0.05,
-                repeat_penalty=1.0,
-                reset=True,
-                grammar=grammar,
-            )
-        else:
-            stream = self._greedy(llama, tokens, reused, grammar)
-        max_tokens = config.max_tokens or 256
-        top_n = self._top_logprobs(config)
-        stops = [config.stop] if isinstance(config.stop, str) else list(config.stop or [])
-        out: list[int] = []
-        logprobs: list[TokenLogprob] = []
-        finish = "length"
-        with closing(stream):
-            for token in stream:
-                if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
-                    finish = "stop"
-                    break
-                if top_n is not None:
-                    logprobs.append(self._token_logprob(llama, token, top_n))
-                out.append(token)
-                if stops:  # decoding every step only matters when a stop sequence may appear
-                    text = llama.detokenize(out).decode("utf-8", "ignore")
-                    hit = next((s for s in stops if s and s in text), None)
-                    if hit:
-                        return text[: text.index(hit)], len(out), (tuple(logprobs) if top_n is not None else None), "stop"
-                if len(out) >= max_tokens:
-                    break
-        text = llama.detokenize(out).decode("utf-8", "ignore")
-        return text, len(out), (tuple(logprobs) if top_n is not None else None), finish
+        with closing(_Decoding(llama, config, grammar, greedy=temperature <= 0)) as decoding:
+            if temperature > 0:
+                llama.set_seed(config.seed if config.seed is not None else random.randrange(2**31))
+                stream = llama.generate(
+                    tokens,
+                    temp=temperature,
+                    top_k=config.top_k or 40,
+                    top_p=config.top_p if config.top_p is not None else 0.95,
+                    min_p=0.05,
+                    repeat_penalty=1.0,
+                    reset=True,
+                    grammar=grammar,
+                )
+                with closing(stream):
+                    for token in stream:
+                        if not decoding.accept(token, _last_logits(llama)):
+                            break
+            else:
+                llama.n_tokens = reused  # keep the KV cache of the shared prefix; eval drops everything after it
+                llama.eval(tokens[reused:])
+                while True:
+                    logits = _last_logits(llama)
+                    token = decoding.choose(logits)
+                    if not decoding.accept(token, logits):
+                        break
+                    llama.eval([token])
+            return decoding.result()
 
-    @staticmethod
-    def _greedy(llama: Any, tokens: list[int], reused: int, grammar: Any) -> Iterator[int]:
-        """Greedy decoding that asks the grammar about the best raw token first and masks the whole vocabulary
-        only when the grammar rejects it: the same tokens as masking every step, at a fraction of the cost."""
-        llama.n_tokens = reused  # keep the KV cache of the shared prefix; eval drops everything after it
-        llama.eval(tokens[reused:])
-        vocab = llama._model.vocab
-        check = llama_cpp.llama_sampler_init_grammar(vocab, grammar._grammar.encode(), grammar._root.encode()) if grammar else None
-        one = np.zeros(1, dtype=_TOKEN_DATA)
+    # -- parallel sequences ----------------------------------------------------------
+    def _complete_batch(self, requests: list[Request]) -> list[Response | BaseException]:
+        """Greedy requests decoded together; one that cannot run gets its exception, the others their answers.
+
+        Each request gets its own KV stream, filled exactly as the sequential path would fill sequence 0 when
+        the requests came one after another: request k starts from the KV cells of request k-1 (or, for the
+        first, of the cache) up to their common prefix, and evaluates only the rest. Decoding steps then run
+        every stream in one batch, grouped by attention span. The layout must match the sequential path bit
+        for bit: with a 135M model a different attention padding changes 8-bit activation rounding, and with it
+        verdicts.
+        """
+        if len(requests) == 1:
+            return [_outcome(lambda: self._complete_one(requests[0]))]
+        with self._lock:
+            started = time.perf_counter()
+            llama = self._load()
+            results: dict[int, Response | BaseException] = {}
+            prompts: dict[int, list[int]] = {}
+            for i, request in enumerate(requests):
+                tokens = self.tokenize(self.render(request))
+                if len(tokens) >= self.n_ctx:
+                    results[i] = ValueError(f"prompt of {len(tokens)} tokens does not fit the context of {self.n_ctx}")
+                else:
+                    prompts[i] = tokens
+            if prompts:
+                results.update(self._decode_streams(llama, prompts, requests))
+                seconds = time.perf_counter() - started
+                for i, response in results.items():
+                    if isinstance(response, Response):
+                        self._account(response.usage.input_tokens, self._evaluated.get(i, 0), response.usage.output_tokens, seconds / len(prompts))
+        return [results.get(i, RuntimeError("request not run")) for i in range(len(requests))]
+
+    def _decode_streams(self, llama: Any, prompts: dict[int, list[int]], requests: list[Request]) -> dict[int, Response | BaseException]:
+        memory = llama._ctx.memory
+        order = list(prompts)
+        streams = {i: stream for stream, i in enumerate(order, start=1)}
+        decodings: dict[int, _Decoding] = {}
+        logits: dict[int, np.ndarray] = {}
+        self._evaluated = {}
         try:
-            while True:
-                logits = _last_logits(llama)
-                token = int(np.argmax(logits))
-                if check is not None:
-                    one[0] = (token, 0.0, 0.0)
-                    _apply_sampler(check, one)
-                    if not np.isfinite(one[0]["logit"]):
-                        allowed = np.zeros(len(logits), dtype=_TOKEN_DATA)
-                        allowed["id"] = np.arange(len(logits))
-                        allowed["logit"] = logits
-                        _apply_sampler(check, allowed)
-                        token = int(allowed["id"][np.argmax(allowed["logit"])])
-                    llama_cpp.llama_sampler_accept(check, token)
-                yield token
-                llama.eval([token])
+            source, cached = 0, llama.input_ids[: llama.n_tokens].tolist()
+            for i in order:
+                tokens, stream = prompts[i], streams[i]
+                keep = min(len(_common_prefix([cached, tokens])), len(tokens) - 1)
+                llama_cpp.llama_memory_seq_rm(memory, stream, -1, -1)
+                llama_cpp.llama_memory_seq_cp(memory, source, stream, -1, -1)  # streams copy whole sequences only
+                llama_cpp.llama_memory_seq_rm(memory, stream, keep, -1)
+                rows = [(t, keep + j, stream, keep + j == len(tokens) - 1, i) for j, t in enumerate(tokens[keep:])]
+                logits.update(self._decode_rows(llama, rows))
+                self._evaluated[i] = len(tokens) - keep
+                config = requests[i].config
+                decodings[i] = _Decoding(llama, config, self._grammar(config.response_format), greedy=True)
+                source, cached = stream, tokens
+            positions = {i: len(prompts[i]) for i in order}
+            active = list(order)
+            while active:
+                step: dict[int, list[tuple[int, int, int, bool, int]]] = {}
+                for i in active:
+                    token = decodings[i].choose(logits[i])
+                    if decodings[i].accept(token, logits[i]):
+                        span = -(-(positions[i] + 1) // ATTENTION_PAD)  # one batch per attention span, as alone
+                        step.setdefault(span, []).append((token, positions[i], streams[i], True, i))
+                        positions[i] += 1
+                active = [row[4] for rows in step.values() for row in rows]
+                for rows in step.values():
+                    logits.update(self._decode_rows(llama, rows))
+            last = order[-1]  # leave sequence 0 as the sequential path would: holding the last request
+            generated = decodings[last].out
+            llama_cpp.llama_memory_seq_rm(memory, 0, -1, -1)
+            llama_cpp.llama_memory_seq_cp(memory, streams[last], 0, -1, -1)
+            state = prompts[last] + generated
+            llama.input_ids[: len(state)] = state
+            llama.n_tokens = len(state)
+            out: dict[int, Response | BaseException] = {}
+            for i, decoding in decodings.items():
+                text, n_generated, logprobs, finish = decoding.result()
+                out[i] = Response(
+                    id=f"llama-batch-{self.stats.calls}-{streams[i]}",
+                    model=requests[i].model,
+                    message=Message.assistant(text),
+                    finish_reason=finish,
+                    usage=Usage(input_tokens=len(prompts[i]), output_tokens=n_generated),
+                    logprobs=logprobs,
+                )
+            return out
+        except Exception as exc:  # a failed decode fails this batch's requests, never the process
+            llama.reset()  # the cache no longer matches input_ids: start the next call from scratch
+            llama_cpp.llama_memory_seq_rm(memory, -1, -1, -1)
+            return {i: exc for i in order}
         finally:
-            if check is not None:
-                llama_cpp.llama_sampler_free(check)
+            for decoding in decodings.values():
+                decoding.close()
+            for stream in streams.values():
+                llama_cpp.llama_memory_seq_rm(memory, stream, -1, -1)
 
-    @staticmethod
-    def _top_logprobs(config: Config) -> int | None:
-        """Number of alternatives per token, or None when logprobs were not requested."""
-        return None if config.logprobs is None else int(config.logprobs)
-
-    @staticmethod
-    def _token_logprob(llama: Any, token: int, top_n: int) -> TokenLogprob:
-        """Log-softmax of the raw logits that produced ``token`` (before any grammar mask)."""
-        logits = _last_logits(llama)
-        shifted = logits - logits.max()
-        log_probs = shifted - np.log(np.exp(shifted).sum())
-        best = np.argpartition(-log_probs, top_n)[:top_n]
-        best = best[np.argsort(-log_probs[best])]
-
-        def piece(t: int) -> str:
-            return llama.detokenize([int(t)]).decode("utf-8", "ignore")
-
-        return TokenLogprob(
-            token=piece(token),
-            logprob=float(log_probs[token]),
-            top=tuple(TopLogprob(token=piece(t), logprob=float(log_probs[t])) for t in best),
-        )
+    def _decode_rows(self, llama: Any, rows: list[tuple[int, int, int, bool, int]]) -> dict[int, np.ndarray]:
+        """Decode (token, position, sequence, wants logits, request) rows in batches of n_batch; the logits of
+        each request's last row, copied before the next decode overwrites them."""
+        if self._batch is None:
+            self._batch = llama._stack.enter_context(closing(_OwnedBatch(llama.n_batch)))
+        batch = self._batch.batch
+        found: dict[int, np.ndarray] = {}
+        for start in range(0, len(rows), llama.n_batch):
+            chunk = rows[start : start + llama.n_batch]
+            for k, (token, position, seq, wants, _) in enumerate(chunk):
+                batch.token[k] = token
+                batch.pos[k] = position
+                batch.n_seq_id[k] = 1
+                batch.seq_id[k][0] = seq
+                batch.logits[k] = wants
+            batch.n_tokens = len(chunk)
+            status = llama_cpp.llama_decode(llama._ctx.ctx, batch)
+            if status != 0:
+                raise RuntimeError(f"llama_decode failed with status {status} (KV cache full?)")
+            for k, (_, _, _, wants, i) in enumerate(chunk):
+                if wants:
+                    found[i] = _logits_at(llama, k)
+        return found
 
     def _account(self, prompt: int, evaluated: int, generated: int, seconds: float) -> None:
         stats = self.stats
@@ -282,3 +380,183 @@ class LlamaCppEngine:
         stats.seconds += seconds
         if self.record_calls:
             stats.per_call.append({"prompt": prompt, "evaluated": evaluated, "generated": generated})
+
+
+def _common_prefix(sequences: list[list[int]]) -> list[int]:
+    """The longest token prefix every sequence starts with."""
+    first = sequences[0]
+    length = min(len(seq) for seq in sequences)
+    for seq in sequences[1:]:
+        same = 0
+        while same < length and seq[same] == first[same]:
+            same += 1
+        length = same
+    return first[:length]
+
+
+def _outcome(work: Any) -> Any:
+    try:
+        return work()
+    except Exception as exc:  # handed to the caller's thread, which raises it
+        return exc
+
+
+class _OwnedBatch:
+    """A llama_batch this engine allocated (one sequence id per token), freed with the model."""
+
+    def __init__(self, n_tokens: int) -> None:
+        self.batch = llama_cpp.llama_batch_init(n_tokens, 0, 1)
+
+    def close(self) -> None:
+        if self.batch is not None:
+            llama_cpp.llama_batch_free(self.batch)
+            self.batch = None
+
+
+class _Decoding:
+    """One request's generation state: grammar, stop sequences, token limit, logprobs. Shared by the sequential
+    and the parallel paths, so both stop, mask and account exactly alike."""
+
+    def __init__(self, llama: Any, config: Config, grammar: Any, greedy: bool) -> None:
+        self.llama = llama
+        self.max_tokens = config.max_tokens or 256
+        self.top_n = None if config.logprobs is None else int(config.logprobs)
+        self.stops = [config.stop] if isinstance(config.stop, str) else list(config.stop or [])
+        self.out: list[int] = []
+        self.logprobs: list[TokenLogprob] = []
+        self.finish = "length"
+        self.text: str | None = None
+        vocab = llama._model.vocab
+        self.check = (
+            llama_cpp.llama_sampler_init_grammar(vocab, grammar._grammar.encode(), grammar._root.encode())
+            if grammar is not None and greedy
+            else None
+        )
+        self._one = np.zeros(1, dtype=_TOKEN_DATA)
+
+    def choose(self, logits: np.ndarray) -> int:
+        """The greedy token: the grammar is asked about the best raw token first, and masks the whole vocabulary
+        only when it rejects it (the same tokens as masking every step, at a fraction of the cost)."""
+        token = int(np.argmax(logits))
+        if self.check is not None:
+            self._one[0] = (token, 0.0, 0.0)
+            _apply_sampler(self.check, self._one)
+            if not np.isfinite(self._one[0]["logit"]):
+                allowed = np.zeros(len(logits), dtype=_TOKEN_DATA)
+                allowed["id"] = np.arange(len(logits))
+                allowed["logit"] = logits
+                _apply_sampler(self.check, allowed)
+                token = int(allowed["id"][np.argmax(allowed["logit"])])
+            llama_cpp.llama_sampler_accept(self.check, token)
+        return token
+
+    def accept(self, token: int, logits: np.ndarray) -> bool:
+        """Record ``token`` (produced from ``logits``); False once generation is over."""
+        llama = self.llama
+        if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
+            self.finish = "stop"
+            return False
+        if self.top_n is not None:
+            self.logprobs.append(_token_logprob(llama, logits, token, self.top_n))
+        self.out.append(token)
+        if self.stops:  # decoding every step only matters when a stop sequence may appear
+            text = llama.detokenize(self.out).decode("utf-8", "ignore")
+            hit = next((s for s in self.stops if s and s in text), None)
+            if hit:
+                self.text, self.finish = text[: text.index(hit)], "stop"
+                return False
+        return len(self.out) < self.max_tokens
+
+    def result(self) -> tuple[str, int, tuple | None, str]:
+        text = self.text if self.text is not None else self.llama.detokenize(self.out).decode("utf-8", "ignore")
+        return text, len(self.out), (tuple(self.logprobs) if self.top_n is not None else None), self.finish
+
+    def close(self) -> None:
+        if self.check is not None:
+            llama_cpp.llama_sampler_free(self.check)
+            self.check = None
+
+
+def _token_logprob(llama: Any, logits: np.ndarray, token: int, top_n: int) -> TokenLogprob:
+    """Log-softmax of the raw logits that produced ``token`` (before any grammar mask)."""
+    shifted = logits - logits.max()
+    log_probs = shifted - np.log(np.exp(shifted).sum())
+    best = np.argpartition(-log_probs, top_n)[:top_n]
+    best = best[np.argsort(-log_probs[best])]
+
+    def piece(t: int) -> str:
+        return llama.detokenize([int(t)]).decode("utf-8", "ignore")
+
+    return TokenLogprob(
+        token=piece(token),
+        logprob=float(log_probs[token]),
+        top=tuple(TopLogprob(token=piece(t), logprob=float(log_probs[t])) for t in best),
+    )
+
+
+class _Slot:
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.result: Response | BaseException | None = None
+
+
+class _Batcher:
+    """Gathers greedy calls that arrive together into one batch. The first waiting caller leads: it waits for
+    the calls announced with ``expect`` (at most ``BATCH_WAIT_S``), takes up to ``max_size`` and runs them;
+    the others wait for their results. Without an announcement a batch is whatever is waiting."""
+
+    def __init__(self, run: Any, max_size: int) -> None:
+        self.run = run
+        self.max_size = max_size
+        self.cond = threading.Condition()
+        self.pending: list[_Slot] = []
+        self.expected = 0
+        self.leading = False
+
+    def submit(self, request: Request) -> Response:
+        slot = _Slot(request)
+        with self.cond:
+            self.pending.append(slot)
+            self.expected = max(0, self.expected - 1)
+            self.cond.notify_all()
+            while slot.result is None and (self.leading or slot not in self.pending):
+                self.cond.wait()
+            if slot.result is None:
+                self.leading = True
+                deadline = time.monotonic() + BATCH_WAIT_S
+                while self.expected > 0 and len(self.pending) < self.max_size and time.monotonic() < deadline:
+                    self.cond.wait(max(0.0, deadline - time.monotonic()))
+                batch = [slot] + [s for s in self.pending if s is not slot][: self.max_size - 1]
+                self.pending = [s for s in self.pending if s not in batch]
+                self.leading = False
+                self.cond.notify_all()
+        if slot.result is None:
+            try:
+                results = self.run([s.request for s in batch])
+            except BaseException as exc:  # even an interrupt must release the callers waiting on this batch
+                results = [exc] * len(batch)
+            with self.cond:
+                for waiting, result in zip(batch, results):
+                    waiting.result = result
+                self.cond.notify_all()
+        if isinstance(slot.result, BaseException):
+            raise slot.result
+        assert slot.result is not None
+        return slot.result
+
+
+class _Expectation:
+    def __init__(self, batcher: _Batcher | None, n: int) -> None:
+        self.batcher = batcher
+        self.n = n
+
+    def __enter__(self) -> None:
+        if self.batcher is not None:
+            with self.batcher.cond:
+                self.batcher.expected += self.n
+
+    def __exit__(self, *exc: object) -> None:
+        if self.batcher is not None:
+            with self.batcher.cond:
+                self.batcher.expected = 0  # calls answered from the cache never arrive
+                self.batcher.cond.notify_all()

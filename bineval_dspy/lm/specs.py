@@ -2,7 +2,8 @@
 
 Specs: ``smollm2`` (the embedded default, SmolLM2-135M-Instruct Q4_1), ``gemma3-270m``,
 a path to a ``.gguf`` file, or a LiteLLM model string such as ``openai/gpt-4o-mini``,
-``anthropic/claude-sonnet-4-5``, ``ollama_chat/llama3.2`` or ``hosted_vllm/Qwen/Qwen2.5-7B``.
+``anthropic/claude-sonnet-4-5``, ``ollama_chat/llama3.2`` or ``hosted_vllm/Qwen/Qwen2.5-7B``;
+with ``api_base``, the model of an OpenAI-compatible server (``bineval_dspy.lm.remote``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import dspy
 
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.lm import remote
 
 DEFAULT_LM = "smollm2"
 EMBEDDED = {
@@ -71,10 +73,19 @@ def make_lm(
     max_tokens: int = 256,
     n_ctx: int = 4096,
     cache: bool = True,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    timeout: float | None = None,
     **kwargs,
 ) -> dspy.LM:
-    """One call for every LM: embedded GGUF models run in-process, anything else via LiteLLM."""
+    """One call for every LM: embedded GGUF models run in-process, a server at ``api_base`` through our engine
+    (``bineval_dspy.lm.remote``), anything else through DSPy (native clients or LiteLLM).
+
+    ``timeout`` (seconds per call, default ``remote.DEFAULT_TIMEOUT``) and ``api_key`` apply to remote LMs only.
+    """
     if spec in EMBEDDED or spec.endswith(".gguf"):
+        if api_base:
+            raise InputError(f"--api-base: --lm {spec} runs in this process; name the server's model, e.g. --lm openai/<model>")
         path = embedded_model_path(spec) if spec in EMBEDDED else Path(spec)
         if not path.is_file():
             raise InputError(f"--lm {spec}: file not found")
@@ -84,7 +95,16 @@ def make_lm(
         return dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0, **kwargs)
     if "/" not in spec:
         raise InputError(f"--lm {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
-    return dspy.LM(spec, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs)
+    timeout = timeout or remote.DEFAULT_TIMEOUT
+    if api_base:
+        return remote.remote_lm(
+            spec, api_base, api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs
+        )
+    if api_key:
+        kwargs["api_key"] = api_key
+    return dspy.LM(
+        spec, temperature=temperature, max_tokens=max_tokens, cache=cache, timeout=timeout, num_retries=remote.RETRIES, **kwargs
+    )
 
 
 def is_local(lm: dspy.LM) -> bool:

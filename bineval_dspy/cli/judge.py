@@ -23,6 +23,7 @@ from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.lm.usage import measured
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads
+from bineval_dspy.lm.specs import is_local
 
 
 def _read_task(value: str) -> str:
@@ -148,7 +149,14 @@ def cmd_judge(args: argparse.Namespace) -> int:
     rows = _judge_rows(data_path)
     check_output_path(out)
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
-    judge = BinaryJudge(chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial)
+    judge = BinaryJudge(
+        chain_of_thought=args.cot,
+        samples=args.samples,
+        probability=args.probability,
+        partial=args.partial,
+        explanations=args.explanations,
+        threads=None if is_local(lm) else (args.threads or DEFAULT_THREADS),  # in-process: one batch per output
+    )
     fingerprint = {
         "data": file_digest(data_path),
         "checklist": digest(checklist.model_dump_json()),
@@ -219,5 +227,11 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     judge.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
     judge.add_argument("--max-tokens", dest="lm_max_tokens", type=count(1), metavar="N", help="token limit per verdict (default 256)")
     judge.add_argument("--partial", action="store_true", help="score dimensions over answered questions only")
+    judge.add_argument(
+        "--explanations",
+        choices=("all", "failures", "none"),
+        default="all",
+        help="explain every verdict, only the 'no' ones, or none (fastest: the answer is decoded first)",
+    )
     judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
     judge.set_defaults(func=cmd_judge)

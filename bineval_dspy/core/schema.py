@@ -97,18 +97,19 @@ class Verdict(BaseModel):
 
 
 class JudgeSpec(BaseModel):
-    """Exactly which judge gave a set of verdicts: the LM's model string (with API base) and the options."""
+    """Exactly which judge gave a set of verdicts: the LM's model string (a remote one names its server, an
+    embedded one its file digest) and the options."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str
-    api_base: str | None = None
     chain_of_thought: bool = False
     samples: int = 1
     probability: bool = False
     sample_temperature: float | None = None
     verifier_mode: Literal["strict", "loose"] = "strict"
     partial: bool = False
+    explanations: Literal["all", "failures", "none"] = "all"
 
 
 class Scorecard(BaseModel):

@@ -8,12 +8,19 @@ verifier is answered by code, never by the LM. Any failure to get a parseable an
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from typing import Literal
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from typing import Any, Literal
 
 import dspy
+import json_repair
+from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel, Field
 
+from bineval_dspy.core.console import in_caller_context
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import score
@@ -42,6 +49,30 @@ class AnswerQuestion(dspy.Signature):
     verdict: Answer = dspy.OutputField()
 
 
+Explanations = Literal["all", "failures", "none"]
+# Verdict-first decoding stops the JSON right after the answer: the explanation key comes next.
+EXPLANATION_STOP = '"explanation"'
+_ANSWER_VALUE = re.compile(r'"answer"\s*:\s*"(yes|no)"')
+LOCAL_PARALLEL = 16  # questions sent together to an in-process model, which decodes them as one batch
+
+
+class VerdictFirstAdapter(dspy.JSONAdapter):
+    """JSON adapter that also reads a reply cut off after the verdict's answer (``EXPLANATION_STOP``)."""
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        try:
+            return super().parse(signature, completion)
+        except AdapterParseError:
+            match = _ANSWER_VALUE.search(completion)
+            if match is None:
+                raise
+            fields: dict[str, Any] = {"verdict": Answer(answer=match.group(1), explanation="")}  # type: ignore[arg-type]
+            if "reasoning" in signature.output_fields:
+                repaired = json_repair.loads(completion)
+                fields["reasoning"] = str(repaired.get("reasoning", "")) if isinstance(repaired, dict) else ""
+            return fields
+
+
 class BinaryJudge(dspy.Module):
     """Answers each question of a checklist on its own and aggregates the verdicts into a Scorecard.
 
@@ -50,6 +81,10 @@ class BinaryJudge(dspy.Module):
     (score a dimension over its answered questions instead of leaving it unscored when one is unanswered).
     Questions that name a code verifier are answered by it (``verifier_mode`` strict or loose), never by
     the LM; ``code_router`` replaces that routing.
+
+    ``explanations``: ``all`` (every verdict explained), ``failures`` (the answer first, then an explanation only
+    for a "no": what the optimizer and a reader need) or ``none`` (answers only). The questions of one output are
+    asked concurrently: an in-process model decodes them as one batch, a remote one gets ``threads`` at once.
     """
 
     def __init__(
@@ -63,10 +98,14 @@ class BinaryJudge(dspy.Module):
         code_router: CodeRouter | None = None,
         verifier_mode: Mode = "strict",
         partial: bool = False,
+        explanations: Explanations = "all",
+        threads: int | None = None,
     ) -> None:
         super().__init__()
         if samples < 1:
             raise ValueError("samples must be at least 1")
+        if explanations not in ("all", "failures", "none"):
+            raise ValueError(f"explanations must be all, failures or none, got {explanations!r}")
         self.answer = dspy.ChainOfThought(AnswerQuestion) if chain_of_thought else dspy.Predict(AnswerQuestion)
         self.samples = samples
         self.probability = probability
@@ -75,24 +114,45 @@ class BinaryJudge(dspy.Module):
         self.verifier_mode = verifier_mode
         self.partial = partial
         self.code_router = code_router or make_code_router(verifier_mode)
+        self.explanations = explanations
+        self.threads = threads
+        self._verdict_adapter = VerdictFirstAdapter()
 
     def forward(self, input: str, output: str, checklist: Checklist) -> Scorecard:
-        verdicts = [self.judge_question(input, output, q) for q in checklist.questions]
-        card = score(checklist, verdicts, use_probability=self.probability, partial=self.partial)
+        routed = {q.id: self.code_router(q, input, output) for q in checklist.questions}
+        asked = [q for q in checklist.questions if routed[q.id] is None]
+        answers = self._each(asked, lambda q: self._ask_votes(input, output, q))
+        if self.explanations == "failures":
+            failed = [q for q in asked if answers[q.id].answer == "no"]
+            answers.update(self._each(failed, lambda q: self._ask(input, output, q, 0, explain=True)))
+        verdicts = [routed[q.id] or answers[q.id] for q in checklist.questions]
+        card = score(checklist, verdicts, use_probability=self.probability, partial=self.partial)  # type: ignore[arg-type]
         return card.model_copy(update={"judge": self.spec()})
 
+    def _each(self, questions: Sequence[Question], ask: Callable[[Question], Verdict]) -> dict[str, Verdict]:
+        """``ask`` for every question, concurrently when the LM allows it; verdicts by question id."""
+        lm = self.answer_lm()
+        engine = getattr(lm, "engine", None)
+        local = bool(getattr(engine, "in_process", False))
+        threads = min(len(questions), self.threads or (LOCAL_PARALLEL if local else 1))
+        if threads <= 1:
+            return {q.id: ask(q) for q in questions}
+        hint = engine.expect(len(questions)) if local and hasattr(engine, "expect") else nullcontext()
+        with hint, ThreadPoolExecutor(max_workers=threads) as pool:
+            return {q.id: v for q, v in zip(questions, pool.map(in_caller_context(ask), questions))}
+
     def spec(self) -> JudgeSpec:
-        """The model string (and API base) of the LM this judge calls, and its options."""
+        """The model string of the LM this judge calls, and its options."""
         lm = self.answer_lm()
         return JudgeSpec(
             model=getattr(lm, "model", "unknown-lm"),
-            api_base=(getattr(lm, "kwargs", {}) or {}).get("api_base"),
             chain_of_thought=isinstance(self.answer, dspy.ChainOfThought),
             samples=self.samples,
             probability=self.probability,
             sample_temperature=self.sample_temperature if self.samples > 1 else None,
             verifier_mode=self.verifier_mode,
             partial=self.partial,
+            explanations=self.explanations,
         )
 
     def judge_question(self, input: str, output: str, question: Question) -> Verdict:
@@ -100,10 +160,18 @@ class BinaryJudge(dspy.Module):
         routed = self.code_router(question, input, output)
         if routed is not None:
             return routed
-        votes = [self._ask(input, output, question, i) for i in range(self.samples)]
+        verdict = self._ask_votes(input, output, question)
+        if self.explanations == "failures" and verdict.answer == "no":
+            verdict = self._ask(input, output, question, 0, explain=True)
+        return verdict
+
+    def _ask_votes(self, input: str, output: str, question: Question) -> Verdict:
+        explain = self.explanations == "all"
+        votes = [self._ask(input, output, question, i, explain) for i in range(self.samples)]
         return votes[0] if self.samples == 1 else _majority(question.id, votes)
 
-    def _ask(self, input: str, output: str, question: Question, sample: int) -> Verdict:
+    def _ask(self, input: str, output: str, question: Question, sample: int, explain: bool) -> Verdict:
+        """One LM answer. Without ``explain`` generation stops after the answer (same prompt, fewer tokens)."""
         lm = self.answer_lm()
         judge_name = getattr(lm, "model", "unknown-lm")
         config: dict = {}
@@ -111,8 +179,10 @@ class BinaryJudge(dspy.Module):
             config.update(temperature=self.sample_temperature, rollout_id=sample)
         if self.probability:
             config.update(logprobs=True, top_logprobs=10)
+        if not explain:
+            config.update(stop=[EXPLANATION_STOP])
         try:
-            with dspy.context(adapter=self.adapter):
+            with dspy.context(adapter=self.adapter if explain else self._verdict_adapter):
                 pred = self.answer(input=input, output=output, question=question.text, config=config)
             answer, explanation = pred.verdict.answer, pred.verdict.explanation
         except Exception as exc:  # any LM or parse failure is an unanswered question, never a yes

@@ -35,7 +35,6 @@ import llama_cpp  # noqa: E402
 
 DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
 MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
-ATTENTION_PAD = 32  # llama.cpp pads the attended KV span to a multiple of this (256 with flash attention)
 BATCH_WAIT_S = 0.05  # how long a batch waits for requests a caller announced with ``expect``
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
@@ -77,6 +76,8 @@ class LlamaCppEngine:
 
     One lock guards the llama context (it is not thread-safe); ``__deepcopy__`` returns
     ``self`` so program copies share one set of weights. ``batching=False`` decodes every call on its own.
+    Flash attention pads the attended span to 256 cells, so parallel sequences of similar length decode in one
+    llama.cpp batch without changing their numbers (see ``_complete_batch``).
     """
 
     in_process = True  # calls serialize on one context; see ``bineval_dspy.lm.specs.is_local``
@@ -96,12 +97,15 @@ class LlamaCppEngine:
         reuse_prefix: bool = True,
         record_calls: bool = False,
         batching: bool = True,
+        flash_attn: bool = True,
     ) -> None:
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.reuse_prefix = reuse_prefix
         self.record_calls = record_calls
+        self.flash_attn = flash_attn
+        self.attention_pad = 256 if flash_attn else 32  # llama.cpp pads the attended KV span to this
         self.stats = EngineStats()
         self._lock = threading.RLock()
         self._batcher = _Batcher(self._complete_batch, MAX_PARALLEL) if batching and reuse_prefix else None
@@ -125,6 +129,7 @@ class LlamaCppEngine:
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads,
                 n_batch=512,
+                flash_attn=self.flash_attn,
                 verbose=False,
             )
             if self._batcher is not None:
@@ -312,7 +317,7 @@ class LlamaCppEngine:
                 for i in active:
                     token = decodings[i].choose(logits[i])
                     if decodings[i].accept(token, logits[i]):
-                        span = -(-(positions[i] + 1) // ATTENTION_PAD)  # one batch per attention span, as alone
+                        span = -(-(positions[i] + 1) // self.attention_pad)  # one batch per attention span, as alone
                         step.setdefault(span, []).append((token, positions[i], streams[i], True, i))
                         positions[i] += 1
                 active = [row[4] for rows in step.values() for row in rows]

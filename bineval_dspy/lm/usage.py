@@ -26,13 +26,25 @@ class CallCounter(BaseCallback):
 
 
 class Cost(BaseModel):
-    """LM calls and tokens spent by one piece of work."""
+    """LM calls and tokens spent by one piece of work; ``cached_prompt_tokens`` where the provider reports them."""
 
     lm_calls: int = 0
     tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int | None = None
 
     def __add__(self, other: Cost) -> Cost:
-        return Cost(lm_calls=self.lm_calls + other.lm_calls, tokens=self.tokens + other.tokens)
+        cached = None if self.cached_prompt_tokens is None and other.cached_prompt_tokens is None else (
+            (self.cached_prompt_tokens or 0) + (other.cached_prompt_tokens or 0)
+        )
+        return Cost(
+            lm_calls=self.lm_calls + other.lm_calls,
+            tokens=self.tokens + other.tokens,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_prompt_tokens=cached,
+        )
 
 
 def measured(work: Callable[[], T], counter: CallCounter | None = None) -> tuple[T, Cost]:
@@ -41,7 +53,15 @@ def measured(work: Callable[[], T], counter: CallCounter | None = None) -> tuple
     before = counter.calls
     with dspy.context(callbacks=[*dspy.settings.callbacks, counter]), dspy.track_usage() as usage:
         result = work()
-    tokens = sum(
-        int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0) for u in usage.get_total_tokens().values()
+    totals = list(usage.get_total_tokens().values())
+    prompt = sum(int(u.get("prompt_tokens") or 0) for u in totals)
+    completion = sum(int(u.get("completion_tokens") or 0) for u in totals)
+    reported = [(u.get("prompt_tokens_details") or {}).get("cached_tokens") for u in totals]
+    cached = sum(int(c) for c in reported if c is not None) if any(c is not None for c in reported) else None
+    return result, Cost(
+        lm_calls=counter.calls - before,
+        tokens=prompt + completion,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_prompt_tokens=cached,
     )
-    return result, Cost(lm_calls=counter.calls - before, tokens=tokens)

@@ -149,7 +149,7 @@ class BinEvalOptimizer(Teleprompter):
             mode=self.feedback.mode,
             settings=self.settings,
             fingerprint=self._fingerprint,
-            start=StartRecord(instructions=texts, prompt_chars=prompt_length(texts), val=summary, **cost.model_dump()),
+            start=StartRecord(instructions=texts, prompt_chars=prompt_length(texts), val=summary, lm_calls=cost.lm_calls, tokens=cost.tokens),
             best=BestRecord(instructions=texts, val_score=evaluation.score, val=summary, iteration=0),
         )
         self._save(audit)

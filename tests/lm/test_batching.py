@@ -1,0 +1,105 @@
+"""Parallel sequences in the embedded engine: the same verdicts as one call at a time, safe under threads."""
+
+from __future__ import annotations
+
+import threading
+
+import dspy
+import pytest
+
+from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm.llama_engine import LlamaCppEngine
+from bineval_dspy.lm.specs import embedded_model_path
+
+pytestmark = pytest.mark.embedded
+
+ARTICLE = (
+    "The city council met on Tuesday and voted 7 to 2 to keep the central library open on Sundays from March. "
+    "The mayor, Ana Ruiz, said the 120,000 dollar cost would come from the parks budget. Two members voted "
+    "against, saying the money was needed to repair the swimming pool."
+)
+SUMMARIES = [
+    "The council voted 7 to 2 to open the library on Sundays from March, paid from the parks budget.",
+    "The council voted unanimously to demolish the railway station and build a stadium costing 42 million dollars.",
+]
+CHECKLIST = Checklist(
+    task="Summarize the article.",
+    dimensions=[],
+    questions=[
+        Question(text=t, dimension=d)
+        for d, t in [
+            ("consistency", "Is every number in the summary the same as in the article?"),
+            ("consistency", "Is every claim in the summary supported by the article?"),
+            ("relevance", "Does the summary state the main decision of the article?"),
+            ("fluency", "Is every sentence of the summary grammatical?"),
+            ("coherence", "Is the summary free of repeated information?"),
+            ("relevance", "Does the summary mention who made the decision?"),
+        ]
+    ],
+)
+
+
+def lm_on(engine: LlamaCppEngine) -> dspy.LM:
+    return dspy.LM("local/smollm2-test", engine=engine, cache=False, num_retries=0, temperature=0.0, max_tokens=256)
+
+
+@pytest.fixture(scope="module")
+def engines() -> tuple[LlamaCppEngine, LlamaCppEngine]:
+    path = embedded_model_path("smollm2")
+    return LlamaCppEngine(path, batching=False), LlamaCppEngine(path, batching=True)
+
+
+def verdicts(lm: dspy.LM, judge: BinaryJudge) -> list[list[tuple]]:
+    with dspy.context(lm=lm):
+        cards = [judge(input=ARTICLE, output=s, checklist=CHECKLIST) for s in SUMMARIES]
+    return [[(v.answer, v.explanation, v.p_yes) for v in card.verdicts] for card in cards]
+
+
+@pytest.mark.parametrize("explanations", ["all", "none"])
+def test_batched_verdicts_equal_the_sequential_ones(engines, explanations):
+    sequential, batched = engines
+    calls = batched.stats.calls
+    expected = verdicts(lm_on(sequential), BinaryJudge(probability=True, explanations=explanations, threads=1))
+    got = verdicts(lm_on(batched), BinaryJudge(probability=True, explanations=explanations))
+    assert got == expected
+    assert all(answer != "unanswered" for card in got for answer, *_ in card)
+    assert batched.stats.calls - calls == len(SUMMARIES) * len(CHECKLIST.questions)
+
+
+def test_verdict_first_decoding_keeps_the_answers_and_generates_less(engines):
+    sequential, _ = engines
+    lm = lm_on(sequential)
+    before = sequential.stats.generated_tokens
+    full = verdicts(lm, BinaryJudge(threads=1))
+    full_tokens = sequential.stats.generated_tokens - before
+    before = sequential.stats.generated_tokens
+    answers_only = verdicts(lm, BinaryJudge(explanations="none", threads=1))
+    assert [[a for a, *_ in card] for card in answers_only] == [[a for a, *_ in card] for card in full]
+    assert all(explanation == "" for card in answers_only for _, explanation, _ in card)
+    assert sequential.stats.generated_tokens - before < full_tokens / 2
+
+
+def test_concurrent_callers_each_get_their_own_answers(engines):
+    _, batched = engines
+    lm = lm_on(batched)
+    judge = BinaryJudge(explanations="none")
+    results: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def work(index: int) -> None:
+        try:
+            with dspy.context(lm=lm):
+                card = judge(input=ARTICLE, output=SUMMARIES[index % 2], checklist=CHECKLIST)
+            results[index] = [v.answer for v in card.verdicts]
+        except BaseException as exc:  # reported below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert not errors and len(results) == 4
+    assert all(answer in ("yes", "no") for answers in results.values() for answer in answers)
+    assert results[0] == results[2] and results[1] == results[3]  # the same output, judged twice at once

@@ -21,6 +21,8 @@ demo: $(STAMP)
 	$(VENV)/bin/bineval demo
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check bineval_dspy tests experiments
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

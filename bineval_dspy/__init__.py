@@ -28,7 +28,24 @@ _EXPORTS = {
     "bineval_metric": "bineval_dspy.optimize.metric",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BinEvalOptimizer",
+    "BinEvalWriter",
+    "BinaryJudge",
+    "Checklist",
+    "ChecklistGenerator",
+    "ChecklistWriter",
+    "JudgeSpec",
+    "OptimizerSettings",
+    "Question",
+    "Scorecard",
+    "Verdict",
+    "bineval_metric",
+    "make_lm",
+    "rescale",
+    "score",
+]
+assert sorted(__all__) == sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from bineval_dspy.checklists.base import ChecklistWriter

@@ -1,15 +1,19 @@
-"""What BinaryJudge costs on the embedded LM, against the naive DSPy way and a llama.cpp floor.
+"""What BinaryJudge costs on the embedded LM: today's default, the batched judge, verdict-first decoding, the
+naive DSPy way, and two llama.cpp floors, measured side by side in one process on the same pairs and questions.
 
-Three measurements in one process, on SummEval (article, summary) pairs of about 500 tokens:
+Arms (each on its own engine, interleaved pair by pair so machine load hits them alike):
 
-- default: ``BinaryJudge()`` (JSONAdapter, grammar-constrained JSON, KV-cache prefix reuse);
-- naive: one plain ``dspy.Predict`` per question with ChatAdapter (JSON fallback on) and no prefix reuse;
-- floor: llama.cpp alone doing default's model work: the same prompt tokens evaluated (each pair's
-  shared prefix once, then each question's suffix) and greedy decoding of as many tokens as default
-  generated, with no grammar, no DSPy and no per-token Python beyond the decode loop.
+- today: the previous default, ``BinaryJudge()`` one question at a time on an engine without parallel sequences
+  or flash attention;
+- new: ``BinaryJudge()`` on the default engine: the questions of one output decoded as parallel sequences;
+- verdict_only: ``BinaryJudge(explanations="none")``: generation stops after the answer;
+- naive: one plain ``dspy.Predict`` per question with ChatAdapter and no prefix reuse;
+- floor: llama.cpp alone doing today's model work (same prompt tokens evaluated, as many tokens generated);
+- batched_floor: llama.cpp alone, the physical floor of one output: one prefill of the shared context, one
+  batched pass over all question suffixes, one decoding step for every question's verdict token.
 
 Usage: python experiments/bench_judge.py [--data DIR] [--pairs N] [--questions N] [--out PATH]
-Prints a table and ends with ``ratios: default/floor=X naive/default=Y``.
+Prints a table and ends with ``ratios: today/new=A today/verdict_only=B verdict_only/batched_floor=C naive/new=D``.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+import llama_cpp
+import numpy as np
 from dspy.lm15 import Request, Response
 
+from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.llama_engine import LlamaCppEngine
-from bineval_dspy.lm.specs import embedded_model_path, make_lm
-from bineval_dspy.core.schema import Checklist, Question
-from bineval_dspy.core.scoring import score
+from bineval_dspy.lm.specs import embedded_model_path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -204,6 +209,46 @@ def floor_call(llama: Any, tokens: list[int], n: int, before: list[int], meter: 
     meter.add(1, len(tokens), len(tokens) - keep, n)
 
 
+def batched_floor(llama: Any, batch: Any, prompts: list[list[int]], meter: Meter) -> None:
+    """The physical floor of one output: its shared prefix evaluated once (after what the cache already holds),
+    every question's suffix in one batch on its own sequence, then one batched step decoding a verdict token."""
+    memory = llama._ctx.memory
+    prefix = prompts[0][: min(common_prefix(prompts[0], p) for p in prompts)]
+    prefix = prefix[: min(map(len, prompts)) - 1]
+    with meter:
+        keep = common_prefix(llama.input_ids[: llama.n_tokens].tolist(), prefix)
+        llama.n_tokens = keep
+        llama.eval(prefix[keep:])
+        rows = []
+        for seq, tokens in enumerate(prompts, start=1):
+            llama_cpp.llama_memory_seq_cp(memory, 0, seq, -1, -1)
+            rows += [(t, len(prefix) + j, seq, j == len(tokens) - len(prefix) - 1) for j, t in enumerate(tokens[len(prefix) :])]
+        last = _decode(llama, batch, rows)
+        verdicts = [(int(np.argmax(last[k])), len(prompts[seq - 1]), seq, True) for seq, k in enumerate(sorted(last), 1)]
+        _decode(llama, batch, verdicts)
+        for seq in range(1, len(prompts) + 1):
+            llama_cpp.llama_memory_seq_rm(memory, seq, -1, -1)
+    meter.add(len(prompts), sum(map(len, prompts)), len(prefix) - keep + len(rows), len(prompts))
+
+
+def _decode(llama: Any, batch: Any, rows: list[tuple[int, int, int, bool]]) -> dict[int, np.ndarray]:
+    """Decode (token, position, sequence, wants logits) rows in chunks of n_batch; logits by row index."""
+    found: dict[int, np.ndarray] = {}
+    for start in range(0, len(rows), llama.n_batch):
+        chunk = rows[start : start + llama.n_batch]
+        for k, (token, position, seq, wants) in enumerate(chunk):
+            batch.token[k], batch.pos[k], batch.n_seq_id[k], batch.logits[k] = token, position, 1, wants
+            batch.seq_id[k][0] = seq
+        batch.n_tokens = len(chunk)
+        if llama_cpp.llama_decode(llama._ctx.ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+        for k, (*_, wants) in enumerate(chunk):
+            if wants:
+                pointer = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, k)
+                found[start + k] = np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),)).copy()
+    return found
+
+
 def naive_call(predict: dspy.Predict, lm: dspy.LM, pair: Pair, question: Question, meter: Meter) -> None:
     try:
         with dspy.context(lm=lm, adapter=dspy.ChatAdapter()), meter:
@@ -214,6 +259,10 @@ def naive_call(predict: dspy.Predict, lm: dspy.LM, pair: Pair, question: Questio
     meter.answers[answer] += 1
 
 
+def local_lm(engine: LlamaCppEngine, name: str) -> dspy.LM:
+    return dspy.LM(f"local/{name}", engine=engine, cache=False, num_retries=0, temperature=0.0, max_tokens=256)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -222,69 +271,84 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
 
-    lm = make_lm("smollm2", cache=False)
-    engine: LlamaCppEngine = lm._engine_spec
-    engine.record_calls = True
     path = embedded_model_path()
-    naive_engine = LlamaCppEngine(path, reuse_prefix=False)
-    naive_lm = dspy.LM(
-        f"local/naive-{path.stem.lower()}", engine=naive_engine, cache=False, num_retries=0, temperature=0.0, max_tokens=256
-    )
-    warm_up(engine)
-    warm_up(naive_engine)
-
-    pairs = load_pairs(args.data, args.pairs, lambda text: len(engine.tokenize(text)))
+    engines = {
+        "today": LlamaCppEngine(path, batching=False, flash_attn=False, record_calls=True),
+        "new": LlamaCppEngine(path),
+        "verdict_only": LlamaCppEngine(path),
+        "naive": LlamaCppEngine(path, reuse_prefix=False, flash_attn=False),
+        "floor": LlamaCppEngine(path, batching=False, flash_attn=False),
+        "batched_floor": LlamaCppEngine(path),
+    }
+    for engine in engines.values():
+        warm_up(engine)
+    lms = {name: local_lm(engine, name) for name, engine in engines.items()}
+    judges = {"today": BinaryJudge(threads=1), "new": BinaryJudge(), "verdict_only": BinaryJudge(explanations="none")}
+    today = engines["today"]
+    pairs = load_pairs(args.data, args.pairs, lambda text: len(today.tokenize(text)))
     checklist = Checklist(
         task="Summarize the news article.",
         dimensions=[],
         questions=[Question(text=text, dimension=dim) for dim, text in QUESTIONS[: args.questions]],
     )
-
-    # Interleaved question by question (default, floor, naive), so load from other processes on
-    # this machine hits the three alike; each mode adds up its own timed sections. The default
-    # section is BinaryJudge.forward spelled out: judge_question for each question, then score().
-    requests = record_requests(engine)
-    judge = BinaryJudge()
+    requests = {name: record_requests(engines[name]) for name in ("today", "verdict_only")}
     predict = dspy.Predict("document, summary, question -> answer: bool, explanation: str")
-    meters = {"default": Meter(engine), "naive": Meter(naive_engine), "floor": Meter()}
-    llama = engine._load()
+    meters = {name: Meter(engine if name in ("today", "new", "verdict_only", "naive") else None) for name, engine in engines.items()}
+    floor_llama, batched_llama = engines["floor"]._load(), engines["batched_floor"]._load()
+    batch = llama_cpp.llama_batch_init(batched_llama.n_batch, 0, 1)
+    answers: dict[str, list[list[str]]] = {name: [] for name in judges}
+    explanations: dict[str, list[list[str]]] = {name: [] for name in judges}
     prompts: list[list[int]] = []
     prefixes: list[int] = []
+    q = len(checklist.questions)
     for i, pair in enumerate(pairs, 1):
-        verdicts = []
-        pair_prompts = []
-        for question in checklist.questions:
-            first_call = len(engine.stats.per_call)
-            with dspy.context(lm=lm), meters["default"]:
-                verdicts.append(judge.judge_question(pair.article, pair.summary, question))
-            if len(engine.stats.per_call) != first_call + 1:
-                raise RuntimeError("a default call failed inside the engine; the floor cannot mirror it")
-            tokens = engine.tokenize(engine.render(requests[-1]))
-            floor_call(llama, tokens, engine.stats.per_call[-1]["generated"], prompts[-1] if prompts else [], meters["floor"])
-            naive_call(predict, naive_lm, pair, question, meters["naive"])
+        for name, judge in judges.items():
+            with dspy.context(lm=lms[name]), meters[name]:
+                card = judge(input=pair.article, output=pair.summary, checklist=checklist)
+            answers[name].append([v.answer for v in card.verdicts])
+            explanations[name].append([v.explanation for v in card.verdicts])
+            for verdict in card.verdicts:
+                meters[name].answers[verdict.answer] += 1
+        # the floors mirror what the judges asked: today's prompts and tokens, verdict_only's prompts
+        today_calls = today.stats.per_call[-q:]
+        pair_prompts = [today.tokenize(today.render(r)) for r in requests["today"][-q:]]
+        for tokens, call in zip(pair_prompts, today_calls):
+            floor_call(floor_llama, tokens, call["generated"], prompts[-1] if prompts else [], meters["floor"])
             prompts.append(tokens)
-            pair_prompts.append(tokens)
-        with meters["default"]:
-            score(checklist, verdicts)
-        for verdict in verdicts:
-            meters["default"].answers[verdict.answer] += 1
+        verdict_prompts = [engines["verdict_only"].tokenize(engines["verdict_only"].render(r)) for r in requests["verdict_only"][-q:]]
+        batched_floor(batched_llama, batch, verdict_prompts, meters["batched_floor"])
+        for question in checklist.questions:
+            naive_call(predict, lms["naive"], pair, question, meters["naive"])
         prefixes.append(min(common_prefix(pair_prompts[0], p) for p in pair_prompts))
         print(f"pair {i}/{len(pairs)}: " + "  ".join(f"{k} {m.figures.seconds:.1f}s" for k, m in meters.items()), flush=True)
+    llama_cpp.llama_batch_free(batch)
 
-    q = len(checklist.questions)
-    rows = {name: m.figures for name, m in meters.items()}
+    same = {
+        name: sum(a == b for x, y in zip(answers["today"], answers[name]) for a, b in zip(x, y))
+        for name in ("new", "verdict_only")
+    }
+    explained_alike = sum(a == b for x, y in zip(explanations["today"], explanations["new"]) for a, b in zip(x, y))
     print(f"{len(pairs)} pairs x {q} questions; pair tokens (article+summary) mean "
           f"{sum(p.article_tokens + p.summary_tokens for p in pairs) / len(pairs):.0f}; "
-          f"default prompt mean {sum(map(len, prompts)) / len(prompts):.0f} tokens, shared prefix per pair "
+          f"prompt mean {sum(map(len, prompts)) / len(prompts):.0f} tokens, shared prefix per pair "
           f"{sum(prefixes) / len(prefixes):.0f}")
-    print(f"{'mode':<8} {'wall s':>8} {'cpu s':>8} {'LM calls':>9} {'prompt tok':>11} {'evaluated':>10} {'generated':>10}")
+    print(f"{'mode':<14} {'wall s':>8} {'cpu s':>8} {'LM calls':>9} {'prompt tok':>11} {'evaluated':>10} {'generated':>10}")
     for name, m in meters.items():
         f = m.figures
-        print(f"{name:<8} {f.seconds:>8.2f} {m.cpu:>8.2f} {f.calls:>9} {f.prompt_tokens:>11} "
+        print(f"{name:<14} {f.seconds:>8.2f} {m.cpu:>8.2f} {f.calls:>9} {f.prompt_tokens:>11} "
               f"{f.evaluated_prompt_tokens:>10} {f.generated_tokens:>10}")
-    print(f"answers: default {meters['default'].answers}; naive {meters['naive'].answers}")
-    default, naive, floor = rows["default"], rows["naive"], rows["floor"]
-    ratios = {"default/floor": default.seconds / floor.seconds, "naive/default": naive.seconds / default.seconds}
+    total = len(pairs) * q
+    print("answers: " + "; ".join(f"{name} {m.answers}" for name, m in meters.items() if name in judges or name == "naive"))
+    print(f"answers equal to today's: new {same['new']}/{total}, verdict_only {same['verdict_only']}/{total}; "
+          f"new's explanations equal to today's: {explained_alike}/{total} (flash attention changes the numbers: see README)")
+    seconds = {name: m.figures.seconds for name, m in meters.items()}
+    ratios = {
+        "today/new": seconds["today"] / seconds["new"],
+        "today/verdict_only": seconds["today"] / seconds["verdict_only"],
+        "verdict_only/batched_floor": seconds["verdict_only"] / seconds["batched_floor"],
+        "naive/new": seconds["naive"] / seconds["new"],
+        "today/floor": seconds["today"] / seconds["floor"],
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "model": str(path),
@@ -292,9 +356,11 @@ def main() -> None:
         "questions": [text for _, text in QUESTIONS[:q]],
         "shared_prefix_tokens": prefixes,
         **{name: {**asdict(m.figures), "cpu_seconds": m.cpu, "answers": m.answers} for name, m in meters.items()},
+        "answers_equal_to_today": same,
+        "explanations_equal_to_today": explained_alike,
         "ratios": ratios,
     }, indent=2) + "\n")
-    print(f"ratios: default/floor={ratios['default/floor']:.2f} naive/default={ratios['naive/default']:.2f}")
+    print("ratios: " + " ".join(f"{k}={ratios[k]:.2f}" for k in ("today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new")))
 
 
 if __name__ == "__main__":

@@ -31,15 +31,15 @@ from collections import Counter
 from pathlib import Path
 
 import dspy
-import numpy as np
 
-from bineval_dspy.optimize.feedback import CrossModelFeedback
-from bineval_dspy.judges.binary import BinaryJudge
-from bineval_dspy.optimize.config import DataConfig, load_judge_examples, split
-from bineval_dspy.optimize.optimizer import BinEvalOptimizer, instructions_of
 from bineval_dspy.core.console import progress_map
-from bineval_dspy.lm.runtime import configure
 from bineval_dspy.core.schema import Question
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm.runtime import configure
+from bineval_dspy.meta.agreement import agreement, cohen_kappa
+from bineval_dspy.optimize.config import DataConfig, load_judge_examples, split
+from bineval_dspy.optimize.feedback import CrossModelFeedback
+from bineval_dspy.optimize.optimizer import BinEvalOptimizer, instructions_of
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -117,19 +117,6 @@ def write_examples(records: list[dict], chosen: dict[str, list[str]], path: Path
 
 
 # -- metrics --------------------------------------------------------------------------------------------------------
-def cohen_kappa(target: list[str], reference: list[str]) -> float | None:
-    """Cohen's kappa for yes/no labels; None when chance agreement is 1 (both raters constant and equal)."""
-    if not target:
-        return None
-    index = {"yes": 0, "no": 1}
-    table = np.zeros((2, 2))
-    np.add.at(table, ([index[a] for a in target], [index[b] for b in reference]), 1.0)
-    table /= table.sum()
-    observed = float(np.trace(table))
-    chance = float(table.sum(axis=1) @ table.sum(axis=0))
-    return None if chance >= 1.0 - 1e-12 else (observed - chance) / (1.0 - chance)
-
-
 def judge_all(program: BinaryJudge, examples: list[dspy.Example], label: str) -> list[dict]:
     """The target's verdict on every example, next to the reference."""
 
@@ -156,11 +143,11 @@ def report(rows: list[dict]) -> dict:
             "target_yes_rate": target_rate,
             "reference_yes_rate": ref_rate,
             "gap": abs(target_rate - ref_rate) if target_rate is not None else None,
-            "agreement": sum(r["target"] == r["reference"] for r in mine) / len(mine),
+            "agreement": agreement([r["target"] for r in mine], [r["reference"] for r in mine]),
         }
     return {
         "n": len(rows),
-        "agreement": sum(r["target"] == r["reference"] for r in rows) / len(rows),
+        "agreement": agreement([r["target"] for r in rows], [r["reference"] for r in rows]),
         "kappa": cohen_kappa([r["target"] for r in answered], [r["reference"] for r in answered]),
         "unanswered": len(rows) - len(answered),
         "target_yes_rate": sum(r["target"] == "yes" for r in answered) / len(answered) if answered else None,

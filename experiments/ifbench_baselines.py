@@ -17,10 +17,10 @@ from pathlib import Path
 
 import dspy
 
-from bineval_dspy.programs.generator import Generator, run_generation
 from bineval_dspy.judges.binary import hybrid_judge
-from bineval_dspy.lm.usage import CallCounter
 from bineval_dspy.lm.specs import make_lm
+from bineval_dspy.lm.usage import CallCounter
+from bineval_dspy.programs.generator import Generator, run_generation
 from bineval_dspy.suites import ResponseRow, load_suite, verify
 
 DEFAULT_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))

@@ -31,14 +31,13 @@ from typing import Any
 
 import dspy
 
-from bineval_dspy.programs.generator import Generator
-from bineval_dspy.optimize.metric import bineval_metric
-from bineval_dspy.optimize.config import DataConfig, ProgramConfig, RunConfig, build
-from bineval_dspy.optimize.settings import OptimizerSettings as OptimizerConfig
-from bineval_dspy.lm.usage import CallCounter
-from bineval_dspy.optimize.optimizer import instructions_of, prompt_length, set_instructions
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.lm.runtime import configure
+from bineval_dspy.lm.usage import CallCounter
+from bineval_dspy.optimize.config import DataConfig, ProgramConfig, RunConfig, build
+from bineval_dspy.optimize.metric import bineval_metric
+from bineval_dspy.optimize.optimizer import instructions_of, set_instructions
+from bineval_dspy.optimize.settings import OptimizerSettings as OptimizerConfig
 from bineval_dspy.suites import SuiteRow, grade
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,8 +92,9 @@ class TestGrader:
             result: dict[str, Any] = {}
             for mode in ("strict", "loose"):
                 graded = [grade(row, response, mode) for row, response in zip(self.rows, responses)]
-                result[f"{mode}_prompt"] = sum(g.follow_all_instructions for g in graded) / len(graded)
-                followed = sum(sum(g.follow_instruction_list) for g in graded)
+                # an ungraded instruction (None) counts as not followed: the response earned nothing for it
+                result[f"{mode}_prompt"] = sum(g.follow_all_instructions is True for g in graded) / len(graded)
+                followed = sum(sum(x is True for x in g.follow_instruction_list) for g in graded)
                 result[f"{mode}_instruction"] = followed / sum(len(g.follow_instruction_list) for g in graded)
             self.memo[instructions] = result
         return self.memo[instructions]

@@ -3,13 +3,32 @@
 from __future__ import annotations
 
 import copy
+import os
+from pathlib import Path
 
 import dspy
 import pytest
 
-from bineval_dspy.testing import ScriptedEngine, question_of, scripted_lm, verdict_json
+from bineval_dspy.testing import Script, ScriptedEngine, question_of, scripted_lm, verdict_json
 
-__all__ = ["ScriptedEngine", "question_of", "scripted_lm", "verdict_json"]  # tests import them from here
+__all__ = ["SHARED_DATA", "ScriptedEngine", "question_of", "route_cli_lm", "scripted_lm", "verdict_json"]  # tests import them from here
+
+# The project's shared data lies beside the checkout (CI lays it there too); BINEVAL_SHARED_DATA overrides.
+SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def route_cli_lm(monkeypatch: pytest.MonkeyPatch, script: Script) -> dspy.LM:
+    """Make the CLI's LM set-up (``runtime.configure``) install a scripted LM; returns that LM."""
+    from bineval_dspy.lm import runtime
+
+    lm = scripted_lm(script)
+
+    def configure(options=None, cache_dir=None) -> dspy.LM:
+        dspy.configure(lm=lm)
+        return lm
+
+    monkeypatch.setattr(runtime, "configure", configure)
+    return lm
 
 
 @pytest.fixture(autouse=True)

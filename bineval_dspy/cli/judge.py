@@ -20,10 +20,10 @@ from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.code import check_verifiers
-from bineval_dspy.lm.usage import measured
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads
 from bineval_dspy.lm.specs import is_local
+from bineval_dspy.lm.usage import measured
 
 
 def _read_task(value: str) -> str:

@@ -7,14 +7,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bineval_dspy import __version__
 from bineval_dspy.cli.generate import add_generate_command
 from bineval_dspy.cli.judge import add_judge_commands
 from bineval_dspy.cli.optimize import add_optimize_command
+from bineval_dspy.cli.options import count
 from bineval_dspy.cli.show import add_show_command
 from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.core.console import console
-from bineval_dspy import __version__
-from bineval_dspy.cli.options import count
 from bineval_dspy.core.errors import ExitCode, InputError, RunError
 from bineval_dspy.lm.remote import DEFAULT_TIMEOUT
 from bineval_dspy.lm.runtime import DEFAULT_CACHE_DIR

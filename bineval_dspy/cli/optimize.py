@@ -17,15 +17,17 @@ from bineval_dspy.optimize.config import build, load_config, run_fingerprint
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Run (or resume) the optimization a config describes; ``--lm`` given on the command line replaces ``lm``."""
     config = load_config(Path(args.config))
+    source = f"{config.source}: field 'lm' ="
     if args.lm is not None and args.lm != config.lm:
         console.print(f"--lm {args.lm} replaces lm = {config.lm!r} of {config.source}")
-        config.lm = args.lm
-    lm = runtime.configure(runtime.lm_options(args, spec=config.lm), args.cache_dir)
+        config.lm, source = args.lm, "--lm"
+    lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir)
     student, optimizer, (train, val, _) = build(config)
     optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))
     if config.lesson_lm:
-        optimizer.note_taker.set_lm(make_lm(config.lesson_lm))
-        optimizer.updater.set_lm(make_lm(config.lesson_lm))
+        lesson_lm = make_lm(config.lesson_lm, source=f"{config.source}: field 'lesson_lm' =")
+        optimizer.note_taker.set_lm(lesson_lm)
+        optimizer.updater.set_lm(lesson_lm)
     optimizer.compile(student, trainset=train, valset=val)
     show_run(config.run_dir)
     return ExitCode.OK

@@ -9,6 +9,8 @@ from pathlib import Path
 from rich.table import Table
 
 from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.jsonio import check_output_path
 from bineval_dspy.suites.grading import verify_files
 
 
@@ -16,10 +18,12 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2%}"
 
 
-def cmd_verify(args: argparse.Namespace) -> None:
-    """Grade a responses file against a suite with the code verifiers; no LM is involved."""
-    results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid)
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Grade a responses file against a suite with the code verifiers; no LM is involved. Exits 1 when an
+    instruction is ungraded or a row was skipped: the accuracies then rest on less than the files hold."""
     out = Path(args.output)
+    check_output_path(out)
+    results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid)
     out.write_text("".join(json.dumps(r.model_dump(), ensure_ascii=False) + "\n" for r in results), encoding="utf-8")
     table = Table(title=f"{stats.mode} verification of {len(results)} response(s)")
     for column in ("level", "followed", "total", "accuracy"):
@@ -42,7 +46,9 @@ def cmd_verify(args: argparse.Namespace) -> None:
         )
     if stats.suite_rows_without_response:
         console.print(f"{stats.suite_rows_without_response} suite row(s) had no response and were not graded")
-    console.print(f"wrote {out}")
+    console.print(f"wrote {len(results)} graded row(s) to {out}")
+    incomplete = stats.ungraded_instructions or stats.skipped_suite_rows or stats.skipped_responses
+    return ExitCode.INCOMPLETE if incomplete else ExitCode.OK
 
 
 def add_verify_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -29,6 +29,7 @@ from bineval_dspy.judges.code import make_code_router
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
 from bineval_dspy.verifiers import Mode
 
+
 class Answer(BaseModel):
     """Your verdict on the question: "yes" or "no", and one short sentence saying why."""
 
@@ -137,7 +138,8 @@ class BinaryJudge(dspy.Module):
         threads = min(len(questions), self.threads or (LOCAL_PARALLEL if local else 1))
         if threads <= 1:
             return {q.id: ask(q) for q in questions}
-        hint = engine.expect(len(questions)) if local and hasattr(engine, "expect") else nullcontext()
+        expect = getattr(engine, "expect", None)
+        hint = expect(len(questions)) if local and expect is not None else nullcontext()
         with hint, ThreadPoolExecutor(max_workers=threads) as pool:
             return {q.id: v for q, v in zip(questions, pool.map(in_caller_context(ask), questions))}
 
@@ -204,7 +206,7 @@ def _majority(question_id: str, votes: list[Verdict]) -> Verdict:
     """Majority of answered votes; a tie or no answered vote is unanswered."""
     counts = Counter(v.answer for v in votes if v.answer != "unanswered")
     yes, no = counts["yes"], counts["no"]
-    answer = "unanswered" if yes == no else ("yes" if yes > no else "no")
+    answer: Literal["yes", "no", "unanswered"] = "unanswered" if yes == no else ("yes" if yes > no else "no")
     winner = next((v for v in votes if v.answer == answer), votes[0])
     p_yes = yes / (yes + no) if yes + no else None
     return Verdict(

@@ -19,7 +19,6 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from dspy.lm15 import Config, Message, Request, Response, TokenLogprob, TopLogpr
 # llama.cpp's OpenMP workers spin while waiting by default; on a busy 2-core machine that starves every
 # other process (and this one). Passive waiting must be chosen before the library loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-import llama_cpp  # noqa: E402
+import llama_cpp
 
 DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
 MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
@@ -111,6 +110,7 @@ class LlamaCppEngine:
         self._batcher = _Batcher(self._complete_batch, MAX_PARALLEL) if batching and reuse_prefix else None
         self._batch: Any = None
         self._evaluated: dict[int, int] = {}
+        self._parallel = False
         self._llama: Any = None
         self._formatter: Any = None
         self._grammars: dict[str, Any] = {}
@@ -132,8 +132,6 @@ class LlamaCppEngine:
                 flash_attn=self.flash_attn,
                 verbose=False,
             )
-            if self._batcher is not None:
-                self._parallel_context(llama)
             template = llama.metadata.get("tokenizer.chat_template")
             if template:
                 eos = llama.detokenize([llama.token_eos()]).decode("utf-8", "ignore")
@@ -144,10 +142,13 @@ class LlamaCppEngine:
 
     def _parallel_context(self, llama: Any) -> None:
         """Replace the context with one that holds MAX_PARALLEL + 1 sequences, each in its own KV stream of
-        ``n_ctx`` cells (separate streams keep each sequence's attention layout as it would be alone).
+        ``n_ctx`` cells (separate streams keep each sequence's attention layout as it would be alone). Done on the
+        first batch, so an engine that never batches (generation) never holds the larger cache.
 
         llama-cpp-python's ``Llama`` builds its context with a single sequence and no option to change that.
         """
+        if self._parallel:
+            return
         from llama_cpp._internals import LlamaContext
 
         params = llama.context_params
@@ -157,6 +158,8 @@ class LlamaCppEngine:
         old = llama._ctx
         llama._ctx = llama._stack.enter_context(closing(LlamaContext(model=llama._model, params=params, verbose=False)))
         old.close()
+        llama.n_tokens = 0  # the new cache is empty
+        self._parallel = True
 
     def expect(self, n: int) -> _Expectation:
         """``with engine.expect(n):`` announces n greedy calls about to arrive together, so they form one batch."""
@@ -214,7 +217,7 @@ class LlamaCppEngine:
             model=request.model,
             message=Message.assistant(text),
             finish_reason=finish,
-            usage=Usage(input_tokens=len(tokens), output_tokens=generated),
+            usage=Usage(input_tokens=len(tokens), output_tokens=generated, cache_read_tokens=reused),
             logprobs=logprobs,
         )
 
@@ -282,6 +285,7 @@ class LlamaCppEngine:
                 else:
                     prompts[i] = tokens
             if prompts:
+                self._parallel_context(llama)
                 results.update(self._decode_streams(llama, prompts, requests))
                 seconds = time.perf_counter() - started
                 for i, response in results.items():
@@ -338,7 +342,11 @@ class LlamaCppEngine:
                     model=requests[i].model,
                     message=Message.assistant(text),
                     finish_reason=finish,
-                    usage=Usage(input_tokens=len(prompts[i]), output_tokens=n_generated),
+                    usage=Usage(
+                        input_tokens=len(prompts[i]),
+                        output_tokens=n_generated,
+                        cache_read_tokens=len(prompts[i]) - self._evaluated[i],  # prompt tokens taken from the KV cache
+                    ),
                     logprobs=logprobs,
                 )
             return out

@@ -28,10 +28,11 @@ class LMOptions(BaseModel):
     temperature: float | None = None
     timeout: float | None = None
     max_tokens: int | None = None
+    source: str = "--lm"  # where the spec came from, for error messages
 
 
-def lm_options(args: argparse.Namespace, spec: str | None = None) -> LMOptions:
-    """The LM options of a parsed command line; ``spec`` (a run config's LM) stands in for ``--lm``."""
+def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = "--lm") -> LMOptions:
+    """The LM options of a parsed command line; ``spec`` (a run config's LM, from ``source``) stands in for ``--lm``."""
     api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
@@ -44,6 +45,7 @@ def lm_options(args: argparse.Namespace, spec: str | None = None) -> LMOptions:
         temperature=args.temperature,
         timeout=args.timeout,
         max_tokens=getattr(args, "lm_max_tokens", None),  # only ``judge`` has it; ``generate`` limits per response
+        source=source,
     )
 
 

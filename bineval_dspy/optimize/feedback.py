@@ -14,9 +14,9 @@ from typing import Literal, Protocol
 import dspy
 
 from bineval_dspy.core.errors import one_line
-from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.core.scoring import join, outcomes
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.optimize.audit import EvalSummary
 from bineval_dspy.optimize.lessons import Failure
 
@@ -213,8 +213,8 @@ class CrossModelFeedback:
                     input=example["input"],
                     output=example["output"],
                     explanation=explanation,
-                    got=answer,
-                    expected=reference,
+                    got="yes" if answer == "yes" else "no",
+                    expected="yes" if reference == "yes" else "no",
                 )
             )
         judged = sum(len(v) for v in reference_yes.values())

@@ -13,9 +13,9 @@ from typing import Any
 
 import dspy
 
-from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.core.scoring import join, outcomes
+from bineval_dspy.judges.binary import BinaryJudge
 
 Metric = Callable[..., dspy.Prediction]
 

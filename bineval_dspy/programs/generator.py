@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.console import console, progress_map

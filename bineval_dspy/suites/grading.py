@@ -158,6 +158,8 @@ def verify_files(
     bad_suite: list[InputError] | None = [] if skip_invalid else None
     bad_responses: list[InputError] | None = [] if skip_invalid else None
     suite = load_suite(suite_path, bad_suite)
+    if not suite and not bad_suite:
+        raise InputError(f"{suite_path}: no suite rows")
     responses = load_responses(responses_path, bad_responses)
     if not responses and not bad_responses:
         raise InputError(f"{responses_path}: no responses")

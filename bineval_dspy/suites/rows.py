@@ -120,7 +120,7 @@ def _response_row(obj: dict[str, Any], where: str) -> ResponseRow:
         raise InputError(f"{where}: missing field 'response'")
     if "key" not in obj and "prompt" not in obj:
         raise InputError(f"{where}: missing field 'key' or 'prompt'")
-    fields = {name: obj[name] for name in ("key", "prompt", "response") if name in obj}
+    fields: dict[str, Any] = {name: obj[name] for name in ("key", "prompt", "response") if name in obj}
     return _validated(ResponseRow, {"where": where, **fields}, where)
 
 

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 # Importing the modules registers their verifiers.
-from bineval_dspy.verifiers import (  # noqa: E402,F401
+from bineval_dspy.verifiers import (  # noqa: F401
     ifbench_count,
     ifbench_custom,
     ifbench_format,

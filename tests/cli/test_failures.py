@@ -16,15 +16,14 @@ from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
-from bineval_dspy.lm import runtime
 from bineval_dspy.optimize import lessons
 from bineval_dspy.optimize.feedback import SelfUpdateFeedback
 from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.programs.generator import Generator
-from tests.conftest import question_of, scripted_lm, verdict_json
-from tests.test_checklist import script as checklist_script
-from tests.test_optimizer import World, bag_of_words, checklist_for, rows
+from tests.checklists.test_bineval import script as checklist_script
+from tests.conftest import question_of, route_cli_lm, scripted_lm, verdict_json
+from tests.optimize.test_optimizer import World, bag_of_words, checklist_for, rows
 
 
 class Switch:
@@ -45,14 +44,7 @@ def use(monkeypatch):
     """Route the CLI's LM set-up to a scripted LM; returns a function taking the script."""
 
     def install(script) -> dspy.LM:
-        lm = scripted_lm(script)
-
-        def fake_configure(spec=None, cache_dir=None, **kwargs):
-            dspy.configure(lm=lm)
-            return lm
-
-        monkeypatch.setattr(runtime, "configure", fake_configure)
-        return lm
+        return route_cli_lm(monkeypatch, script)
 
     monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
     return install
@@ -350,3 +342,13 @@ def test_threads_see_the_callers_dspy_context():
     with dspy.context(lm=lm):
         seen = list(progress_map(lambda _: dspy.settings.lm, [1, 2, 3, 4], "t", threads=2))
     assert all(x is lm for x in seen)
+
+
+def test_a_bad_lm_in_toml_is_reported_as_the_toml_field(tmp_path, capsys):
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"key": "1", "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}) + "\n")
+    config = tmp_path / "run.toml"
+    config.write_text(f'mode = "self"\nlm = "gpt4"\nrun_dir = "r"\n[data]\nsuite = "{suite.name}"\ntrain = 1\nval = 1\n')
+    assert cli.main(["optimize", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "run.toml: field 'lm' = 'gpt4'" in err and "--lm" not in err

@@ -12,12 +12,10 @@ import dspy
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.lm import runtime
-from bineval_dspy.programs import generator
 from bineval_dspy.programs.generator import Generator, PlainChatAdapter, run_generation
 from bineval_dspy.suites.rows import SuiteRow
-from tests.conftest import scripted_lm
-from tests.test_refine import BAD, GOOD, stick_script
+from tests.conftest import SHARED_DATA, route_cli_lm, scripted_lm
+from tests.programs.test_refine import BAD, GOOD, stick_script
 
 PROMPTS = {"1": "Write about the sea. Mention the word ocean.", "2": "Describe a river.", "3": "Describe a lake."}
 
@@ -43,14 +41,7 @@ def read(path: Path) -> list[dict]:
 
 def use_lm(monkeypatch, script) -> dspy.LM:
     """Route the CLI's LM set-up to a scripted LM."""
-    scripted = scripted_lm(script)
-
-    def fake_configure(spec, cache_dir=None, **kwargs):
-        dspy.configure(lm=scripted)
-        return scripted
-
-    monkeypatch.setattr(runtime, "configure", fake_configure)
-    return scripted
+    return route_cli_lm(monkeypatch, script)
 
 
 @pytest.fixture
@@ -224,7 +215,7 @@ def test_other_bad_inputs_exit_2(tmp_path, lm, capsys):
 
 @pytest.mark.embedded
 def test_generate_one_row_with_the_embedded_model(tmp_path):
-    source = Path("/work/shared/data/ifbench/ifbench_test_shared.jsonl")
+    source = SHARED_DATA / "ifbench" / "ifbench_test_shared.jsonl"
     if not source.exists():
         pytest.skip("IFBench data not available")
     out = tmp_path / "responses.jsonl"

@@ -9,8 +9,8 @@ import dspy
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.judges.binary import BinaryJudge, p_yes_from_logprobs
 from bineval_dspy.core.schema import Checklist, Question, Verdict
+from bineval_dspy.judges.binary import BinaryJudge, p_yes_from_logprobs
 from tests.conftest import question_of, scripted_lm, verdict_json
 
 CHECKLIST = Checklist(

@@ -9,12 +9,12 @@ import dspy
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.programs.generator import Generator
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.refine import BestOfN, SelfRefine
+from tests.checklists.test_hybrid import ROW, TICK, tick_reply
 from tests.conftest import ScriptedEngine, scripted_lm, verdict_json
-from tests.test_hybrid import ROW, TICK, tick_reply
 
 # ROW asks for the word "ocean" and no commas: both checked by code.
 CODE_ONLY = hybrid_checklist(ROW, n_llm_questions=(0, 0))

@@ -8,12 +8,12 @@ import dspy
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.core.errors import InputError
 from bineval_dspy.checklists.hybrid import CODE_DIMENSION, LLM_DIMENSION, hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.schema import Question
 from bineval_dspy.judges.binary import hybrid_judge
 from bineval_dspy.judges.code import make_code_router
-from bineval_dspy.core.schema import Question
 from bineval_dspy.suites.rows import SuiteRow
 from tests.conftest import question_of, scripted_lm, verdict_json
 

@@ -9,14 +9,13 @@ import numpy as np
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
-from bineval_dspy.programs.generator import Generator
 from bineval_dspy.checklists.hybrid import hybrid_checklist
-from bineval_dspy.judges.binary import hybrid_judge
-from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
+from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
 from bineval_dspy.optimize.lessons import LessonBank
 from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer, instructions_of
+from bineval_dspy.programs.generator import Generator
 from bineval_dspy.suites.rows import SuiteRow
 from tests.conftest import scripted_lm, verdict_json
 

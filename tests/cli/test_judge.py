@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.lm import runtime
 from bineval_dspy.core.schema import Checklist, Question
-from tests.conftest import scripted_lm, verdict_json
+from tests.conftest import route_cli_lm, verdict_json
 
 
 @pytest.fixture
@@ -24,16 +23,7 @@ def checklist_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def lm(monkeypatch):
     """Route the CLI's LM set-up to a scripted LM that says yes to everything."""
-    import dspy
-
-    scripted = scripted_lm(lambda r: verdict_json("yes"))
-
-    def fake_configure(spec, cache_dir=None, **kwargs):
-        dspy.configure(lm=scripted)
-        return scripted
-
-    monkeypatch.setattr(runtime, "configure", fake_configure)
-    return scripted
+    return route_cli_lm(monkeypatch, lambda r: verdict_json("yes"))
 
 
 def run(args: list[str], capsys) -> tuple[int, str]:

@@ -5,16 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import dspy
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.lm import runtime
 from bineval_dspy.optimize import lessons
-from bineval_dspy.optimize import config as optimize_config
-from bineval_dspy.optimize.lessons import LessonBank
-from tests.conftest import scripted_lm
-from tests.test_optimizer import World, bag_of_words
+from tests.conftest import route_cli_lm
+from tests.optimize.test_optimizer import World, bag_of_words
 
 SUITE_ROW = {"instruction_id_list": ["detectable_format:number_bullet_lists"], "kwargs": [{"num_bullets": 2}]}
 
@@ -28,15 +24,8 @@ def suite(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def scripted(monkeypatch):
-    lm = scripted_lm(World())
-
-    def fake_configure(spec, cache_dir=None, **kwargs):
-        dspy.configure(lm=lm)
-        return lm
-
-    monkeypatch.setattr(runtime, "configure", fake_configure)
     monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
-    return lm
+    return route_cli_lm(monkeypatch, World())
 
 
 def write_config(tmp_path: Path, body: str) -> Path:

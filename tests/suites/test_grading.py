@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,7 @@ from bineval_dspy.cli.main import main
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.suites import ResponseRow, SuiteRow, grade, load_suite, verify
 from bineval_dspy.verifiers import VerifierError
-
-SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+from tests.conftest import SHARED_DATA
 
 NO_COMMA = "punctuation:no_comma"
 HAS_KEYWORD = "keywords:existence"
@@ -172,7 +170,7 @@ def test_skip_invalid_grades_the_rest_and_reports_what_it_skipped(tmp_path, caps
     suite = [*SUITE, suite_row("4", "p", ["made:up"], [{}])]
     responses = [{"key": "1", "response": "apple"}, {"key": "4", "response": "r"}, {"response": "r"}]
     code, out = run_verify(tmp_path, suite, responses, "--skip-invalid")
-    assert code == 0
+    assert code == 1  # graded, but the accuracies rest on less than the files hold
     assert [r["key"] for r in read_rows(out)] == ["1"]
     err = one_line(capsys.readouterr().err)
     assert "skipped 1 invalid suite row(s) and 2 invalid or unmatched response(s)" in err
@@ -200,7 +198,7 @@ UNGRADED_ROW = suite_row(5, "Use # twice and no commas.", [LETTER, NO_COMMA], [B
 def test_bad_kwargs_leave_that_instruction_ungraded_and_grade_the_rest(tmp_path, capsys):
     responses = [{"key": "5", "response": "# and # again"}, {"key": "2", "response": "a b"}]
     code, out = run_verify(tmp_path, [*SUITE, UNGRADED_ROW], responses)
-    assert code == 0
+    assert code == 1
     rows = {row["key"]: row for row in read_rows(out)}
     assert rows["5"]["follow_instruction_list"] == [None, True]
     assert rows["5"]["follow_all_instructions"] is None
@@ -316,3 +314,8 @@ def test_reproduces_official_ifbench_verdicts(tmp_path):
         assert len(pairs) == 226
         agree = sum(mine == theirs for mine, theirs in pairs)
         assert agree / len(pairs) >= 0.97, f"{mode}: {agree}/{len(pairs)} agree"
+
+
+def test_an_empty_suite_is_blamed_on_the_suite(tmp_path, capsys):
+    code, _ = run_verify(tmp_path, [], [{"key": "1", "response": "apple"}])
+    assert code == 2 and "suite.jsonl: no suite rows" in capsys.readouterr().err

@@ -8,15 +8,14 @@ import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import dspy
 import pytest
 from dspy.lm15 import Config, Message, Request
 
+from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.specs import make_lm
-from bineval_dspy.core.schema import Checklist, Question
 
 pytestmark = pytest.mark.embedded
 
@@ -111,6 +110,15 @@ def test_check_first_grammar_decoding_matches_masking_every_step(lm):
     tokens = engine.tokenize(engine.render(request(lm, "Is the sky green? Reply in JSON.")))
     llama.reset()
     masked = list(islice(llama.generate(tokens, temp=0.0, top_k=40, top_p=0.95, min_p=0.0, repeat_penalty=1.0, grammar=grammar), 25))
+    from bineval_dspy.lm.llama_engine import _Decoding, _last_logits
+
     llama.reset()
-    check_first = list(islice(engine._greedy(llama, tokens, 0, grammar), 25))
+    llama.eval(tokens)
+    decoding = _Decoding(llama, Config(max_tokens=25), grammar, greedy=True)
+    check_first = []
+    for _ in range(25):
+        token = decoding.choose(_last_logits(llama))
+        check_first.append(token)
+        llama.eval([token])
+    decoding.close()
     assert check_first == masked

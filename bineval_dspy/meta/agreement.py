@@ -1,0 +1,29 @@
+"""Agreement between a judge's yes/no answers and reference labels: the one definition experiments and reports use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def agreement(target: Sequence[str], reference: Sequence[str]) -> float | None:
+    """Share of pairs with the same answer; an unanswered target answer disagrees. None for no pairs."""
+    if len(target) != len(reference):
+        raise ValueError(f"{len(target)} target answers for {len(reference)} references")
+    return sum(a == b for a, b in zip(target, reference)) / len(target) if target else None
+
+
+def cohen_kappa(target: Sequence[str], reference: Sequence[str]) -> float | None:
+    """Cohen's kappa for yes/no labels: (p_o - p_e) / (1 - p_e). None without pairs, or when chance agreement is 1
+    (both raters constant and equal), where kappa is undefined rather than 0 or 1."""
+    if len(target) != len(reference):
+        raise ValueError(f"{len(target)} target answers for {len(reference)} references")
+    labels = ("yes", "no")
+    unknown = sorted({x for x in (*target, *reference) if x not in labels})
+    if unknown:
+        raise ValueError(f"kappa takes yes/no answers only, got {unknown}")
+    n = len(target)
+    if not n:
+        return None
+    observed = sum(a == b for a, b in zip(target, reference)) / n
+    chance = sum((list(target).count(label) / n) * (list(reference).count(label) / n) for label in labels)
+    return None if chance >= 1.0 - 1e-12 else (observed - chance) / (1.0 - chance)

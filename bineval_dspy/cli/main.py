@@ -10,6 +10,7 @@ from pathlib import Path
 from bineval_dspy import __version__
 from bineval_dspy.cli.generate import add_generate_command
 from bineval_dspy.cli.judge import add_judge_commands
+from bineval_dspy.cli.meta import add_meta_command
 from bineval_dspy.cli.optimize import add_optimize_command
 from bineval_dspy.cli.options import count
 from bineval_dspy.cli.show import add_show_command
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_optimize_command(sub, common)
     add_show_command(sub)
     add_generate_command(sub, common)
+    add_meta_command(sub, common)
     return parser
 
 

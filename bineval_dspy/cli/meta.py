@@ -1,0 +1,45 @@
+"""``bineval meta-eval CONFIG.toml``: score a dataset with every configured method, correlate with the humans."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bineval_dspy.cli.options import count
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.lm import runtime
+from bineval_dspy.lm.runtime import DEFAULT_THREADS
+from bineval_dspy.meta.config import load_config
+from bineval_dspy.meta.report import write_report
+from bineval_dspy.meta.runner import SCORES_FILE, run_meta_eval
+
+
+def cmd_meta_eval(args: argparse.Namespace) -> int:
+    """Run (or resume) a meta-evaluation; ``--lm`` and ``--limit`` given on the command line replace the config's."""
+    config = load_config(Path(args.config))
+    source = f"{config.source}: field 'lm' ="
+    if args.lm is not None and args.lm != config.lm:
+        console.print(f"--lm {args.lm} replaces lm = {config.lm!r} of {config.source}")
+        config, source = config.model_copy(update={"lm": args.lm}), "--lm"
+    if args.limit is not None and args.limit != config.limit:
+        console.print(f"--limit {args.limit} replaces limit = {config.limit} of {config.source}")
+        config = config.model_copy(update={"limit": args.limit})
+    lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir) if config.uses_lm else None
+    results = run_meta_eval(config, lm=lm, threads=args.threads or DEFAULT_THREADS, overwrite=args.overwrite)
+    md, table = write_report(results)
+    print(md.read_text(encoding="utf-8"), end="")  # the table as results.md has it, on stdout: wide, never cut
+    console.print(f"wrote {SCORES_FILE}, {md.name} and {table.name} in {config.run_dir}")
+    if results.missing:
+        console.print(f"[yellow]{results.missing} score(s) missing (no usable LM answer): left out of the correlations; rerun to retry them[/]")
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
+
+
+def add_meta_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``bineval meta-eval``."""
+    parser = sub.add_parser("meta-eval", parents=[common], help="correlate judges with human scores on a dataset (TOML config)")
+    parser.add_argument("config", help="run description (TOML); see bineval_dspy/meta/config.py")
+    parser.add_argument("--limit", type=count(1), help="score the outputs of this many documents (seeded), replacing the config's")
+    parser.add_argument("--overwrite", action="store_true", help="start the run directory afresh instead of resuming it")
+    parser.set_defaults(func=cmd_meta_eval)

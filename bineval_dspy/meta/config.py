@@ -1,0 +1,95 @@
+"""`bineval meta-eval CONFIG.toml`: the run description (dataset, dimensions, sample, bootstrap, methods, LM).
+
+Relative paths (data files, checklist files, ``run_dir``) are taken from the config file's folder.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import describe_validation_error, read_text
+from bineval_dspy.lm.specs import DEFAULT_LM
+from bineval_dspy.meta.datasets import DatasetConfig
+from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig
+
+
+class BootstrapConfig(BaseModel):
+    """Documents resampled with replacement ``resamples`` times (0: no intervals); percentile interval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resamples: int = Field(default=1000, ge=0)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+
+
+class MetaEvalConfig(BaseModel):
+    """One meta-evaluation: every method scores every sampled output; each is a row of the results table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(default="", exclude=True, description="the config file, for error messages")
+    lm: str = DEFAULT_LM
+    run_dir: Path
+    dataset: DatasetConfig
+    dimensions: list[str] = Field(default_factory=list, description="empty: every dimension the dataset rates")
+    limit: int | None = Field(default=None, ge=1, description="documents drawn at random (seeded), all their outputs")
+    seed: int = 0
+    bootstrap: BootstrapConfig = BootstrapConfig()
+    methods: list[MethodConfig] = Field(min_length=1)
+
+    @field_validator("dimensions")
+    @classmethod
+    def _distinct_dimensions(cls, value: list[str]) -> list[str]:
+        repeated = sorted({d for d in value if value.count(d) > 1})
+        if repeated:
+            raise ValueError(f"{repeated[0]!r} is listed twice")
+        return value
+
+    @field_validator("methods")
+    @classmethod
+    def _distinct_names(cls, value: list[MethodConfig]) -> list[MethodConfig]:
+        names = [m.name for m in value]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"two methods are named {repeated[0]!r}; names tell the rows of the table apart")
+        return value
+
+    def scored_dimensions(self) -> list[str]:
+        """The configured dimensions, or every dimension the dataset rates."""
+        return self.dimensions or list(self.dataset.dimensions)
+
+    @property
+    def uses_lm(self) -> bool:
+        return any(m.uses_lm for m in self.methods)
+
+
+def load_config(path: Path) -> MetaEvalConfig:
+    """Parse and validate a meta-evaluation config; relative paths are taken from the config's folder."""
+    try:
+        raw = tomllib.loads(read_text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: malformed TOML ({exc})") from None
+    try:
+        config = MetaEvalConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError(f"{path}: {describe_validation_error(exc)}") from None
+    base = path.parent
+    resolved = {name: (base / value).resolve() for name, value in config.dataset.paths().items()}
+    methods = [
+        m.model_copy(update={"checklist": (base / m.checklist).resolve()})
+        if isinstance(m, BinEvalMethod) and isinstance(m.checklist, Path)
+        else m
+        for m in config.methods
+    ]
+    return config.model_copy(
+        update={
+            "source": str(path),
+            "run_dir": (base / config.run_dir).resolve(),
+            "dataset": config.dataset.model_copy(update=resolved),
+            "methods": methods,
+        }
+    )

@@ -1,0 +1,271 @@
+"""Correlation of a metric with human scores, as the BinEval and G-Eval papers report it, with bootstrap intervals.
+
+Summary level: per source document, the correlation across its outputs, then the mean over documents; a document
+with fewer than two scored outputs, or where either side is constant, has no correlation and is skipped (and
+counted). Dataset level: one correlation over all outputs pooled. Both come with a percentile bootstrap interval
+over documents: documents are drawn with replacement (seeded) and the statistic recomputed on each draw.
+
+Every statistic is computed on integer weights (how often each output is in a draw), so the point estimate (all
+weights 1) and every bootstrap draw share one code path: a weighted Spearman, Kendall tau-b or Pearson equals the
+plain one on the data with each output repeated ``weight`` times. Kendall builds n x n pair matrices over the
+pooled outputs (a few MB at SummEval's 1,280; it is meant for meta-evaluation sets of that size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel
+
+STATISTICS = ("spearman", "kendall", "pearson")
+LEVELS = ("summary", "dataset")
+Values = Sequence[float] | np.ndarray
+_CHUNK = 256  # bootstrap draws evaluated together: bounds the (draws x outputs) work arrays
+
+
+class Estimate(BaseModel):
+    """A point value and its bootstrap percentile interval; None where undefined (constant scores, no draws)."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+class LevelCorrelation(BaseModel):
+    """Spearman, Kendall (tau-b) and Pearson at one level (summary or dataset)."""
+
+    spearman: Estimate
+    kendall: Estimate
+    pearson: Estimate
+
+
+class DimensionCorrelation(BaseModel):
+    """How one method's scores for one dimension agree with the human scores."""
+
+    pairs: int  # outputs with both a human and a method score
+    documents: int  # documents with at least one such output
+    skipped_documents: int  # summary level: fewer than two outputs, or a constant side
+    summary: LevelCorrelation
+    dataset: LevelCorrelation
+
+
+# -- the statistics on weighted data ---------------------------------------------------------------------------------
+def _as_weights(weights: np.ndarray | None, n: int) -> np.ndarray:
+    w = np.ones((1, n)) if weights is None else np.asarray(weights, dtype=float)
+    return w.reshape(1, n) if w.ndim == 1 else w
+
+
+def _distinct(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per draw: the weight of each distinct value of ``x`` (draws x values), its index per output, and whether
+    at least two distinct values have weight (else every correlation with ``x`` is undefined)."""
+    _, index = np.unique(x, return_inverse=True)
+    group = np.zeros((x.size, index.max() + 1 if x.size else 0))
+    group[np.arange(x.size), index] = 1.0
+    mass = w @ group
+    return mass, index, (mass > 0).sum(axis=1) >= 2
+
+
+def _pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted Pearson r per draw; ``x`` and ``y`` are per-output values or per-draw (draws x outputs)."""
+    total = w.sum(axis=1, keepdims=True)
+    dx = x - (w * x).sum(axis=1, keepdims=True) / total
+    dy = y - (w * y).sum(axis=1, keepdims=True) / total
+    cov, vx, vy = (w * dx * dy).sum(axis=1), (w * dx * dx).sum(axis=1), (w * dy * dy).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(cov / np.sqrt(vx * vy), -1.0, 1.0)
+
+
+def _ranks(mass: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share the mean of their positions) of every output, per draw, from the value weights."""
+    through = np.cumsum(mass, axis=1)  # the rank of the last copy of each distinct value
+    return (through - (mass - 1.0) / 2.0)[:, index]
+
+
+def _pair_sum(w: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """sum_ij w_i w_j M_ij per draw."""
+    return ((w @ matrix) * w).sum(axis=1)
+
+
+def _kendall(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Kendall tau-b per draw: (concordant - discordant) / sqrt((n0 - ties_x)(n0 - ties_y)) over the pairs of the
+    repeated data; two copies of one output are a pair tied on both sides."""
+    sx, sy = np.sign(x[:, None] - x[None, :]), np.sign(y[:, None] - y[None, :])
+    total = w.sum(axis=1)
+    n0 = total * (total - 1) / 2
+    score = _pair_sum(w, sx * sy) / 2
+    ties_x = (_pair_sum(w, (sx == 0).astype(float)) - total) / 2
+    ties_y = (_pair_sum(w, (sy == 0).astype(float)) - total) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(score / np.sqrt((n0 - ties_x) * (n0 - ties_y)), -1.0, 1.0)
+
+
+def weighted_statistics(x: Values, y: Values, weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Spearman, Kendall tau-b and Pearson of ``x`` with ``y`` per row of ``weights`` (draws x outputs; None: one
+    draw, all weights 1); NaN where either side has fewer than two distinct weighted values."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xs.shape != ys.shape or xs.ndim != 1:
+        raise ValueError(f"need two equally long 1-d score lists, got shapes {xs.shape} and {ys.shape}")
+    w = _as_weights(weights, xs.size)
+    if xs.size < 2:
+        return {name: np.full(w.shape[0], np.nan) for name in STATISTICS}
+    mass_x, index_x, varied_x = _distinct(xs, w)
+    mass_y, index_y, varied_y = _distinct(ys, w)
+    defined = varied_x & varied_y
+    values = {
+        "spearman": _pearson(_ranks(mass_x, index_x), _ranks(mass_y, index_y), w),
+        "kendall": _kendall(xs, ys, w),
+        "pearson": _pearson(xs, ys, w),
+    }
+    return {name: np.where(defined, value, np.nan) for name, value in values.items()}
+
+
+def _one(name: str, x: Sequence[float], y: Sequence[float]) -> float | None:
+    value = float(weighted_statistics(x, y)[name][0])
+    return None if np.isnan(value) else value
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rho (Pearson on average ranks); None when either side is constant."""
+    return _one("spearman", x, y)
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's tau-b (ties counted on each side, as scipy's default); None when either side is constant."""
+    return _one("kendall", x, y)
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Pearson's r; None when either side is constant."""
+    return _one("pearson", x, y)
+
+
+# -- documents, levels and the bootstrap -----------------------------------------------------------------------------
+def resample_counts(documents: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each document is drawn in each bootstrap resample (resamples x documents), seeded: the draws
+    are shared by every method and dimension of a run, so their intervals (and averages) are paired."""
+    if resamples == 0 or documents == 0:
+        return np.zeros((resamples, documents), dtype=np.int64)
+    drawn = np.random.default_rng(seed).integers(0, documents, size=(resamples, documents))
+    offsets = np.arange(resamples)[:, None] * documents
+    return np.bincount((drawn + offsets).ravel(), minlength=resamples * documents).reshape(resamples, documents)
+
+
+@dataclass(frozen=True)
+class Draws:
+    """Point values and bootstrap values (NaN where undefined) per (level, statistic), before summarizing."""
+
+    point: dict[tuple[str, str], float]
+    resampled: dict[tuple[str, str], np.ndarray]
+    pairs: int
+    documents: int
+    skipped_documents: int
+
+
+def draws(
+    human: Sequence[float | None],
+    metric: Sequence[float | None],
+    documents: Sequence[str],
+    order: Sequence[str],
+    counts: np.ndarray,
+) -> Draws:
+    """Summary- and dataset-level statistics of one (method, dimension), on the data and on every resample.
+
+    Outputs where either score is None are left out. ``order`` lists every document of the run (the columns of
+    ``counts``, from ``resample_counts``); a document without scored outputs contributes nothing.
+    """
+    column = {doc: k for k, doc in enumerate(order)}
+    kept = [(column[d], h, m) for d, h, m in zip(documents, human, metric, strict=True) if h is not None and m is not None]
+    doc_of = np.array([k for k, _, _ in kept], dtype=np.int64)
+    xs = np.array([h for _, h, _ in kept], dtype=float)
+    ys = np.array([m for _, _, m in kept], dtype=float)
+    point: dict[tuple[str, str], float] = {}
+    resampled: dict[tuple[str, str], np.ndarray] = {}
+
+    per_doc = np.full((len(order), len(STATISTICS)), np.nan)
+    present = sorted(set(doc_of.tolist()))
+    for k in present:
+        mine = doc_of == k
+        stats = weighted_statistics(xs[mine], ys[mine])
+        per_doc[k] = [stats[name][0] for name in STATISTICS]
+    defined = ~np.isnan(per_doc[:, 0])
+    for j, name in enumerate(STATISTICS):
+        values = per_doc[defined, j]
+        point["summary", name] = float(values.mean()) if values.size else np.nan
+        used = counts * defined  # a drawn document counts as often as it was drawn
+        with np.errstate(invalid="ignore", divide="ignore"):
+            resampled["summary", name] = (used @ np.nan_to_num(per_doc[:, j])) / used.sum(axis=1)
+
+    pooled = weighted_statistics(xs, ys)
+    boot: dict[str, list[np.ndarray]] = {name: [] for name in STATISTICS}
+    for start in range(0, counts.shape[0], _CHUNK):
+        weights = counts[start : start + _CHUNK][:, doc_of].astype(float)
+        empty = weights.sum(axis=1) == 0
+        weights[empty] = 1.0  # a draw without scored outputs: computed on dummy weights, then set undefined
+        chunk = weighted_statistics(xs, ys, weights) if xs.size else {n: np.full(len(weights), np.nan) for n in STATISTICS}
+        for name in STATISTICS:
+            boot[name].append(np.where(empty, np.nan, chunk[name]))
+    for name in STATISTICS:
+        point["dataset", name] = float(pooled[name][0])
+        resampled["dataset", name] = np.concatenate(boot[name]) if boot[name] else np.zeros(0)
+    return Draws(point, resampled, pairs=len(kept), documents=len(present), skipped_documents=len(present) - int(defined.sum()))
+
+
+def estimate(value: float, resampled: np.ndarray, confidence: float) -> Estimate:
+    """The point value with the percentile interval of its defined bootstrap values."""
+    valid = resampled[~np.isnan(resampled)]
+    if np.isnan(value):
+        return Estimate(value=None)
+    if not valid.size:
+        return Estimate(value=value)
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(valid, [tail, 100.0 - tail])
+    return Estimate(value=value, low=float(low), high=float(high))
+
+
+def summarize(result: Draws, confidence: float) -> DimensionCorrelation:
+    """The typed result of one (method, dimension)."""
+
+    def level(name: str) -> LevelCorrelation:
+        return LevelCorrelation(**{s: estimate(result.point[name, s], result.resampled[name, s], confidence) for s in STATISTICS})
+
+    return DimensionCorrelation(
+        pairs=result.pairs,
+        documents=result.documents,
+        skipped_documents=result.skipped_documents,
+        summary=level("summary"),
+        dataset=level("dataset"),
+    )
+
+
+def average(results: Sequence[Draws], confidence: float) -> dict[str, LevelCorrelation]:
+    """The mean over dimensions (the papers' "avg" column) per level, with an interval from the same paired draws;
+    undefined when any dimension is."""
+    out = {}
+    for name in LEVELS:
+        out[name] = LevelCorrelation(
+            **{
+                s: estimate(
+                    float(np.mean([r.point[name, s] for r in results])),
+                    np.mean([r.resampled[name, s] for r in results], axis=0),
+                    confidence,
+                )
+                for s in STATISTICS
+            }
+        )
+    return out
+
+
+def correlate(
+    human: Sequence[float | None],
+    metric: Sequence[float | None],
+    documents: Sequence[str],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> DimensionCorrelation:
+    """Summary- and dataset-level correlations of one metric with human scores, with bootstrap intervals."""
+    order = sorted(set(documents))
+    return summarize(draws(human, metric, documents, order, resample_counts(len(order), resamples, seed)), confidence)

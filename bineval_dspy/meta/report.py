@@ -1,0 +1,126 @@
+"""The results of a meta-evaluation as tables: ``results.md`` (and the printed table) and ``results.csv``."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate, LevelCorrelation
+from bineval_dspy.meta.runner import MetaEvalResults
+
+HEADERS = [
+    "method",
+    "dimension",
+    "pairs",
+    "missing",
+    "skipped docs",
+    *[f"{level} {stat}" for level in LEVELS for stat in ("Spearman", "Kendall", "Pearson")],
+    "LM calls / output",
+    "s / output",
+]
+
+
+def _cell(estimate: Estimate) -> str:
+    if estimate.value is None:
+        return "undefined"
+    interval = f" [{estimate.low:.3f}, {estimate.high:.3f}]" if estimate.low is not None and estimate.high is not None else ""
+    return f"{estimate.value:.3f}{interval}"
+
+
+def _levels(levels: dict[str, LevelCorrelation]) -> list[str]:
+    return [_cell(getattr(levels[level], stat)) for level in LEVELS for stat in STATISTICS]
+
+
+def table_rows(results: MetaEvalResults) -> list[list[str]]:
+    """One row per (method, dimension), then the method's average over dimensions, as text cells of ``HEADERS``."""
+    rows = []
+    for method in results.methods:
+        cost = [f"{method.lm_calls_per_output:.1f}", f"{method.seconds_per_output:.2f}"]
+        for dim in results.dimensions:
+            cell = method.correlations.get(dim)
+            if cell is None:
+                rows.append([method.name, dim, "0", "-", "-", *["not scored"] * 6, *cost])
+                continue
+            levels = {"summary": cell.summary, "dataset": cell.dataset}
+            rows.append([method.name, dim, str(cell.pairs), str(method.missing.get(dim, 0)), str(cell.skipped_documents), *_levels(levels), *cost])
+        if method.average is not None and len(results.dimensions) > 1:
+            rows.append([method.name, "average", "", str(sum(method.missing.values())), "", *_levels(method.average), *cost])
+    return rows
+
+
+def markdown(results: MetaEvalResults) -> str:
+    """``results.md``: what was run, the correlation table, and InFoBench-style question agreement when measured."""
+    lines = [
+        f"# Meta-evaluation on {results.dataset}",
+        "",
+        f"LM: `{results.lm or 'none'}`. {results.outputs} outputs of {results.documents} documents; dimensions: "
+        f"{', '.join(results.dimensions)}.",
+        "",
+        "Summary level: the correlation across each document's outputs, averaged over documents (documents with fewer "
+        "than two scored outputs or a constant side are skipped: `skipped docs`). Dataset level: all outputs pooled. "
+        + (
+            f"Intervals: {results.confidence:.0%} percentile bootstrap over documents, {results.resamples} resamples."
+            if results.resamples
+            else "No bootstrap intervals (0 resamples)."
+        )
+        + " `missing`: outputs the method gave no usable score for (left out, never guessed); `not scored`: the method "
+        "asks nothing about the dimension (its checklist has no question on it).",
+        "",
+        _markdown_table(HEADERS, table_rows(results)),
+    ]
+    measured = [(m.name, m.agreement) for m in results.methods if m.agreement is not None]
+    if measured:
+        lines += ["", "## Question-level agreement with the reference labels", ""]
+        rows = [[name, str(a.questions), _number(a.agreement), _number(a.kappa), str(a.unanswered)] for name, a in measured]
+        lines.append(_markdown_table(["method", "questions", "agreement", "Cohen's kappa (answered)", "unanswered"], rows))
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+def _markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def csv_text(results: MetaEvalResults) -> str:
+    """``results.csv``: one row per (method, dimension) and per method average; values, interval bounds, cost."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    stats = [f"{level}_{stat}{part}" for level in LEVELS for stat in STATISTICS for part in ("", "_low", "_high")]
+    writer.writerow(["method", "kind", "dimension", "pairs", "documents", "skipped_documents", "missing", *stats, "lm_calls_per_output", "seconds_per_output"])
+    for method in results.methods:
+        cost = [_raw(method.lm_calls_per_output), _raw(method.seconds_per_output)]
+        for dim, cell in method.correlations.items():
+            levels = {"summary": cell.summary, "dataset": cell.dataset}
+            counts = [cell.pairs, cell.documents, cell.skipped_documents, method.missing.get(dim, 0)]
+            writer.writerow([method.name, method.kind, dim, *counts, *_estimates(levels), *cost])
+        if method.average is not None:
+            writer.writerow([method.name, method.kind, "average", "", "", "", sum(method.missing.values()), *_estimates(method.average), *cost])
+    return buffer.getvalue()
+
+
+def _estimates(levels: dict[str, LevelCorrelation]) -> list[str]:
+    out = []
+    for level in LEVELS:
+        for stat in STATISTICS:
+            e: Estimate = getattr(levels[level], stat)
+            out += [_raw(e.value), _raw(e.low), _raw(e.high)]
+    return out
+
+
+def _raw(value: float | None) -> str:
+    return "" if value is None else repr(round(value, 6))
+
+
+def write_report(results: MetaEvalResults, run_dir: Path | None = None) -> tuple[Path, Path]:
+    """Write ``results.md`` and ``results.csv`` into the run directory; returns their paths."""
+    folder = run_dir or results.run_dir
+    md, table = folder / "results.md", folder / "results.csv"
+    md.write_text(markdown(results), encoding="utf-8")
+    table.write_text(csv_text(results), encoding="utf-8")
+    return md, table

@@ -1,0 +1,310 @@
+"""Run a meta-evaluation: every method scores every sampled output, then each is correlated with the human scores.
+
+The run directory holds ``scores.jsonl``: one line per finished (method, output), appended as it is done, with the
+scores, what lies behind them (scorecard or ratings), LM calls, tokens and seconds. A rerun keeps the complete
+lines and scores the rest (incomplete ones again); the run is fingerprinted, so a rerun under a config that would
+score differently is refused, naming the first difference. Generated checklists are saved beside the scores and
+reused on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+
+import dspy
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from bineval_dspy.checklists.bineval import BinEvalWriter
+from bineval_dspy.core.console import console, progress_map
+from bineval_dspy.core.errors import InputError, RunError, one_line
+from bineval_dspy.core.fingerprint import Fingerprint, file_digest, open_for_resume
+from bineval_dspy.core.jsonio import (
+    append_jsonl,
+    check_output_path,
+    describe_validation_error,
+    load_model,
+    read_jsonl,
+    write_json,
+)
+from bineval_dspy.core.schema import Checklist
+from bineval_dspy.judges.code import check_verifiers
+from bineval_dspy.lm.runtime import effective_threads, lm_identity
+from bineval_dspy.lm.specs import is_local
+from bineval_dspy.lm.usage import Cost, measured
+from bineval_dspy.meta.agreement import agreement, cohen_kappa
+from bineval_dspy.meta.config import MetaEvalConfig
+from bineval_dspy.meta.correlation import (
+    DimensionCorrelation,
+    Draws,
+    LevelCorrelation,
+    average,
+    draws,
+    resample_counts,
+    summarize,
+)
+from bineval_dspy.meta.datasets import MetaRow, sample_documents
+from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig, MethodProblem, Scored, build_scorer
+
+SCORES_FILE = "scores.jsonl"
+
+
+class OutputScore(Scored):
+    """One line of ``scores.jsonl``: one method's scores for one output."""
+
+    method: str
+    id: str
+    doc_id: str
+    usage: Cost
+    seconds: float
+
+    @property
+    def complete(self) -> bool:
+        """Every dimension the method scores got a score; an incomplete line is scored again on resume."""
+        return all(value is not None for value in self.scores.values())
+
+
+class QuestionAgreement(BaseModel):
+    """Question-level agreement with the reference labels (InFoBench's GPT-4 verdicts)."""
+
+    questions: int
+    agreement: float | None  # an unanswered question disagrees
+    kappa: float | None  # Cohen's kappa over the answered questions
+    unanswered: int
+
+
+class MethodResult(BaseModel):
+    """One row group of the results table: a method's correlations per dimension, their average, and its cost."""
+
+    name: str
+    kind: str
+    outputs: int
+    missing: dict[str, int]  # per dimension: outputs the method gave no usable score for
+    correlations: dict[str, DimensionCorrelation]  # the dimensions the method scores
+    average: dict[str, LevelCorrelation] | None  # over every dimension, when the method scores them all
+    lm_calls_per_output: float
+    seconds_per_output: float
+    agreement: QuestionAgreement | None = None
+
+
+class MetaEvalResults(BaseModel):
+    """What ``run_meta_eval`` returns (and ``meta.report`` writes as ``results.md`` and ``results.csv``)."""
+
+    dataset: str
+    lm: str | None
+    documents: int
+    outputs: int
+    dimensions: list[str]
+    resamples: int
+    confidence: float
+    run_dir: Path
+    methods: list[MethodResult]
+
+    @property
+    def missing(self) -> int:
+        """Scores no method could give, over all methods and dimensions: the run is incomplete when positive."""
+        return sum(sum(m.missing.values()) for m in self.methods)
+
+
+def run_meta_eval(config: MetaEvalConfig, *, lm: dspy.LM | None = None, threads: int = 1, overwrite: bool = False) -> MetaEvalResults:
+    """Score the sampled outputs with every method (resuming ``config.run_dir``) and correlate with the humans.
+
+    ``lm``: the LM every LM method uses (default: the configured one); ``threads``: outputs scored at once on a
+    remote LM. Bad input raises InputError before any LM call; an LM that writes no usable checklist, RunError.
+    """
+    rows = _checked_rows(config)
+    dimensions = config.scored_dimensions()
+    checklists: dict[str, Checklist] = {}
+    for method in config.methods:
+        if isinstance(method, BinEvalMethod) and isinstance(method.checklist, Path):
+            checklists[method.name] = load_model(method.checklist, Checklist)
+            check_verifiers(checklists[method.name], str(method.checklist))
+    if config.uses_lm:
+        lm = lm or dspy.settings.lm
+        if lm is None:
+            raise InputError(f"{config.source or 'config'}: its methods need an LM, and none is configured")
+    identity = lm_identity(lm) if config.uses_lm and lm is not None else None
+
+    config.run_dir.mkdir(parents=True, exist_ok=True)
+    out = config.run_dir / SCORES_FILE
+    check_output_path(out)
+    resumed = open_for_resume(out, run_fingerprint(config, identity), overwrite)
+    planned = {(m.name, row.id) for m in config.methods for row in rows}
+    records = _kept_records(out, planned) if resumed else {}
+    if records:
+        console.print(f"resuming: {len(records)} finished score(s) kept in {out}, {len(planned) - len(records)} to do")
+
+    with dspy.context(lm=lm) if lm is not None else nullcontext():  # the given LM, for every judge of the run
+        for method in config.methods:
+            todo = [row for row in rows if (method.name, row.id) not in records]
+            if not todo:
+                continue
+            checklist = checklists.get(method.name)
+            if isinstance(method, BinEvalMethod) and method.checklist == "generate":
+                checklist = _generated_checklist(config, method, dimensions, reuse=resumed)
+            for record in _score(method, todo, config, checklist, lm, threads):
+                append_jsonl(out, record.model_dump(mode="json"))
+                records[record.method, record.id] = record
+    return results(config, rows, records, identity)
+
+
+def _score(
+    method: MethodConfig, todo: Sequence[MetaRow], config: MetaEvalConfig, checklist: Checklist | None, lm: dspy.LM | None, threads: int
+) -> Iterator[OutputScore]:
+    """One method's scores for ``todo``, with their LM calls, tokens and seconds, in order as each is done.
+
+    A remote LM scores ``threads`` outputs at once (and BinEval's questions of one output concurrently); the
+    in-process model takes one output at a time and batches its questions itself.
+    """
+    local = lm is not None and is_local(lm)
+    scorer = build_scorer(method, config.scored_dimensions(), config.dataset.genre, checklist=checklist, judge_threads=None if local else threads)
+
+    def score_one(row: MetaRow) -> OutputScore:
+        start = time.perf_counter()
+        scored, cost = measured(lambda: scorer(row))
+        return OutputScore(**dict(scored), method=method.name, id=row.id, doc_id=row.doc_id, usage=cost, seconds=time.perf_counter() - start)
+
+    outer = effective_threads(lm, threads, asked=False) if lm is not None and method.uses_lm else 1
+    return progress_map(score_one, todo, method.name, outer)
+
+
+def _checked_rows(config: MetaEvalConfig) -> list[MetaRow]:
+    """The dataset's rows after every check that needs no LM: dimensions rated, methods applicable; then sampled."""
+    where = config.source or "config"
+    rows = config.dataset.load()
+    if not rows:
+        raise InputError(f"{where}: field 'dataset': the data files hold no rows")
+    rated = list(dict.fromkeys(dim for row in rows for dim in row.scores))
+    for dim in config.scored_dimensions():
+        if dim not in rated:
+            raise InputError(f"{where}: field 'dimensions': {dim!r} is not rated in this dataset (rated: {', '.join(rated)})")
+    for index, method in enumerate(config.methods):
+        try:
+            method.check(config.scored_dimensions(), config.dataset.genre, rows)
+            if isinstance(method, BinEvalMethod) and method.checklist == "generate" and config.dataset.task is None:
+                raise MethodProblem("checklist", "a generated checklist needs the task the outputs do: set dataset.task")
+        except MethodProblem as exc:
+            raise InputError(f"{where}: field 'methods.{index}.{exc.field}': {exc}") from None
+    return sample_documents(rows, config.limit, config.seed)
+
+
+def run_fingerprint(config: MetaEvalConfig, lm: str | None) -> Fingerprint:
+    """What decides the scores: the data (file contents), dimensions, sample, each method's options, the LM.
+
+    The bootstrap settings are left out: they change the table, not a single score.
+    """
+    dataset = config.dataset.model_dump(mode="json")
+    dataset.update({name: file_digest(path) for name, path in config.dataset.paths().items()})
+    fingerprint = {
+        "dataset": json.dumps(dataset, sort_keys=True),
+        "dimensions": json.dumps(config.scored_dimensions()),
+        "sample": json.dumps({"limit": config.limit, "seed": config.seed}),
+        "lm": lm or "(none)",
+    }
+    for method in config.methods:
+        options = method.model_dump(mode="json")
+        if isinstance(method, BinEvalMethod) and isinstance(method.checklist, Path):
+            options["checklist"] = file_digest(method.checklist)
+        fingerprint[f"method.{method.name}"] = json.dumps(options, sort_keys=True)
+    return fingerprint
+
+
+def _kept_records(out: Path, planned: set[tuple[str, str]]) -> dict[tuple[str, str], OutputScore]:
+    """Complete lines of earlier output by (method, output id); the rest are dropped from the file, to score again."""
+    kept: dict[tuple[str, str], OutputScore] = {}
+    for number, obj in read_jsonl(out):
+        try:
+            record = OutputScore.model_validate(obj)
+        except ValidationError as exc:
+            raise InputError(f"{out}:{number}: {describe_validation_error(exc)}; use --overwrite or a new run_dir") from None
+        if record.complete and (record.method, record.id) in planned:
+            kept[record.method, record.id] = record
+    out.write_text("".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in kept.values()), encoding="utf-8")
+    return kept
+
+
+def _generated_checklist(config: MetaEvalConfig, method: BinEvalMethod, dimensions: Sequence[str], reuse: bool) -> Checklist:
+    """BinEval's two-step checklist for the dataset's task, written once into the run directory (reused on resume)."""
+    path = config.run_dir / f"checklist-{method.name}.json"
+    if reuse and path.exists():
+        return load_model(path, Checklist)
+    task = config.dataset.task
+    assert task is not None  # _checked_rows refuses a generated checklist without one
+    try:
+        checklist = BinEvalWriter(max_questions=method.max_questions)(task=task, dimensions=list(dimensions))
+    except InputError:
+        raise
+    except Exception as exc:
+        raise RunError(f"method {method.name!r}: the LM gave no usable checklist ({one_line(exc)})") from None
+    write_json(path, checklist.model_dump(mode="json"))
+    return checklist
+
+
+# -- correlating --------------------------------------------------------------------------------------------------
+def results(config: MetaEvalConfig, rows: Sequence[MetaRow], records: dict[tuple[str, str], OutputScore], lm: str | None) -> MetaEvalResults:
+    """Correlations of every method with the human scores, from the scores of ``rows`` (missing ones left out)."""
+    dimensions = config.scored_dimensions()
+    order = sorted({row.doc_id for row in rows})
+    counts = resample_counts(len(order), config.bootstrap.resamples, config.seed)  # one set of draws for every cell
+    documents = [row.doc_id for row in rows]
+    confidence = config.bootstrap.confidence
+    methods = []
+    for method in config.methods:
+        mine = [records.get((method.name, row.id)) for row in rows]
+        done = [r for r in mine if r is not None]
+        cells: dict[str, Draws] = {}
+        missing: dict[str, int] = {}
+        for dim in dimensions:
+            if not any(dim in r.scores for r in done):
+                continue  # the method does not score this dimension (e.g. no checklist question about it)
+            human = [row.scores.get(dim) for row in rows]
+            metric = [r.scores.get(dim) if r is not None else None for r in mine]
+            missing[dim] = sum(dim in r.scores and r.scores[dim] is None for r in done)
+            cells[dim] = draws(human, metric, documents, order, counts)
+        methods.append(
+            MethodResult(
+                name=method.name,
+                kind=method.kind,
+                outputs=len(done),
+                missing=missing,
+                correlations={dim: summarize(cell, confidence) for dim, cell in cells.items()},
+                average=average(list(cells.values()), confidence) if cells and len(cells) == len(dimensions) else None,
+                lm_calls_per_output=float(np.mean([r.usage.lm_calls for r in done])) if done else 0.0,
+                seconds_per_output=float(np.mean([r.seconds for r in done])) if done else 0.0,
+                agreement=_agreement(rows, mine),
+            )
+        )
+    return MetaEvalResults(
+        dataset=config.dataset.kind,
+        lm=lm,
+        documents=len(order),
+        outputs=len(rows),
+        dimensions=dimensions,
+        resamples=config.bootstrap.resamples,
+        confidence=confidence,
+        run_dir=config.run_dir,
+        methods=methods,
+    )
+
+
+def _agreement(rows: Sequence[MetaRow], records: Sequence[OutputScore | None]) -> QuestionAgreement | None:
+    """Agreement and kappa with the rows' labeled questions, when the method answered them (BinEval on InFoBench)."""
+    target: list[str] = []
+    reference: list[str] = []
+    for row, record in zip(rows, records):
+        if record is not None and record.answers is not None:
+            target += record.answers
+            reference += [q.label for q in row.questions]
+    if not target:
+        return None
+    answered = [(t, r) for t, r in zip(target, reference) if t != "unanswered"]
+    return QuestionAgreement(
+        questions=len(target),
+        agreement=agreement(target, reference),
+        kappa=cohen_kappa([t for t, _ in answered], [r for _, r in answered]),
+        unanswered=len(target) - len(answered),
+    )

@@ -30,6 +30,7 @@ __all__ = [
 
 # Importing the modules registers their verifiers.
 from bineval_dspy.verifiers import (  # noqa: F401
+    grounded,
     ifbench_count,
     ifbench_custom,
     ifbench_format,

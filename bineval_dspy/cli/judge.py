@@ -36,11 +36,13 @@ def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
     table.add_column("dimension", style="cyan", no_wrap=True)
     table.add_column("question")
     table.add_column("answer", no_wrap=True)
+    table.add_column("by", no_wrap=True)
     table.add_column("explanation", style="dim")
     colours = {"yes": "green", "no": "red", "unanswered": "yellow"}
     for q, v in join(checklist, card.verdicts):
         p = f" ({v.p_yes:.2f})" if v.p_yes is not None else ""
-        table.add_row(q.dimension, q.text, f"[{colours[v.answer]}]{v.answer}[/]{p}", v.explanation)
+        by = "code" if v.judge.startswith("code:") else "LM"
+        table.add_row(q.dimension, q.text, f"[{colours[v.answer]}]{v.answer}[/]{p}", by, v.explanation)
     console.print(table)
     scores = Table(show_header=True)
     for dim in [*card.dimension_scores, "overall"]:
@@ -64,15 +66,30 @@ OURS = "bineval"  # judge output rows keep the user's fields and put ours under 
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Build a checklist for the bundled example, judge three summaries, print and save everything."""
-    example = json.loads(files("bineval_dspy").joinpath("data/demo.json").read_text(encoding="utf-8"))
+    """Judge three bundled summaries (good, mediocre, bad) against a checklist, print and save everything.
+
+    The embedded 135M model writes poor checklists, so by default the demo uses one written for the bundled
+    example, whose countable questions (numbers and names found in the article, length, capitals, repeated words,
+    the main subject) code answers; ``--write-checklist`` lets the LM write it with BinEval's two steps instead.
+    """
+    data = files("bineval_dspy").joinpath("data")
+    example = json.loads(data.joinpath("demo.json").read_text(encoding="utf-8"))
     out = Path(args.output)
     check_output_path(out)
     runtime.configure(runtime.lm_options(args), args.cache_dir)
     console.print(f"[bold]Task:[/] {example['task']}")
-    with console.status("writing the checklist (requirements, then questions)"):
-        checklist = _write_checklist(example["task"], example["dimensions"], args.max_questions)
-    console.print(f"checklist: {len(checklist.questions)} questions over {', '.join(checklist.dimensions)}")
+    if args.write_checklist:
+        with console.status("the LM writes the checklist (requirements, then questions)"):
+            checklist = _write_checklist(example["task"], example["dimensions"], args.max_questions)
+        source = "written by the LM (BinEval's two steps)"
+    else:
+        checklist = Checklist.model_validate_json(data.joinpath("demo_checklist.json").read_text(encoding="utf-8"))
+        source = "written for this example and shipped with the demo (--write-checklist: let the LM write one)"
+    coded = sum(q.verifier is not None for q in checklist.questions)
+    console.print(
+        f"checklist: {len(checklist.questions)} questions over {', '.join(checklist.dimensions)}, {source}; "
+        f"{coded} answered by code, {len(checklist.questions) - coded} by the LM ({runtime_model()})"
+    )
     judge = BinaryJudge(probability=args.probability)
     summaries = example["summaries"]
     cards = list(progress_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
@@ -80,9 +97,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for summary, card in zip(summaries, cards):
         print_scorecard(f"summary '{summary['label']}'", checklist, card)
         results.append({"label": summary["label"], "summary": summary["text"], "scorecard": card.model_dump(mode="json")})
-    write_json(out, {"task": example["task"], "article": example["article"], "checklist": checklist.model_dump(mode="json"), "results": results})
+    _print_ranking(summaries, cards)
+    write_json(out, {"task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"), "results": results})
     console.print(f"wrote {out}")
     return ExitCode.OK if all(card.complete for card in cards) else ExitCode.INCOMPLETE
+
+
+def runtime_model() -> str:
+    import dspy
+
+    return getattr(dspy.settings.lm, "model", "unknown LM")
+
+
+def _print_ranking(summaries: list[dict], cards: list[Scorecard]) -> None:
+    """One line a newcomer can check: the overall score of each summary, best first."""
+    ranked = sorted(zip(summaries, cards), key=lambda pair: -1.0 if pair[1].overall is None else -pair[1].overall)
+    console.print("ranking: " + " > ".join(f"{s['label']} {_fmt(c.overall)}" for s, c in ranked))
 
 
 def _write_checklist(task: str, dimensions: list[str], max_questions: int) -> Checklist:
@@ -209,6 +239,7 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     demo.add_argument("-o", "--output", default="demo-results.json")
     demo.add_argument("--max-questions", type=count(1), default=12)
     demo.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
+    demo.add_argument("--write-checklist", action="store_true", help="let the LM write the checklist (BinEval's two steps)")
     demo.set_defaults(func=cmd_demo)
 
     checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")

@@ -81,13 +81,14 @@ def test_judge_probability_mode_end_to_end(lm):
     assert card.overall == pytest.approx(verdict.p_yes)
 
 
-def test_demo_command_end_to_end(tmp_path):
+def run_demo(tmp_path: Path, *extra: str) -> dict:
     out = tmp_path / "demo.json"
     env = {**os.environ, "BINEVAL_CACHE_DIR": str(tmp_path / "cache")}
     done = subprocess.run(
-        [sys.executable, "-m", "bineval_dspy.cli", "demo", "-o", str(out)], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "bineval_dspy.cli", "demo", "-o", str(out), *extra], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "ranking: " in done.stderr
     result = json.loads(out.read_text())
     questions = {q["id"] for q in result["checklist"]["questions"]}
     assert questions
@@ -95,8 +96,27 @@ def test_demo_command_end_to_end(tmp_path):
     for r in result["results"]:
         card = r["scorecard"]
         assert {v["question_id"] for v in card["verdicts"]} == questions
-        assert all(v["answer"] in ("yes", "no", "unanswered") and v["judge"].startswith("local/smollm2") for v in card["verdicts"])
+        assert all(v["answer"] in ("yes", "no") for v in card["verdicts"])
+        assert all(v["judge"].startswith(("local/smollm2", "code:")) for v in card["verdicts"])
         assert set(card["dimension_scores"]) <= set(result["checklist"]["dimensions"])
+    return result
+
+
+def test_demo_tells_good_from_bad(tmp_path):
+    result = run_demo(tmp_path)
+    good, mediocre, bad = (r["scorecard"] for r in result["results"])
+    assert good["overall"] > mediocre["overall"] > bad["overall"]
+    assert good["overall"] - bad["overall"] >= 0.15
+    for dimension in result["checklist"]["dimensions"]:
+        scores = [card["dimension_scores"][dimension] for card in (good, mediocre, bad)]
+        assert scores[0] >= scores[1] >= scores[2] and scores[0] > scores[2], (dimension, scores)
+    judges = {v["judge"].split(":")[0] for v in good["verdicts"]}
+    assert judges == {"code", result["results"][0]["scorecard"]["judge"]["model"].split(":")[0]}
+
+
+def test_demo_with_a_checklist_the_lm_writes(tmp_path):
+    result = run_demo(tmp_path, "--write-checklist", "--max-questions", "4")
+    assert result["checklist_source"].startswith("written by the LM")
 
 
 def test_check_first_grammar_decoding_matches_masking_every_step(lm):

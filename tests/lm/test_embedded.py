@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import dspy
 import pytest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,6 +63,18 @@ def load_model(path: Path, model: type[Model]) -> Model:
         raise InputError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
     try:
         return model.model_validate_json(text)
+    except ValidationError as exc:
+        raise InputError(f"{path}: {describe_validation_error(exc)}") from None
+
+
+def load_toml(path: Path, model: type[Model]) -> Model:
+    """Read a TOML file into a pydantic model; malformed TOML or a bad field is one located InputError."""
+    try:
+        raw = tomllib.loads(read_text(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: malformed TOML ({exc})") from None
+    try:
+        return model.model_validate(raw)
     except ValidationError as exc:
         raise InputError(f"{path}: {describe_validation_error(exc)}") from None
 

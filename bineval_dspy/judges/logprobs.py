@@ -17,20 +17,28 @@ def p_yes_from_logprobs(logprobs: Any) -> float | None:
     Reads the raw top candidates there, so "Yes"/"No" variants add to the mass. None when the generated text
     has no such key, or the token there is not a yes/no word.
     """
+    entry = value_token(logprobs, _ANSWER_KEY)
+    if entry is None or _word(entry_field(entry, "token") or "") not in ("yes", "no"):
+        return None
+    return yes_share(entry_field(entry, "top_logprobs") or [])
+
+
+def value_token(logprobs: Any, key: re.Pattern[str]) -> Any:
+    """The logprob entry of the token where the value after the last match of ``key`` starts (a JSON key and the
+    opening of its value), or None: where a judge's score or verdict was decided."""
     content = logprobs.get("content") if isinstance(logprobs, dict) else logprobs
     entries = list(content or [])
     starts, text = [], ""
     for entry in entries:
         starts.append(len(text))
-        text += _field(entry, "token") or ""
-    matches = list(_ANSWER_KEY.finditer(text))
+        text += entry_field(entry, "token") or ""
+    matches = list(key.finditer(text))
     if not matches:
         return None
     value_start = matches[-1].end()
     for entry, start in zip(entries, starts):
-        token = _field(entry, "token") or ""
-        if start + len(token) > value_start:
-            return yes_share(_field(entry, "top_logprobs") or []) if _word(token) in ("yes", "no") else None
+        if start + len(entry_field(entry, "token") or "") > value_start:
+            return entry
     return None
 
 
@@ -38,14 +46,15 @@ def yes_share(candidates: Any) -> float | None:
     """P(yes)/(P(yes)+P(no)) over one position's top candidates (token, logprob); None without either."""
     mass = {"yes": 0.0, "no": 0.0}
     for cand in candidates:
-        word = _word(_field(cand, "token") or "")
+        word = _word(entry_field(cand, "token") or "")
         if word in mass:
-            mass[word] += math.exp(_field(cand, "logprob"))
+            mass[word] += math.exp(entry_field(cand, "logprob"))
     total = mass["yes"] + mass["no"]
     return mass["yes"] / total if total > 0 else None
 
 
-def _field(obj: Any, name: str) -> Any:
+def entry_field(obj: Any, name: str) -> Any:
+    """A logprob entry's field: DSPy gives dicts, providers' objects have attributes."""
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 

@@ -5,13 +5,11 @@ Relative paths (data files, checklist files, ``run_dir``) are taken from the con
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import describe_validation_error, read_text
+from bineval_dspy.core.jsonio import load_toml
 from bineval_dspy.lm.specs import DEFAULT_LM
 from bineval_dspy.meta.datasets import DatasetConfig
 from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig
@@ -69,14 +67,7 @@ class MetaEvalConfig(BaseModel):
 
 def load_config(path: Path) -> MetaEvalConfig:
     """Parse and validate a meta-evaluation config; relative paths are taken from the config's folder."""
-    try:
-        raw = tomllib.loads(read_text(path))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: malformed TOML ({exc})") from None
-    try:
-        config = MetaEvalConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise InputError(f"{path}: {describe_validation_error(exc)}") from None
+    config = load_toml(path, MetaEvalConfig)
     base = path.parent
     resolved = {name: (base / value).resolve() for name, value in config.dataset.paths().items()}
     methods = [

@@ -15,6 +15,7 @@ import dspy
 from pydantic import BaseModel
 
 from bineval_dspy.core.errors import one_line
+from bineval_dspy.judges.logprobs import entry_field, value_token
 
 SCORES = ("1", "2", "3", "4", "5")
 TOP_LOGPROBS = 10  # candidates asked for at each position: all five score tokens fit
@@ -52,42 +53,25 @@ def weighted_score(logprobs: Any) -> float | None:
     Reads the raw top candidates there (plus the chosen token if the provider left it out of them), so " 4" and
     "4" add to one score. None when the reply has no such key, the token there is not a score, or no candidate is.
     """
-    content = logprobs.get("content") if isinstance(logprobs, dict) else logprobs
-    entries = list(content or [])
-    starts, text = [], ""
-    for entry in entries:
-        starts.append(len(text))
-        text += _field(entry, "token") or ""
-    matches = list(_SCORE_KEY.finditer(text))
-    if not matches:
+    entry = value_token(logprobs, _SCORE_KEY)
+    token = "" if entry is None else (entry_field(entry, "token") or "")
+    if entry is None or _score_word(token) is None:
         return None
-    value_start = matches[-1].end()
-    for entry, start in zip(entries, starts):
-        token = _field(entry, "token") or ""
-        if start + len(token) > value_start:
-            if _score_word(token) is None:
-                return None
-            candidates = list(_field(entry, "top_logprobs") or [])
-            if token not in [_field(c, "token") for c in candidates]:
-                candidates.append({"token": token, "logprob": _field(entry, "logprob")})
-            return _expectation(candidates)
-    return None
+    candidates = list(entry_field(entry, "top_logprobs") or [])
+    if token not in [entry_field(c, "token") for c in candidates]:
+        candidates.append({"token": token, "logprob": entry_field(entry, "logprob")})
+    return _expectation(candidates)
 
 
 def _expectation(candidates: list[Any]) -> float | None:
     mass = dict.fromkeys(SCORES, 0.0)
     for cand in candidates:
-        word = _score_word(_field(cand, "token") or "")
-        logprob = _field(cand, "logprob")
+        word = _score_word(entry_field(cand, "token") or "")
+        logprob = entry_field(cand, "logprob")
         if word is not None and logprob is not None:
             mass[word] += math.exp(logprob)
     total = sum(mass.values())
     return sum(int(k) * p for k, p in mass.items()) / total if total > 0 else None
-
-
-def _field(obj: Any, name: str) -> Any:
-    """A logprob entry's field: DSPy gives dicts, providers' objects have attributes."""
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 def _score_word(token: str) -> str | None:

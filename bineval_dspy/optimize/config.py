@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import json
 import random
-import tomllib
 from pathlib import Path
 from typing import Literal
 
 import dspy
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, file_digest
-from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl, read_text
+from bineval_dspy.core.jsonio import load_toml, read_jsonl
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
 from bineval_dspy.lm.specs import DEFAULT_LM, make_lm
@@ -81,14 +80,7 @@ class RunConfig(_Strict):
 
 def load_config(path: Path) -> RunConfig:
     """Parse and validate a run config; relative paths are taken from the config's folder."""
-    try:
-        raw = tomllib.loads(read_text(path))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: malformed TOML ({exc})") from None
-    try:
-        config = RunConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise InputError(f"{path}: {describe_validation_error(exc)}") from None
+    config = load_toml(path, RunConfig)
     config.source = str(path)
     base = path.parent
     data = config.data

@@ -39,6 +39,7 @@ class _Method(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: MethodName
+    lm: str | None = None  # this method's own LM spec (an ablation over judge LMs); None: the run's LM
     uses_lm: ClassVar[bool] = True
 
     def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:

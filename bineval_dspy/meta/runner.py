@@ -34,7 +34,7 @@ from bineval_dspy.core.jsonio import (
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.lm.runtime import effective_threads, lm_identity
-from bineval_dspy.lm.specs import is_local
+from bineval_dspy.lm.specs import is_local, make_lm
 from bineval_dspy.lm.usage import Cost, measured
 from bineval_dspy.meta.agreement import agreement, cohen_kappa
 from bineval_dspy.meta.config import MetaEvalConfig
@@ -128,6 +128,11 @@ def run_meta_eval(config: MetaEvalConfig, *, lm: dspy.LM | None = None, threads:
         if lm is None:
             raise InputError(f"{config.source or 'config'}: its methods need an LM, and none is configured")
     identity = lm_identity(lm) if config.uses_lm and lm is not None else None
+    own_lms = {
+        m.name: make_lm(m.lm, source=f"{config.source or 'config'}: field 'methods.{i}.lm' =")
+        for i, m in enumerate(config.methods)
+        if m.lm is not None and m.uses_lm
+    }
 
     config.run_dir.mkdir(parents=True, exist_ok=True)
     out = config.run_dir / SCORES_FILE
@@ -146,9 +151,11 @@ def run_meta_eval(config: MetaEvalConfig, *, lm: dspy.LM | None = None, threads:
             checklist = checklists.get(method.name)
             if isinstance(method, BinEvalMethod) and method.checklist == "generate":
                 checklist = _generated_checklist(config, method, dimensions, reuse=resumed)
-            for record in _score(method, todo, config, checklist, lm, threads):
-                append_jsonl(out, record.model_dump(mode="json"))
-                records[record.method, record.id] = record
+            method_lm = own_lms.get(method.name, lm)
+            with dspy.context(lm=method_lm) if method_lm is not None else nullcontext():
+                for record in _score(method, todo, config, checklist, method_lm, threads):
+                    append_jsonl(out, record.model_dump(mode="json"))
+                    records[record.method, record.id] = record
     return results(config, rows, records, identity)
 
 

@@ -285,3 +285,22 @@ def test_a_scores_file_that_is_not_ours_is_refused(summeval, monkeypatch, capsys
     scores.write_text(scores.read_text() + '{"method": "bineval"}\n')
     assert run(summeval) == 2
     assert f"{SCORES_FILE}:46: field 'scores': Field required; use --overwrite" in capsys.readouterr().err
+
+
+
+def test_a_method_can_name_its_own_lm(summeval, monkeypatch, capsys):
+    run_lm = Recorder()
+    route_cli_lm(monkeypatch, run_lm)
+    other = scripted_lm(judge_script)
+    monkeypatch.setattr("bineval_dspy.meta.runner.make_lm", lambda spec, source="": other)
+    methods = '[[methods]]\nname = "g-eval"\nkind = "holistic"\n\n[[methods]]\nname = "g-eval-other"\nkind = "holistic"\nlm = "other-lm"\n'
+    config = write_config(summeval.parent, methods)
+    assert run(config) == 0
+    assert len(run_lm.requests) == len(other.engine.requests) > 0  # each holistic method asked its own LM alike
+
+
+def test_a_bad_method_lm_is_a_located_error(summeval, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, Recorder())
+    config = write_config(summeval.parent, '[[methods]]\nname = "g-eval"\nkind = "holistic"\nlm = "gpt4"\n')
+    assert run(config) == 2
+    assert "field 'methods.0.lm' = 'gpt4'" in capsys.readouterr().err

@@ -37,6 +37,7 @@ from bineval_dspy.core.schema import Question
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.runtime import configure
 from bineval_dspy.meta.agreement import agreement, cohen_kappa
+from bineval_dspy.optimize.audit import Audit
 from bineval_dspy.optimize.config import DataConfig, load_judge_examples, split
 from bineval_dspy.optimize.feedback import CrossModelFeedback
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer, instructions_of
@@ -157,22 +158,22 @@ def report(rows: list[dict]) -> dict:
     }
 
 
-def trajectory(audit: dict) -> list[dict]:
+def trajectory(audit: Audit) -> list[dict]:
     """Held-out (val) agreement and prompt length per iteration, accepted or not."""
-    start = audit["start"]
-    rows = [{"iteration": 0, "train": None, "val": start["val"]["score"], "prompt_chars": start["prompt_chars"],
-             "failures": None, "lessons": None, "lm_calls": start.get("lm_calls"), "decision": "start"}]
-    for it in audit["iterations"]:
-        decision = it.get("decision", {})
+    start = audit.start
+    rows = [{"iteration": 0, "train": None, "val": start.val.score, "prompt_chars": start.prompt_chars,
+             "failures": None, "lessons": None, "lm_calls": start.lm_calls, "decision": "start"}]
+    for it in audit.iterations:
+        decision = it.decision
         rows.append({
-            "iteration": it["iteration"],
-            "train": it.get("train", {}).get("score"),
-            "val": it.get("val", {}).get("score"),
-            "prompt_chars": it.get("prompt_chars"),
-            "failures": len(it.get("failures", [])),
-            "lessons": f"{len(it.get('lessons_new', []))} new -> {len(it.get('lessons_after_dedup', []))} distinct, {len(it.get('selected', []))} tried",
-            "lm_calls": it.get("lm_calls"),
-            "decision": ("accepted: " if decision.get("accepted") else "rejected: ") + decision.get("reason", "in progress"),
+            "iteration": it.iteration,
+            "train": it.train.score if it.train else None,
+            "val": it.val.score if it.val else None,
+            "prompt_chars": it.prompt_chars,
+            "failures": len(it.failures or []),
+            "lessons": f"{len(it.lessons_new or [])} new -> {len(it.lessons_after_dedup or [])} distinct, {len(it.selected or [])} tried",
+            "lm_calls": it.lm_calls,
+            "decision": "in progress" if decision is None else ("accepted: " if decision.accepted else "rejected: ") + decision.reason,
         })
     return rows
 
@@ -286,14 +287,14 @@ def main(argv: list[str] | None = None) -> dict:
         | {f"{p}_no_references": split_refs[p]["no"] for p in split_refs},
         "test": {"before": report(before), "after": after_report, "library_agreement_after": library_score},
         "optimizer": {
-            "stopped": audit["stopped"],
-            "best_iteration": audit["best"]["iteration"],
-            "settings": audit["settings"],
+            "stopped": audit.stopped,
+            "best_iteration": audit.best.iteration,
+            "settings": audit.settings.model_dump(),
             "trajectory": trajectory(audit),
-            "start_instructions": audit["start"]["instructions"]["answer"],
+            "start_instructions": audit.start.instructions["answer"],
             "final_instructions": instructions_of(program)["answer"],
-            "lessons": [{k: lesson[k] for k in ("text", "dimension", "support", "applied", "retired")} for lesson in audit["bank"]],
-            "edits": [{"iteration": it["iteration"], "edits": it.get("edits", [])} for it in audit["iterations"]],
+            "lessons": [lesson.model_dump(include={"text", "dimension", "support", "applied", "retired"}) for lesson in audit.bank],
+            "edits": [{"iteration": it.iteration, "edits": [e.model_dump() for e in it.edits or []]} for it in audit.iterations],
         },
         "phase_seconds": phases,
         "wall_seconds": time.perf_counter() - started,

@@ -34,6 +34,7 @@ import dspy
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.lm.runtime import configure
 from bineval_dspy.lm.usage import CallCounter
+from bineval_dspy.optimize.audit import Audit
 from bineval_dspy.optimize.config import DataConfig, ProgramConfig, RunConfig, build
 from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import instructions_of, set_instructions
@@ -118,33 +119,33 @@ def bineval_arm(name: str, config: RunConfig, grader: TestGrader) -> dict[str, A
     started = time.perf_counter()
     program = optimizer.compile(student, trainset=train, valset=val)
     seconds = time.perf_counter() - started
-    audit = program.audit
-    calls = audit["start"]["lm_calls"]
-    start = audit["start"]
+    audit: Audit = program.audit
+    calls = audit.start.lm_calls
+    start = audit.start
     rows = [{
-        "iteration": 0, "val": start["val"]["score"], "test": grader(start["instructions"][TARGET]),
-        "prompt_chars": start["prompt_chars"], "accepted": None, "reason": "start prompt", "lm_calls": calls,
+        "iteration": 0, "val": start.val.score, "test": grader(start.instructions[TARGET]),
+        "prompt_chars": start.prompt_chars, "accepted": None, "reason": "start prompt", "lm_calls": calls,
     }]
-    for record in audit["iterations"]:
-        calls += record["lm_calls"]
-        candidate = record.get("candidate_instructions")
+    for record in audit.iterations:
+        calls += record.lm_calls
+        candidate = record.candidate_instructions
         rows.append({
-            "iteration": record["iteration"],
-            "val": record.get("val", {}).get("score"),
+            "iteration": record.iteration,
+            "val": record.val.score if record.val else None,
             "test": grader(candidate[TARGET]) if candidate else None,
-            "prompt_chars": record.get("prompt_chars"),
-            "accepted": record["decision"]["accepted"],
-            "reason": record["decision"]["reason"],
+            "prompt_chars": record.prompt_chars,
+            "accepted": record.decision.accepted if record.decision else None,
+            "reason": record.decision.reason if record.decision else "in progress",
             "lm_calls": calls,
-            "edits": record.get("edits", []),
+            "edits": [edit.model_dump() for edit in record.edits or []],
             "candidate": candidate[TARGET] if candidate else None,
         })
     final = instructions_of(program)[TARGET]
     return {
-        "arm": name, "wall_s": round(seconds, 1), "lm_calls": calls, "stopped": audit["stopped"],
-        "kept_iteration": audit["best"]["iteration"], "iterations": rows,
+        "arm": name, "wall_s": round(seconds, 1), "lm_calls": calls, "stopped": audit.stopped,
+        "kept_iteration": audit.best.iteration, "iterations": rows,
         "final": {
-            "instructions": final, "prompt_chars": len(final), "val": audit["best"]["val_score"], "test": grader(final),
+            "instructions": final, "prompt_chars": len(final), "val": audit.best.val_score, "test": grader(final),
         },
         "lessons": program.lesson_bank.to_json(),
     }

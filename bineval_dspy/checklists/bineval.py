@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 import dspy
 from pydantic import BaseModel, Field, StringConstraints
 
+from bineval_dspy.checklists.routing import route_to_code
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.schema import Checklist, Question
 
@@ -81,12 +82,14 @@ MAX_STEP_TOKENS = 600
 class BinEvalWriter(dspy.Module):
     """BinEval's two-step meta-prompt as a DSPy module: ``forward(task, dimensions) -> Checklist``.
 
-    Each question keeps the requirement it came from in ``lineage["requirement"]``.
+    Each question keeps the requirement it came from in ``lineage["requirement"]``. With ``code_checks`` (default)
+    questions that a grounded check answers exactly are marked with its verifier, so the judge asks code, not the LM.
     """
 
-    def __init__(self, max_questions: int = 24) -> None:
+    def __init__(self, max_questions: int = 24, code_checks: bool = True) -> None:
         super().__init__()
         self.max_questions = max_questions
+        self.code_checks = code_checks  # mark questions a grounded code check answers (``checklists.routing``)
         self.write_requirements = dspy.Predict(_requirements_signature([]))
         self.write_questions = dspy.Predict(WriteQuestions)
         self.fallbacks = 0
@@ -124,7 +127,8 @@ class BinEvalWriter(dspy.Module):
             if len(questions) >= self.max_questions:
                 break
         order = dims or list(dict.fromkeys(q.dimension for q in questions))
-        return Checklist(task=task, dimensions=order, questions=questions[: self.max_questions])
+        checklist = Checklist(task=task, dimensions=order, questions=questions[: self.max_questions])
+        return route_to_code(checklist) if self.code_checks else checklist
 
     def _questions_for(self, task: str, requirement: str) -> list[QuestionDraft]:
         """Step 2 for one requirement; if the LM's answer cannot be parsed, the requirement itself

@@ -138,7 +138,8 @@ def cmd_checklist(args: argparse.Namespace) -> int:
         checklist = _write_checklist(task, dims, args.max_questions)
     out.write_text(checklist.model_dump_json(indent=2), encoding="utf-8")
     for q in checklist.questions:
-        console.print(f"[cyan]{q.dimension:>14}[/] {q.text}")
+        by = f" [dim](code: {q.verifier})[/]" if q.verifier else ""
+        console.print(f"[cyan]{q.dimension:>14}[/] {q.text}{by}")
     console.print(f"wrote {len(checklist.questions)} questions to {out}")
     return ExitCode.OK
 

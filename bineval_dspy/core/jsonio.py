@@ -55,16 +55,12 @@ def read_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[tuple[int, 
 
 
 def load_model(path: Path, model: type[Model]) -> Model:
-    """Read one pydantic model from a JSON file."""
-    text = read_text(path)
+    """Read one pydantic model from a JSON file; malformed JSON or a bad field is one located InputError."""
     try:
-        json.loads(text)
+        raw = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
-    try:
-        return model.model_validate_json(text)
-    except ValidationError as exc:
-        raise InputError(f"{path}: {describe_validation_error(exc)}") from None
+    return _validated(path, model, raw)
 
 
 def load_toml(path: Path, model: type[Model]) -> Model:
@@ -73,6 +69,10 @@ def load_toml(path: Path, model: type[Model]) -> Model:
         raw = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: malformed TOML ({exc})") from None
+    return _validated(path, model, raw)
+
+
+def _validated(path: Path, model: type[Model], raw: Any) -> Model:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

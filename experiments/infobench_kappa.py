@@ -13,7 +13,8 @@ calibration part and a held-out part. Rows, on the held-out instructions only:
 Each row: agreement and Cohen's kappa with a bootstrap 95% interval over held-out instructions.
 
 Usage: python experiments/infobench_kappa.py [--data DIR] [--calibration N] [--held-out N] [--seed S] [--run-dir DIR]
-Verdicts are appended to RUN_DIR/verdicts.jsonl as they are made, so an interrupted run resumes; LM calls are cached.
+Verdicts are appended to RUN_DIR/verdicts.jsonl as they are made, so an interrupted run resumes (rows with an
+unanswered verdict are judged again, and the run exits 1 while any remains); LM calls are cached.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def judge_rows(rows: list[MetaRow], run_dir: Path) -> dict[str, list[dict]]:
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
-            done[record["id"]] = record["questions"]
+            if all(q["answer"] != "unanswered" for q in record["questions"]):  # incomplete rows are judged again
+                done[record["id"]] = record["questions"]
     judge = BinaryJudge(probability=True, explanations="none")
 
     def one(row: MetaRow) -> tuple[str, list[dict]]:
@@ -175,6 +177,10 @@ def main() -> None:
         kappa = "n/a" if row["kappa"] is None else f"{row['kappa']:.3f}"
         print(f"{name:<12} {row['agreement']:>9.3f} {kappa:>7} {ci:>17} {row['yes_rate']:>9.3f}")
     print(f"thresholds: global {global_t:.3f}, per label {json.dumps({k: round(v, 3) for k, v in per_label.items()})}")
+    unanswered = sum(q["answer"] == "unanswered" for qs in verdicts.values() for q in qs)
+    if unanswered:  # figures that rest on unanswered verdicts must not read as a clean run
+        console.print(f"[yellow]{unanswered} verdict(s) unanswered: rerun to judge them again[/]")
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

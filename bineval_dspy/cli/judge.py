@@ -76,7 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     example = json.loads(data.joinpath("demo.json").read_text(encoding="utf-8"))
     out = Path(args.output)
     check_output_path(out)
-    runtime.configure(runtime.lm_options(args), args.cache_dir)
+    lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     console.print(f"[bold]Task:[/] {example['task']}")
     if args.write_checklist:
         with console.status("the LM writes the checklist (requirements, then questions)"):
@@ -88,7 +88,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     coded = sum(q.verifier is not None for q in checklist.questions)
     console.print(
         f"checklist: {len(checklist.questions)} questions over {', '.join(checklist.dimensions)}, {source}; "
-        f"{coded} answered by code, {len(checklist.questions) - coded} by the LM ({runtime_model()})"
+        f"{coded} answered by code, {len(checklist.questions) - coded} by the LM ({lm.model})"
     )
     judge = BinaryJudge(probability=args.probability)
     summaries = example["summaries"]
@@ -101,12 +101,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     write_json(out, {"task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"), "results": results})
     console.print(f"wrote {out}")
     return ExitCode.OK if all(card.complete for card in cards) else ExitCode.INCOMPLETE
-
-
-def runtime_model() -> str:
-    import dspy
-
-    return getattr(dspy.settings.lm, "model", "unknown LM")
 
 
 def _print_ranking(summaries: list[dict], cards: list[Scorecard]) -> None:

@@ -109,7 +109,6 @@ class LlamaCppEngine:
         self._lock = threading.RLock()
         self._batcher = _Batcher(self._complete_batch, MAX_PARALLEL) if batching and reuse_prefix else None
         self._batch: Any = None
-        self._evaluated: dict[int, int] = {}
         self._parallel = False
         self._llama: Any = None
         self._formatter: Any = None
@@ -288,9 +287,11 @@ class LlamaCppEngine:
                 self._parallel_context(llama)
                 results.update(self._decode_streams(llama, prompts, requests))
                 seconds = time.perf_counter() - started
-                for i, response in results.items():
+                for response in results.values():
                     if isinstance(response, Response):
-                        self._account(response.usage.input_tokens, self._evaluated.get(i, 0), response.usage.output_tokens, seconds / len(prompts))
+                        usage = response.usage
+                        evaluated = usage.input_tokens - (usage.cache_read_tokens or 0)
+                        self._account(usage.input_tokens, evaluated, usage.output_tokens, seconds / len(prompts))
         return [results.get(i, RuntimeError("request not run")) for i in range(len(requests))]
 
     def _decode_streams(self, llama: Any, prompts: dict[int, list[int]], requests: list[Request]) -> dict[int, Response | BaseException]:
@@ -299,7 +300,7 @@ class LlamaCppEngine:
         streams = {i: stream for stream, i in enumerate(order, start=1)}
         decodings: dict[int, _Decoding] = {}
         logits: dict[int, np.ndarray] = {}
-        self._evaluated = {}
+        kept: dict[int, int] = {}  # prompt tokens each request took from the KV cache
         try:
             source, cached = 0, llama.input_ids[: llama.n_tokens].tolist()
             for i in order:
@@ -310,7 +311,7 @@ class LlamaCppEngine:
                 llama_cpp.llama_memory_seq_rm(memory, stream, keep, -1)
                 rows = [(t, keep + j, stream, keep + j == len(tokens) - 1, i) for j, t in enumerate(tokens[keep:])]
                 logits.update(self._decode_rows(llama, rows))
-                self._evaluated[i] = len(tokens) - keep
+                kept[i] = keep
                 config = requests[i].config
                 decodings[i] = _Decoding(llama, config, self._grammar(config.response_format), greedy=True)
                 source, cached = stream, tokens
@@ -345,7 +346,7 @@ class LlamaCppEngine:
                     usage=Usage(
                         input_tokens=len(prompts[i]),
                         output_tokens=n_generated,
-                        cache_read_tokens=len(prompts[i]) - self._evaluated[i],  # prompt tokens taken from the KV cache
+                        cache_read_tokens=kept[i],
                     ),
                     logprobs=logprobs,
                 )

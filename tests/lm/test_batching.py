@@ -59,6 +59,8 @@ def verdicts(lm: dspy.LM, judge: BinaryJudge) -> list[list[tuple]]:
 @pytest.mark.parametrize("explanations", ["all", "none"])
 def test_batched_verdicts_equal_the_sequential_ones(engines, explanations):
     sequential, batched = engines
+    for engine in engines:  # both start from an empty cache, so both fill it alike
+        engine._load().reset()
     calls = batched.stats.calls
     expected = verdicts(lm_on(sequential), BinaryJudge(probability=True, explanations=explanations, threads=1))
     got = verdicts(lm_on(batched), BinaryJudge(probability=True, explanations=explanations))
@@ -84,6 +86,7 @@ def test_concurrent_callers_each_get_their_own_answers(engines):
     _, batched = engines
     lm = lm_on(batched)
     judge = BinaryJudge(explanations="none")
+    calls = batched.stats.calls
     results: dict[int, list[str]] = {}
     errors: list[BaseException] = []
 
@@ -101,5 +104,8 @@ def test_concurrent_callers_each_get_their_own_answers(engines):
     for thread in threads:
         thread.join(timeout=600)
     assert not errors and len(results) == 4
+    assert all(len(answers) == len(CHECKLIST.questions) for answers in results.values())
     assert all(answer in ("yes", "no") for answers in results.values() for answer in answers)
-    assert results[0] == results[2] and results[1] == results[3]  # the same output, judged twice at once
+    assert batched.stats.calls - calls == 4 * len(CHECKLIST.questions)  # no request lost or answered twice
+    # Which requests share a batch depends on thread timing, and with it which cached prefix each one starts
+    # from; the equality of answers is therefore checked on a fixed order above, not here.

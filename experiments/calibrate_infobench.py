@@ -1,10 +1,12 @@
 """Cross-model calibration on InFoBench: align the embedded judge with recorded GPT-4 verdicts.
 
-The target is ``BinaryJudge()`` on the embedded LM; the reference is the GPT-4 verdict InFoBench records for
-each decomposed question of GPT-4's own output (silver labels, 87.6% yes). ``BinEvalOptimizer`` with
-``CrossModelFeedback()`` edits the judge's instructions on train disagreements, accepting an edit only when
-agreement on the val instructions rises. Agreement, Cohen's kappa and per-dimension yes-rates are reported on
-held-out test instructions before and after.
+The target is ``BinaryJudge(probability=True, explanations="none")`` on the embedded LM (answers only, P(yes)
+read); the reference is the GPT-4 verdict InFoBench records for each decomposed question of GPT-4's own output
+(silver labels, 87.6% yes). ``BinEvalOptimizer`` with ``CrossModelFeedback()`` proposes, in turn, an edit of the
+judge's instructions from train disagreements, a demonstration (a train question with the reference's answer)
+and per-dimension P(yes) thresholds fitted on train, accepting each only when agreement on the val instructions
+rises. Agreement, Cohen's kappa (with a 95% bootstrap interval over instructions) and per-dimension yes-rates
+are reported on held-out test instructions before and after.
 
 Selection (all seeded): only instructions whose GPT-4 output has at most ``--max-output-chars`` characters;
 train instructions are drawn among those with at least one "no" verdict (else the optimizer would see almost
@@ -13,8 +15,8 @@ The judge examples are written as JSON Lines ordered so that ``optimize_config.s
 sizes returns exactly these splits (checked here), so ``bineval optimize experiments/calibrate_infobench.toml``
 runs the same optimization.
 
-Usage: python experiments/calibrate_infobench.py [--data DIR] [--train 6] [--val 6] [--test 12] [--seed 0]
-       [--iterations 3] [--max-output-chars 1500] [--run-dir DIR] [--out PATH]
+Usage: python experiments/calibrate_infobench.py [--data DIR] [--train 30] [--val 30] [--test 80] [--seed 0]
+       [--iterations 6] [--demos 2] [--max-output-chars 1500] [--run-dir DIR] [--out PATH]
 Reruns resume: the LM cache and the optimizer's audit live in the run directory (under runs/ by default).
 Prints markdown tables and writes ``experiments/results/calibrate_infobench.json``.
 """
@@ -31,6 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 import dspy
+import numpy as np
 
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.schema import Question
@@ -129,6 +132,20 @@ def judge_all(program: BinaryJudge, examples: list[dspy.Example], label: str) ->
     return list(progress_map(one, examples, label))
 
 
+def kappa_interval(rows: list[dict], resamples: int = 1000, seed: int = 0) -> list[float | None]:
+    """95% bootstrap interval of Cohen's kappa over instructions (all questions of a drawn instruction together)."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row["question_id"].split("#")[0], []).append(row)
+    keys = sorted(groups)
+    values = []
+    for draw in np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys))):
+        pairs = [r for k in draw for r in groups[keys[k]] if r["target"] != "unanswered"]
+        kappa = cohen_kappa([r["target"] for r in pairs], [r["reference"] for r in pairs])
+        values.append(0.0 if kappa is None else kappa)  # a draw where one side is constant: no agreement beyond chance
+    return [float(x) for x in np.percentile(values, [2.5, 97.5])]
+
+
 def report(rows: list[dict]) -> dict:
     """Agreement (unanswered = disagreement), kappa on answered pairs, per-dimension yes-rates and gaps."""
     answered = [r for r in rows if r["target"] != "unanswered"]
@@ -150,6 +167,7 @@ def report(rows: list[dict]) -> dict:
         "n": len(rows),
         "agreement": agreement([r["target"] for r in rows], [r["reference"] for r in rows]),
         "kappa": cohen_kappa([r["target"] for r in answered], [r["reference"] for r in answered]),
+        "kappa_ci": kappa_interval(rows),
         "unanswered": len(rows) - len(answered),
         "target_yes_rate": sum(r["target"] == "yes" for r in answered) / len(answered) if answered else None,
         "reference_yes_rate": sum(r["reference"] == "yes" for r in rows) / len(rows),
@@ -161,12 +179,14 @@ def report(rows: list[dict]) -> dict:
 def trajectory(audit: Audit) -> list[dict]:
     """Held-out (val) agreement and prompt length per iteration, accepted or not."""
     start = audit.start
-    rows = [{"iteration": 0, "train": None, "val": start.val.score, "prompt_chars": start.prompt_chars,
+    rows = [{"iteration": 0, "candidate": "start", "train": None, "val": start.val.score, "prompt_chars": start.prompt_chars,
              "failures": None, "lessons": None, "lm_calls": start.lm_calls, "decision": "start"}]
     for it in audit.iterations:
         decision = it.decision
+        candidate = {"instructions": "instruction edit", "demo": "demonstration", "thresholds": f"thresholds {it.candidate_thresholds}"}[it.kind]
         rows.append({
             "iteration": it.iteration,
+            "candidate": candidate,
             "train": it.train.score if it.train else None,
             "val": it.val.score if it.val else None,
             "prompt_chars": it.prompt_chars,
@@ -197,6 +217,8 @@ def print_results(result: dict) -> None:
     overall = [
         ["agreement (unanswered = disagree)", before["agreement"], after["agreement"]],
         ["Cohen's kappa (answered only)", before["kappa"], after["kappa"]],
+        ["kappa 95% CI (bootstrap over instructions)", "[{:.3f}, {:.3f}]".format(*before["kappa_ci"]),
+         "[{:.3f}, {:.3f}]".format(*after["kappa_ci"])],
         ["unanswered (excluded from kappa)", before["unanswered"], after["unanswered"]],
         ["target yes-rate", before["target_yes_rate"], after["target_yes_rate"]],
         ["reference yes-rate", before["reference_yes_rate"], after["reference_yes_rate"]],
@@ -213,7 +235,7 @@ def print_results(result: dict) -> None:
     print(markdown(["dimension", "n", "S_d ref", "S_d target before", "S_d target after", "gap before", "gap after",
                     "agree before", "agree after"], rows))
     print(f"\n## Optimizer trajectory (held-out val: {result['sizes']['val_questions']} questions); stopped: {result['optimizer']['stopped']}\n")
-    print(markdown(["iter", "train agree", "val agree", "prompt chars", "failures", "lessons", "LM calls", "decision"],
+    print(markdown(["iter", "candidate", "train agree", "val agree", "prompt chars", "failures", "lessons", "LM calls", "decision"],
                    [list(r.values()) for r in result["optimizer"]["trajectory"]]))
     print(f"\nfinal instructions ({len(result['optimizer']['final_instructions'])} chars):\n\n> "
           + result["optimizer"]["final_instructions"].replace("\n", "\n> "))
@@ -230,16 +252,17 @@ def _shown(path: Path) -> str:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="shared data folder (holds infobench/)")
-    parser.add_argument("--train", type=int, default=6, help="train instructions (each has at least one 'no')")
-    parser.add_argument("--val", type=int, default=6, help="val instructions (the optimizer's held-out set)")
-    parser.add_argument("--test", type=int, default=12, help="test instructions (reported before/after)")
+    parser.add_argument("--train", type=int, default=30, help="train instructions (each has at least one 'no')")
+    parser.add_argument("--val", type=int, default=30, help="val instructions (the optimizer's held-out set)")
+    parser.add_argument("--test", type=int, default=80, help="test instructions (reported before/after)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--iterations", type=int, default=3, help="optimizer max_iterations")
+    parser.add_argument("--iterations", type=int, default=6, help="optimizer max_iterations")
+    parser.add_argument("--demos", type=int, default=2, help="demonstrations the optimizer may add")
     parser.add_argument("--max-output-chars", type=int, default=1500, help="skip instructions with longer GPT-4 outputs")
     parser.add_argument("--run-dir", type=Path, default=None, help="examples, LM cache and audit (default: runs/calibrate_infobench/<settings>)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    name = f"seed{args.seed}_tr{args.train}_va{args.val}_te{args.test}_it{args.iterations}_out{args.max_output_chars}"
+    name = f"seed{args.seed}_tr{args.train}_va{args.val}_te{args.test}_it{args.iterations}_demos{args.demos}_out{args.max_output_chars}"
     run_dir = (args.run_dir or REPO / "runs" / "calibrate_infobench" / name).resolve()
     started = time.perf_counter()
     phases: dict[str, float] = {}
@@ -255,13 +278,16 @@ def main(argv: list[str] | None = None) -> dict:
             raise AssertionError(f"split() did not reproduce the {part} instructions")
 
     configure(LM_SPEC, run_dir / "cache")
-    student = BinaryJudge()
+    student = BinaryJudge(probability=True, explanations="none")  # answers only; P(yes) read for the thresholds
     clock = time.perf_counter()
     before = judge_all(student, test, "test, before")
     phases["test before"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    optimizer = BinEvalOptimizer(CrossModelFeedback(), max_iterations=args.iterations, run_dir=run_dir / "optimizer", seed=args.seed)
+    optimizer = BinEvalOptimizer(
+        CrossModelFeedback(), max_iterations=args.iterations, patience=args.iterations, demos=args.demos, thresholds=True,
+        run_dir=run_dir / "optimizer", seed=args.seed,
+    )
     program = optimizer.compile(student, trainset=train, valset=val)
     phases["optimize"] = time.perf_counter() - clock
 
@@ -293,6 +319,8 @@ def main(argv: list[str] | None = None) -> dict:
             "trajectory": trajectory(audit),
             "start_instructions": audit.start.instructions["answer"],
             "final_instructions": instructions_of(program)["answer"],
+            "final_demos": audit.best.demos.get("answer", []),
+            "final_thresholds": audit.best.thresholds,
             "lessons": [lesson.model_dump(include={"text", "dimension", "support", "applied", "retired"}) for lesson in audit.bank],
             "edits": [{"iteration": it.iteration, "edits": [e.model_dump() for e in it.edits or []]} for it in audit.iterations],
         },

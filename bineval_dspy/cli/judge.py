@@ -90,7 +90,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"checklist: {len(checklist.questions)} questions over {', '.join(checklist.dimensions)}, {source}; "
         f"{coded} answered by code, {len(checklist.questions) - coded} by the LM ({lm.model})"
     )
-    judge = BinaryJudge(probability=args.probability)
+    judge = BinaryJudge(probability=args.probability, calibration=args.calibration)
     summaries = example["summaries"]
     cards = list(progress_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
     results = []
@@ -173,6 +173,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     check_verifiers(checklist, str(checklist_path))
     rows = _judge_rows(data_path)
     check_output_path(out)
+    if args.calibration != "none" and args.samples > 1:
+        raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     judge = BinaryJudge(
         chain_of_thought=args.cot,
@@ -180,6 +182,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         probability=args.probability,
         partial=args.partial,
         explanations=args.explanations,
+        calibration=args.calibration,
         threads=None if is_local(lm) else (args.threads or DEFAULT_THREADS),  # in-process: one batch per output
     )
     fingerprint = {
@@ -228,12 +231,16 @@ def _print_means(checklist: Checklist, cards: list[Scorecard]) -> None:
         console.print(f"[yellow]means over the {scored} of {len(cards)} row(s) that have a score[/]")
 
 
+CALIBRATION_HELP = "content_free: divide out the LM's yes-bias per question, measured on a content-free output (reads logprobs)"
+
+
 def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``bineval demo``, ``checklist`` and ``judge``."""
     demo = sub.add_parser("demo", parents=[common], help="judge three bundled summaries with the embedded LM")
     demo.add_argument("-o", "--output", default="demo-results.json")
     demo.add_argument("--max-questions", type=count(1), default=12)
     demo.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
+    demo.add_argument("--calibration", choices=("none", "content_free"), default="none", help=CALIBRATION_HELP)
     demo.add_argument("--write-checklist", action="store_true", help="let the LM write the checklist (BinEval's two steps)")
     demo.set_defaults(func=cmd_demo)
 
@@ -251,6 +258,7 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     judge.add_argument("--cot", action="store_true", help="reason before answering")
     judge.add_argument("--samples", type=count(1), default=1, help="k-sample majority vote")
     judge.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
+    judge.add_argument("--calibration", choices=("none", "content_free"), default="none", help=CALIBRATION_HELP)
     judge.add_argument("--max-tokens", dest="lm_max_tokens", type=count(1), metavar="N", help="token limit per verdict (default 256)")
     judge.add_argument("--partial", action="store_true", help="score dimensions over answered questions only")
     judge.add_argument(

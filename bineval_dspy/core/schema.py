@@ -92,6 +92,7 @@ class Verdict(BaseModel):
     dimension: str | None = None
     answer: Answer
     p_yes: float | None = Field(default=None, ge=0, le=1)
+    p_yes_content_free: float | None = Field(default=None, ge=0, le=1)  # the prior P(yes) a calibrated p_yes divides out
     explanation: str = ""
     judge: str = Field(description="which judge answered: an LM model string, 'code:<id>', or 'reference'")
 
@@ -110,6 +111,8 @@ class JudgeSpec(BaseModel):
     verifier_mode: Literal["strict", "loose"] = "strict"
     partial: bool = False
     explanations: Literal["all", "failures", "none"] = "all"
+    calibration: Literal["none", "content_free"] = "none"
+    thresholds: dict[str, float] = Field(default_factory=dict)  # per-dimension P(yes) decision thresholds
 
 
 class Scorecard(BaseModel):

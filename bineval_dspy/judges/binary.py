@@ -51,6 +51,10 @@ class AnswerQuestion(dspy.Signature):
 
 
 Explanations = Literal["all", "failures", "none"]
+Calibration = Literal["none", "content_free"]
+# What the judge sees in place of the output when it measures its own bias for a question (contextual calibration,
+# Zhao et al. 2021): an output with no content, so whatever P(yes) it gets is the question's prior, not evidence.
+CONTENT_FREE_OUTPUT = "N/A"
 # Verdict-first decoding stops the JSON right after the answer: the explanation key comes next.
 EXPLANATION_STOP = '"explanation"'
 _ANSWER_VALUE = re.compile(r'"answer"\s*:\s*"(yes|no)"')
@@ -79,7 +83,12 @@ class BinaryJudge(dspy.Module):
 
     Options: ``chain_of_thought`` (reason before answering), ``samples`` (k-sample majority vote,
     as in TICK), ``probability`` (score with P(yes)/(P(yes)+P(no)) read from token logprobs), ``partial``
-    (score a dimension over its answered questions instead of leaving it unscored when one is unanswered).
+    (score a dimension over its answered questions instead of leaving it unscored when one is unanswered),
+    ``calibration`` (``content_free``: divide out the LM's yes-bias per question, measured by asking the same
+    question about a content-free output; the answer becomes yes exactly when P(yes) beats that prior, and the
+    score uses the answers, or the calibrated P(yes) with ``probability``), ``thresholds`` (per dimension: the answer
+    is yes exactly when P(yes) reaches the dimension's threshold instead of the LM's own choice; the optimizer fits
+    them against a reference judge).
     Questions that name a code verifier are answered by it (``verifier_mode`` strict or loose), never by
     the LM; ``code_router`` replaces that routing.
 
@@ -101,10 +110,18 @@ class BinaryJudge(dspy.Module):
         partial: bool = False,
         explanations: Explanations = "all",
         threads: int | None = None,
+        calibration: Calibration = "none",
+        thresholds: dict[str, float] | None = None,
     ) -> None:
         super().__init__()
         if samples < 1:
             raise ValueError("samples must be at least 1")
+        if calibration not in ("none", "content_free"):
+            raise ValueError(f"calibration must be none or content_free, got {calibration!r}")
+        if thresholds and any(not 0 <= t <= 1 for t in thresholds.values()):
+            raise ValueError(f"thresholds are probabilities in [0, 1], got {thresholds}")
+        if (calibration != "none" or thresholds) and samples > 1:
+            raise ValueError("calibration and thresholds need samples=1: a vote share is not the P(yes) they are measured in")
         if explanations not in ("all", "failures", "none"):
             raise ValueError(f"explanations must be all, failures or none, got {explanations!r}")
         self.answer = dspy.ChainOfThought(AnswerQuestion) if chain_of_thought else dspy.Predict(AnswerQuestion)
@@ -117,15 +134,22 @@ class BinaryJudge(dspy.Module):
         self.code_router = code_router or make_code_router(verifier_mode)
         self.explanations = explanations
         self.threads = threads
+        self.calibration = calibration
+        self.thresholds = dict(thresholds or {})
         self._verdict_adapter = VerdictFirstAdapter()
 
     def forward(self, input: str, output: str, checklist: Checklist) -> Scorecard:
         routed = {q.id: self.code_router(q, input, output) for q in checklist.questions}
         asked = [q for q in checklist.questions if routed[q.id] is None]
         answers = self._each(asked, lambda q: self._ask_votes(input, output, q))
+        if self.calibration == "content_free":
+            priors = self._each(asked, lambda q: self._ask(input, CONTENT_FREE_OUTPUT, q, 0, explain=False))
+            answers = {qid: calibrated(v, priors[qid]) for qid, v in answers.items()}
+        answers = {q.id: self._thresholded(answers[q.id], q) for q in asked}
         if self.explanations == "failures":
             failed = [q for q in asked if answers[q.id].answer == "no"]
-            answers.update(self._each(failed, lambda q: self._ask(input, output, q, 0, explain=True)))
+            explained = self._each(failed, lambda q: self._ask(input, output, q, 0, explain=True))
+            answers.update({qid: self._explained(answers[qid], v) for qid, v in explained.items()})
         verdicts = [routed[q.id] or answers[q.id] for q in checklist.questions]
         card = score(checklist, verdicts, use_probability=self.probability, partial=self.partial)  # type: ignore[arg-type]
         return card.model_copy(update={"judge": self.spec()})
@@ -143,6 +167,22 @@ class BinaryJudge(dspy.Module):
         with hint, ThreadPoolExecutor(max_workers=threads) as pool:
             return {q.id: v for q, v in zip(questions, pool.map(in_caller_context(ask), questions))}
 
+    def _thresholded(self, verdict: Verdict, question: Question) -> Verdict:
+        """The answer decided by the dimension's P(yes) threshold, when one is set and P(yes) was read."""
+        threshold = self.thresholds.get(question.dimension)
+        if threshold is None or verdict.p_yes is None or verdict.answer == "unanswered":
+            return verdict
+        answer: Literal["yes", "no"] = "yes" if verdict.p_yes >= threshold else "no"
+        return verdict.model_copy(update={"answer": answer})
+
+    def _explained(self, verdict: Verdict, explained: Verdict) -> Verdict:
+        """The verdict with the explanation a second, explaining call gave: that call's verdict itself (greedy
+        decoding repeats the answer), unless calibration or a threshold decided the answer, which keeps its place."""
+        decided = self.calibration != "none" or bool(self.thresholds)  # the answer is not the LM's own
+        if not decided or explained.answer == "unanswered":
+            return verdict if decided else explained
+        return verdict.model_copy(update={"explanation": f"{explained.explanation} {verdict.explanation}".strip()})
+
     def spec(self) -> JudgeSpec:
         """The model string of the LM this judge calls, and its options."""
         lm = self.answer_lm()
@@ -155,6 +195,8 @@ class BinaryJudge(dspy.Module):
             verifier_mode=self.verifier_mode,
             partial=self.partial,
             explanations=self.explanations,
+            calibration=self.calibration,
+            thresholds=self.thresholds,
         )
 
     def judge_question(self, input: str, output: str, question: Question) -> Verdict:
@@ -163,8 +205,11 @@ class BinaryJudge(dspy.Module):
         if routed is not None:
             return routed
         verdict = self._ask_votes(input, output, question)
+        if self.calibration == "content_free":
+            verdict = calibrated(verdict, self._ask(input, CONTENT_FREE_OUTPUT, question, 0, explain=False))
+        verdict = self._thresholded(verdict, question)
         if self.explanations == "failures" and verdict.answer == "no":
-            verdict = self._ask(input, output, question, 0, explain=True)
+            verdict = self._explained(verdict, self._ask(input, output, question, 0, explain=True))
         return verdict
 
     def _ask_votes(self, input: str, output: str, question: Question) -> Verdict:
@@ -179,7 +224,8 @@ class BinaryJudge(dspy.Module):
         config: dict = {}
         if self.samples > 1:
             config.update(temperature=self.sample_temperature, rollout_id=sample)
-        if self.probability:
+        reads_p = self.probability or self.calibration != "none" or bool(self.thresholds)
+        if reads_p:
             config.update(logprobs=True, top_logprobs=10)
         if not explain:
             config.update(stop=[EXPLANATION_STOP])
@@ -194,7 +240,7 @@ class BinaryJudge(dspy.Module):
         if answer not in ("yes", "no"):
             return Verdict(question_id=question.id, answer="unanswered", explanation=f"unparseable answer {answer!r}", judge=judge_name)
         # P(yes) is read at the verdict token and kept beside the parsed answer; it never overrides it
-        p_yes = p_yes_from_logprobs(getattr(pred, "logprobs", None)) if self.probability else None
+        p_yes = p_yes_from_logprobs(getattr(pred, "logprobs", None)) if reads_p else None
         return Verdict(question_id=question.id, answer=answer, p_yes=p_yes, explanation=explanation, judge=judge_name)
 
     def answer_lm(self) -> dspy.LM | None:
@@ -217,6 +263,23 @@ def _majority(question_id: str, votes: list[Verdict]) -> Verdict:
         judge=votes[0].judge,
     )
 
+
+
+def calibrated(verdict: Verdict, prior: Verdict) -> Verdict:
+    """Contextual calibration of one verdict: P(yes) reweighted by the question's content-free P(yes) ``c``,
+    p' = (p/c) / (p/c + (1-p)/(1-c)), and the answer yes exactly when p' >= 0.5 (p >= c). A verdict without P(yes),
+    or a question whose prior could not be read, stays as it was and says so."""
+    p, c = verdict.p_yes, prior.p_yes
+    if verdict.answer == "unanswered" or p is None:
+        return verdict
+    if c is None or not 0 < c < 1:
+        return verdict.model_copy(update={"explanation": f"{verdict.explanation} (uncalibrated: no content-free P(yes))".strip()})
+    yes, no = p / c, (1 - p) / (1 - c)
+    p_cal = yes / (yes + no)
+    answer: Literal["yes", "no"] = "yes" if p_cal >= 0.5 else "no"
+    note = f"[calibrated: P(yes) {p:.2f} against {c:.2f} for a content-free output]"
+    update = {"answer": answer, "p_yes": p_cal, "p_yes_content_free": c, "explanation": f"{verdict.explanation} {note}".strip()}
+    return verdict.model_copy(update=update)
 
 
 def hybrid_judge(mode: Mode = "strict", **judge_options) -> BinaryJudge:

@@ -5,27 +5,33 @@ from __future__ import annotations
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.schema import Checklist, Question, Verdict
 from bineval_dspy.judges.base import CodeRouter
-from bineval_dspy.verifiers import Mode, VerifierError, build_check, follows, known_instruction_ids
+from bineval_dspy.verifiers import Mode, VerifierError, build_check, describe, diagnose, known_instruction_ids
 
 
 def make_code_router(mode: Mode = "strict") -> CodeRouter:
-    """A ``BinaryJudge`` hook that answers verifier questions by code in ``mode``; others go to the LM (None)."""
+    """A ``BinaryJudge`` hook that answers verifier questions by code in ``mode``; others go to the LM (None).
+
+    A code verdict's explanation is the verifier's rule, then what it found: "<rule> Met: <detail>".
+    """
 
     def route(question: Question, input: str, output: str) -> Verdict | None:
         if question.verifier is None:
             return None
         judge = f"code:{question.verifier}"
         try:
-            passed = follows(build_check(question.verifier, question.verifier_kwargs, prompt=input), output, mode)
+            check = build_check(question.verifier, question.verifier_kwargs, prompt=input)
+            rule = describe(question.verifier, question.verifier_kwargs, prompt=input)
+            finding = diagnose(check, output, mode)
         except Exception as exc:  # a verifier that cannot run leaves the question unanswered, never yes
             return Verdict(
                 question_id=question.id, answer="unanswered", explanation=f"verifier failed: {exc}", judge=judge
             )
-        outcome = "passed" if passed else "failed"
+        # The rule and what was found, so a failure reads as a lesson, not just a verdict.
+        outcome = "Met" if finding.passed else "Not met"
         return Verdict(
             question_id=question.id,
-            answer="yes" if passed else "no",
-            explanation=f"constraint '{question.verifier}' {outcome} ({mode} check)",
+            answer="yes" if finding.passed else "no",
+            explanation=f"{rule} {outcome}: {finding.detail}",
             judge=judge,
         )
 

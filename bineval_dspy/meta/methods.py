@@ -18,7 +18,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from bineval_dspy.core.schema import Answer, Checklist, Question, Scorecard
-from bineval_dspy.judges.binary import BinaryJudge, Explanations
+from bineval_dspy.judges.binary import BinaryJudge, Calibration, Explanations
 from bineval_dspy.meta.datasets import MetaRow
 from bineval_dspy.meta.holistic import HolisticJudge, Rating
 from bineval_dspy.meta.prompts import DEFINITIONS, QUESTIONS
@@ -57,8 +57,11 @@ class BinEvalMethod(_Method):
     chain_of_thought: bool = False
     samples: int = Field(default=1, ge=1)
     explanations: Explanations = "none"
+    calibration: Calibration = "none"
 
     def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:
+        if self.calibration != "none" and self.samples > 1:
+            raise MethodProblem("calibration", "calibration needs samples = 1")
         has_questions = any(row.questions for row in rows)
         if self.checklist == "dataset" and not has_questions:
             raise MethodProblem("checklist", "\"dataset\" needs a dataset with questions per output (InFoBench)")
@@ -153,6 +156,7 @@ def build_scorer(
             chain_of_thought=method.chain_of_thought,
             samples=method.samples,
             explanations=method.explanations,
+            calibration=method.calibration,
             threads=judge_threads,
         )
 

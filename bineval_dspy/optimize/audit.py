@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model
-from bineval_dspy.optimize.lessons import Edit, Failure, Lesson
+from bineval_dspy.optimize.lessons import Discarded, Edit, Failure, Lesson
 from bineval_dspy.optimize.settings import OptimizerSettings
 
 AUDIT_FILE = "audit.json"
@@ -34,10 +35,16 @@ class Decision(BaseModel):
     reason: str
 
 
+Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)
+CandidateKind = Literal["instructions", "demo", "thresholds"]
+
+
 class StartRecord(BaseModel):
-    """The student as given: its instructions and held-out results."""
+    """The student as given: its instructions, demonstrations, thresholds and held-out results."""
 
     instructions: dict[str, str]
+    demos: Demos = Field(default_factory=dict)
+    thresholds: dict[str, float] = Field(default_factory=dict)
     prompt_chars: int
     val: EvalSummary
     lm_calls: int = 0
@@ -45,9 +52,11 @@ class StartRecord(BaseModel):
 
 
 class BestRecord(BaseModel):
-    """The best accepted prompt so far (iteration 0: the start)."""
+    """The best accepted program state so far (iteration 0: the start)."""
 
     instructions: dict[str, str]
+    demos: Demos = Field(default_factory=dict)
+    thresholds: dict[str, float] = Field(default_factory=dict)  # per-dimension P(yes) thresholds of a judge
     val_score: float
     val: EvalSummary
     iteration: int = 0
@@ -57,16 +66,21 @@ class IterationRecord(BaseModel):
     """One iteration; fields fill in step by step, so a resumed run knows which step to redo."""
 
     iteration: int
+    kind: CandidateKind = "instructions"  # what the candidate changes: an instruction edit, a demo, thresholds
     lm_calls: int = 0
     tokens: int = 0
     train: EvalSummary | None = None
     failures: list[Failure] | None = None
     lessons_new: list[Lesson] | None = None
     lessons_after_dedup: list[str] | None = None
+    lessons_discarded: list[Discarded] | None = None  # drafts that named no constraint or restated the response
+    rule_lessons: int | None = None  # lessons that are a verifier's rule (the LM's draft was unusable)
     note_errors: int | None = None
     selected: list[str] | None = None
     edits: list[Edit] | None = None
     candidate_instructions: dict[str, str] | None = None
+    candidate_demos: Demos | None = None
+    candidate_thresholds: dict[str, float] | None = None
     prompt_chars: int | None = None
     val: EvalSummary | None = None
     decision: Decision | None = None

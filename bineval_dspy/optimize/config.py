@@ -52,6 +52,7 @@ class ProgramConfig(_Strict):
     instructions: str | None = None
     max_tokens: int = Field(default=256, ge=8)
     llm_questions: tuple[int, int] = (0, 0)
+    threads: int = Field(default=1, ge=1, description="examples run at once (an in-process model batches them)")
 
     @field_validator("llm_questions")
     @classmethod
@@ -132,7 +133,7 @@ def build(config: RunConfig) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list,
                 checklists[example.key] = hybrid_checklist(row, generator=writer, n_llm_questions=config.program.llm_questions)
             return checklists[example.key]
 
-        feedback = SelfUpdateFeedback(hybrid_judge(), checklist_for)
+        feedback = SelfUpdateFeedback(hybrid_judge(), checklist_for, threads=config.program.threads)
         student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens)
     else:
         assert config.data.examples is not None  # load_config requires it
@@ -145,7 +146,7 @@ def build(config: RunConfig) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list,
             if missing:
                 raise InputError(f"{config.data.examples}: example {missing[0]} has no 'reference' and no [reference] lm is set")
             feedback = CrossModelFeedback()
-        student = BinaryJudge()
+        student = BinaryJudge(probability=settings.thresholds)  # thresholds are fitted on the P(yes) it reads
         if config.program.instructions:
             student.answer.signature = student.answer.signature.with_instructions(config.program.instructions)
     if "seed" not in settings.model_fields_set:

@@ -9,16 +9,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import dspy
 
+from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import one_line
-from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.optimize.audit import EvalSummary
 from bineval_dspy.optimize.lessons import Failure
+from bineval_dspy.verifiers import VerifierError, describe
 
 
 @dataclass
@@ -33,6 +35,11 @@ class Evaluation:
     answered: int = 0
     unanswered: int = 0
     first_problem: str = ""
+    # what demonstration candidates are made of: outputs that passed every check (self-update), or reference
+    # answers to questions the target got wrong (cross-model); each a demo's field values
+    demo_pool: list[dict[str, Any]] = field(default_factory=list)
+    # cross-model: (dimension, the target's P(yes), the reference's answer) per answered question, for thresholds
+    probabilities: list[tuple[str, float, str]] = field(default_factory=list)
 
     @property
     def unanswered_share(self) -> float:
@@ -63,7 +70,9 @@ class Evaluation:
 class FeedbackSource(Protocol):
     mode: Literal["self", "cross"]
 
-    def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example]) -> Evaluation: ...
+    def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example], label: str = "evaluating") -> Evaluation:
+        """Run ``program`` on ``examples`` and judge it; ``label`` names the progress bar."""
+        ...
 
 
 def _means(values: dict[str, list[float]]) -> dict[str, float]:
@@ -88,31 +97,31 @@ class SelfUpdateFeedback:
         input_field: str = "prompt",
         output_field: str = "response",
         example_id: Callable[[dspy.Example], str] = lambda ex: str(ex.get("key", ex.get("id", ""))),
+        threads: int = 1,
     ) -> None:
         self.judge = judge
+        self.threads = threads  # examples run at once (an in-process model batches concurrent generations)
         self.checklist_for = checklist_for
         self.input_field = input_field
         self.output_field = output_field
         self.example_id = example_id
 
-    def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example]) -> Evaluation:
+    def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example], label: str = "evaluating") -> Evaluation:
         scores: list[float] = []
         dims: dict[str, list[float]] = defaultdict(list)
         failures: list[Failure] = []
+        demo_pool: list[dict[str, Any]] = []
         errors = answered = unanswered = 0
         problem = ""
-        for example in examples:
+        for example, (output, card) in zip(examples, progress_map(lambda ex: self._run(program, ex), examples, label, self.threads)):
             checklist = self.checklist_for(example)
-            task_input = str(example[self.input_field])
-            try:
-                output = str(getattr(program(**example.inputs()), self.output_field))
-            except Exception as exc:  # a program failure scores 0 and is counted; it is not a lesson
+            if card is None:  # a program failure scores 0 and is counted; it is not a lesson
                 errors += 1
                 unanswered += len(checklist.questions)
-                problem = problem or f"the program failed: {one_line(exc)}"
+                problem = problem or f"the program failed: {output}"
                 scores.append(0.0)
                 continue
-            card = self.judge(input=task_input, output=output, checklist=checklist)
+            task_input = str(example[self.input_field])
             scores.append(card.overall or 0.0)
             for dim, value in card.dimension_scores.items():
                 if value is not None:
@@ -122,6 +131,8 @@ class SelfUpdateFeedback:
             unanswered += len(split["unanswered"])
             if split["unanswered"] and not problem:
                 problem = f"unanswered: {split['unanswered'][0][1].explanation}"
+            if not split["failed"] and not split["unanswered"]:
+                demo_pool.append({**example.inputs().toDict(), self.output_field: output})
             for question, verdict in split["failed"]:
                 failures.append(
                     Failure(
@@ -133,6 +144,7 @@ class SelfUpdateFeedback:
                         output=output,
                         explanation=verdict.explanation,
                         got="no",
+                        rule=_rule(question, task_input),
                     )
                 )
         return Evaluation(
@@ -143,7 +155,26 @@ class SelfUpdateFeedback:
             answered=answered,
             unanswered=unanswered,
             first_problem=problem,
+            demo_pool=demo_pool,
         )
+
+    def _run(self, program: dspy.Module, example: dspy.Example) -> tuple[str, Scorecard | None]:
+        """The program's output and its scorecard; a program error gives (its message, None)."""
+        try:
+            output = str(getattr(program(**example.inputs()), self.output_field))
+        except Exception as exc:
+            return one_line(exc), None
+        return output, self.judge(input=str(example[self.input_field]), output=output, checklist=self.checklist_for(example))
+
+
+def _rule(question: Question, task_input: str) -> str | None:
+    """The rule sentence of the question's code verifier, if it has one that accepts its kwargs."""
+    if question.verifier is None:
+        return None
+    try:
+        return describe(question.verifier, question.verifier_kwargs, prompt=task_input)
+    except VerifierError:
+        return None
 
 
 class CrossModelFeedback:
@@ -173,37 +204,37 @@ class CrossModelFeedback:
             answer = self.reference_judge.judge_question(example["input"], example["output"], question).answer
         return None if answer == "unanswered" else answer
 
-    def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example]) -> Evaluation:
+    def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example], label: str = "evaluating") -> Evaluation:
         agree = 0
         target_yes: dict[str, list[float]] = defaultdict(list)
         reference_yes: dict[str, list[float]] = defaultdict(list)
         failures: list[Failure] = []
+        demo_pool: list[dict[str, Any]] = []
+        probabilities: list[tuple[str, float, str]] = []
         errors = answered = unanswered = 0
         problem = ""
-        for example in examples:
-            question = Question(id=str(example["question_id"]), text=example["question"], dimension=example["dimension"])
-            reference = self._reference(example, question)
+        for example, (question, reference, verdict, error) in zip(examples, progress_map(lambda ex: self._judge(program, ex), examples, label)):
             if reference is None:
                 errors += 1
                 continue
-            try:
-                verdict = program.judge_question(example["input"], example["output"], question)
-            except Exception as exc:  # judge_question already turns LM failures into "unanswered"
+            if verdict is None:  # judge_question already turns LM failures into "unanswered"; this is a crash
                 errors += 1
-                verdict = None
-                explanation = one_line(exc)
             answer = verdict.answer if verdict else "unanswered"
-            explanation = verdict.explanation if verdict else explanation
+            explanation = verdict.explanation if verdict else error
             reference_yes[question.dimension].append(1.0 if reference == "yes" else 0.0)
             if answer == "unanswered":
                 unanswered += 1
                 problem = problem or f"unanswered: {explanation}"
                 continue
             answered += 1
+            assert verdict is not None
+            if verdict.p_yes is not None:
+                probabilities.append((question.dimension, verdict.p_yes, reference))
             target_yes[question.dimension].append(1.0 if answer == "yes" else 0.0)
             if answer == reference:
                 agree += 1
                 continue
+            expected: Literal["yes", "no"] = "yes" if reference == "yes" else "no"
             failures.append(
                 Failure(
                     id=f"{example.get('example_id', '')}:{question.id}",
@@ -214,9 +245,11 @@ class CrossModelFeedback:
                     output=example["output"],
                     explanation=explanation,
                     got="yes" if answer == "yes" else "no",
-                    expected="yes" if reference == "yes" else "no",
+                    expected=expected,
                 )
             )
+            verdict_demo = {"answer": expected, "explanation": "the reference evaluator's answer"}
+            demo_pool.append({"input": example["input"], "output": example["output"], "question": question.text, "verdict": verdict_demo})
         judged = sum(len(v) for v in reference_yes.values())
         return Evaluation(
             score=agree / judged if judged else 0.0,
@@ -227,4 +260,17 @@ class CrossModelFeedback:
             answered=answered,
             unanswered=unanswered,
             first_problem=problem,
+            demo_pool=demo_pool,
+            probabilities=probabilities,
         )
+
+    def _judge(self, program: dspy.Module, example: dspy.Example) -> tuple[Question, str | None, Verdict | None, str]:
+        """The example's question, the reference's answer (None: none), the target's verdict (None: it crashed)."""
+        question = Question(id=str(example["question_id"]), text=example["question"], dimension=example["dimension"])
+        reference = self._reference(example, question)
+        if reference is None:
+            return question, None, None, ""
+        try:
+            return question, reference, program.judge_question(example["input"], example["output"], question), ""
+        except Exception as exc:
+            return question, reference, None, one_line(exc)

@@ -41,6 +41,12 @@ class Failure(BaseModel):
     explanation: str
     got: Literal["yes", "no", "unanswered"]
     expected: Literal["yes", "no"] | None = None
+    rule: str | None = None  # the code verifier's rule sentence, when code gave the "no" (its diagnosis: explanation)
+
+    @property
+    def constraint(self) -> str:
+        """What a lesson about this failure must name: the verifier's rule, else the question."""
+        return self.rule or self.question
 
 
 class Lesson(BaseModel):
@@ -53,6 +59,7 @@ class Lesson(BaseModel):
     sources: list[str] = Field(default_factory=list)
     retired: bool = False
     applied: bool = False
+    origin: Literal["lm", "rule"] = "lm"  # "rule": the verifier's rule, used when the LM wrote no usable lesson
 
     @field_validator("text")
     @classmethod
@@ -111,7 +118,8 @@ class SelfUpdateLesson(dspy.Signature):
     output: str = dspy.InputField(desc="the output that failed the check")
     question: str = dspy.InputField(desc="the yes/no check; 'yes' means satisfied")
     dimension: str = dspy.InputField(desc="the quality dimension the check belongs to")
-    explanation: str = dspy.InputField(desc="the evaluator's reason for answering 'no'")
+    rule: str = dspy.InputField(desc="the rule the check tests, stated by its code verifier ('' when an LM judged it)")
+    explanation: str = dspy.InputField(desc="the evaluator's reason for answering 'no'; from code: what it found")
     lesson: LessonDraft = dspy.OutputField()
 
 
@@ -131,6 +139,58 @@ class CrossModelLesson(dspy.Signature):
     reference_answer: str = dspy.InputField(desc="the reference evaluator's answer (correct)")
     explanation: str = dspy.InputField(desc="the evaluator's reason for its answer")
     lesson: LessonDraft = dspy.OutputField()
+
+
+class Discarded(BaseModel):
+    """A lesson the note-taker wrote and the optimizer refused, with the reason (kept in the audit)."""
+
+    failure_id: str
+    text: str
+    reason: str
+
+
+# Words that say nothing about which constraint a lesson addresses: a lesson must share some other word stem with
+# the failure's rule or question.
+_GENERIC = frozenset(
+    """about after again also always answer answers because before being check checks could does doing every
+    exactly follow following from future general have into instruction instructions make more must never only other
+    output outputs please question questions request requests response responses rule should some sure task than
+    that their them then there these they this those through under user very what when where which while will with
+    would write writer writing your""".split()
+)
+_STEM = 5  # words compare by their first five letters: "paragraphs" names "paragraph", "capitals" names "capital"
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:_STEM] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 3 and w not in _GENERIC}
+
+
+def lesson_problem(text: str, failure: Failure) -> str | None:
+    """Why a drafted lesson cannot be used for ``failure``, or None.
+
+    Two checks a weak note-taker often fails: a self-update lesson must name the constraint (share a content word
+    stem with the verifier's rule or the question), and no lesson may restate the response (half or more of its
+    word 4-grams copied from the output), e.g. "The national symbol of the US is the Eagle." for a failed length
+    check. A cross-model lesson is about judging, not one constraint, so it need not repeat the question's words.
+    """
+    if failure.expected is None and not _stems(text) & _stems(failure.constraint):
+        return "names no constraint of the failed check"
+    words = re.findall(r"\w+", text.lower())
+    grams = {tuple(words[i : i + 4]) for i in range(len(words) - 3)}
+    if grams:
+        said = re.findall(r"\w+", failure.output.lower())
+        copied = grams & {tuple(said[i : i + 4]) for i in range(len(said) - 3)}
+        if len(copied) >= len(grams) / 2:
+            return "restates the response"
+    return None
+
+
+def rule_lesson(failure: Failure) -> Lesson | None:
+    """The lesson a code-checked failure teaches without a note-taker: its verifier's rule sentence, as it is (it
+    names the constraint by construction; the guard keeps it only if held-out prompts gain)."""
+    if failure.rule is None:
+        return None
+    return Lesson(text=failure.rule, dimension=failure.dimension, sources=[failure.id], origin="rule")
 
 
 class NoteTakingError(RuntimeError):
@@ -159,7 +219,7 @@ class NoteTaker(dspy.Module):
         try:
             with dspy.context(adapter=self.adapter):
                 if failure.expected is None:
-                    pred = self.self_update(**shared)
+                    pred = self.self_update(**shared, rule=failure.rule or "")
                 else:
                     pred = self.cross_model(**shared, evaluator_answer=failure.got, reference_answer=failure.expected)
             return Lesson(text=pred.lesson.text, dimension=failure.dimension, sources=[failure.id])

@@ -18,13 +18,32 @@ from typing import Any
 import dspy
 from dspy.teleprompt import Teleprompter
 
-from bineval_dspy.core.console import console
+from bineval_dspy.core.console import console, progress_map
 from bineval_dspy.core.errors import InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import digest, first_difference
 from bineval_dspy.lm.usage import CallCounter, Cost, measured
-from bineval_dspy.optimize.audit import AUDIT_FILE, Audit, BestRecord, Decision, IterationRecord, StartRecord
+from bineval_dspy.optimize.audit import (
+    AUDIT_FILE,
+    Audit,
+    BestRecord,
+    CandidateKind,
+    Decision,
+    Demos,
+    IterationRecord,
+    StartRecord,
+)
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource
-from bineval_dspy.optimize.lessons import Failure, Lesson, LessonBank, NoteTaker, PromptUpdater, normalize
+from bineval_dspy.optimize.lessons import (
+    Discarded,
+    Failure,
+    Lesson,
+    LessonBank,
+    NoteTaker,
+    PromptUpdater,
+    lesson_problem,
+    normalize,
+    rule_lesson,
+)
 from bineval_dspy.optimize.policies import AcceptancePolicy, StoppingRule, default_acceptance, default_stopping
 from bineval_dspy.optimize.settings import OptimizerSettings
 
@@ -44,8 +63,42 @@ def set_instructions(program: dspy.Module, texts: dict[str, str]) -> None:
             pred.signature = pred.signature.with_instructions(texts[name])
 
 
-def prompt_length(texts: dict[str, str]) -> int:
-    return sum(len(t) for t in texts.values())
+def demos_of(program: dspy.Module) -> Demos:
+    """Demonstrations of every named predictor that has some, as plain field dicts."""
+    return {name: [dict(d) for d in pred.demos] for name, pred in program.named_predictors() if pred.demos}
+
+
+def set_state(program: dspy.Module, instructions: dict[str, str], demos: Demos, thresholds: dict[str, float]) -> None:
+    """Give ``program`` one recorded state: instructions, the demonstrations of each predictor named in ``demos``
+    (the others keep none) and, for a judge, its per-dimension P(yes) thresholds."""
+    set_instructions(program, instructions)
+    for name, pred in program.named_predictors():
+        pred.demos = [dspy.Example(**d) for d in demos.get(name, [])]
+    if hasattr(program, "thresholds"):
+        program.thresholds = dict(thresholds)
+
+
+def prompt_length(texts: dict[str, str], demos: Demos | None = None) -> int:
+    """What the bloat guard measures: instruction characters plus every character of the demonstrations' fields."""
+    shown = sum(len(v if isinstance(v, str) else json.dumps(v)) for ds in (demos or {}).values() for d in ds for v in d.values())
+    return sum(len(t) for t in texts.values()) + shown
+
+
+def fit_thresholds(probabilities: Sequence[tuple[str, float, str]]) -> dict[str, float]:
+    """Per dimension, the P(yes) threshold under which the target agrees most often with the reference (yes when
+    P(yes) >= t); ties go to the threshold nearest 0.5, the uncalibrated decision."""
+    by_dim: dict[str, list[tuple[float, str]]] = {}
+    for dim, p, ref in probabilities:
+        by_dim.setdefault(dim, []).append((p, ref))
+    fitted = {}
+    for dim, points in sorted(by_dim.items()):
+        values = sorted({p for p, _ in points})
+        cuts = [0.5, values[0], values[-1] + 1e-6] + [(a + b) / 2 for a, b in zip(values, values[1:])]
+        agreement = {t: sum((p >= t) == (ref == "yes") for p, ref in points) for t in cuts}
+        best = max(agreement.values())
+        chosen: float = min((t for t, n in agreement.items() if n == best), key=lambda t: abs(t - 0.5))
+        fitted[dim] = round(chosen, 6)
+    return fitted
 
 
 class BinEvalOptimizer(Teleprompter):
@@ -121,10 +174,10 @@ class BinEvalOptimizer(Teleprompter):
         audit = self._load() or self._fresh_audit(program, valset)
         if audit.bank:
             self.bank = LessonBank.from_json([x.model_dump() for x in audit.bank], threshold=self.bank.threshold, embed=self.bank.embed)
-        set_instructions(program, audit.best.instructions)
+        self._set_best(program, audit)
         while audit.stopped is None:
             self._iterate(audit, program, trainset, valset)
-        set_instructions(program, audit.best.instructions)
+        self._set_best(program, audit)
         if self.run_dir:
             program.save(str(self.run_dir / PROGRAM_FILE))
         program.audit = audit
@@ -142,15 +195,18 @@ class BinEvalOptimizer(Teleprompter):
         return LessonBank(threshold=self.settings.dedup_threshold, embed=template.embed if template else None)
 
     def _fresh_audit(self, program: dspy.Module, valset: Sequence[dspy.Example]) -> Audit:
-        texts = instructions_of(program)
-        evaluation, cost = self._evaluate(program, valset, "start (held-out)")
+        texts, demos, thresholds = instructions_of(program), demos_of(program), dict(getattr(program, "thresholds", {}))
+        evaluation, cost = self._evaluate(program, valset, "start: held-out")
         summary = evaluation.summary()
         audit = Audit(
             mode=self.feedback.mode,
             settings=self.settings,
             fingerprint=self._fingerprint,
-            start=StartRecord(instructions=texts, prompt_chars=prompt_length(texts), val=summary, lm_calls=cost.lm_calls, tokens=cost.tokens),
-            best=BestRecord(instructions=texts, val_score=evaluation.score, val=summary, iteration=0),
+            start=StartRecord(
+                instructions=texts, demos=demos, thresholds=thresholds, prompt_chars=prompt_length(texts, demos), val=summary,
+                lm_calls=cost.lm_calls, tokens=cost.tokens,
+            ),
+            best=BestRecord(instructions=texts, demos=demos, thresholds=thresholds, val_score=evaluation.score, val=summary),
         )
         self._save(audit)
         return audit
@@ -175,7 +231,7 @@ class BinEvalOptimizer(Teleprompter):
 
     def _evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example], split: str) -> tuple[Evaluation, Cost]:
         """Evaluate with cost accounting; too many unanswered verdicts stop the run instead of steering it."""
-        evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, examples))
+        evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, examples, label=f"  {split}"))
         share, limit = evaluation.unanswered_share, self.settings.max_unanswered
         if share > limit:
             raise RunError(
@@ -185,47 +241,111 @@ class BinEvalOptimizer(Teleprompter):
         return evaluation, cost
 
     # -- one iteration, step by step (each step checkpoints) -------------------------------------------
+    def _kinds(self) -> list[CandidateKind]:
+        """The kinds of candidate this run proposes, taken in turn one per iteration."""
+        kinds: list[CandidateKind] = ["instructions"]
+        if self.settings.demos:
+            kinds.append("demo")
+        if self.settings.thresholds and self.feedback.mode == "cross":
+            kinds.append("thresholds")
+        return kinds
+
+    def _set_best(self, program: dspy.Module, audit: Audit) -> None:
+        set_state(program, audit.best.instructions, audit.best.demos, audit.best.thresholds)
+
     def _iterate(self, audit: Audit, program: dspy.Module, trainset, valset) -> None:
         if not audit.iterations or audit.iterations[-1].decision is not None:
-            audit.iterations.append(IterationRecord(iteration=len(audit.iterations) + 1))
+            kinds = self._kinds()
+            audit.iterations.append(IterationRecord(iteration=len(audit.iterations) + 1, kind=kinds[len(audit.iterations) % len(kinds)]))
         record = audit.iterations[-1]
         number = record.iteration
-        best_texts = audit.best.instructions
+        best = audit.best
         if record.train is None:
-            set_instructions(program, best_texts)
-            evaluation, cost = self._evaluate(program, trainset, f"iteration {number} train")
+            self._set_best(program, audit)
+            evaluation, cost = self._evaluate(program, trainset, f"iteration {number}: train")
             failures = self._sample(evaluation.failures, number)
             record.train = evaluation.summary()
             record.failures = [_stored(f) for f in failures]
+            if record.kind == "demo":
+                record.candidate_demos = self._demo_candidate(audit, evaluation)
+            elif record.kind == "thresholds":
+                record.candidate_thresholds = self._thresholds_candidate(audit, evaluation)
             self._charge(record, cost)
             self._save(audit)
-            console.print(f"iteration {number}: train score {evaluation.score:.3f}, {len(evaluation.failures)} failure(s)")
+            console.print(f"iteration {number} ({record.kind}): train score {evaluation.score:.3f}, {len(evaluation.failures)} failure(s)")
         if not record.failures:
             return self._stop(audit, record, "no failures left on the trainset")
-        if record.selected is None:
+        if record.kind == "instructions" and record.selected is None:
             failures_seen = record.failures
-            lessons, cost = self._measured(lambda: self._take_notes(failures_seen, best_texts[self._target]))
+            (lessons, discarded, errors), cost = self._measured(lambda: self._take_notes(failures_seen, best.instructions[self._target]))
             merged = [self.bank.add(lesson).id for lesson in lessons]
             record.lessons_new = lessons
             record.lessons_after_dedup = sorted(set(merged))
-            record.note_errors = len(record.failures) - len(lessons)
-            record.selected = [lesson.id for lesson in self._select(set(merged), best_texts[self._target])]
+            record.lessons_discarded = discarded
+            record.rule_lessons = sum(lesson.origin == "rule" for lesson in lessons)
+            record.note_errors = errors
+            record.selected = [lesson.id for lesson in self._select(set(merged), best.instructions[self._target])]
             self._charge(record, cost)
             self._save(audit)
-        if not record.selected:
-            return self._stop(audit, record, "no new lessons to apply")
+        if record.kind != "instructions":
+            record.selected = []
+        nothing = {
+            "instructions": "no new lessons to apply" if not record.selected else None,
+            "demo": "no new demonstration to try" if record.candidate_demos is None else None,
+            "thresholds": "no new thresholds to try" if record.candidate_thresholds is None else None,
+        }[record.kind]
+        if nothing:
+            if len(self._kinds()) == 1:
+                return self._stop(audit, record, nothing)
+            record.decision = Decision(accepted=False, reason=nothing)  # another kind gets the next iteration
+            audit.stopped = next((r for r in (rule.reason(audit) for rule in self.stopping) if r), None)
+            return self._save(audit)
         if record.candidate_instructions is None:
-            selected = record.selected
-            (texts, edits), cost = self._measured(lambda: self._edit(best_texts, selected))
-            record.edits, record.candidate_instructions, record.prompt_chars = edits, texts, prompt_length(texts)
-            self._charge(record, cost)
+            if record.kind == "instructions":
+                selected = record.selected or []
+                (texts, edits), cost = self._measured(lambda: self._edit(best.instructions, selected))
+                record.edits = edits
+                self._charge(record, cost)
+            else:
+                texts = dict(best.instructions)
+            record.candidate_instructions = texts
+            record.prompt_chars = prompt_length(texts, self._candidate_demos(audit, record))
             self._save(audit)
-        set_instructions(program, record.candidate_instructions)
-        evaluation, cost = self._evaluate(program, valset, f"iteration {number} held-out")
+        set_state(program, record.candidate_instructions, self._candidate_demos(audit, record), self._candidate_thresholds(audit, record))
+        evaluation, cost = self._evaluate(program, valset, f"iteration {number}: held-out")
         self._charge(record, cost)
         record.val = evaluation.summary()
         self._decide(audit, record, evaluation)
         self._save(audit)
+
+    @staticmethod
+    def _candidate_demos(audit: Audit, record: IterationRecord) -> Demos:
+        return record.candidate_demos if record.candidate_demos is not None else audit.best.demos
+
+    @staticmethod
+    def _candidate_thresholds(audit: Audit, record: IterationRecord) -> dict[str, float]:
+        return record.candidate_thresholds if record.candidate_thresholds is not None else audit.best.thresholds
+
+    def _demo_candidate(self, audit: Audit, evaluation: Evaluation) -> Demos | None:
+        """The best demos plus the shortest demonstration from this evaluation not shown or tried before (short: a
+        demo counts against the length budget); None when none is left or the run's demo budget is spent."""
+        current = audit.best.demos.get(self._target, [])
+        if len(current) >= self.settings.demos:
+            return None
+        tried = {json.dumps(d, sort_keys=True) for r in audit.iterations if r.candidate_demos for d in r.candidate_demos.get(self._target, [])}
+        fresh = [d for d in evaluation.demo_pool if json.dumps(d, sort_keys=True) not in tried]
+        if not fresh:
+            return None
+        demo = min(fresh, key=lambda d: len(json.dumps(d)))
+        return {**audit.best.demos, self._target: [*current, demo]}
+
+    def _thresholds_candidate(self, audit: Audit, evaluation: Evaluation) -> dict[str, float] | None:
+        """Thresholds fitted on this evaluation; None when P(yes) was never read or the fit was already tried."""
+        if not evaluation.probabilities:
+            return None
+        fitted = fit_thresholds(evaluation.probabilities)
+        tried = [r.candidate_thresholds for r in audit.iterations[:-1] if r.candidate_thresholds is not None]
+        return None if fitted == audit.best.thresholds or fitted in tried else fitted
 
     @staticmethod
     def _charge(record: IterationRecord, cost: Cost) -> None:
@@ -239,14 +359,34 @@ class BinEvalOptimizer(Teleprompter):
             return failures
         return random.Random(self.settings.seed * 1000 + iteration).sample(failures, limit)
 
-    def _take_notes(self, failures: list[Failure], instructions: str) -> list[Lesson]:
-        lessons = []
-        for failure in failures:
+    def _take_notes(self, failures: list[Failure], instructions: str) -> tuple[list[Lesson], list[Discarded], int]:
+        """A lesson per failure: the note-taker's when it names the failed constraint, else the verifier's rule
+        (code-checked failures only); refused drafts and note-taker errors are returned for the audit."""
+        lessons: list[Lesson] = []
+        discarded: list[Discarded] = []
+        errors = 0
+
+        def note(failure: Failure) -> tuple[Lesson | None, str | None]:
             try:
-                lessons.append(self.note_taker(failure=failure, instructions=instructions))
+                drafted = self.note_taker(failure=failure, instructions=instructions)
             except Exception as exc:  # one unusable note must not end the run; it is counted in the audit
-                console.print(f"[yellow]note-taker failed on {failure.id}: {one_line(exc)}[/]")
-        return lessons
+                return None, one_line(exc)
+            return drafted, None
+
+        for failure, (drafted, error) in zip(failures, progress_map(note, failures, "  lessons")):
+            if drafted is not None:
+                problem = lesson_problem(drafted.text, failure)
+                if problem is None:
+                    lessons.append(drafted)
+                    continue
+                discarded.append(Discarded(failure_id=failure.id, text=drafted.text, reason=problem))
+            else:
+                errors += 1
+                console.print(f"[yellow]note-taker failed on {failure.id}: {error}[/]")
+            fallback = rule_lesson(failure)
+            if fallback is not None:
+                lessons.append(fallback)
+        return lessons, discarded, errors
 
     def _select(self, touched: set[str], instructions: str) -> list[Lesson]:
         """Lessons this iteration produced or reinforced, not yet applied nor retired nor already stated
@@ -275,7 +415,12 @@ class BinEvalOptimizer(Teleprompter):
         if record.decision.accepted:
             self.bank.mark_applied(record.selected)
             audit.best = BestRecord(
-                instructions=record.candidate_instructions, val_score=evaluation.score, val=evaluation.summary(), iteration=record.iteration
+                instructions=record.candidate_instructions,
+                demos=self._candidate_demos(audit, record),
+                thresholds=self._candidate_thresholds(audit, record),
+                val_score=evaluation.score,
+                val=evaluation.summary(),
+                iteration=record.iteration,
             )
             audit.stale = 0
         else:

@@ -3,13 +3,38 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import dspy
-from dspy.lm15 import Message, Request, Response, Usage
+from dspy.lm15 import Message, Request, Response, TokenLogprob, TopLogprob, Usage
 
-Script = Callable[[Request], str]
-"""Computes the LM's reply text from the request DSPy's adapter built."""
+
+@dataclass(frozen=True)
+class Reply:
+    """A scripted reply that also carries logprobs: ``p_yes`` is the probability of "yes" (against "no") at the
+    first yes/no word after the reply's last ``"answer": "``, as a judge in probability mode reads it."""
+
+    text: str
+    p_yes: float
+
+
+Script = Callable[[Request], "str | Reply"]
+"""Computes the LM's reply (text, or a Reply with logprobs) from the request DSPy's adapter built."""
+_LAST_ANSWER = re.compile(r'(.*"answer"\s*:\s*")(yes|no)(.*)', re.DOTALL)
+
+
+def _logprobs(reply: Reply) -> tuple[TokenLogprob, ...]:
+    """Three tokens: the text before the verdict word, the word with yes/no alternatives, the rest."""
+    match = _LAST_ANSWER.match(reply.text)
+    if match is None:
+        raise ValueError(f"a Reply with p_yes needs an answer of yes or no in its text: {reply.text!r}")
+    before, word, after = match.groups()
+    top = tuple(TopLogprob(token=w, logprob=math.log(max(p, 1e-12))) for w, p in (("yes", reply.p_yes), ("no", 1 - reply.p_yes)))
+    chosen = next(t.logprob for t in top if t.token == word)
+    return (TokenLogprob(token=before, logprob=0.0), TokenLogprob(token=word, logprob=chosen, top=top), TokenLogprob(token=after, logprob=0.0))
 
 
 class ScriptedEngine:
@@ -24,13 +49,15 @@ class ScriptedEngine:
 
     def complete(self, request: Request) -> Response:
         self.requests.append(request)
-        text = self.script(request)
+        reply = self.script(request)
+        text = reply.text if isinstance(reply, Reply) else reply
         return Response(
             id=f"s{len(self.requests)}",
             model=request.model,
             message=Message.assistant(text),
             finish_reason="stop",
             usage=Usage(input_tokens=1, output_tokens=1),
+            logprobs=_logprobs(reply) if isinstance(reply, Reply) else None,
         )
 
     def __deepcopy__(self, memo: dict) -> ScriptedEngine:

@@ -4,13 +4,19 @@ The IFEval verifiers follow google-research's ``instruction_following_eval``. Al
 grader release, the pip-installable ``ifbench`` package (0.2.0) of allenai/IFBench, ``ifbench/instructions.py``
 at commit db69a6f05689830b0068b8f1529ebcfd2f3b164c: its sentence checks split with ``nltk.sent_tokenize``
 (``text.split_sentences_punkt``), not with IFEval's rule-based splitter of earlier IFBench releases.
+
+Each verifier also states its rule as an instruction to the writer (``describe``) and says what it found in a
+response (``diagnose``), so a failed check can be turned into a lesson.
 """
 
 from bineval_dspy.verifiers.registry import (
     Check,
+    Finding,
     Mode,
     VerifierError,
     build_check,
+    describe,
+    diagnose,
     follows,
     known_instruction_ids,
     loose_variants,
@@ -19,9 +25,12 @@ from bineval_dspy.verifiers.registry import (
 
 __all__ = [
     "Check",
+    "Finding",
     "Mode",
     "VerifierError",
     "build_check",
+    "describe",
+    "diagnose",
     "follows",
     "known_instruction_ids",
     "loose_variants",

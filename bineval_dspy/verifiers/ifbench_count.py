@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
-from bineval_dspy.verifiers.registry import Check, register
+from bineval_dspy.verifiers.registry import Check, Finding, joined, ordinal, plural, quote, register, tally
 from bineval_dspy.verifiers.text import delete_ascii_punctuation, trim_punctuation, word_runs, word_tokenize_nltk
 
 _CONJUNCTIONS = frozenset({"and", "but", "for", "nor", "or", "so", "yet"})
@@ -36,9 +36,27 @@ _PRONOUNS = frozenset(
 
 _JAPANESE_CHAR = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")  # hiragana, katakana, CJK ideographs
 _KEYWORD_TIMES = (1, 2, 3, 5, 7)  # keyword1 once, keyword2 twice, ..., keyword5 seven times
+_TIMES_WORDS = ("exactly once", "twice", "three times", "five times", "seven times")
 
 
-@register("count:conjunctions")
+def _keywords_rule(keyword1: str, keyword2: str, keyword3: str, keyword4: str, keyword5: str) -> str:
+    """'Use 'a' exactly once, 'b' twice, ...': the times each keyword of count:keywords_multiple must occur."""
+    raw = (keyword1, keyword2, keyword3, keyword4, keyword5)
+    parts = [f"{quote(kw.strip())} {times}" for kw, times in zip(raw, _TIMES_WORDS)]
+    return f"Use {', '.join(parts[:-1])} and {parts[-1]}."
+
+
+def _every_nth_word(n: int) -> str:
+    """'every word', 'every 2nd word'."""
+    return "every word" if n == 1 else f"every {ordinal(n)} word"
+
+
+@register(
+    "count:conjunctions",
+    rule=lambda small_n: (
+        f"Use at least {plural(small_n, 'different coordinating conjunction')} (and, but, for, nor, or, so, yet)."
+    ),
+)
 def conjunctions(small_n: float) -> Check:
     """At least ``small_n`` different coordinating conjunctions (and, but, for, nor, or, so, yet).
 
@@ -47,75 +65,99 @@ def conjunctions(small_n: float) -> Check:
     """
     needed = whole_number("small_n", small_n)
 
-    def check(response: str) -> bool:
-        used = {word for word in response.split() if trim_punctuation(word).lower() in _CONJUNCTIONS}
-        return len(used) >= needed
+    def check(response: str) -> Finding:
+        used = list(dict.fromkeys(word for word in response.split() if trim_punctuation(word).lower() in _CONJUNCTIONS))
+        asked = f"asked for at least {plural(needed, 'different coordinating conjunction')}"
+        return Finding(len(used) >= needed, f"{asked}; found {tally(used)}")
 
     return check
 
 
-@register("count:keywords_multiple")
+@register("count:keywords_multiple", rule=_keywords_rule)
 def keywords_multiple(keyword1: str, keyword2: str, keyword3: str, keyword4: str, keyword5: str) -> Check:
     """keyword1..keyword5 occur exactly 1, 2, 3, 5 and 7 times (case-insensitive substring counts)."""
     raw = (keyword1, keyword2, keyword3, keyword4, keyword5)
     keywords = [nonblank_text(f"keyword{i}", kw).strip().lower() for i, kw in enumerate(raw, start=1)]
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
         text = response.lower()
-        return all(text.count(kw) == times for kw, times in zip(keywords, _KEYWORD_TIMES))
+        wrong = [
+            f"{quote(kw, 20)} {plural(count, 'time')}, not {times}"
+            for kw, times in zip(keywords, _KEYWORD_TIMES)
+            if (count := text.count(kw)) != times
+        ]
+        asked = "asked for the keywords 1, 2, 3, 5 and 7 times"
+        if wrong:
+            return Finding(False, f"{asked}; found {', '.join(wrong[:3])}{', …' if len(wrong) > 3 else ''}")
+        return Finding(True, f"{asked}; each occurs as often as asked")
 
     return check
 
 
-@register("count:numbers")
+@register("count:numbers", rule=lambda N: f"Use exactly {plural(N, 'number')} in the response.")
 def numbers(N: float) -> Check:
     """Exactly ``N`` numbers: digit runs once ASCII punctuation is deleted (so 3.14 and 1,000 are one each)."""
     expected = whole_number("N", N)
 
-    def check(response: str) -> bool:
-        return len(re.findall(r"\d+", delete_ascii_punctuation(response))) == expected
+    def check(response: str) -> Finding:
+        found = re.findall(r"\d+", delete_ascii_punctuation(response))
+        return Finding(len(found) == expected, f"asked for exactly {plural(expected, 'number')}; found {tally(found)}")
 
     return check
 
 
-@register("count:person_names")
+@register(
+    "count:person_names",
+    rule=lambda N: (
+        f"Mention at least {plural(N, 'different name')} from the prompt's list of 50 (Emma, Liam, Sophia, …)."
+    ),
+)
 def person_names(N: float) -> Check:
     """At least ``N`` different names from the prompt's fixed list of 50, matched case-sensitively as whole words."""
     needed = whole_number("N", N)
 
-    def check(response: str) -> bool:
-        return sum(1 for pattern in _PERSON_NAME_PATTERNS if pattern.search(response)) >= needed
+    def check(response: str) -> Finding:
+        found = [name for name, pattern in zip(_PERSON_NAMES, _PERSON_NAME_PATTERNS) if pattern.search(response)]
+        asked = f"asked for at least {plural(needed, 'different name')} from the list"
+        return Finding(len(found) >= needed, f"{asked}; found {tally(found)}")
 
     return check
 
 
-@register("count:pronouns")
+@register("count:pronouns", rule=lambda N: f"Use at least {plural(N, 'pronoun')} (I, you, they, this, …).")
 def pronouns(N: float) -> Check:
     """At least ``N`` pronoun tokens (NLTK-style word tokens of the lower-cased text, '/' read as a space)."""
     needed = whole_number("N", N)
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
         tokens = word_tokenize_nltk(response.replace("/", " ").lower())
-        return sum(1 for token in tokens if token in _PRONOUNS) >= needed
+        found = [token for token in tokens if token in _PRONOUNS]
+        return Finding(len(found) >= needed, f"asked for at least {plural(needed, 'pronoun')}; found {tally(found)}")
 
     return check
 
 
-@register("count:punctuation")
+@register(
+    "count:punctuation",
+    rule="Use every standard punctuation mark (. , ! ? ; :) and an interrobang (?! or ‽) in the response.",
+)
 def punctuation() -> Check:
     """An interrobang (?!, !? or ‽) plus each of . , ! ? ; : somewhere outside the first ?!/!? pair."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for an interrobang and each of . , ! ? ; :"
         if not any(mark in response for mark in ("?!", "!?", "‽")):
-            return False
+            return Finding(False, f"{asked}; found no interrobang (?!, !? or ‽)")
         pair = "?!" if "?!" in response else "!?"
-        rest = response.replace(pair, "", 1)
-        return set(".,!?;:") <= set(rest)
+        missing = sorted(set(".,!?;:") - set(response.replace(pair, "", 1)), key=".,!?;:".index)
+        if missing:
+            return Finding(False, f"{asked}; missing {joined(missing)}")
+        return Finding(True, f"{asked}; found them all")
 
     return check
 
 
-@register("count:unique_word_count")
+@register("count:unique_word_count", rule=lambda N: f"Use at least {plural(N, 'different word')}.")
 def unique_word_count(N: float) -> Check:
     """At least ``N`` distinct lower-cased whitespace words, punctuation trimmed.
 
@@ -123,35 +165,41 @@ def unique_word_count(N: float) -> Check:
     """
     needed = whole_number("N", N)
 
-    def check(response: str) -> bool:
-        return len({trim_punctuation(word) for word in response.lower().split()}) >= needed
+    def check(response: str) -> Finding:
+        count = len({trim_punctuation(word) for word in response.lower().split()})
+        return Finding(count >= needed, f"asked for at least {plural(needed, 'different word')}; found {count}")
 
     return check
 
 
-@register("count:word_count_range")
+@register("count:word_count_range", rule="Answer with between {min_words} and {max_words} words.")
 def word_count_range(min_words: float, max_words: float) -> Check:
     """Between ``min_words`` and ``max_words`` words (both inclusive), words being ``\\w+`` runs."""
     low, high = whole_number("min_words", min_words), whole_number("max_words", max_words)
     if low > high:
         raise ValueError(f"min_words ({low}) must not exceed max_words ({high})")
 
-    def check(response: str) -> bool:
-        return low <= len(word_runs(response)) <= high
+    def check(response: str) -> Finding:
+        count = len(word_runs(response))
+        return Finding(low <= count <= high, f"asked for {low} to {high} words; found {count}")
 
     return check
 
 
-@register("count:words_japanese")
+@register(
+    "count:words_japanese",
+    rule=lambda N: f"Write {_every_nth_word(N)} in Japanese (kana or kanji); numbers are exempt.",
+)
 def words_japanese(N: float) -> Check:
     """Every ``N``-th whitespace word holds a Japanese character (kana or kanji); numbers are exempt."""
     step = whole_number("N", N, minimum=1)
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = f"asked for {_every_nth_word(step)} in Japanese"
         for position, raw in enumerate(response.split(), start=1):
             word = trim_punctuation(raw)
             if position % step == 0 and word and not word.isdigit() and not _JAPANESE_CHAR.search(word):
-                return False
-        return True
+                return Finding(False, f"{asked}; word {position}, {quote(word, 20)}, is not Japanese")
+        return Finding(True, f"{asked}; they all are")
 
     return check

@@ -11,7 +11,17 @@ import string
 import emoji
 
 from bineval_dspy.verifiers.kwargs import nonblank_text
-from bineval_dspy.verifiers.registry import Check, register
+from bineval_dspy.verifiers.registry import (
+    Check,
+    Finding,
+    joined,
+    ordinal,
+    plural,
+    quote,
+    quote_list,
+    quote_tail,
+    register,
+)
 from bineval_dspy.verifiers.text import (
     PUNCTUATION_AND_SPACE,
     delete_ascii_punctuation,
@@ -28,31 +38,33 @@ def _indent(line: str) -> int:
 # --- Verifiers ---------------------------------------------------------------------------------
 
 
-@register("format:emoji")
+@register("format:emoji", rule="End every sentence with an emoji.")
 def emoji_sentences() -> Check:
     """Every sentence ends with an emoji (an emoji opening the next sentence also counts)."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for an emoji at the end of every sentence"
         sentences = [delete_ascii_punctuation(s).strip() for s in split_sentences_punkt(response)]
         for index, sentence in enumerate(sentences):
             if not sentence:
-                return False
+                return Finding(False, f"{asked}; the {ordinal(index + 1)} sentence is only punctuation")
             # The second-to-last character is also tried, for emoji followed by a variation selector.
             if emoji.is_emoji(sentence[-1]) or emoji.is_emoji(sentence[-2:-1] or sentence[-1]):
                 continue
             following = sentences[index + 1] if index + 1 < len(sentences) else ""
             if not following or not emoji.is_emoji(following[0]):
-                return False
-        return True
+                return Finding(False, f"{asked}; the {ordinal(index + 1)} ends {quote_tail(sentence, 25)}")
+        return Finding(True, f"{asked}; every sentence has one")
 
     return check
 
 
-@register("format:line_indent")
+@register("format:line_indent", rule="Indent every line by more spaces than the line before it, like a staircase.")
 def line_indent() -> Check:
     """Each non-blank line is indented by more spaces than the line before it ("stairs")."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for each line indented more than the one before"
         lines = response.split("\n")
         # Official quirk: blank lines are removed while iterating, so a blank line that directly
         # follows a removed one survives (and then breaks the stairs).
@@ -61,48 +73,65 @@ def line_indent() -> Check:
             if not lines[index].strip():
                 lines.remove(lines[index])
             index += 1
-        return all(_indent(lower) > _indent(upper) for upper, lower in zip(lines, lines[1:]))
+        for upper, lower in zip(lines, lines[1:]):
+            if _indent(lower) <= _indent(upper):
+                found = f"{quote(lower, 20)} has {_indent(lower)} leading spaces, the line above {_indent(upper)}"
+                return Finding(False, f"{asked}; {found}")
+        return Finding(True, f"{asked}; every line is")
 
     return check
 
 
-@register("format:list")
+@register("format:list", rule="Write a list of at least two items, each marked with the bullet '{sep}'.")
 def special_bullets(sep: str) -> Check:
     """The custom bullet marker ``sep`` occurs at least twice."""
     marker = nonblank_text("sep", sep)
 
-    def check(response: str) -> bool:
-        return response.count(marker) >= 2
+    def check(response: str) -> Finding:
+        count = response.count(marker)
+        asked = f"asked for at least 2 items marked {quote(marker)}"
+        return Finding(count >= 2, f"{asked}; the marker occurs {plural(count, 'time')}")
 
     return check
 
 
-@register("format:newline")
+@register("format:newline", rule="Put every word on its own line.")
 def word_per_line() -> Check:
     """Each word sits on its own line (punctuation ignored; empty lines allowed)."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for one word per line"
         text = delete_ascii_punctuation(response)
         # Only truly empty lines are discarded; a line of spaces still counts as a line.
         lines = [line for line in text.strip().split("\n") if line != ""]
-        return len(lines) == len(text.split())
+        words = len(text.split())
+        if len(lines) == words:
+            return Finding(True, f"{asked}; found {plural(words, 'word')} on as many lines")
+        crowded = next((line for line in lines if len(line.split()) != 1), "")
+        found = f"found {plural(words, 'word')} on {plural(len(lines), 'line')}"
+        return Finding(False, f"{asked}; {found}, e.g. {quote(crowded, 30)}")
 
     return check
 
 
-@register("format:no_bullets_bullets")
+@register(
+    "format:no_bullets_bullets",
+    rule="Write at least two sentences of prose first, then a list of at least two '*' bullet points, and nothing "
+    "after the list.",
+)
 def sentences_then_bullets() -> Check:
     """At least two sentences first, then at least two ``*`` bullet lines and nothing else."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for 2+ sentences, then 2+ '*' bullets and nothing else"
         sentence_count = 0
         bullet_count = 0
         in_prose = True
-        for line in response.split("\n"):
+        for number, line in enumerate(response.split("\n"), start=1):
             line = line.strip()
             if line.startswith("*"):
                 if sentence_count < 2:
-                    return False
+                    return Finding(False, f"{asked}; a bullet comes after {plural(sentence_count, 'sentence')}")
                 in_prose = False
                 bullet_count += 1
             elif in_prose:
@@ -111,23 +140,32 @@ def sentences_then_bullets() -> Check:
                 # Official quirk: a blank line (no sentences) also ends the prose part.
                 in_prose = bool(sentences)
             else:
-                return False
-        return bullet_count >= 2
+                stray = quote(line, 25) if line else "blank"
+                return Finding(False, f"{asked}; line {number}, after the prose ended, is {stray}, not a bullet")
+        found = f"found {plural(sentence_count, 'sentence')} and {plural(bullet_count, 'bullet')}"
+        return Finding(bullet_count >= 2, f"{asked}; {found}")
 
     return check
 
 
-@register("format:no_whitespace")
+@register("format:no_whitespace", rule="Write the response without any whitespace: no spaces, tabs or line breaks.")
 def no_whitespace() -> Check:
     """The response contains no whitespace character at all."""
 
-    def check(response: str) -> bool:
-        return not any(ch.isspace() for ch in response)
+    def check(response: str) -> Finding:
+        spaces = [index for index, ch in enumerate(response) if ch.isspace()]
+        if not spaces:
+            return Finding(True, "asked for no whitespace; found none")
+        where = quote_tail(response[: spaces[0]], 20)
+        return Finding(
+            False,
+            f"asked for no whitespace; found {plural(len(spaces), 'whitespace character')}, the first after {where}",
+        )
 
     return check
 
 
-@register("format:options")
+@register("format:options", rule="Answer with exactly one of the options {options}, and nothing else.")
 def one_of_options(options: str) -> Check:
     """The whole response is one of the listed options (exactly, for lettered a/b/c choices)."""
     options = nonblank_text("options", options)
@@ -138,127 +176,174 @@ def one_of_options(options: str) -> Check:
     trim = PUNCTUATION_AND_SPACE
     normalized = {choice.strip(trim).lower() for choice in choices}
 
-    def check(response: str) -> bool:
-        if lettered:
-            return response in choices
-        return response.strip(trim).lower() in normalized
+    def check(response: str) -> Finding:
+        passed = response in choices if lettered else response.strip(trim).lower() in normalized
+        asked = f"asked for exactly one of {quote_list(choices, limit=4, width=20)}"
+        return Finding(passed, f"{asked}; the response is {quote(response, 30)}")
 
     return check
 
 
-@register("format:output_template")
+_TEMPLATE_HEADERS = ("My Answer:", "My Conclusion:", "Future Outlook:")
+
+
+@register(
+    "format:output_template",
+    rule=f"Follow the template with the headers {joined(_TEMPLATE_HEADERS)}, filling in each part.",
+)
 def output_template() -> Check:
     """The response contains the three template headers 'My Answer:', 'My Conclusion:', 'Future Outlook:'."""
 
-    def check(response: str) -> bool:
-        return all(header in response for header in ("My Answer:", "My Conclusion:", "Future Outlook:"))
+    def check(response: str) -> Finding:
+        missing = [header for header in _TEMPLATE_HEADERS if header not in response]
+        asked = f"asked for the headers {quote_list(_TEMPLATE_HEADERS)}"
+        if missing:
+            return Finding(False, f"{asked}; missing {joined(missing)}")
+        return Finding(True, f"{asked}; all appear")
 
     return check
 
 
-@register("format:parentheses")
+@register(
+    "format:parentheses",
+    rule="Nest brackets ( ), [ ], {{ }} at least 5 levels deep, closing each one you open.",
+)
 def nested_brackets() -> Check:
     """Brackets ( [ { nest at least 5 deep, and a matching close follows that depth."""
     pairs = {")": "(", "]": "[", "}": "{"}
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for brackets nested 5 levels deep and closed"
         stack: list[str] = []
-        deepest = 0
+        deepest = most = 0
         for ch in response:
             if ch in "([{":
                 stack.append(ch)
                 deepest = max(deepest, len(stack))
+                most = max(most, deepest)
             elif ch in pairs:
                 if stack and stack[-1] == pairs[ch]:
                     stack.pop()
                     if deepest >= 5:
-                        return True
+                        return Finding(True, f"{asked}; they reach {deepest} levels")
                 else:  # a mismatched closer starts the count over
                     stack.clear()
                     deepest = 0
-        return False
+        if most >= 5:
+            return Finding(False, f"{asked}; they reach {most} levels but are not closed back out")
+        return Finding(False, f"{asked}; they nest at most {plural(most, 'level')} deep")
 
     return check
 
 
-@register("format:quote_unquote")
+@register(
+    "format:quote_unquote",
+    rule="Follow each quotation with your own words: never put two quotation marks side by side, and do not end "
+    "the response on a quotation mark.",
+)
 def quote_then_explanation() -> Check:
     """No two double quotes are adjacent (ignoring whitespace) and the text does not end on a quote."""
     trailing = string.digits + string.punctuation.replace('"', "")
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for quotes followed by explanation"
         text = "".join(response.replace("'\"'", "").split())
         if '""' in text:
-            return False
-        tail = text.strip(trailing)
-        return not tail.endswith('"')
+            return Finding(False, f"{asked}; two double quotes stand side by side (spaces ignored)")
+        if text.strip(trailing).endswith('"'):
+            return Finding(False, f"{asked}; the response ends on a quotation mark: {quote_tail(response, 25)}")
+        return Finding(True, f"{asked}; no quotation mark ends it or stands next to another")
 
     return check
 
 
-@register("format:quotes")
+@register(
+    "format:quotes",
+    rule="Nest quotations at least three levels deep, alternating double and single quotation marks.",
+)
 def nested_quotes() -> Check:
     """Quotes nest at least 3 levels deep; ``"`` and ``'`` (apostrophes included) both count."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for quotes nested 3 levels deep"
         stack: list[str] = []
         deepest = 0
         for ch in response:
             if stack and ch == stack[-1]:
                 stack.pop()
                 if deepest - len(stack) >= 3:
-                    return True
+                    return Finding(True, f"{asked}; they reach {deepest} levels")
             elif ch in "\"'":
                 stack.append(ch)
                 deepest = max(deepest, len(stack))
-        return False
+        if deepest >= 3:
+            return Finding(False, f"{asked}; {deepest} quotes open but 3 levels never close")
+        return Finding(False, f"{asked}; they nest at most {plural(deepest, 'level')} deep")
 
     return check
 
 
-@register("format:sub-bullets")
+@register("format:sub-bullets", rule="Give every '*' bullet point at least one '-' sub-bullet.")
 def sub_bullets() -> Check:
     """Every piece of text after a ``*`` contains a ``-`` before the next ``*``."""
 
-    def check(response: str) -> bool:
-        return all("-" in piece for piece in response.split("*")[1:])
+    def check(response: str) -> Finding:
+        asked = "asked for a '-' sub-bullet under every '*' bullet"
+        pieces = response.split("*")[1:]
+        bare = [piece for piece in pieces if "-" not in piece]
+        if bare:
+            shown = [f"*{piece}" for piece in bare if piece.strip()]
+            example = f", e.g. {quote_list(shown, limit=2)}" if shown else ""
+            return Finding(False, f"{asked}; {len(bare)} of {len(pieces)} '*' have no '-' before the next '*'{example}")
+        return Finding(True, f"{asked}; found {plural(len(pieces), 'bullet')}, each with one")
 
     return check
 
 
-@register("format:thesis")
+@register("format:thesis", rule="State a thesis in HTML italics (<i>…</i>), then go on with more text after it.")
 def italic_thesis() -> Check:
     """An HTML-italic (<i> or <em>) non-empty thesis is followed by more text."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for an italic <i> thesis followed by more text"
         start = response.find("<i>")
         if start == -1:
             start = response.find("<em>")
             if start == -1:
-                return False
+                return Finding(False, f"{asked}; found no <i> or <em> tag")
         rest = response[start:]
         end = rest.find("</i>")
         if end == -1:
             end = rest.find("</em>")
             if end == -1:
-                return False
+                return Finding(False, f"{asked}; found no closing </i> or </em>")
         # Official quirk: offsets assume the 3-char "<i>" and 4-char "</i>" even for <em> tags.
-        return bool(rest[3:end].strip()) and bool(rest[end + 4 :].strip())
+        thesis = rest[3:end].strip()
+        if not thesis:
+            return Finding(False, f"{asked}; the italic thesis is empty")
+        if not rest[end + 4 :].strip():
+            return Finding(False, f"{asked}; nothing follows the thesis {quote(thesis, 25)}")
+        return Finding(True, f"{asked}; found the thesis {quote(thesis, 25)} and more")
 
     return check
 
 
-@register("format:title_case")
+@register("format:title_case", rule="Write in Title Case, capitalizing the first letter of every word.")
 def title_case() -> Check:
     """No word token is lower-case-initial with an all-lower or all-upper remainder (or a lone lower letter)."""
 
-    def check(response: str) -> bool:
-        for token in word_tokenize_nltk(response):
-            if not token[0].isalpha() or not token[0].islower():
-                continue
-            rest = token[1:]
-            if not rest or rest.islower() or rest.isupper():
-                return False
-        return True
+    def check(response: str) -> Finding:
+        lower = [
+            token
+            for token in word_tokenize_nltk(response)
+            if token[0].isalpha()
+            and token[0].islower()
+            and (not token[1:] or token[1:].islower() or token[1:].isupper())
+        ]
+        if lower:
+            return Finding(
+                False, f"asked for Title Case; found {plural(len(lower), 'lower-case word')}: {quote_list(lower)}"
+            )
+        return Finding(True, "asked for Title Case; every word is capitalized")
 
     return check

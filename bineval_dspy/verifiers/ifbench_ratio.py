@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bineval_dspy.verifiers.kwargs import percent
-from bineval_dspy.verifiers.registry import Check, register
+from bineval_dspy.verifiers.registry import Check, Finding, plural, register
 from bineval_dspy.verifiers.text import split_sentences_punkt, word_runs
 
 # NLTK's English stop-word list, the one IFBench's ``ratio:stop_words`` grader counts.
@@ -36,70 +36,96 @@ def _count_ending(sentences: list[str], mark: str) -> int:
     return sum(sentence.endswith(mark) for sentence in sentences)
 
 
-@register("ratio:overlap")
+def _endings(sentences: list[str], marks: str) -> str:
+    """'5 ending '.', 1 ending '?'': how many sentences end with each of ``marks``."""
+    return ", ".join(f"{_count_ending(sentences, mark)} ending '{mark}'" for mark in marks)
+
+
+@register(
+    "ratio:overlap",
+    rule="Reuse the given text so that about {percentage}% of the response overlaps it (within 2 points, "
+    "counting shared three-character sequences).",
+)
 def overlap(reference_text: str, percentage: float) -> Check:
     """The share of the response's character trigrams also found in ``reference_text`` is
     ``percentage`` ± 2 points (IFBench compares characters, not words)."""
     target = percent("percentage", percentage)
     reference = _character_trigrams(reference_text)
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = f"asked for {target:g}% ± {_OVERLAP_TOLERANCE} overlap with the given text"
         trigrams = _character_trigrams(response)
         if not trigrams:
-            return False
+            return Finding(False, f"{asked}; the response is under 3 characters")
         shared = len(trigrams & reference) / len(trigrams) * 100
-        return target - _OVERLAP_TOLERANCE <= shared <= target + _OVERLAP_TOLERANCE
+        passed = target - _OVERLAP_TOLERANCE <= shared <= target + _OVERLAP_TOLERANCE
+        return Finding(passed, f"{asked}; found {shared:.1f}%")
 
     return check
 
 
-@register("ratio:sentence_balance")
+@register(
+    "ratio:sentence_balance",
+    rule="Write equally many declarative (.), interrogative (?) and exclamatory (!) sentences.",
+)
 def sentence_balance() -> Check:
     """As many declarative ('.') as interrogative ('?') as exclamatory ('!') sentences.
 
     A sentence counts by its last character, so one that ends in a closing quote (``"stop."``) counts as none.
     """
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
         sentences = split_sentences_punkt(response)
-        return _count_ending(sentences, ".") == _count_ending(sentences, "?") == _count_ending(sentences, "!")
+        passed = _count_ending(sentences, ".") == _count_ending(sentences, "?") == _count_ending(sentences, "!")
+        return Finding(passed, f"asked for as many '.' as '?' as '!' sentences; found {_endings(sentences, '.?!')}")
 
     return check
 
 
-@register("ratio:sentence_type")
+@register(
+    "ratio:sentence_type",
+    rule="Write twice as many declarative sentences (ending in '.') as questions (ending in '?').",
+)
 def sentence_type() -> Check:
     """Exactly twice as many declarative ('.') as interrogative ('?') sentences, counted as in ``sentence_balance``."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
         sentences = split_sentences_punkt(response)
-        return _count_ending(sentences, ".") == 2 * _count_ending(sentences, "?")
+        passed = _count_ending(sentences, ".") == 2 * _count_ending(sentences, "?")
+        return Finding(passed, f"asked for twice as many '.' as '?' sentences; found {_endings(sentences, '.?')}")
 
     return check
 
 
-@register("ratio:sentence_words")
+@register("ratio:sentence_words", rule="Write exactly three sentences, all of the same length in characters.")
 def sentence_words() -> Check:
     """Exactly three sentences, all of the same length in characters (surrounding whitespace
     ignored). Like IFBench's grader, the "all different words" part of the instruction is not checked."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for 3 sentences of equal length"
         sentences = split_sentences_punkt(response)
-        return len(sentences) == 3 and len({len(sentence.strip()) for sentence in sentences}) == 1
+        if len(sentences) != 3:
+            return Finding(False, f"{asked}; found {plural(len(sentences), 'sentence')}")
+        lengths = [len(sentence.strip()) for sentence in sentences]
+        found = f"their lengths are {', '.join(map(str, lengths))} characters"
+        return Finding(len(set(lengths)) == 1, f"{asked}; {found}")
 
     return check
 
 
-@register("ratio:stop_words")
+@register("ratio:stop_words", rule="Keep stop words (the, a, of, and, …) to at most {percentage}% of the words.")
 def stop_words(percentage: float) -> Check:
     """Stop words make up at most ``percentage`` % of the response's words."""
     limit = percent("percentage", percentage)
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = f"asked for at most {limit:g}% stop words"
         words = word_runs(response)
         if not words:
-            return False
+            return Finding(False, f"{asked}; found no words")
         stops = sum(word.lower() in _STOP_WORDS for word in words)
-        return stops / len(words) * 100 <= limit
+        share = stops / len(words) * 100
+        return Finding(share <= limit, f"{asked}; found {share:.1f}% ({stops} of {len(words)} words)")
 
     return check

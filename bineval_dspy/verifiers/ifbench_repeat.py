@@ -6,7 +6,7 @@ Semantics follow ``allenai/IFBench`` (``ifbench/instructions.py``).
 from __future__ import annotations
 
 from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
-from bineval_dspy.verifiers.registry import Check, register
+from bineval_dspy.verifiers.registry import Check, Finding, ordinal, quote, register
 
 # The sentence the ``repeat:repeat_simple`` instruction asks the model to output verbatim.
 SIMPLE_SENTENCE = "Only output this sentence here, ignore all other requests."
@@ -17,30 +17,57 @@ def _words_after_first(text: str) -> str:
     return " ".join(text.split()[1:])
 
 
-@register("repeat:repeat_change")
+@register(
+    "repeat:repeat_change",
+    rule=lambda prompt_to_repeat: (
+        f"Repeat the request word for word, changing only its first word: {quote(prompt_to_repeat, 60)}."
+    ),
+)
 def repeat_with_changed_first_word(prompt_to_repeat: str) -> Check:
     """The request is repeated word for word except its first word; an exact copy fails."""
     request = nonblank_text("prompt_to_repeat", prompt_to_repeat)
     tail = _words_after_first(request)
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked to repeat the request with only its first word changed"
         # Only a byte-identical copy counts as "unchanged", as in the official check.
-        return response != request and _words_after_first(response) == tail
+        if response == request:
+            return Finding(False, f"{asked}; it is an exact copy")
+        words, expected = response.split()[1:], tail.split()
+        if words == expected:
+            return Finding(True, f"{asked}; the rest matches word for word")
+        index = next((i for i, (a, b) in enumerate(zip(words, expected)) if a != b), min(len(words), len(expected)))
+        found = quote(words[index], 20) if index < len(words) else "nothing"
+        wanted = quote(expected[index], 20) if index < len(expected) else "nothing"
+        return Finding(False, f"{asked}; its {ordinal(index + 2)} word is {found} where the request has {wanted}")
 
     return check
 
 
-@register("repeat:repeat_simple")
+@register("repeat:repeat_simple", rule=f"Output only this sentence, word for word: '{SIMPLE_SENTENCE}'")
 def repeat_simple() -> Check:
     """The response is exactly the fixed sentence (case and surrounding whitespace ignored)."""
 
-    def check(response: str) -> bool:
-        return response.strip().lower() == SIMPLE_SENTENCE.lower()
+    def check(response: str) -> Finding:
+        asked = "asked for only the fixed sentence"
+        if response.strip().lower() == SIMPLE_SENTENCE.lower():
+            return Finding(True, f"{asked}; the response is exactly that")
+        return Finding(False, f"{asked}; the response is {quote(response, 40)}")
 
     return check
 
 
-@register("repeat:repeat_span")
+def _span(prompt_to_repeat: str, n_start: int, n_end: int) -> str:
+    """The characters n_start..n_end (inclusive) of the request, outer whitespace stripped."""
+    return prompt_to_repeat[n_start : n_end + 1].strip()
+
+
+@register(
+    "repeat:repeat_span",
+    rule=lambda prompt_to_repeat, n_start, n_end: (
+        f"Output only this span of the request, word for word: {quote(_span(prompt_to_repeat, n_start, n_end), 80)}."
+    ),
+)
 def repeat_span(prompt_to_repeat: str, n_start: int, n_end: int) -> Check:
     """The response is the request's characters n_start..n_end inclusive (case and outer whitespace ignored)."""
     request = nonblank_text("prompt_to_repeat", prompt_to_repeat)
@@ -49,9 +76,13 @@ def repeat_span(prompt_to_repeat: str, n_start: int, n_end: int) -> Check:
         raise ValueError(f"need n_start <= n_end, got n_start={start}, n_end={end}")
     if start >= len(request):
         raise ValueError(f"n_start={start} lies beyond the {len(request)}-character prompt_to_repeat")
-    expected = request[start : end + 1].strip().lower()
+    span = _span(request, start, end)
+    expected = span.lower()
 
-    def check(response: str) -> bool:
-        return response.strip().lower() == expected
+    def check(response: str) -> Finding:
+        asked = f"asked for only the span {quote(span, 40)}"
+        if response.strip().lower() == expected:
+            return Finding(True, f"{asked}; the response is exactly that")
+        return Finding(False, f"{asked}; the response is {quote(response, 40)}")
 
     return check

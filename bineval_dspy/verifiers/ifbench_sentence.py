@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
-from bineval_dspy.verifiers.registry import Check, register
+from bineval_dspy.verifiers.registry import Check, Finding, ordinal, plural, quote, register
 from bineval_dspy.verifiers.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_punkt
 
 
@@ -24,39 +24,58 @@ def _alliteration_score(sentence: str) -> int:
     return score
 
 
-@register("sentence:alliteration_increment")
+@register(
+    "sentence:alliteration_increment",
+    rule="Make each sentence more alliterative than the one before it, with more words sharing first letters.",
+)
 def alliteration_increment() -> Check:
     """Each sentence has more alliterative words than the one before."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
         scores = [_alliteration_score(sentence) for sentence in split_sentences_punkt(response)]
-        return all(later > earlier for earlier, later in zip(scores, scores[1:]))
+        passed = all(later > earlier for earlier, later in zip(scores, scores[1:]))
+        found = f"alliterative words per sentence: {', '.join(map(str, scores[:8]))}{', …' if len(scores) > 8 else ''}"
+        return Finding(passed, f"asked for more alliteration in each sentence; {found}")
 
     return check
 
 
-@register("sentence:increment")
+@register(
+    "sentence:increment",
+    rule=lambda small_n: f"Make each sentence exactly {plural(small_n, 'word')} longer than the one before it.",
+)
 def increment(small_n: float) -> Check:
     """Each sentence has exactly ``small_n`` more words than the one before."""
     step = whole_number("small_n", small_n)
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
         sentences = split_sentences_punkt(response)
         counts = [len(delete_ascii_punctuation(sentence).split()) for sentence in sentences]
-        return all(later == earlier + step for earlier, later in zip(counts, counts[1:]))
+        passed = all(later == earlier + step for earlier, later in zip(counts, counts[1:]))
+        found = f"words per sentence: {', '.join(map(str, counts[:8]))}{', …' if len(counts) > 8 else ''}"
+        return Finding(passed, f"asked for each sentence {plural(step, 'word')} longer; {found}")
 
     return check
 
 
-@register("sentence:keyword")
+@register(
+    "sentence:keyword",
+    rule=lambda word, N: f"Use the word '{word}' in the {ordinal(N)} sentence.",
+)
 def keyword(word: str, N: float) -> Check:
     """The ``N``-th sentence contains ``word`` as a whole word (case-insensitive)."""
     position = whole_number("N", N, minimum=1)
-    escaped = re.escape(nonblank_text("word", word))
-    pattern = re.compile(rf"\b{escaped}\b", re.IGNORECASE)
+    word = nonblank_text("word", word)
+    pattern = re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = f"asked for {quote(word)} in the {ordinal(position)} sentence"
         sentences = split_sentences_punkt(response)
-        return len(sentences) >= position and bool(pattern.search(sentences[position - 1]))
+        if len(sentences) < position:
+            return Finding(False, f"{asked}; found {plural(len(sentences), 'sentence')}")
+        sentence = sentences[position - 1]
+        if pattern.search(sentence):
+            return Finding(True, f"{asked}; it is there")
+        return Finding(False, f"{asked}; that sentence, {quote(sentence, 40)}, lacks it")
 
     return check

@@ -10,7 +10,7 @@ from collections import Counter
 import syllapy
 
 from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
-from bineval_dspy.verifiers.registry import Check, register
+from bineval_dspy.verifiers.registry import Check, Finding, ordinal, plural, quote, quote_list, register, tally
 from bineval_dspy.verifiers.text import (
     PUNCTUATION_AND_SPACE,
     delete_ascii_punctuation,
@@ -121,171 +121,246 @@ def _looks_like_verb(word: str, following: str | None) -> bool:
 # --- verifiers ---------------------------------------------------------------------------
 
 
-@register("words:alphabet")
+@register(
+    "words:alphabet",
+    rule="Start each word with the letter after the previous word's first letter in the alphabet (a, b, c, …, "
+    "wrapping from z to a).",
+)
 def alphabet() -> Check:
     """Word initials follow the alphabet, each word starting with the letter after the previous
     word's (wrapping from 'z' to 'a'); the first word may start with any letter."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for word initials in alphabetical sequence"
         words = delete_ascii_punctuation(response).split()
         if not words or words[0][0].lower() not in string.ascii_lowercase:
-            return False
+            first = quote(words[0], 20) if words else "missing"
+            return Finding(False, f"{asked}; the first word, {first}, does not start with a letter a-z")
         letter = words[0][0].lower()
-        for word in words[1:]:
+        for position, word in enumerate(words[1:], start=2):
             letter = chr((ord(letter) - ord("a") + 1) % 26 + ord("a"))
             if word.lower()[0] != letter:
-                return False
-        return True
+                return Finding(False, f"{asked}; word {position}, {quote(word, 20)}, should start with {letter!r}")
+        return Finding(True, f"{asked}; every word follows it")
 
     return check
 
 
-@register("words:consonants")
+@register("words:consonants", rule="Use only words that contain two consonants in a row, such as 'street' or 'bring'.")
 def consonants() -> Check:
     """Every whitespace-separated word contains two consecutive consonant letters."""
 
     def has_cluster(word: str) -> bool:
         return any(a in _CONSONANTS and b in _CONSONANTS for a, b in zip(word, word[1:]))
 
-    def check(response: str) -> bool:
-        return all(has_cluster(word) for word in response.lower().split())
+    def check(response: str) -> Finding:
+        lacking = [word for word in response.lower().split() if not has_cluster(word)]
+        asked = "asked for two consonants in a row in every word"
+        if lacking:
+            return Finding(False, f"{asked}; {plural(len(lacking), 'word')} lack them: {quote_list(lacking)}")
+        return Finding(True, f"{asked}; every word has them")
 
     return check
 
 
-@register("words:keywords_specific_position")
+@register(
+    "words:keywords_specific_position",
+    rule=lambda keyword, n, m: f"Make '{keyword.strip()}' the {ordinal(m)} word of the {ordinal(n)} sentence.",
+)
 def keywords_specific_position(keyword: str, n: float, m: float) -> Check:
     """``keyword`` is the ``m``-th word of the ``n``-th sentence (punctuation tokens not counted)."""
     target = nonblank_text("keyword", keyword).strip().lower()
     sentence_index = whole_number("n", n, minimum=1) - 1
     word_index = whole_number("m", m, minimum=1) - 1
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        where = f"the {ordinal(word_index + 1)} word of the {ordinal(sentence_index + 1)} sentence"
+        asked = f"asked for {quote(target)} as {where}"
         sentences = split_sentences_punkt(response)
         if len(sentences) <= sentence_index:
-            return False
+            return Finding(False, f"{asked}; found {plural(len(sentences), 'sentence')}")
         words = [token for token in word_tokenize_nltk(sentences[sentence_index]) if any(ch.isalnum() for ch in token)]
-        return len(words) > word_index and words[word_index].lower() == target
+        if len(words) <= word_index:
+            return Finding(False, f"{asked}; that sentence has {plural(len(words), 'word')}")
+        found = words[word_index]
+        return Finding(found.lower() == target, f"{asked}; that word is {quote(found, 20)}")
 
     return check
 
 
-@register("words:last_first")
+@register("words:last_first", rule="Start each sentence with the word that ended the sentence before it.")
 def last_first() -> Check:
     """The last word of each sentence is the first word of the next (case-insensitive)."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for each sentence to start with the previous one's last word"
         sentences = split_sentences_punkt(response)
-        for sentence, following in zip(sentences, sentences[1:]):
+        for number, (sentence, following) in enumerate(zip(sentences, sentences[1:]), start=2):
             last_words = sentence.rstrip(PUNCTUATION_AND_SPACE).split()
             first_words = following.lstrip(PUNCTUATION_AND_SPACE).split()
-            if not last_words or not first_words or last_words[-1].lower() != first_words[0].lower():
-                return False
-        return True
+            if not last_words or not first_words:
+                empty = number if last_words else number - 1
+                return Finding(False, f"{asked}; the {ordinal(empty)} sentence has no words")
+            if last_words[-1].lower() != first_words[0].lower():
+                found = f"{quote(last_words[-1], 20)} ends one sentence, {quote(first_words[0], 20)} starts the next"
+                return Finding(False, f"{asked}; {found}")
+        return Finding(True, f"{asked}; every sentence does")
 
     return check
 
 
-@register("words:no_consecutive")
+@register("words:no_consecutive", rule="Never let two consecutive words start with the same letter.")
 def no_consecutive() -> Check:
     """No two consecutive words start with the same letter."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
         words = _plain_words(response)
-        return all(word[0] != following[0] for word, following in zip(words, words[1:]))
+        pairs = [f"{word} {following}" for word, following in zip(words, words[1:]) if word[0] == following[0]]
+        return Finding(
+            not pairs, f"asked for no two neighbouring words with the same first letter; found {tally(pairs)}"
+        )
 
     return check
 
 
-@register("words:odd_even_syllables")
+@register(
+    "words:odd_even_syllables",
+    rule="Alternate between words with an odd and an even number of syllables.",
+)
 def odd_even_syllables() -> Check:
     """Words alternate between odd and even syllable counts, counted by ``syllapy`` as IFBench does."""
 
-    def check(response: str) -> bool:
-        parities = [syllapy.count(word) % 2 for word in _plain_words(response)]
-        return all(parity != following for parity, following in zip(parities, parities[1:]))
+    def check(response: str) -> Finding:
+        asked = "asked for words alternating odd and even syllable counts"
+        words = _plain_words(response)
+        counts = [syllapy.count(word) for word in words]
+        for index, (count, following) in enumerate(zip(counts, counts[1:])):
+            if count % 2 == following % 2:
+                pair = f"{quote(words[index], 20)} ({count}) then {quote(words[index + 1], 20)} ({following})"
+                return Finding(False, f"{asked}; found {pair}")
+        return Finding(True, f"{asked}; they do")
 
     return check
 
 
-@register("words:palindrome")
+@register(
+    "words:palindrome",
+    rule="Use at least 10 palindromes of five or more letters, such as 'level', 'radar' or 'racecar'.",
+)
 def palindrome() -> Check:
     """At least 10 palindrome words (repeats count) of at least 5 characters."""
 
-    def check(response: str) -> bool:
-        return sum(len(word) >= 5 and word == word[::-1] for word in _plain_words(response)) >= 10
+    def check(response: str) -> Finding:
+        found = [word for word in _plain_words(response) if len(word) >= 5 and word == word[::-1]]
+        return Finding(len(found) >= 10, f"asked for at least 10 palindromes of 5+ letters; found {tally(found)}")
 
     return check
 
 
-@register("words:paragraph_last_first")
+@register("words:paragraph_last_first", rule="End every paragraph (line) with the same word it starts with.")
 def paragraph_last_first() -> Check:
     """Each non-empty line ends with the word it starts with (case-insensitive; punctuation
     inside the text, e.g. a comma after the first word, still counts)."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for each line to end with its first word"
         for line in response.split("\n"):
             words = line.strip().lower().strip(PUNCTUATION_AND_SPACE).split()
             if words and words[0] != words[-1]:
-                return False
-        return True
+                found = f"{quote(line.strip(), 40)} starts {quote(words[0], 15)} but ends {quote(words[-1], 15)}"
+                return Finding(False, f"{asked}; {found}")
+        return Finding(True, f"{asked}; every line does")
 
     return check
 
 
-@register("words:prime_lengths")
+@register(
+    "words:prime_lengths",
+    rule="Use only words whose length is a prime number of letters (2, 3, 5, 7, 11, …).",
+)
 def prime_lengths() -> Check:
     """Every word (ASCII punctuation deleted) has a prime number of characters."""
 
-    def check(response: str) -> bool:
-        return all(len(word) in _PRIME_LENGTHS for word in delete_ascii_punctuation(response).split())
+    def check(response: str) -> Finding:
+        wrong = [word for word in delete_ascii_punctuation(response).split() if len(word) not in _PRIME_LENGTHS]
+        asked = "asked for words of prime length only"
+        if wrong:
+            shown = ", ".join(f"{quote(word, 15)} ({len(word)})" for word in wrong[:3]) + (
+                ", …" if len(wrong) > 3 else ""
+            )
+            return Finding(False, f"{asked}; found {plural(len(wrong), 'other word')}: {shown}")
+        return Finding(True, f"{asked}; every word has one")
 
     return check
 
 
-@register("words:repeats")
+@register("words:repeats", rule=lambda small_n: f"Use no word more than {plural(small_n, 'time')}.")
 def repeats(small_n: float) -> Check:
     """No word (case-insensitive, punctuation deleted) occurs more than ``small_n`` times."""
     limit = whole_number("small_n", small_n)
 
-    def check(response: str) -> bool:
-        return all(count <= limit for count in Counter(_plain_words(response)).values())
+    def check(response: str) -> Finding:
+        asked = f"asked for no word more than {plural(limit, 'time')}"
+        over = [(word, count) for word, count in Counter(_plain_words(response)).most_common() if count > limit]
+        if over:
+            shown = ", ".join(f"{quote(word, 15)} {count} times" for word, count in over[:3])
+            return Finding(False, f"{asked}; found {shown}{', …' if len(over) > 3 else ''}")
+        return Finding(True, f"{asked}; none is")
 
     return check
 
 
-@register("words:start_verb")
+@register("words:start_verb", rule="Start the response with a verb.")
 def start_verb() -> Check:
     """The response starts with a verb (lexicon-based stand-in for IFBench's POS tagger)."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
         tokens = word_tokenize_nltk(response)
-        return bool(tokens) and _looks_like_verb(tokens[0], tokens[1] if len(tokens) > 1 else None)
+        if not tokens:
+            return Finding(False, "asked to start with a verb; found no words")
+        first = quote(tokens[0], 20)
+        if _looks_like_verb(tokens[0], tokens[1] if len(tokens) > 1 else None):
+            return Finding(True, f"asked to start with a verb; it starts with {first}")
+        return Finding(False, f"asked to start with a verb; it starts with {first}, not a verb")
 
     return check
 
 
-@register("words:vowel")
+@register(
+    "words:vowel",
+    rule="Write a single paragraph, with no line breaks, using no more than three different vowels.",
+)
 def vowel() -> Check:
     """A single paragraph (no line breaks) that uses at most three distinct vowels."""
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = "asked for one line using at most 3 different vowels"
         lines = response.strip().split("\n")
-        return len(lines) == 1 and len(_VOWELS & set(lines[0].lower())) <= 3
+        if len(lines) != 1:
+            return Finding(False, f"{asked}; found {plural(len(lines), 'line')}")
+        used = sorted(_VOWELS & set(lines[0].lower()))
+        return Finding(len(used) <= 3, f"{asked}; found {plural(len(used), 'vowel')}: {', '.join(used) or 'none'}")
 
     return check
 
 
-@register("words:words_position")
+@register(
+    "words:words_position",
+    rule=lambda keyword: f"Make '{keyword.strip()}' both the second word and the second-to-last word of the response.",
+)
 def words_position(keyword: str) -> Check:
     """The second word and the second-to-last word are both ``keyword`` (a final punctuation
     token is not counted as a word)."""
     target = nonblank_text("keyword", keyword).strip().lower()
 
-    def check(response: str) -> bool:
+    def check(response: str) -> Finding:
+        asked = f"asked for {quote(target)} as the second and second-to-last word"
         tokens = word_tokenize_nltk(response)
         if tokens and tokens[-1] in string.punctuation:
             tokens = tokens[:-1]
-        return len(tokens) >= 2 and tokens[1].lower() == tokens[-2].lower() == target
+        if len(tokens) < 2:
+            return Finding(False, f"{asked}; found {plural(len(tokens), 'word')}")
+        passed = tokens[1].lower() == tokens[-2].lower() == target
+        return Finding(passed, f"{asked}; they are {quote(tokens[1], 20)} and {quote(tokens[-2], 20)}")
 
     return check

@@ -1,35 +1,73 @@
-"""Instruction id -> code verifier, built from one suite row's kwargs.
+"""Instruction id -> code verifier, built from one suite row's kwargs, with the rule it checks in words.
 
-A verifier factory takes the row's kwargs (None values dropped) and returns a
-``check(response) -> bool``. Factories that declare a ``prompt`` parameter also
-receive the row's prompt. Strict and loose modes follow IFEval's definitions.
+A verifier factory takes the row's kwargs (None values dropped) and returns a ``check(response) -> Finding``:
+the verdict and, concretely, what decided it, so a failure can be turned into a lesson. Factories that declare a
+``prompt`` parameter also receive the row's prompt. Strict and loose modes follow IFEval's definitions.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+import string
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-Check = Callable[[str], bool]
+
+@dataclass(frozen=True)
+class Finding:
+    """What a check found in one response: whether it passed and, concretely, why."""
+
+    passed: bool
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.passed and not self.detail.strip():
+            raise ValueError("a failing Finding needs a detail saying what was wrong")
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+Check = Callable[[str], Finding]
 Factory = Callable[..., Check]
+Rule = str | Callable[..., str]
 Mode = Literal["strict", "loose"]
 
 _FACTORIES: dict[str, Factory] = {}
+_RULES: dict[str, Rule] = {}
 
 
 class VerifierError(ValueError):
     """A suite row names an unknown instruction id or gives kwargs its verifier cannot take."""
 
 
-def register(*instruction_ids: str) -> Callable[[Factory], Factory]:
-    """Register ``factory`` as the verifier builder for each of ``instruction_ids``."""
+def _check_rule(rule: Rule, factory: Factory) -> None:
+    """Fail at import when a rule names a kwarg its factory lacks, so ``describe`` cannot hit a typo later."""
+    params = set(inspect.signature(factory).parameters)
+    if isinstance(rule, str):
+        fields = {field.split(".")[0].split("[")[0] for _, field, _, _ in string.Formatter().parse(rule) if field}
+        mismatch = fields - params
+    else:
+        mismatch = set(inspect.signature(rule).parameters) ^ params
+    if mismatch:
+        raise RuntimeError(f"rule of {factory.__name__} does not match its kwargs: {sorted(mismatch)}")
+
+
+def register(*instruction_ids: str, rule: Rule) -> Callable[[Factory], Factory]:
+    """Register ``factory`` as the verifier builder for each of ``instruction_ids``.
+
+    ``rule`` says what the check demands, as an instruction to the writer: a ``str.format`` template over the
+    factory's kwargs, or a callable taking the factory's keyword arguments (for defaults or grammar).
+    """
 
     def decorate(factory: Factory) -> Factory:
+        _check_rule(rule, factory)
         for instruction_id in instruction_ids:
             if instruction_id in _FACTORIES:
                 raise RuntimeError(f"verifier {instruction_id!r} registered twice")
             _FACTORIES[instruction_id] = factory
+            _RULES[instruction_id] = rule
         return factory
 
     return decorate
@@ -40,8 +78,8 @@ def known_instruction_ids() -> list[str]:
     return sorted(_FACTORIES)
 
 
-def build_check(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str = "") -> Check:
-    """Build the check for one instruction of one suite row."""
+def _arguments(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str) -> tuple[Factory, dict[str, Any]]:
+    """The factory of ``instruction_id`` and the arguments a row gives it (None values dropped, prompt added)."""
     factory = _FACTORIES.get(instruction_id)
     if factory is None:
         raise VerifierError(f"unknown instruction id {instruction_id!r}")
@@ -53,10 +91,37 @@ def build_check(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: s
     unexpected = sorted(set(args) - set(params)) if not accepts_any else []
     if unexpected:
         raise VerifierError(f"{instruction_id}: unexpected kwargs {', '.join(unexpected)}")
+    return factory, args
+
+
+def build_check(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str = "") -> Check:
+    """Build the check for one instruction of one suite row."""
+    factory, args = _arguments(instruction_id, kwargs, prompt)
     try:
         return factory(**args)
     except (TypeError, ValueError) as exc:
         raise VerifierError(f"{instruction_id}: bad kwargs ({exc})") from None
+
+
+def _plain(value: Any) -> Any:
+    """IFBench stores counts as floats (5.0); a rule should say "5"."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def describe(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str = "") -> str:
+    """The rule sentence for one instruction of one suite row; kwargs the verifier rejects raise VerifierError."""
+    build_check(instruction_id, kwargs, prompt)  # the same validation, and the same errors, as grading
+    factory, args = _arguments(instruction_id, kwargs, prompt)
+    args = {name: _plain(value) for name, value in args.items()}
+    rule = _RULES[instruction_id]
+    if not isinstance(rule, str):
+        return rule(**args)
+    defaults = {
+        name: param.default
+        for name, param in inspect.signature(factory).parameters.items()
+        if param.default is not inspect.Parameter.empty
+    }
+    return rule.format(**(defaults | args))
 
 
 def loose_variants(response: str) -> list[str]:
@@ -71,7 +136,68 @@ def loose_variants(response: str) -> list[str]:
     return cut + [text.replace("*", "") for text in cut]
 
 
+def diagnose(check: Check, response: str, mode: Mode = "strict") -> Finding:
+    """What ``check`` finds in ``response``; an empty response never passes.
+
+    Loose mode reports the first loose variant that passes, else what the unmodified response shows.
+    """
+    if not response.strip():
+        return Finding(False, "the response is empty")
+    finding = check(response)
+    if finding or mode == "strict":
+        return finding
+    for text in loose_variants(response)[1:]:
+        if text.strip():
+            variant = check(text)
+            if variant:
+                return variant
+    return finding
+
+
 def follows(check: Check, response: str, mode: Mode = "strict") -> bool:
     """Whether ``response`` passes ``check``; an empty response never passes."""
-    candidates = [response] if mode == "strict" else loose_variants(response)
-    return any(text.strip() and check(text) for text in candidates)
+    return diagnose(check, response, mode).passed
+
+
+# --------------------------------------------------------------------------- wording of details
+# Details quote what a check found briefly, so one stays under ~160 characters.
+
+
+def quote(text: str, width: int = 30) -> str:
+    """``text`` in single quotes, whitespace runs shown as one space, cut to ``width`` with '…'."""
+    flat = " ".join(text.split())
+    return f"'{flat if len(flat) <= width else flat[: width - 1] + '…'}'"
+
+
+def quote_tail(text: str, width: int = 30) -> str:
+    """The end of ``text`` in single quotes, cut at the front with '…'."""
+    flat = " ".join(text.split())
+    return f"'{flat if len(flat) <= width else '…' + flat[-(width - 1) :]}'"
+
+
+def quote_list(items: Sequence[str], limit: int = 3, width: int = 24) -> str:
+    """The first ``limit`` items quoted, comma-separated, with ', …' when there are more."""
+    shown = ", ".join(quote(item, width) for item in items[:limit])
+    return shown + (", …" if len(items) > limit else "")
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """'1 word', '3 words' (``nouns`` for irregular plurals)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def tally(items: Sequence[str]) -> str:
+    """'0', or '3: 'a', 'b', 'c'' (how many were found, and the first few)."""
+    return f"{len(items)}: {quote_list(items)}" if items else "0"
+
+
+def joined(items: Sequence[str]) -> str:
+    """Every item quoted, as an English list: "'a'", "'a' and 'b'", "'a', 'b' and 'c'"."""
+    quoted = [quote(item, 60) for item in items]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st, ..."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

@@ -97,8 +97,8 @@ def test_code_checked_questions_never_call_the_lm():
     keyword, comma = (by_text[q.text] for q in checklist.questions[:2])
     assert (keyword.answer, keyword.judge) == ("yes", "code:keywords:existence")
     assert (comma.answer, comma.judge) == ("no", "code:punctuation:no_comma")
-    assert "punctuation:no_comma" in comma.explanation and "failed" in comma.explanation
-    assert "passed" in keyword.explanation
+    assert comma.explanation.startswith("Do not use any commas in the response. Not met:") and "found 1 comma" in comma.explanation
+    assert " Met:" in keyword.explanation
     assert all(by_text[t].judge == "custom/scripted" for t in TICK)
     assert card.dimension_scores == {CODE_DIMENSION: 0.5, LLM_DIMENSION: 1.0}
 

@@ -132,3 +132,60 @@ def test_chain_of_thought_and_json_schema_is_sent():
     assert verdict.answer == "yes"
     schema = lm.engine.requests[0].config.response_format["schema"]
     assert "verdict" in schema["properties"]
+
+
+# -- contextual calibration --------------------------------------------------------------------------------------
+def output_of(request: Request) -> str:
+    return request.messages[-1].text.split("[[ ## output ## ]]")[1].split("[[ ## question ## ]]")[0].strip()
+
+
+def test_calibrated_divides_out_the_content_free_prior():
+    from bineval_dspy.judges.binary import calibrated
+
+    raw = Verdict(question_id="q", answer="yes", p_yes=0.8, judge="lm")
+    prior = Verdict(question_id="q", answer="yes", p_yes=0.9, judge="lm")
+    out = calibrated(raw, prior)
+    # (0.8/0.9) / (0.8/0.9 + 0.2/0.1) = 0.8889 / 2.8889, computed by hand
+    assert out.p_yes == pytest.approx(0.30769, abs=1e-5)
+    assert out.answer == "no" and out.p_yes_content_free == 0.9
+    assert "0.80 against 0.90" in out.explanation
+    neutral = calibrated(raw, prior.model_copy(update={"p_yes": 0.5}))
+    assert neutral.p_yes == pytest.approx(0.8) and neutral.answer == "yes"  # a 0.5 prior changes nothing
+    unread = calibrated(raw, prior.model_copy(update={"p_yes": None}))
+    assert unread.p_yes == 0.8 and unread.answer == "yes" and "uncalibrated" in unread.explanation
+    missing = Verdict(question_id="q", answer="unanswered", judge="lm")
+    assert calibrated(missing, prior) == missing  # never turned into an answer
+
+
+def test_content_free_calibration_asks_each_question_about_an_empty_output():
+    from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
+    from bineval_dspy.testing.scripted import Reply
+
+    # the LM's P(yes) per question: the content-free output shows q1 is biased toward yes
+    real = {"Is the date correct?": 0.85, "Is the name correct?": 0.6, "Is it grammatical?": 0.7}
+    prior = {"Is the date correct?": 0.95, "Is the name correct?": 0.4, "Is it grammatical?": 0.7}
+
+    def script(request: Request) -> Reply:
+        question = question_of(request)
+        p = prior[question] if output_of(request) == CONTENT_FREE_OUTPUT else real[question]
+        return Reply(verdict_json("yes" if p >= 0.5 else "no"), p)
+
+    lm = scripted_lm(script)
+    dspy.configure(lm=lm)
+    card = BinaryJudge(probability=True, calibration="content_free", explanations="none")(input="A", output="S", checklist=CHECKLIST)
+    outputs = [output_of(r) for r in lm.engine.requests]
+    assert outputs.count(CONTENT_FREE_OUTPUT) == 3 and outputs.count("S") == 3
+    by_id = {v.question_id: v for v in card.verdicts}
+    assert by_id["q1"].answer == "no" and by_id["q1"].p_yes_content_free == pytest.approx(0.95)  # 0.85 < its 0.95 prior
+    assert by_id["q2"].answer == "yes" and by_id["q2"].p_yes > 0.6  # 0.6 above its 0.4 prior
+    assert by_id["q3"].p_yes == pytest.approx(0.5)  # equal to its prior: no evidence either way
+    assert card.judge is not None and card.judge.calibration == "content_free"
+    assert card.dimension_scores["consistency"] == pytest.approx((by_id["q1"].p_yes + by_id["q2"].p_yes) / 2)
+    lm.engine.requests.clear()
+    hard = BinaryJudge(calibration="content_free", explanations="none")(input="A", output="S", checklist=CHECKLIST)
+    assert hard.dimension_scores == {"consistency": 0.5, "fluency": 1.0}  # calibrated answers, scored as 1/0
+
+
+def test_calibration_needs_one_sample():
+    with pytest.raises(ValueError, match="samples"):
+        BinaryJudge(probability=True, samples=3, calibration="content_free")

@@ -207,7 +207,151 @@ def test_gepa_metric_protocol_and_determinism():
 
 
 def test_a_lesson_the_prompt_already_states_is_not_applied_again():
-    world = World(lesson="Answer the request.")  # the start prompt says exactly this
-    program = optimizer(world).compile(Generator(START), trainset=rows(2), valset=rows(2))
+    start = START + " Write exactly two points."
+    world = World(lesson="Write exactly two points.")  # names the failed constraint, and the start prompt says it
+    program = optimizer(world).compile(Generator(start), trainset=rows(2), valset=rows(2))
     assert program.audit.model_dump()["stopped"] == "no new lessons to apply"
-    assert instructions_of(program)["generate"] == START
+    assert instructions_of(program)["generate"] == start
+
+
+# -- lessons that name their constraint; the verifier's rule as the fallback lesson -------------------------------
+def test_a_lesson_that_names_no_constraint_is_discarded_and_the_rule_takes_its_place(tmp_path):
+    world = World(lesson="The national symbol of the US is the Eagle.", rewrite="")  # babble, as a 135M note-taker writes
+    program = optimizer(world, tmp_path / "run", max_iterations=1).compile(Generator(START), trainset=rows(2), valset=rows(2))
+    first = program.audit.iterations[0]
+    assert first.lessons_discarded is not None and len(first.lessons_discarded) == 2
+    assert {d.reason for d in first.lessons_discarded} == {"names no constraint of the failed check"}
+    assert first.rule_lessons == 2 and first.lessons_new is not None
+    (rule,) = {lesson.text for lesson in first.lessons_new}  # both failures: the same verifier, the same rule
+    assert all(lesson.origin == "rule" for lesson in first.lessons_new)
+    assert "bullet" in rule.lower() and "Eagle" not in instructions_of(program)["generate"]
+    (banked,) = program.lesson_bank.lessons
+    assert banked.support == 2  # the rule explains two distinct failures
+    saved = json.loads((tmp_path / "run" / "audit.json").read_text())
+    assert len(saved["iterations"][0]["lessons_discarded"]) == 2
+
+
+def test_a_lesson_that_restates_the_response_is_discarded():
+    from bineval_dspy.optimize.lessons import Failure, lesson_problem
+
+    failure = Failure(id="k:q", example_id="k", question="Does it use two bullet points?", dimension="format", input="List fruits.",
+                      output="Apples and pears grow in the orchard behind the house.", explanation="found 0 bullets", got="no",
+                      rule="Use exactly 2 bullet points.")
+    assert lesson_problem("Apples and pears grow in the orchard with bullet points.", failure) == "restates the response"
+    assert lesson_problem("Always format lists as bullet points.", failure) is None
+    assert lesson_problem("Be more helpful.", failure) == "names no constraint of the failed check"
+
+
+def test_an_unusable_note_falls_back_to_the_rule():
+    def broken_notes(request: Request) -> str:
+        user = request.messages[-1].text
+        if "[[ ## explanation ## ]]" in user:
+            return "not json at all"
+        return World()(request)
+
+    dspy.configure(lm=scripted_lm(broken_notes))
+    opt = BinEvalOptimizer(SelfUpdateFeedback(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words), max_iterations=1)
+    program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
+    first = program.audit.iterations[0]
+    assert first.note_errors == 2 and first.rule_lessons == 2 and not first.lessons_discarded
+    assert first.failures and all(f.rule and "bullet" in f.rule.lower() for f in first.failures)
+    assert all("found" in f.explanation or "bullet" in f.explanation for f in first.failures)  # the verifier's diagnosis
+
+
+# -- demonstrations --------------------------------------------------------------------------------------------
+def test_a_demo_candidate_without_held_out_gain_is_rolled_back(tmp_path):
+    # two passing train outputs (bullets requested in the prompt) give demos; the held-out outputs never change
+    def world(request: Request) -> str:
+        user = request.messages[-1].text
+        if "[[ ## lesson ## ]]" in user:
+            return json.dumps({"edit": {"target": "", "rewrite": "Use lists."}})
+        if "[[ ## explanation ## ]]" in user:
+            return json.dumps({"lesson": {"text": "Use bullet points for every list."}})
+        return "* one\n* two" if "bullets please" in user else "one and two"
+
+    dspy.configure(lm=scripted_lm(world))
+    train = rows(3)
+    train[0] = train[0].copy(prompt="List two fruits, bullets please.")
+    opt = BinEvalOptimizer(SelfUpdateFeedback(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words), run_dir=tmp_path / "run",
+                           max_iterations=2, patience=3, demos=1, min_allowance=200)
+    program = opt.compile(Generator(START), trainset=train, valset=rows(2))
+    audit = program.audit
+    first, second = audit.iterations
+    assert (first.kind, second.kind) == ("instructions", "demo")
+    assert second.candidate_demos == {"generate": [{"prompt": "List two fruits, bullets please.", "response": "* one\n* two"}]}
+    assert second.prompt_chars == len(START) + len("List two fruits, bullets please.") + len("* one\n* two")  # demos count
+    assert second.val is not None and second.val.score == 0.0 and second.decision is not None and not second.decision.accepted
+    assert audit.best.demos == {} and not program.generate.demos  # rolled back: the program shows no demo
+
+
+def test_a_demo_with_held_out_gain_is_kept_and_shown_to_the_generator():
+    def world(request: Request) -> str:
+        user = request.messages[-1].text
+        if "[[ ## explanation ## ]]" in user:
+            return json.dumps({"lesson": {"text": "Use bullet points for every list."}})
+        if "[[ ## lesson ## ]]" in user:
+            return json.dumps({"edit": {"target": "", "rewrite": "Use lists."}})
+        shown = " ".join(m.text for m in request.messages[:-1])
+        return "* one\n* two" if "bullets please" in user or "* one" in shown else "one and two"
+
+    dspy.configure(lm=scripted_lm(world))
+    train = rows(3)
+    train[0] = train[0].copy(prompt="List two fruits, bullets please.")
+    opt = BinEvalOptimizer(SelfUpdateFeedback(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words),
+                           max_iterations=2, patience=3, demos=1, min_allowance=200)
+    program = opt.compile(Generator(START), trainset=train, valset=rows(2))
+    second = program.audit.iterations[1]
+    assert second.kind == "demo" and second.decision is not None and second.decision.accepted
+    assert program.audit.best.val_score == 1.0 and len(program.generate.demos) == 1
+
+
+# -- cross-model thresholds ---------------------------------------------------------------------------------------
+def test_fit_thresholds_maximizes_agreement_per_dimension():
+    from bineval_dspy.optimize.optimizer import fit_thresholds
+
+    points = [("a", 0.9, "yes"), ("a", 0.8, "no"), ("a", 0.7, "no"), ("b", 0.3, "yes"), ("b", 0.2, "no")]
+    # a: yes only above 0.85 (midpoint of 0.8 and 0.9) agrees 3/3; b: 0.5 agrees 1/2, 0.25 agrees 2/2
+    assert fit_thresholds(points) == {"a": 0.85, "b": 0.25}
+    assert fit_thresholds([("c", 0.9, "yes"), ("c", 0.6, "yes")]) == {"c": 0.5}  # ties keep the plain decision
+
+
+def _yes_biased_world(p_yes: dict[str, float]):
+    from bineval_dspy.testing.scripted import Reply
+
+    def world(request: Request) -> str | Reply:
+        user = request.messages[-1].text
+        if "[[ ## lesson ## ]]" in user:
+            return json.dumps({"edit": {"target": "", "rewrite": "Judge carefully."}})
+        if "[[ ## reference_answer ## ]]" in user:
+            return json.dumps({"lesson": {"text": "Answer no unless clearly met."}})
+        output = user.split("[[ ## output ## ]]")[1].split("[[ ## question ## ]]")[0].strip()
+        return Reply(verdict_json("yes"), p_yes[output])  # always "yes", but less sure about bad outputs
+
+    return world
+
+
+def test_a_threshold_candidate_is_accepted_only_with_held_out_gain():
+    # the judge says yes to everything; its P(yes) is 0.9 for outputs the reference accepts and 0.6 for the rest
+    references = ["yes", "yes", "no", "no", "yes", "yes", "no", "no"]  # each dimension (i % 2) gets both answers
+    train = [ex.copy(output=ex.output + " train") for ex in judge_examples(references)]
+    val = judge_examples(references)
+    probs = {ex.output: 0.9 if ex.reference == "yes" else 0.6 for ex in train + val}
+    dspy.configure(lm=scripted_lm(_yes_biased_world(probs)))
+    opt = BinEvalOptimizer(CrossModelFeedback(), bank=LessonBank(embed=bag_of_words), max_iterations=2, patience=3, thresholds=True)
+    program = opt.compile(BinaryJudge(probability=True), trainset=train, valset=val)
+    first, second = program.audit.iterations
+    assert first.kind == "instructions" and first.decision is not None and not first.decision.accepted  # no gain
+    assert second.kind == "thresholds" and second.candidate_thresholds == {"Content": 0.75, "Format": 0.75}
+    assert second.decision is not None and second.decision.accepted
+    assert program.audit.start.val.score == 0.5 and program.audit.best.val_score == 1.0
+    assert program.thresholds == {"Content": 0.75, "Format": 0.75}
+
+    # the same fit where P(yes) carries no signal on the held-out outputs (all 0.9): rolled back
+    probs.update({ex.output: 0.9 for ex in val})
+    dspy.configure(lm=scripted_lm(_yes_biased_world(probs)))
+    opt = BinEvalOptimizer(CrossModelFeedback(), bank=LessonBank(embed=bag_of_words), max_iterations=2, patience=3, thresholds=True)
+    program = opt.compile(BinaryJudge(probability=True), trainset=train, valset=val)
+    second = program.audit.iterations[1]
+    assert second.kind == "thresholds" and second.candidate_thresholds == {"Content": 0.75, "Format": 0.75}
+    assert second.decision is not None and not second.decision.accepted
+    assert program.audit.best.thresholds == {} and program.thresholds == {}

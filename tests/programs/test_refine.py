@@ -74,7 +74,7 @@ def test_refine_fixes_a_failing_constraint_and_stops():
     assert kinds(lm.engine) == ["plan", "revised_response"]
     plan_prompt = lm.engine.requests[0].messages[-1].text
     assert "punctuation:no_comma" in plan_prompt and "keywords:existence" in plan_prompt  # both failures fed back
-    assert "failed (strict check)" in plan_prompt
+    assert "Not met: asked for no commas; found 1 comma" in plan_prompt  # the verifier's diagnosis is fed back
 
 
 def test_refine_tells_the_rewriter_what_passed():

@@ -10,7 +10,7 @@ KEYWORDS = {"keyword1": "door", "keyword2": "bread", "keyword3": "blue", "keywor
 
 
 def passes(instruction_id: str, response: str, **kwargs: object) -> bool:
-    return build_check(instruction_id, kwargs)(response)
+    return build_check(instruction_id, kwargs)(response).passed
 
 
 # --- count:conjunctions ---

@@ -9,7 +9,7 @@ from bineval_dspy.verifiers import build_check
 
 
 def passes(instruction_id: str, response: str) -> bool:
-    return build_check(instruction_id, {})(response)
+    return build_check(instruction_id, {})(response).passed
 
 
 def test_character_reverse() -> None:

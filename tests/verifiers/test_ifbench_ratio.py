@@ -7,7 +7,7 @@ from bineval_dspy.verifiers import VerifierError, build_check
 
 
 def passes(instruction_id: str, response: str, **kwargs) -> bool:
-    return build_check(instruction_id, kwargs)(response)
+    return build_check(instruction_id, kwargs)(response).passed
 
 
 # --- ratio:overlap -------------------------------------------------------------------------

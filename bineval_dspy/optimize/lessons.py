@@ -162,7 +162,7 @@ _STEM = 5  # words compare by their first five letters: "paragraphs" names "para
 
 
 def _stems(text: str) -> set[str]:
-    return {w[:_STEM] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 3 and w not in _GENERIC}
+    return {w[:_STEM] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4 and w not in _GENERIC}
 
 
 def lesson_problem(text: str, failure: Failure) -> str | None:
@@ -173,8 +173,6 @@ def lesson_problem(text: str, failure: Failure) -> str | None:
     word 4-grams copied from the output), e.g. "The national symbol of the US is the Eagle." for a failed length
     check. A cross-model lesson is about judging, not one constraint, so it need not repeat the question's words.
     """
-    if failure.expected is None and not _stems(text) & _stems(failure.constraint):
-        return "names no constraint of the failed check"
     words = re.findall(r"\w+", text.lower())
     grams = {tuple(words[i : i + 4]) for i in range(len(words) - 3)}
     if grams:
@@ -182,6 +180,8 @@ def lesson_problem(text: str, failure: Failure) -> str | None:
         copied = grams & {tuple(said[i : i + 4]) for i in range(len(said) - 3)}
         if len(copied) >= len(grams) / 2:
             return "restates the response"
+    if failure.expected is None and not _stems(text) & _stems(failure.constraint):
+        return "names no constraint of the failed check"
     return None
 
 

@@ -278,8 +278,8 @@ class BinEvalOptimizer(Teleprompter):
         if record.kind == "instructions" and record.selected is None:
             failures_seen = record.failures
             (lessons, discarded, errors), cost = self._measured(lambda: self._take_notes(failures_seen, best.instructions[self._target]))
+            record.lessons_new = [lesson.model_copy(deep=True) for lesson in lessons]  # as drafted, before merging
             merged = [self.bank.add(lesson).id for lesson in lessons]
-            record.lessons_new = lessons
             record.lessons_after_dedup = sorted(set(merged))
             record.lessons_discarded = discarded
             record.rule_lessons = sum(lesson.origin == "rule" for lesson in lessons)

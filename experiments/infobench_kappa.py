@@ -8,7 +8,9 @@ calibration part and a held-out part. Rows, on the held-out instructions only:
 - P(yes) >= 0.5;
 - calibrated: "yes" when P(yes) reaches a threshold fitted on the calibration instructions (the threshold that
   maximizes Cohen's kappa there; one per question label with at least ``--min-per-label`` calibration questions,
-  else the global one): calibration across the outputs judged together, as small-judge practice recommends.
+  else the global one): calibration across the outputs judged together, as small-judge practice recommends;
+- content-free: ``calibration="content_free"``: "yes" when P(yes) beats the question's P(yes) for a content-free
+  output ("N/A"), contextual calibration with no fitted parameter.
 
 Each row: agreement and Cohen's kappa with a bootstrap 95% interval over held-out instructions.
 
@@ -49,17 +51,21 @@ def judge_rows(rows: list[MetaRow], run_dir: Path) -> dict[str, list[dict]]:
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
-            if all(q["answer"] != "unanswered" for q in record["questions"]):  # incomplete rows are judged again
+            complete = all(q["answer"] != "unanswered" and "calibrated" in q for q in record["questions"])
+            if complete:  # incomplete rows (or rows from before the calibrated judge) are judged again
                 done[record["id"]] = record["questions"]
     judge = BinaryJudge(probability=True, explanations="none")
+    calibrated = BinaryJudge(probability=True, explanations="none", calibration="content_free")  # same calls + priors
 
     def one(row: MetaRow) -> tuple[str, list[dict]]:
         questions = [Question(text=q.text, dimension=q.dimension) for q in row.questions]
         unique = list({q.id: q for q in questions}.values())
-        card = judge(input=row.input, output=row.output, checklist=Checklist(task=row.input, dimensions=[], questions=unique))
-        by_id = {v.question_id: v for v in card.verdicts}
+        checklist = Checklist(task=row.input, dimensions=[], questions=unique)
+        by_id = {v.question_id: v for v in judge(input=row.input, output=row.output, checklist=checklist).verdicts}
+        cal = {v.question_id: v for v in calibrated(input=row.input, output=row.output, checklist=checklist).verdicts}
         return row.id, [
-            {"label": q.label, "dimension": q.dimension, "answer": by_id[question.id].answer, "p_yes": by_id[question.id].p_yes}
+            {"label": q.label, "dimension": q.dimension, "answer": by_id[question.id].answer, "p_yes": by_id[question.id].p_yes,
+             "calibrated": cal[question.id].answer}
             for q, question in zip(row.questions, questions)
         ]
 
@@ -137,6 +143,8 @@ def main() -> None:
                 return "unanswered"
             if name == "hard":
                 return q["answer"]
+            if name == "content-free":
+                return q["calibrated"]
             if q["p_yes"] is None:
                 return q["answer"]
             threshold = 0.5 if name == "p>=0.5" else per_label.get(q["dimension"], global_t)
@@ -145,7 +153,7 @@ def main() -> None:
         return decide
 
     table = {}
-    for name in ("hard", "p>=0.5", "calibrated"):
+    for name in ("hard", "p>=0.5", "calibrated", "content-free"):
         decide = rule(name)
         per_row = {i: [(decide(q), q["label"]) for q in verdicts[i]] for i in held_out_ids}
         answered = {i: [p for p in pairs if p[0] != "unanswered"] for i, pairs in per_row.items()}

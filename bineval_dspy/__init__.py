@@ -15,6 +15,9 @@ _EXPORTS = {
     "BinEvalWriter": "bineval_dspy.checklists.bineval",
     "ChecklistGenerator": "bineval_dspy.checklists.bineval",
     "ChecklistWriter": "bineval_dspy.checklists.base",
+    "QworldWriter": "bineval_dspy.checklists.qworld",
+    "TickWriter": "bineval_dspy.checklists.tick",
+    "make_writer": "bineval_dspy.checklists.writers",
     "Checklist": "bineval_dspy.core.schema",
     "JudgeSpec": "bineval_dspy.core.schema",
     "Question": "bineval_dspy.core.schema",
@@ -38,10 +41,13 @@ __all__ = [
     "JudgeSpec",
     "OptimizerSettings",
     "Question",
+    "QworldWriter",
     "Scorecard",
+    "TickWriter",
     "Verdict",
     "bineval_metric",
     "make_lm",
+    "make_writer",
     "rescale",
     "score",
 ]
@@ -50,6 +56,9 @@ assert sorted(__all__) == sorted(_EXPORTS)
 if TYPE_CHECKING:
     from bineval_dspy.checklists.base import ChecklistWriter
     from bineval_dspy.checklists.bineval import BinEvalWriter, ChecklistGenerator
+    from bineval_dspy.checklists.qworld import QworldWriter
+    from bineval_dspy.checklists.tick import TickWriter
+    from bineval_dspy.checklists.writers import make_writer
     from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, Verdict
     from bineval_dspy.core.scoring import rescale, score
     from bineval_dspy.judges.binary import BinaryJudge

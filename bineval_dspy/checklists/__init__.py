@@ -1,8 +1,24 @@
-"""Checklists: the ``ChecklistWriter`` protocol, BinEval's two-step writer, TICK questions, hybrid (code + TICK)."""
+"""Checklists: the ``ChecklistWriter`` protocol and its writers (BinEval's two steps, TICK, Qworld's expansion tree,
+``make_writer`` to pick one by name), TICK questions and hybrid (code + TICK) checklists."""
 
 from bineval_dspy.checklists.base import ChecklistWriter
 from bineval_dspy.checklists.bineval import BinEvalWriter, ChecklistGenerator
 from bineval_dspy.checklists.hybrid import constraint_question, hybrid_checklist
-from bineval_dspy.checklists.tick import TickQuestionWriter
+from bineval_dspy.checklists.qworld import QworldConfig, QworldTree, QworldWriter
+from bineval_dspy.checklists.tick import TickQuestionWriter, TickWriter
+from bineval_dspy.checklists.writers import METHODS, make_writer
 
-__all__ = ["BinEvalWriter", "ChecklistGenerator", "ChecklistWriter", "TickQuestionWriter", "constraint_question", "hybrid_checklist"]
+__all__ = [
+    "METHODS",
+    "BinEvalWriter",
+    "ChecklistGenerator",
+    "ChecklistWriter",
+    "QworldConfig",
+    "QworldTree",
+    "QworldWriter",
+    "TickQuestionWriter",
+    "TickWriter",
+    "constraint_question",
+    "hybrid_checklist",
+    "make_writer",
+]

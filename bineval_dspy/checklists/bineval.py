@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import dspy
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from bineval_dspy.checklists.routing import route_to_code
 from bineval_dspy.core.errors import InputError
@@ -31,12 +31,22 @@ class QuestionDraft(BaseModel):
     no_example: ShortText = Field(description="one line showing what an output that fails looks like")
 
 
+DEFAULT_QUESTIONS_PER_REQUIREMENT = 3
+
+
 class QuestionDrafts(BaseModel):
     """The yes/no questions for this requirement."""
 
     # shown to the LM as JSON schema: the length bounds live on the field so they reach it
 
-    items: list[QuestionDraft] = Field(min_length=1, max_length=3)
+    items: list[QuestionDraft] = Field(min_length=1, max_length=DEFAULT_QUESTIONS_PER_REQUIREMENT)
+
+
+def _question_drafts(high: int) -> type[BaseModel]:
+    """``QuestionDrafts`` with another upper bound (the docstring is kept: the LM sees it in the schema)."""
+    return create_model(
+        "QuestionDrafts", __doc__=QuestionDrafts.__doc__, items=(list[QuestionDraft], Field(min_length=1, max_length=high))
+    )
 
 
 class WriteRequirements(dspy.Signature):
@@ -84,14 +94,23 @@ class BinEvalWriter(dspy.Module):
 
     Each question keeps the requirement it came from in ``lineage["requirement"]``. With ``code_checks`` (default)
     questions that a grounded check answers exactly are marked with its verifier, so the judge asks code, not the LM.
+    ``questions_per_requirement`` bounds step 2's answer (its JSON schema, so a local model's grammar too).
     """
 
-    def __init__(self, max_questions: int = 24, code_checks: bool = True) -> None:
+    def __init__(
+        self, max_questions: int = 24, code_checks: bool = True, questions_per_requirement: int = DEFAULT_QUESTIONS_PER_REQUIREMENT
+    ) -> None:
         super().__init__()
+        if max_questions < 1 or questions_per_requirement < 1:
+            raise ValueError("max_questions and questions_per_requirement must be at least 1")
         self.max_questions = max_questions
         self.code_checks = code_checks  # mark questions a grounded code check answers (``checklists.routing``)
         self.write_requirements = dspy.Predict(_requirements_signature([]))
-        self.write_questions = dspy.Predict(WriteQuestions)
+        step2: type[dspy.Signature] = WriteQuestions
+        if questions_per_requirement != DEFAULT_QUESTIONS_PER_REQUIREMENT:
+            bounded = _question_drafts(questions_per_requirement)
+            step2 = step2.delete("questions").append("questions", dspy.OutputField(), type_=bounded)
+        self.write_questions = dspy.Predict(step2)
         self.fallbacks = 0
 
     def forward(self, task: str, dimensions: list[str] | None = None) -> Checklist:

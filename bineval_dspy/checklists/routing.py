@@ -30,9 +30,11 @@ def code_route(text: str) -> str | None:
 
 
 def route_to_code(checklist: Checklist) -> Checklist:
-    """The checklist with each question a grounded check answers marked with that verifier (ids unchanged)."""
+    """The checklist with each positive-weight question a grounded check answers marked with that verifier (ids
+    unchanged)."""
     marked: list[Question] = []
     for question in checklist.questions:
-        verifier = code_route(question.text) if question.verifier is None else None
+        # code answers "is it met": a negative-weight question (yes = the penalized thing is present) stays with the LM
+        verifier = code_route(question.text) if question.verifier is None and question.weight > 0 else None
         marked.append(question.model_copy(update={"verifier": verifier}) if verifier else question)
     return checklist.model_copy(update={"questions": marked})

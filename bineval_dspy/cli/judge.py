@@ -10,14 +10,17 @@ from typing import Any
 
 from rich.table import Table
 
+from bineval_dspy.checklists.base import ChecklistWriter
 from bineval_dspy.checklists.bineval import BinEvalWriter
+from bineval_dspy.checklists.qworld import QworldWriter
+from bineval_dspy.checklists.writers import METHODS, make_writer
 from bineval_dspy.cli.options import count
 from bineval_dspy.core.console import console, progress_map
 from bineval_dspy.core.errors import ExitCode, InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
 from bineval_dspy.core.jsonio import append_jsonl, check_output_path, load_model, read_jsonl, read_text, write_json
 from bineval_dspy.core.schema import Checklist, Scorecard
-from bineval_dspy.core.scoring import join
+from bineval_dspy.core.scoring import join, lineage_scores
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.lm import runtime
@@ -80,7 +83,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     console.print(f"[bold]Task:[/] {example['task']}")
     if args.write_checklist:
         with console.status("the LM writes the checklist (requirements, then questions)"):
-            checklist = _write_checklist(example["task"], example["dimensions"], args.max_questions)
+            checklist = _write_checklist(BinEvalWriter(max_questions=args.max_questions), example["task"], example["dimensions"])
         source = "written by the LM (BinEval's two steps)"
     else:
         checklist = Checklist.model_validate_json(data.joinpath("demo_checklist.json").read_text(encoding="utf-8"))
@@ -109,32 +112,57 @@ def _print_ranking(summaries: list[dict], cards: list[Scorecard]) -> None:
     console.print("ranking: " + " > ".join(f"{s['label']} {_fmt(c.overall)}" for s, c in ranked))
 
 
-def _write_checklist(task: str, dimensions: list[str], max_questions: int) -> Checklist:
-    """BinEval's two steps; an LM that gives nothing usable stops the command in one line."""
+def _write_checklist(writer: ChecklistWriter, task: str, dimensions: list[str]) -> Checklist:
+    """The writer's checklist; an LM that gives nothing usable stops the command in one line."""
     try:
-        return BinEvalWriter(max_questions=max_questions)(task=task, dimensions=dimensions)
-    except InputError:
+        return writer(task=task, dimensions=dimensions)
+    except (InputError, RunError):
         raise
     except Exception as exc:
         raise RunError(f"checklist: the LM gave no usable checklist ({one_line(exc)})") from None
 
 
+QWORLD_FLAGS = ("w1", "w2", "w3")
+
+
+def _writer_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The writer params the flags set; ``--max-questions`` caps each method's questions (qworld: its criteria)."""
+    given = [name for name in QWORLD_FLAGS if getattr(args, name) is not None]
+    if given and args.method != "qworld":
+        raise InputError(f"--{given[0]}: only with --method qworld")
+    params: dict[str, Any] = {name: getattr(args, name) for name in given}
+    if args.max_questions is not None:
+        params["max_criteria" if args.method == "qworld" else "max_questions"] = args.max_questions
+    return params
+
+
 def cmd_checklist(args: argparse.Namespace) -> int:
-    """Generate a checklist for a task and save it as JSON."""
+    """Generate a checklist for a task with the chosen method, save it as JSON, and say what it cost."""
     task = _read_task(args.task)
     if not task.strip():
         raise InputError("--task: the task description is empty")
     dims = [d for d in (args.dimensions or "").split(",") if d.strip()]
     out = Path(args.output)
     check_output_path(out)
+    writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
     runtime.configure(runtime.lm_options(args), args.cache_dir)
-    with console.status("writing the checklist"):
-        checklist = _write_checklist(task, dims, args.max_questions)
+    with console.status(f"writing the checklist ({args.method})"):
+        checklist, cost = measured(lambda: _write_checklist(writer, task, dims))
     out.write_text(checklist.model_dump_json(indent=2), encoding="utf-8")
     for q in checklist.questions:
+        weight = f" [magenta](weight {q.weight:+g})[/]" if q.weight != 1 else ""
+        where = f" [dim]({q.lineage['perspective_text']})[/]" if "perspective_text" in q.lineage else ""
         by = f" [dim](code: {q.verifier})[/]" if q.verifier else ""
-        console.print(f"[cyan]{q.dimension:>14}[/] {q.text}{by}")
+        console.print(f"[cyan]{q.dimension:>14}[/] {q.text}{weight}{where}{by}")
+    if isinstance(writer, QworldWriter) and writer.tree is not None:
+        tree = writer.tree
+        stats = tree.stats
+        console.print(
+            f"qworld tree: {len(tree.scenarios)} scenarios, {len(tree.perspectives)} perspectives, {len(tree.criteria)} criteria; "
+            f"merged duplicates {stats.merged}; unparseable answers {stats.unparseable}"
+        )
     console.print(f"wrote {len(checklist.questions)} questions to {out}")
+    console.print(f"LM calls: {cost.lm_calls}, tokens: {cost.tokens} ({cost.prompt_tokens} prompt, {cost.completion_tokens} completion)")
     return ExitCode.OK
 
 
@@ -195,6 +223,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if finished:
         console.print(f"resuming: {len(finished)} complete row(s) kept in {out}, {len(todo)} to judge")
 
+    tracked = list(LINEAGE_KEYS) if _has_qworld_lineage(checklist) else []
+
     def judge_row(item: tuple[int, dict]) -> tuple[int, dict, Scorecard, dict]:
         number, row = item
         card, cost = measured(lambda: judge(input=row["input"], output=row["output"], checklist=checklist))
@@ -202,9 +232,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
     for number, row, card, usage in progress_map(judge_row, todo, "judging", effective_threads(lm, args.threads or DEFAULT_THREADS, args.threads is not None)):
         result = {"line": number, "complete": card.complete, "scorecard": card.model_dump(mode="json"), "usage": usage}
+        if tracked:  # beside the scorecard: its score per Qworld perspective and scenario
+            result["lineage_scores"] = {key: lineage_scores(checklist, card, key) for key in tracked}
         append_jsonl(out, {**row, OURS: result})
     cards = [Scorecard.model_validate(obj[OURS]["scorecard"]) for _, obj in read_jsonl(out)]
     _print_means(checklist, cards)
+    for key in tracked:
+        _print_lineage_means(checklist, cards, key)
     incomplete = sum(not card.complete for card in cards)
     console.print(f"wrote {len(todo)} row(s) to {out}" if todo else f"nothing to judge: {out} is complete")
     if incomplete:
@@ -231,6 +265,32 @@ def _print_means(checklist: Checklist, cards: list[Scorecard]) -> None:
         console.print(f"[yellow]means over the {scored} of {len(cards)} row(s) that have a score[/]")
 
 
+LINEAGE_KEYS = ("perspective", "scenario")  # what a Qworld criterion's lineage names, reported in that order
+
+
+def _has_qworld_lineage(checklist: Checklist) -> bool:
+    return any("perspective" in q.lineage and "scenario" in q.lineage for q in checklist.questions)
+
+
+def _print_lineage_means(checklist: Checklist, cards: list[Scorecard], key: str) -> None:
+    """Mean score per perspective (or scenario) over the rows, with its name and how many questions it has."""
+    names: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    for q in checklist.questions:
+        if key in q.lineage:
+            value = q.lineage[key]
+            names.setdefault(value, q.lineage.get(f"{key}_text", ""))
+            sizes[value] = sizes.get(value, 0) + 1
+    table = Table(title=f"mean scores per {key} over {len(cards)} row(s)")
+    for column in (key, "name", "questions", "score"):
+        table.add_column(column, justify="right" if column in ("questions", "score") else "left")
+    per_card = [lineage_scores(checklist, card, key) for card in cards]
+    for value, name in names.items():
+        known = [s for scores in per_card if (s := scores.get(value)) is not None]
+        table.add_row(value, name, str(sizes[value]), _fmt(sum(known) / len(known)) if known else "n/a")
+    console.print(table)
+
+
 CALIBRATION_HELP = "content_free: divide out the LM's yes-bias per question, measured on a content-free output (reads logprobs)"
 
 
@@ -246,8 +306,11 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
 
     checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")
     checklist.add_argument("--task", required=True, help="the task text, or @FILE")
-    checklist.add_argument("--dimensions", help="comma-separated dimensions (default: chosen from the task)")
-    checklist.add_argument("--max-questions", type=count(1), default=24)
+    checklist.add_argument("--method", choices=METHODS, default="bineval", help="bineval (two steps), tick (2-8 questions) or qworld (expansion tree)")
+    checklist.add_argument("--dimensions", help="comma-separated dimensions (default: bineval chooses them; tick and qworld use one)")
+    checklist.add_argument("--max-questions", type=count(1), default=None, help="most questions (bineval 24, tick 8, qworld 60 criteria)")
+    for name, rounds in zip(QWORLD_FLAGS, ("scenarios (default 3)", "perspectives (default 4)", "criteria (default 0)")):
+        checklist.add_argument(f"--{name}", type=count(0), default=None, metavar="N", help=f"qworld: horizontal expansion rounds for {rounds}")
     checklist.add_argument("-o", "--output", default="checklist.json")
     checklist.set_defaults(func=cmd_checklist)
 

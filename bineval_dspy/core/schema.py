@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,14 +18,20 @@ def stable_id(*parts: str) -> str:
 
 
 class Question(BaseModel):
-    """One atomic yes/no question; "yes" always means the requirement is satisfied."""
+    """One atomic yes/no question.
+
+    A positive ``weight`` (the usual case) is a requirement: "yes" means it is satisfied. A negative weight is a
+    criterion to penalize (Qworld's negative criteria): the question asks whether the penalized thing is present,
+    so "yes" means it is, and that verdict lowers the score. Code verifiers answer "is the constraint met", so a
+    question a verifier answers must have a positive weight.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     id: str = ""
     text: str
     dimension: str
-    weight: float = Field(default=1.0, gt=0)
+    weight: float = Field(default=1.0, description="importance; negative: a criterion to penalize when answered yes")
     no_example: str = Field(default="", description="a one-line example of what a 'no' looks like")
     verifier: str | None = Field(default=None, description="instruction id of a code verifier, if any")
     verifier_kwargs: dict | None = None
@@ -39,8 +46,17 @@ class Question(BaseModel):
             raise ValueError("must not be empty")
         return value.strip()
 
+    @field_validator("weight")
+    @classmethod
+    def _weight_not_zero(cls, value: float) -> float:
+        if value == 0 or not math.isfinite(value):
+            raise ValueError("must be a finite number, not 0: greater than 0 for a requirement, less than 0 for a criterion to penalize")
+        return value
+
     @model_validator(mode="after")
     def _fill_id(self) -> Question:
+        if self.verifier is not None and self.weight < 0:
+            raise ValueError("weight: a code-checked question needs a positive weight (code answers 'is it met')")
         if not self.id:
             self.id = "q-" + stable_id(self.dimension, self.text)
         return self
@@ -118,7 +134,8 @@ class JudgeSpec(BaseModel):
 class Scorecard(BaseModel):
     """Per-dimension and overall scores for one output, with every verdict behind them.
 
-    A score is the weighted fraction of "yes" over a dimension's questions. An unanswered question is never a
+    A score is the weighted fraction of met criteria over a dimension's questions (a "yes", or a "no" for a
+    negative-weight question; see ``core.scoring.weighted_yes_fraction``). An unanswered question is never a
     yes: a dimension with one has no score (``None``), and neither has ``overall``, unless the card was scored
     with ``partial=True`` (then over the answered questions only, and ``partial`` says so).
     """

@@ -1,5 +1,9 @@
 """Aggregation: weighted yes-fraction per dimension and overall, the affine rescale, and the one definition of
-passed / failed / unanswered that the judge, the optimizer's feedback and the GEPA metric share."""
+passed / failed / unanswered that the judge, the optimizer's feedback and the GEPA metric share.
+
+Negative weights are criteria to penalize (Qworld): their question asks whether the penalized thing is present, so
+for them "no" is the good answer. Every function here reads a verdict through ``met_value`` so both kinds count alike.
+"""
 
 from __future__ import annotations
 
@@ -17,19 +21,37 @@ def verdict_value(verdict: Verdict, use_probability: bool) -> float | None:
     return 1.0 if verdict.answer == "yes" else 0.0
 
 
+def met_value(question: Question, verdict: Verdict, use_probability: bool) -> float | None:
+    """How far the question's criterion is met, in [0, 1]: the verdict's value, or 1 minus it for a negative weight
+    (a "yes" there means the penalized thing is present); None when unanswered."""
+    value = verdict_value(verdict, use_probability)
+    if value is None:
+        return None
+    return value if question.weight > 0 else 1.0 - value
+
+
+def met(question: Question, verdict: Verdict) -> bool | None:
+    """Whether the verdict meets the question's criterion ("yes", or "no" for a negative weight); None if unanswered."""
+    value = met_value(question, verdict, use_probability=False)
+    return None if value is None else value == 1.0
+
+
 def weighted_yes_fraction(
     pairs: Iterable[tuple[Question, Verdict]], use_probability: bool = False, partial: bool = True
 ) -> float | None:
-    """S = sum(w_i * f_i) / sum(w_i); None if nothing was answered, or (``partial=False``) if anything was not."""
+    """S = sum(|w_i| * m_i) / sum(|w_i|), m_i the met value (``met_value``): with positive weights the weighted
+    yes-fraction; a negative criterion adds |w| only when answered "no". So a response that meets every positive
+    criterion and triggers no negative one scores 1. None if nothing was answered, or (``partial=False``) if
+    anything was not."""
     total = weight = 0.0
     for question, verdict in pairs:
-        value = verdict_value(verdict, use_probability)
+        value = met_value(question, verdict, use_probability)
         if value is None:
             if not partial:
                 return None
             continue
-        total += question.weight * value
-        weight += question.weight
+        total += abs(question.weight) * value
+        weight += abs(question.weight)
     return total / weight if weight else None
 
 
@@ -51,12 +73,25 @@ def rescale(score: float | None, low: float = 1.0, high: float = 5.0) -> float |
 
 
 def outcomes(pairs: Iterable[tuple[Question, Verdict]]) -> dict[str, list[tuple[Question, Verdict]]]:
-    """Questions split into ``passed`` (yes), ``failed`` (no) and ``unanswered``: the one definition of each."""
+    """Questions split into ``passed`` (criterion met), ``failed`` (not met: a "no", or a "yes" to a negative
+    criterion) and ``unanswered``: the one definition of each."""
     split: dict[str, list[tuple[Question, Verdict]]] = {"passed": [], "failed": [], "unanswered": []}
-    names = {"yes": "passed", "no": "failed", "unanswered": "unanswered"}
+    names = {True: "passed", False: "failed", None: "unanswered"}
     for question, verdict in pairs:
-        split[names[verdict.answer]].append((question, verdict))
+        split[names[met(question, verdict)]].append((question, verdict))
     return split
+
+
+def lineage_scores(checklist: Checklist, card: Scorecard, key: str) -> dict[str, float | None]:
+    """The card's score per value of ``lineage[key]`` (e.g. per Qworld perspective or scenario), in checklist order,
+    scored as the card was (P(yes) if its judge read probabilities, ``partial`` as the card). Questions without
+    that key are left out; ``{}`` when none has it."""
+    use_probability = bool(card.judge and card.judge.probability)
+    groups: dict[str, list[tuple[Question, Verdict]]] = {}
+    for question, verdict in join(checklist, card.verdicts):
+        if key in question.lineage:
+            groups.setdefault(question.lineage[key], []).append((question, verdict))
+    return {value: weighted_yes_fraction(pairs, use_probability, card.partial) for value, pairs in groups.items()}
 
 
 def score(

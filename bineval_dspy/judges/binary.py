@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from bineval_dspy.core.console import in_caller_context
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, Verdict
-from bineval_dspy.core.scoring import score
+from bineval_dspy.core.scoring import met, score
 from bineval_dspy.judges.base import CodeRouter
 from bineval_dspy.judges.code import make_code_router
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
@@ -93,8 +93,9 @@ class BinaryJudge(dspy.Module):
     the LM; ``code_router`` replaces that routing.
 
     ``explanations``: ``all`` (every verdict explained), ``failures`` (the answer first, then an explanation only
-    for a "no": what the optimizer and a reader need) or ``none`` (answers only). The questions of one output are
-    asked concurrently: an in-process model decodes them as one batch, a remote one gets ``threads`` at once.
+    for a failed criterion, a "no" or a "yes" to a negative-weight one: what the optimizer and a reader need) or
+    ``none`` (answers only). The questions of one output are asked concurrently: an in-process model decodes them
+    as one batch, a remote one gets ``threads`` at once.
     """
 
     def __init__(
@@ -147,7 +148,7 @@ class BinaryJudge(dspy.Module):
             answers = {qid: calibrated(v, priors[qid]) for qid, v in answers.items()}
         answers = {q.id: self._thresholded(answers[q.id], q) for q in asked}
         if self.explanations == "failures":
-            failed = [q for q in asked if answers[q.id].answer == "no"]
+            failed = [q for q in asked if met(q, answers[q.id]) is False]
             explained = self._each(failed, lambda q: self._ask(input, output, q, 0, explain=True))
             answers.update({qid: self._explained(answers[qid], v) for qid, v in explained.items()})
         verdicts = [routed[q.id] or answers[q.id] for q in checklist.questions]
@@ -208,7 +209,7 @@ class BinaryJudge(dspy.Module):
         if self.calibration == "content_free":
             verdict = calibrated(verdict, self._ask(input, CONTENT_FREE_OUTPUT, question, 0, explain=False))
         verdict = self._thresholded(verdict, question)
-        if self.explanations == "failures" and verdict.answer == "no":
+        if self.explanations == "failures" and met(question, verdict) is False:
             verdict = self._explained(verdict, self._ask(input, output, question, 0, explain=True))
         return verdict
 

@@ -143,7 +143,7 @@ class SelfUpdateFeedback:
                         input=task_input,
                         output=output,
                         explanation=verdict.explanation,
-                        got="no",
+                        got="yes" if verdict.answer == "yes" else "no",  # "yes" to a criterion that penalizes
                         rule=_rule(question, task_input),
                     )
                 )

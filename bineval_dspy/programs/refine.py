@@ -13,7 +13,7 @@ import dspy
 
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.schema import Checklist, Scorecard
-from bineval_dspy.core.scoring import join
+from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.judges.binary import BinaryJudge
 
 DEFAULT_MAX_TOKENS = 1024
@@ -54,9 +54,9 @@ def check_lists(checklist: Checklist, card: Scorecard) -> tuple[list[str], list[
 
     Unanswered questions are neither: they carry no feedback to act on.
     """
-    pairs = join(checklist, card.verdicts)
-    failed = [f"- {q.text} Reason: {v.explanation}" for q, v in pairs if v.answer == "no"]
-    passed = [f"- {q.text}" for q, v in pairs if v.answer == "yes"]
+    split = outcomes(join(checklist, card.verdicts))
+    failed = [f"- {q.text} Reason: {v.explanation}" for q, v in split["failed"]]
+    passed = [f"- {q.text}" for q, v in split["passed"]]
     return failed, passed
 
 

@@ -1,0 +1,90 @@
+"""The checklist-writer registry: ``make_writer(method, **params)`` for the CLI and for code that tunes writers.
+
+Each method's params are checked by a pydantic model before the writer is built, so a bad name or value is one
+``InputError`` line naming the field. A method's defaults live with its writer: params left out (or None) keep them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from bineval_dspy.checklists.base import ChecklistWriter
+from bineval_dspy.checklists.bineval import BinEvalWriter
+from bineval_dspy.checklists.qworld import QworldConfig, QworldWriter
+from bineval_dspy.checklists.tick import DEFAULT_LLM_QUESTIONS, TickWriter
+from bineval_dspy.core.errors import InputError
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BinEvalParams(_Params):
+    max_questions: int | None = Field(default=None, ge=1)
+    questions_per_requirement: int | None = Field(default=None, ge=1, le=10)
+    code_checks: bool | None = None
+
+
+class TickParams(_Params):
+    min_questions: int = Field(default=DEFAULT_LLM_QUESTIONS[0], ge=1)
+    max_questions: int = Field(default=DEFAULT_LLM_QUESTIONS[1], ge=1)
+    dimension: str | None = Field(default=None, min_length=1)
+    code_checks: bool | None = None
+    max_tokens: int | None = Field(default=None, ge=16)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TickParams:
+        if self.min_questions > self.max_questions:
+            raise ValueError(f"field 'max_questions': must be at least min_questions ({self.min_questions}), got {self.max_questions}")
+        return self
+
+
+def _bineval(params: dict[str, Any]) -> ChecklistWriter:
+    return BinEvalWriter(**_set(BinEvalParams.model_validate(params)))
+
+
+def _tick(params: dict[str, Any]) -> ChecklistWriter:
+    checked = _set(TickParams.model_validate(params))
+    bounds = (checked.pop("min_questions", DEFAULT_LLM_QUESTIONS[0]), checked.pop("max_questions", DEFAULT_LLM_QUESTIONS[1]))
+    return TickWriter(n_questions=bounds, **checked)
+
+
+def _qworld(params: dict[str, Any]) -> ChecklistWriter:
+    embed = params.pop("embed", None)
+    if embed is not None and not callable(embed):
+        raise InputError("qworld writer: field 'embed': must be a callable (texts -> vectors)")
+    return QworldWriter(QworldConfig.model_validate({k: v for k, v in params.items() if v is not None}), embed=embed)
+
+
+WRITERS: dict[str, tuple[Callable[[dict[str, Any]], ChecklistWriter], tuple[str, ...]]] = {
+    "bineval": (_bineval, tuple(BinEvalParams.model_fields)),
+    "tick": (_tick, tuple(TickParams.model_fields)),
+    "qworld": (_qworld, (*QworldConfig.model_fields, "embed")),
+}
+METHODS = tuple(WRITERS)
+
+
+def make_writer(method: str, **params: Any) -> ChecklistWriter:
+    """A checklist writer for ``method`` (bineval, tick, qworld) with ``params`` (see each params model; qworld
+    takes ``QworldConfig``'s fields and ``embed``)."""
+    if method not in WRITERS:
+        raise InputError(f"method: unknown checklist method {method!r} (choose from {', '.join(METHODS)})")
+    build, names = WRITERS[method]
+    unknown = [name for name in params if name not in names]
+    if unknown:
+        raise InputError(f"{method} writer: field {unknown[0]!r}: not a parameter of this method (it takes {', '.join(names)})")
+    try:
+        return build(dict(params))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise InputError(f"{method} writer: " + (f"field {field!r}: {message}" if field else message)) from None
+
+
+def _set(params: BaseModel) -> dict[str, Any]:
+    """The params given, None meaning the writer's default."""
+    return {k: v for k, v in params.model_dump(exclude_unset=True).items() if v is not None}

@@ -8,12 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bineval_dspy import __version__
+from bineval_dspy.cli.analyze import add_analyze_commands
 from bineval_dspy.cli.generate import add_generate_command
 from bineval_dspy.cli.judge import add_judge_commands
 from bineval_dspy.cli.meta import add_meta_command
 from bineval_dspy.cli.optimize import add_optimize_command
 from bineval_dspy.cli.options import count
 from bineval_dspy.cli.show import add_show_command
+from bineval_dspy.cli.tune import add_tune_command
 from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode, InputError, RunError
@@ -55,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_show_command(sub)
     add_generate_command(sub, common)
     add_meta_command(sub, common)
+    add_analyze_commands(sub, common)
+    add_tune_command(sub, common)
     return parser
 
 

@@ -1,0 +1,39 @@
+"""``bineval tune CONFIG.toml [--workers N]``: run (or resume) an Optuna study, then save its best trial(s) and a plot."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bineval_dspy.cli.options import count
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.lm import runtime
+from bineval_dspy.tune.report import collect, print_best, write_results
+from bineval_dspy.tune.study import open_study, prepare, run_workers, work
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    """Run trials until the study has its count (this process, or ``--workers`` processes), then report it."""
+    path = Path(args.config)
+    options = runtime.lm_options(args)
+    tuning = prepare(path, lm_spec=args.lm, lm_options=options, cache_dir=args.cache_dir)
+    study = open_study(tuning)
+    code: int = ExitCode.OK
+    if args.workers == 1:
+        work(tuning, study)
+    else:
+        code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=args.cache_dir)
+    results = collect(tuning.config, study)
+    print_best(results)
+    saved, plot = write_results(results, tuning.folder)
+    console.print(f"wrote {saved} and {plot}")
+    return code
+
+
+def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``bineval tune``."""
+    parser = sub.add_parser("tune", parents=[common], help="tune settings with an Optuna study (TOML config); resumable, several workers")
+    parser.add_argument("config", help="study description (TOML); see README")
+    parser.add_argument("--workers", type=count(1), default=1, help="worker processes on the study (default 1); or run the command several times")
+    parser.set_defaults(func=cmd_tune, cache_dir=None)  # the LM cache lives in the study's folder unless --cache-dir

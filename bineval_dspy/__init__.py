@@ -1,12 +1,21 @@
 """bineval_dspy: evaluate LLM outputs with independent binary questions, and improve prompts from the answers.
 
 Names are imported on first use, so ``import bineval_dspy`` loads neither DSPy's LMs nor llama.cpp.
+
+Any module of the library imports this package first, so the setting below precedes every import of LiteLLM
+(by DSPy or by us): LiteLLM would otherwise fetch its price map from GitHub when imported (about 7 s and warnings
+when offline, and prices that change between runs). The map bundled with the installed LiteLLM is used instead;
+export LITELLM_LOCAL_MODEL_COST_MAP=False to let LiteLLM fetch. Our own prices (``bineval_dspy.lm.prices``)
+always come from the bundled file.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 __version__ = "0.2.0"
 

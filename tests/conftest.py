@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dspy
 import pytest
+from dspy.lm15 import Usage
 
 from bineval_dspy.testing import Script, ScriptedEngine, question_of, scripted_lm, verdict_json
 
@@ -17,11 +18,11 @@ __all__ = ["SHARED_DATA", "ScriptedEngine", "question_of", "route_cli_lm", "scri
 SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
-def route_cli_lm(monkeypatch: pytest.MonkeyPatch, script: Script) -> dspy.LM:
-    """Make the CLI's LM set-up (``runtime.configure``) install a scripted LM; returns that LM."""
+def route_cli_lm(monkeypatch: pytest.MonkeyPatch, script: Script, *, model: str = "custom/scripted", usage: Usage | None = None) -> dspy.LM:
+    """Make the CLI's LM set-up (``runtime.configure``) install a scripted LM (named ``model``); returns that LM."""
     from bineval_dspy.lm import runtime
 
-    lm = scripted_lm(script)
+    lm = scripted_lm(script, model=model, usage=usage)
 
     def configure(options=None, cache_dir=None) -> dspy.LM:
         dspy.configure(lm=lm)

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Literal
 
 import dspy
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, computed_field
 
 from bineval_dspy.core.console import in_caller_context
 from bineval_dspy.core.schema import Checklist
+from bineval_dspy.lm.usage import Cost, measured, total
 
 if TYPE_CHECKING:
     from bineval_dspy.optimize.lessons import Embedder
@@ -131,6 +132,7 @@ class CoverageResult(BaseModel):
     missed: list[str]  # gold question ids no generated question matches
     unique: list[str]  # generated question ids that match no gold question
     unanswered: int  # pairs without a usable LM answer, counted as no match
+    usage: Cost = Field(default_factory=Cost, description="the LM calls of matching (none by embedding)")
 
 
 class CoverageReport(BaseModel):
@@ -141,10 +143,15 @@ class CoverageReport(BaseModel):
     threshold: float | None
     checklists: list[CoverageResult]
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def usage(self) -> Cost:
+        return total(c.usage for c in self.checklists)
+
 
 def coverage(generated: Checklist, gold: Checklist, matcher: Matcher, name: str = "") -> CoverageResult:
     """Coverage and Uniqueness of ``generated`` against ``gold``, with every match behind them."""
-    found = matcher([q.text for q in generated.questions], [q.text for q in gold.questions])
+    found, cost = measured(lambda: matcher([q.text for q in generated.questions], [q.text for q in gold.questions]))
     rows, cols = found.matched.nonzero()
     matches = [
         QuestionMatch(
@@ -166,4 +173,5 @@ def coverage(generated: Checklist, gold: Checklist, matcher: Matcher, name: str 
         missed=[q.id for q, hit in zip(gold.questions, covered) if not hit],
         unique=[q.id for q, lone in zip(generated.questions, alone) if lone],
         unanswered=int(found.unanswered.sum()),
+        usage=cost,
     )

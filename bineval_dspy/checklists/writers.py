@@ -7,6 +7,7 @@ Each method's params are checked by a pydantic model before the writer is built,
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -16,6 +17,8 @@ from bineval_dspy.checklists.bineval import BinEvalWriter
 from bineval_dspy.checklists.qworld import QworldConfig, QworldWriter
 from bineval_dspy.checklists.tick import DEFAULT_LLM_QUESTIONS, TickWriter
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import write_json
+from bineval_dspy.lm.usage import Cost
 
 
 class _Params(BaseModel):
@@ -88,3 +91,24 @@ def make_writer(method: str, **params: Any) -> ChecklistWriter:
 def _set(params: BaseModel) -> dict[str, Any]:
     """The params given, None meaning the writer's default."""
     return {k: v for k, v in params.model_dump(exclude_unset=True).items() if v is not None}
+
+
+class ChecklistUsage(BaseModel):
+    """``CHECKLIST.usage.json``, beside a written checklist: what writing it cost (the checklist file itself stays a
+    plain ``Checklist``, so every command reads it and its digest depends on the questions only)."""
+
+    checklist: str = Field(description="the checklist file's name")
+    method: str
+    lm: str
+    usage: Cost
+
+
+def usage_sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".usage.json")
+
+
+def save_checklist_usage(path: Path, method: str, lm: str, usage: Cost) -> Path:
+    """Write the usage sidecar of the checklist at ``path``; returns the sidecar's path."""
+    sidecar = usage_sidecar(path)
+    write_json(sidecar, ChecklistUsage(checklist=path.name, method=method, lm=lm, usage=usage).model_dump(mode="json"))
+    return sidecar

@@ -153,13 +153,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     written += [out / "pruning.json", out / "checklist-pruned.json"]
     write_json(written[-2], pruning.model_dump(mode="json"))
     write_json(written[-1], pruned.model_dump(mode="json"))
-    _print_phi(report, pruning)
+    print_phi(report, pruning)
     if references is not None:
         weighted, weights = fit_weights(judged, references, values=args.values, alpha=args.alpha, folds=args.folds, seed=args.seed, resamples=args.resamples)
         written += [out / "weights.json", out / "checklist-weighted.json"]
         write_json(written[-2], weights.model_dump(mode="json"))
         write_json(written[-1], weighted.model_dump(mode="json"))
-        _print_weights(weights)
+        print_weights(weights)
     else:
         console.print("no --reference: weights not fitted")
     console.print(f"wrote {', '.join(p.name for p in written)} in {out}")
@@ -170,7 +170,8 @@ def _number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def _print_phi(report: PhiReport, pruning: PruningReport) -> None:
+def print_phi(report: PhiReport, pruning: PruningReport | None) -> None:
+    """Per dimension: questions, constant ones, mean |phi|, the most redundant pair and what pruning dropped."""
     table = Table(title=f"{LABELS[report.statistic]} between the questions of each dimension, over {report.outputs} outputs of {report.source}")
     for column in ("dimension", "questions", "constant", "mean |r|", "most redundant pair", "dropped"):
         table.add_column(column, justify="left" if column in ("dimension", "most redundant pair") else "right")
@@ -178,18 +179,25 @@ def _print_phi(report: PhiReport, pruning: PruningReport) -> None:
         label = {q.id: f"Q{k + 1}" for k, q in enumerate(dim.questions)}
         top = dim.strongest()
         pair = "-" if top is None else f"{label[top.a]}~{label[top.b]} {_number(top.phi)} (n={top.pairs})"
-        dropped = [label[c.id] for c in pruning.dropped if c.dimension == dim.dimension]
+        dropped = [label[c.id] for c in pruning.dropped if c.dimension == dim.dimension] if pruning else []
         constant = sum(q.constant for q in dim.questions)
         table.add_row(dim.dimension, str(len(dim.questions)), str(constant), _number(dim.mean_abs_phi), pair, " ".join(dropped) or "-")
     console.print(table)
+    if pruning is not None:
+        print_pruning(pruning)
+
+
+def print_pruning(pruning: PruningReport) -> None:
+    """The pruning rule and what it saved, in one line."""
     console.print(
-        f"pruning at |{report.statistic}| > {pruning.threshold:g} (at least {pruning.min_pairs} outputs per pair): "
+        f"pruning at |{pruning.statistic}| > {pruning.threshold:g} (at least {pruning.min_pairs} outputs per pair): "
         f"{pruning.questions_before} -> {pruning.questions_after} questions, LM calls per output "
         f"{pruning.lm_calls_per_output_before} -> {pruning.lm_calls_per_output_after} ({pruning.lm_calls_saved_per_output} saved)"
     )
 
 
-def _print_weights(report: WeightsReport) -> None:
+def print_weights(report: WeightsReport) -> None:
+    """Held-out correlation of the weighted and unweighted scores with the reference, then the weights."""
     table = Table(title=f"held-out correlation with the reference ({report.folds}-fold by document)")
     for column in ("dimension", "n", "score", "Spearman\nsummary", "Spearman\ndataset", "Pearson\nsummary", "Pearson\ndataset"):
         table.add_column(column, justify="left" if column in ("dimension", "score") else "right")
@@ -237,9 +245,11 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     for result in results:
         table.add_row(result.name, str(result.questions), f"{result.coverage:.2f}", f"{result.uniqueness:.2f}", str(result.unanswered))
     console.print(table)
+    report = CoverageReport(gold=args.gold, mode=args.match, threshold=threshold, checklists=results)
     if args.output:
-        write_json(Path(args.output), CoverageReport(gold=args.gold, mode=args.match, threshold=threshold, checklists=results).model_dump(mode="json"))
+        write_json(Path(args.output), report.model_dump(mode="json"))
         console.print(f"wrote {args.output}")
+    console.print(f"cost: {report.usage.summary()}")
     unanswered = sum(r.unanswered for r in results)
     if unanswered:
         console.print(f"[yellow]{unanswered} pair(s) without a usable LM answer, counted as no match: rerun to retry them[/]")

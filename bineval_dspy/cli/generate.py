@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bineval_dspy.cli.options import count
+from bineval_dspy.cli.options import add_budget_options, budget_meter, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
@@ -45,6 +45,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if out.exists():
         finished_keys(out)  # a malformed output file is reported before any LM is loaded
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
+    meter = budget_meter(args, [lm.model])
     program = Generator(instructions, max_tokens=args.max_tokens)
     judge = hybrid_judge(args.mode) if (args.refine or args.best_of > 1) else None
     fingerprint = {
@@ -65,6 +66,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         refine=args.refine,
         best_of=args.best_of,
         judge=judge,
+        meter=meter,
     )
     wanted = {row.key for row in rows}
     records = [obj for _, obj in read_jsonl(out) if str(obj.get("key")) in wanted] if out.exists() else []
@@ -88,6 +90,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for key, error in report.failures[:5]:
         console.print(f"[red]failed[/] row {key}: {error}")
     console.print(f"wrote {report.written} row(s) to {out}" if report.written else f"nothing new written to {out}")
+    console.print(f"cost: {report.usage.summary()}")
+    if report.stopped is not None:
+        raise report.stopped
     if report.failures:
         console.print("[yellow]failed rows were not written; rerun the same command to retry them[/]")
         return ExitCode.INCOMPLETE
@@ -108,4 +113,5 @@ def add_generate_command(sub: argparse._SubParsersAction, common: argparse.Argum
     gen.add_argument("--max-tokens", type=count(1), default=DEFAULT_MAX_TOKENS, help="token limit per response")
     gen.add_argument("-o", "--output", default="responses.jsonl", help="JSONL: key, prompt, response (+ STICK records)")
     gen.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
+    add_budget_options(gen, "row")
     gen.set_defaults(func=cmd_generate)

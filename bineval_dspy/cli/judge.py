@@ -13,10 +13,10 @@ from rich.table import Table
 from bineval_dspy.checklists.base import ChecklistWriter
 from bineval_dspy.checklists.bineval import BinEvalWriter
 from bineval_dspy.checklists.qworld import QworldWriter
-from bineval_dspy.checklists.writers import METHODS, make_writer
-from bineval_dspy.cli.options import count
-from bineval_dspy.core.console import console, progress_map
-from bineval_dspy.core.errors import ExitCode, InputError, RunError, one_line
+from bineval_dspy.checklists.writers import METHODS, make_writer, save_checklist_usage
+from bineval_dspy.cli.options import add_budget_options, budget_meter, count
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
 from bineval_dspy.core.jsonio import append_jsonl, check_output_path, load_model, read_jsonl, read_text, write_json
 from bineval_dspy.core.schema import Checklist, Scorecard
@@ -24,9 +24,10 @@ from bineval_dspy.core.scoring import join, lineage_scores
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.lm import runtime
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads
 from bineval_dspy.lm.specs import is_local
-from bineval_dspy.lm.usage import measured
+from bineval_dspy.lm.usage import Cost, measured, total
 
 
 def _read_task(value: str) -> str:
@@ -81,9 +82,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     check_output_path(out)
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     console.print(f"[bold]Task:[/] {example['task']}")
+    writing = Cost()
     if args.write_checklist:
         with console.status("the LM writes the checklist (requirements, then questions)"):
-            checklist = _write_checklist(BinEvalWriter(max_questions=args.max_questions), example["task"], example["dimensions"])
+            writer = BinEvalWriter(max_questions=args.max_questions)
+            checklist, writing = measured(lambda: _write_checklist(writer, example["task"], example["dimensions"]))
         source = "written by the LM (BinEval's two steps)"
     else:
         checklist = Checklist.model_validate_json(data.joinpath("demo_checklist.json").read_text(encoding="utf-8"))
@@ -95,14 +98,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     judge = BinaryJudge(probability=args.probability, calibration=args.calibration)
     summaries = example["summaries"]
-    cards = list(progress_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
+    judged = list(metered_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
+    cards = [card for card, _ in judged]
     results = []
-    for summary, card in zip(summaries, cards):
+    for summary, (card, cost) in zip(summaries, judged):
         print_scorecard(f"summary '{summary['label']}'", checklist, card)
-        results.append({"label": summary["label"], "summary": summary["text"], "scorecard": card.model_dump(mode="json")})
+        results.append({"label": summary["label"], "summary": summary["text"], "scorecard": card.model_dump(mode="json"), "usage": cost.model_dump(mode="json")})
     _print_ranking(summaries, cards)
-    write_json(out, {"task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"), "results": results})
+    spent = writing + total(cost for _, cost in judged)
+    write_json(out, {
+        "task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"),
+        "results": results, "checklist_usage": writing.model_dump(mode="json"), "usage": spent.model_dump(mode="json"),
+    })
     console.print(f"wrote {out}")
+    console.print(f"cost: {spent.summary()}")
     return ExitCode.OK if all(card.complete for card in cards) else ExitCode.INCOMPLETE
 
 
@@ -145,10 +154,11 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     out = Path(args.output)
     check_output_path(out)
     writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
-    runtime.configure(runtime.lm_options(args), args.cache_dir)
+    lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     with console.status(f"writing the checklist ({args.method})"):
         checklist, cost = measured(lambda: _write_checklist(writer, task, dims))
     out.write_text(checklist.model_dump_json(indent=2), encoding="utf-8")
+    sidecar = save_checklist_usage(out, args.method, lm.model, cost)
     for q in checklist.questions:
         weight = f" [magenta](weight {q.weight:+g})[/]" if q.weight != 1 else ""
         where = f" [dim]({q.lineage['perspective_text']})[/]" if "perspective_text" in q.lineage else ""
@@ -161,8 +171,8 @@ def cmd_checklist(args: argparse.Namespace) -> int:
             f"qworld tree: {len(tree.scenarios)} scenarios, {len(tree.perspectives)} perspectives, {len(tree.criteria)} criteria; "
             f"merged duplicates {stats.merged}; unparseable answers {stats.unparseable}"
         )
-    console.print(f"wrote {len(checklist.questions)} questions to {out}")
-    console.print(f"LM calls: {cost.lm_calls}, tokens: {cost.tokens} ({cost.prompt_tokens} prompt, {cost.completion_tokens} completion)")
+    console.print(f"wrote {len(checklist.questions)} questions to {out} (its cost to {sidecar.name})")
+    console.print(f"cost: {cost.summary()}")
     return ExitCode.OK
 
 
@@ -204,6 +214,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if args.calibration != "none" and args.samples > 1:
         raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
+    meter = budget_meter(args, [lm.model])
     judge = BinaryJudge(
         chain_of_thought=args.cot,
         samples=args.samples,
@@ -225,22 +236,31 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
     tracked = list(LINEAGE_KEYS) if _has_qworld_lineage(checklist) else []
 
-    def judge_row(item: tuple[int, dict]) -> tuple[int, dict, Scorecard, dict]:
-        number, row = item
-        card, cost = measured(lambda: judge(input=row["input"], output=row["output"], checklist=checklist))
-        return number, row, card, cost.model_dump()
+    def judge_row(item: tuple[int, dict]) -> Scorecard:
+        _, row = item
+        return judge(input=row["input"], output=row["output"], checklist=checklist)
 
-    for number, row, card, usage in progress_map(judge_row, todo, "judging", effective_threads(lm, args.threads or DEFAULT_THREADS, args.threads is not None)):
-        result = {"line": number, "complete": card.complete, "scorecard": card.model_dump(mode="json"), "usage": usage}
-        if tracked:  # beside the scorecard: its score per Qworld perspective and scenario
-            result["lineage_scores"] = {key: lineage_scores(checklist, card, key) for key in tracked}
-        append_jsonl(out, {**row, OURS: result})
-    cards = [Scorecard.model_validate(obj[OURS]["scorecard"]) for _, obj in read_jsonl(out)]
-    _print_means(checklist, cards)
-    for key in tracked:
+    threads = effective_threads(lm, args.threads or DEFAULT_THREADS, args.threads is not None)
+    spent, written, stopped = Cost(), 0, None
+    try:
+        for (number, row), (card, cost) in zip(todo, metered_map(judge_row, todo, "judging", threads=threads, meter=meter, kind="row", what="row(s)")):
+            result = {"line": number, "complete": card.complete, "scorecard": card.model_dump(mode="json"), "usage": cost.model_dump(mode="json")}
+            if tracked:  # beside the scorecard: its score per Qworld perspective and scenario
+                result["lineage_scores"] = {key: lineage_scores(checklist, card, key) for key in tracked}
+            append_jsonl(out, {**row, OURS: result})
+            spent, written = spent + cost, written + 1
+    except BudgetExhausted as exc:
+        stopped = exc
+    cards = [Scorecard.model_validate(obj[OURS]["scorecard"]) for _, obj in read_jsonl(out)] if out.exists() else []
+    if cards:
+        _print_means(checklist, cards)
+    for key in tracked if cards else []:
         _print_lineage_means(checklist, cards, key)
     incomplete = sum(not card.complete for card in cards)
-    console.print(f"wrote {len(todo)} row(s) to {out}" if todo else f"nothing to judge: {out} is complete")
+    console.print(f"wrote {written} row(s) to {out}" if todo else f"nothing to judge: {out} is complete")
+    console.print(f"cost: {spent.summary()}")
+    if stopped is not None:
+        raise stopped
     if incomplete:
         console.print(f"[yellow]{incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again[/]")
         return ExitCode.INCOMPLETE
@@ -331,4 +351,5 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         help="explain every verdict, only the 'no' ones, or none (fastest: the answer is decoded first)",
     )
     judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
+    add_budget_options(judge, "row")
     judge.set_defaults(func=cmd_judge)

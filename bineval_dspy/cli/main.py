@@ -14,11 +14,12 @@ from bineval_dspy.cli.judge import add_judge_commands
 from bineval_dspy.cli.meta import add_meta_command
 from bineval_dspy.cli.optimize import add_optimize_command
 from bineval_dspy.cli.options import count
+from bineval_dspy.cli.report import add_report_command
 from bineval_dspy.cli.show import add_show_command
 from bineval_dspy.cli.tune import add_tune_command
 from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import ExitCode, InputError, RunError
+from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError
 from bineval_dspy.lm.remote import DEFAULT_TIMEOUT
 from bineval_dspy.lm.runtime import DEFAULT_CACHE_DIR
 from bineval_dspy.lm.specs import DEFAULT_LM
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_verify_command(sub, common)
     add_optimize_command(sub, common)
     add_show_command(sub)
+    add_report_command(sub)
     add_generate_command(sub, common)
     add_meta_command(sub, common)
     add_analyze_commands(sub, common)
@@ -63,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; the exit code is an ``ExitCode`` (0 ok, 1 incomplete, 2 bad input, 3 LM failure, 130)."""
+    """Run one command; the exit code is an ``ExitCode`` (0 ok, 1 incomplete, 2 bad input, 3 LM failure, 4 budget, 130)."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or ExitCode.OK)
@@ -73,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.LM_FAILURE
+    except BudgetExhausted as exc:
+        print(f"stopped: {exc}", file=sys.stderr)
+        return ExitCode.BUDGET
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
         return ExitCode.INTERRUPTED

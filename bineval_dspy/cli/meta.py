@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bineval_dspy.cli.options import count
+from bineval_dspy.cli.options import add_budget_options, budget_meter, count
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import DEFAULT_THREADS
 from bineval_dspy.meta.config import load_config
 from bineval_dspy.meta.report import write_report
-from bineval_dspy.meta.runner import SCORES_FILE, run_meta_eval
+from bineval_dspy.meta.runner import SCORES_FILE, MetaEvalResults, run_meta_eval
 
 
 def cmd_meta_eval(args: argparse.Namespace) -> int:
@@ -26,14 +26,26 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
         console.print(f"--limit {args.limit} replaces limit = {config.limit} of {config.source}")
         config = config.model_copy(update={"limit": args.limit})
     lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir) if config.uses_lm else None
-    results = run_meta_eval(config, lm=lm, threads=args.threads or DEFAULT_THREADS, overwrite=args.overwrite)
-    md, table = write_report(results)
-    print(md.read_text(encoding="utf-8"), end="")  # the table as results.md has it, on stdout: wide, never cut
-    console.print(f"wrote {SCORES_FILE}, {md.name} and {table.name} in {config.run_dir}")
+    models = [m.lm or lm.model for m in config.methods if m.uses_lm] if lm is not None else []
+    meter = budget_meter(args, models)
+    try:
+        results = run_meta_eval(config, lm=lm, threads=args.threads or DEFAULT_THREADS, overwrite=args.overwrite, meter=meter)
+    except BudgetExhausted:
+        console.print(f"cost: {meter.spent.summary()}; scores so far in {config.run_dir / SCORES_FILE} (no results table yet)")
+        raise
+    _report(results)
     if results.missing:
         console.print(f"[yellow]{results.missing} score(s) missing (no usable LM answer): left out of the correlations; rerun to retry them[/]")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
+
+
+def _report(results: MetaEvalResults) -> None:
+    """Write the results, print the table (as results.md has it, on stdout: wide, never cut) and the cost."""
+    md, table, full = write_report(results)
+    print(md.read_text(encoding="utf-8"), end="")
+    console.print(f"wrote {SCORES_FILE}, {md.name}, {table.name} and {full.name} in {results.run_dir}")
+    console.print(f"cost: {results.usage.summary()} (every score of the table, over the runs that made them)")
 
 
 def add_meta_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -42,4 +54,5 @@ def add_meta_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("config", help="run description (TOML); see bineval_dspy/meta/config.py")
     parser.add_argument("--limit", type=count(1), help="score the outputs of this many documents (seeded), replacing the config's")
     parser.add_argument("--overwrite", action="store_true", help="start the run directory afresh instead of resuming it")
+    add_budget_options(parser, "score")
     parser.set_defaults(func=cmd_meta_eval)

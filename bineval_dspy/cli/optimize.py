@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bineval_dspy.cli.options import add_budget_options, budget_meter
 from bineval_dspy.cli.show import show_run
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import lm_identity
 from bineval_dspy.lm.specs import make_lm
+from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import build, load_config, run_fingerprint
+from bineval_dspy.report.runs import load_runs
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -22,19 +25,34 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         console.print(f"--lm {args.lm} replaces lm = {config.lm!r} of {config.source}")
         config.lm, source = args.lm, "--lm"
     lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir)
+    meter = budget_meter(args, [lm.model, *(spec for spec in (config.lesson_lm, config.reference.lm) if spec)])
     student, optimizer, (train, val, _) = build(config)
     optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))
+    optimizer.meter = meter
     if config.lesson_lm:
         lesson_lm = make_lm(config.lesson_lm, source=f"{config.source}: field 'lesson_lm' =")
         optimizer.note_taker.set_lm(lesson_lm)
         optimizer.updater.set_lm(lesson_lm)
-    optimizer.compile(student, trainset=train, valset=val)
-    show_run(config.run_dir)
+    try:
+        optimizer.compile(student, trainset=train, valset=val)
+    except BudgetExhausted:
+        if (config.run_dir / AUDIT_FILE).is_file():
+            _summary(config.run_dir, "the run so far")
+        raise
+    _summary(config.run_dir, "the whole run, as its audit records it")
     return ExitCode.OK
+
+
+def _summary(run_dir: Path, what: str) -> None:
+    """The trajectory (``bineval show``), then the cost line."""
+    for run in load_runs(run_dir):
+        show_run(run)
+    console.print(f"cost: {Audit.load(run_dir).usage.summary()} ({what})")
 
 
 def add_optimize_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``bineval optimize``."""
     parser = sub.add_parser("optimize", parents=[common], help="optimize a prompt from question-level feedback (TOML config)")
     parser.add_argument("config", help="run description (TOML); see README")
+    add_budget_options(parser, "step (an evaluation, the lessons, the edits)")
     parser.set_defaults(func=cmd_optimize)

@@ -1,9 +1,13 @@
-"""Argument types shared by the commands: range-checked counts, so a bad value is one line before any work."""
+"""Options shared by the commands: range-checked counts, so a bad value is one line before any work; budgets."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable
+
+from bineval_dspy.lm.budget import Budget, BudgetMeter
+from bineval_dspy.lm.prices import check_priced
 
 
 def count(minimum: int) -> Callable[[str], int]:
@@ -19,3 +23,35 @@ def count(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _usd(text: str) -> float:
+    """An argparse type: a positive amount of US dollars."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an amount of US dollars, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive amount of US dollars, got {text}")
+    return value
+
+
+def add_budget_options(parser: argparse.ArgumentParser, unit: str) -> None:
+    """``--max-cost`` and ``--max-calls`` on a long-running command whose units of work are ``unit``."""
+    parser.add_argument(
+        "--max-cost", type=_usd, metavar="USD", help=f"stop before the next {unit} would pass this many US dollars (LMs with a known price only); exit 4"
+    )
+    parser.add_argument("--max-calls", type=count(1), metavar="N", help=f"stop before the next {unit} would pass N LM calls; exit 4")
+
+
+def budget_of(args: argparse.Namespace) -> Budget:
+    return Budget(max_cost=args.max_cost, max_calls=args.max_calls)
+
+
+def budget_meter(args: argparse.Namespace, models: Iterable[str]) -> BudgetMeter:
+    """The meter of the command line's budget for a run on ``models`` (model strings): a dollar budget needs
+    their prices."""
+    budget = budget_of(args)
+    if budget.max_cost is not None:
+        check_priced(models)
+    return BudgetMeter(budget)

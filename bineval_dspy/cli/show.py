@@ -1,4 +1,9 @@
-"""``bineval show RUN_DIR``: the optimization trajectory and the diff between the first and final prompts."""
+"""``bineval show RUN...``: any run the library writes, on the terminal (80 columns are enough).
+
+The same runs as ``bineval report`` reads (``report.runs.load_runs``), in brief: judge output, meta-evaluations,
+optimizer runs (trajectory and first-vs-final prompt diff), analyses and tune studies. Text from data is printed
+as text (``Text``, ``markup=False``): a bracket in a question or a reason is never read as console markup.
+"""
 
 from __future__ import annotations
 
@@ -6,64 +11,187 @@ import argparse
 import difflib
 from pathlib import Path
 
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
+from bineval_dspy.cli.analyze import print_phi, print_pruning, print_weights
 from bineval_dspy.core.console import console
-from bineval_dspy.optimize.audit import Audit, EvalSummary
+from bineval_dspy.meta.correlation import Estimate
+from bineval_dspy.optimize.audit import EvalSummary
+from bineval_dspy.report.html import TITLES, amount, number
+from bineval_dspy.report.runs import (
+    AnalysisRun,
+    JudgeRun,
+    MetaRun,
+    OptimizerRun,
+    Run,
+    Spend,
+    TuneRun,
+    load_runs,
+    shown_path,
+)
+from bineval_dspy.report.stats import dimension_means, method_rates, question_rates, spreads
+from bineval_dspy.tune.report import print_best
+
+WORST = 10  # outputs listed for a judge run, lowest overall score first
 
 
+def _say(text: str) -> None:
+    console.print(text, markup=False, highlight=False)
+
+
+def _spend(block: Spend) -> None:
+    if block:
+        _say("cost: " + ", ".join(f"{key} {amount(value)}" for key, value in block.items()))
+
+
+def _table(title: str, *columns: str, left: tuple[str, ...] = (), wrap: tuple[str, ...] = ()) -> Table:
+    """A compact table; only the ``wrap`` columns (long text) wrap, so numbers and names stay on one line."""
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in columns:
+        table.add_column(column, justify="left" if column in left else "right", overflow="fold", no_wrap=column not in wrap)
+    return table
+
+
+def _row(table: Table, *cells: object) -> None:
+    table.add_row(*(Text(str(cell)) for cell in cells))
+
+
+# -- judge output --------------------------------------------------------------------------------------------------
+def show_judge(run: JudgeRun) -> None:
+    """Mean scores, pass rate per question, and the lowest-scoring outputs."""
+    cards = [row.card for row in run.rows]
+    judges = sorted({card.judge.model for card in cards if card.judge is not None})
+    _say(f"{len(cards)} output(s), {sum(len(c.verdicts) for c in cards)} verdict(s), {sum(c.unanswered for c in cards)} unanswered; judge: {', '.join(judges) or '-'}")
+    _spend(run.spend)
+    means = _table("mean scores", "dimension", "mean", "lowest", "highest", "scored", "no score", left=("dimension",), wrap=("dimension",))
+    for m in dimension_means(cards):
+        _row(means, m.dimension, number(m.mean), number(m.low), number(m.high), m.scored, m.unscored)
+    console.print(means)
+    rates = _table("pass rate per question", "dimension", "question", "yes", "no", "unans.", "rate", left=("dimension", "question"), wrap=("dimension", "question"))
+    for r in question_rates(cards):
+        _row(rates, r.dimension, r.text, r.yes, r.no, r.unanswered, number(r.rate, 2))
+    console.print(rates)
+    worst = sorted(run.rows, key=lambda row: -1.0 if row.card.overall is None else row.card.overall)[:WORST]
+    outputs = _table(f"lowest overall first ({len(worst)} of {len(run.rows)})", "output", "overall", "yes", "no", "unans.", left=("output",), wrap=("output",))
+    for row in worst:
+        answers = [v.answer for v in row.card.verdicts]
+        _row(outputs, row.id, number(row.card.overall), answers.count("yes"), answers.count("no"), answers.count("unanswered"))
+    console.print(outputs)
+
+
+# -- meta-evaluations ----------------------------------------------------------------------------------------------
+def _estimate(e: Estimate) -> str:
+    if e.value is None:
+        return "undefined"
+    return f"{e.value:.2f}" if e.low is None or e.high is None else f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
+
+
+def show_meta(run: MetaRun) -> None:
+    """Spearman with the humans (both levels, with intervals), where scores lie on their scale, questions' yes rates."""
+    outputs, documents = len({s.id for s in run.scores}), len({s.doc_id for s in run.scores})
+    _say(f"{outputs} output(s) of {documents} document(s){' from ' + run.dataset if run.dataset else ''}; methods: {', '.join(run.methods)}")
+    _spend(run.spend)
+    if run.table:
+        table = _table("Spearman with the human scores (all statistics: results.md)", "method", "dimension", "pairs", "summary", "dataset", left=("method", "dimension"), wrap=("method", "dimension", "summary", "dataset"))
+        for r in run.table:
+            _row(table, r.method, r.dimension, "" if r.pairs is None else r.pairs, _estimate(r.levels["summary"].spearman), _estimate(r.levels["dataset"].spearman))
+        console.print(table)
+    else:
+        _say("no results.csv yet (the run has not finished): no correlations")
+    table = _table("scores on their scale: share at the top (the ceiling effect)", "dimension", "source", "scale", "mean", "distinct", "at top", left=("dimension", "source"), wrap=("dimension", "source"))
+    for dim in run.dimensions:
+        for k, s in enumerate(spreads(run, dim)):
+            _row(table, dim if k == 0 else "", s.source, f"{s.low:g}-{s.high:g}", number(s.mean), s.distinct, number(s.top, 2))
+    console.print(table)
+    if run.human is None:
+        _say("human scores: give the run's config (CONFIG.toml) instead of its folder to see them here")
+    rates = method_rates(run)
+    if rates:
+        table = _table("questions per method", "method", "questions", "mean yes rate", "always yes", left=("method",), wrap=("method",))
+        for method, mine in rates.items():
+            known = [r.rate for r in mine if r.rate is not None]
+            _row(table, method, len(mine), number(sum(known) / len(known) if known else None, 2), sum(r.rate == 1.0 for r in mine))
+        console.print(table)
+
+
+# -- optimizer runs ------------------------------------------------------------------------------------------------
 def _score(summary: EvalSummary | None) -> str:
     return "-" if summary is None else f"{summary.score:.3f}"
 
 
-def show_run(run_dir: Path) -> None:
-    """Print held-out score and prompt length per iteration, accepted or not, then the prompt diff."""
-    audit = Audit.load(run_dir)
-    table = Table(title=f"{run_dir} ({audit.mode} mode): {audit.stopped or 'in progress'}")
-    for column in ("iter", "kind", "train", "held-out", "chars", "failures", "lessons", "edits", "LM calls"):
-        table.add_column(column, justify="right")
-    table.add_column("decision", no_wrap=True)
+def show_optimizer(run: OptimizerRun) -> None:
+    """Held-out score and prompt length per iteration, accepted or not and why, then the prompt diff."""
+    audit = run.audit
+    table = _table(f"{audit.mode} mode: {audit.stopped or 'in progress'}", "it", "kind", "train", "held-out", "chars", "lessons", "edits", "calls", "decision", left=("kind", "decision"), wrap=("kind",))
     start = audit.start
-    table.add_row("0", "-", "-", _score(start.val), str(start.prompt_chars), "-", "-", "-", str(start.lm_calls), "start")
+    _row(table, 0, "-", "-", _score(start.val), start.prompt_chars, "-", "-", start.lm_calls, "start")
     for it in audit.iterations:
-        table.add_row(
-            str(it.iteration),
-            it.kind,
-            _score(it.train),
-            _score(it.val),
-            "-" if it.prompt_chars is None else str(it.prompt_chars),
-            str(len(it.failures or [])),
-            f"{len(it.lessons_new or [])} -> {len(it.selected or [])}",
-            str(len(it.edits or [])),
-            str(it.lm_calls),
-            it.outcome,
-        )
+        chars = "-" if it.prompt_chars is None else it.prompt_chars
+        lessons = f"{len(it.lessons_new or [])}->{len(it.selected or [])}"
+        _row(table, it.iteration, it.kind, _score(it.train), _score(it.val), chars, lessons, len(it.edits or []), it.lm_calls, it.outcome)
     console.print(table)
+    _spend(run.spend)
     for it in audit.iterations:
         if it.decision is not None:
-            console.print(f"iteration {it.iteration}: {it.decision.reason}")
+            _say(f"iteration {it.iteration}: {it.decision.reason}")
         if it.lessons_discarded:
-            console.print(f"  {len(it.lessons_discarded)} drafted lesson(s) discarded, {it.rule_lessons or 0} verifier rule(s) used instead")
+            _say(f"  {len(it.lessons_discarded)} drafted lesson(s) discarded, {it.rule_lessons or 0} verifier rule(s) used instead")
     if audit.best.demos:
-        console.print("demonstrations kept: " + ", ".join(f"{name} {len(ds)}" for name, ds in audit.best.demos.items()))
+        _say("demonstrations kept: " + ", ".join(f"{name} {len(ds)}" for name, ds in audit.best.demos.items()))
     if audit.best.thresholds:
-        console.print("P(yes) thresholds kept: " + ", ".join(f"{d} {t:.3f}" for d, t in audit.best.thresholds.items()))
+        _say("P(yes) thresholds kept: " + ", ".join(f"{d} {t:.3f}" for d, t in audit.best.thresholds.items()))
     gaps = audit.best.val.dimension_gaps
     if gaps:
-        console.print("per-dimension |S_d(target) - S_d(reference)| of the final prompt: " + ", ".join(f"{d} {g:.3f}" for d, g in gaps.items()))
+        _say("per-dimension |S_d(target) - S_d(reference)| of the final prompt: " + ", ".join(f"{d} {g:.3f}" for d, g in gaps.items()))
     before, after = audit.start.instructions, audit.best.instructions
     for name in before:
         diff = list(difflib.unified_diff(before[name].splitlines(), after[name].splitlines(), f"{name} (start)", f"{name} (final)", lineterm=""))
-        console.print(f"[bold]{name}[/]: {len(before[name])} -> {len(after.get(name, ''))} chars")
-        console.print("\n".join(diff) if diff else "(unchanged)", markup=False, highlight=False)
+        _say(f"{name}: {len(before[name])} -> {len(after.get(name, ''))} chars")
+        _say("\n".join(diff) if diff else "(unchanged)")
+
+
+# -- analyses and tune studies -------------------------------------------------------------------------------------
+def show_analysis(run: AnalysisRun) -> None:
+    """What ``bineval analyze`` printed: phi per dimension, the pruning, the weights' cross-validation."""
+    _spend(run.spend)
+    if run.phi is not None:
+        print_phi(run.phi, run.pruning)
+    elif run.pruning is not None:
+        print_pruning(run.pruning)
+    if run.weights is not None:
+        print_weights(run.weights)
+
+
+def show_tune(run: TuneRun) -> None:
+    """The best trial or the Pareto front, as ``bineval tune`` printed it."""
+    _spend(run.spend)
+    print_best(run.results)
+
+
+def show_run(run: Run) -> None:
+    _say(f"== {TITLES[run.kind]}: {shown_path(run.source)}")
+    if isinstance(run, JudgeRun):
+        show_judge(run)
+    elif isinstance(run, MetaRun):
+        show_meta(run)
+    elif isinstance(run, OptimizerRun):
+        show_optimizer(run)
+    elif isinstance(run, AnalysisRun):
+        show_analysis(run)
+    else:
+        show_tune(run)
 
 
 def cmd_show(args: argparse.Namespace) -> None:
-    show_run(Path(args.run_dir))
+    runs = [run for path in args.runs for run in load_runs(Path(path))]  # every path read before anything is shown
+    for run in runs:
+        show_run(run)
 
 
 def add_show_command(sub: argparse._SubParsersAction) -> None:
     """Register ``bineval show``."""
-    parser = sub.add_parser("show", help="print an optimize run's trajectory and prompt diff")
-    parser.add_argument("run_dir")
+    parser = sub.add_parser("show", help="print any run in brief: judge output, meta-eval, optimize, analyze or tune")
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="what `bineval report` reads: a run directory or output file, or a meta-eval config")
     parser.set_defaults(func=cmd_show)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bineval_dspy.cli.options import count
+from bineval_dspy.cli.options import add_budget_options, budget_of, count
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 from bineval_dspy.lm import runtime
+from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.tune.report import collect, print_best, write_results
 from bineval_dspy.tune.study import open_study, prepare, run_workers, work
 
@@ -17,17 +18,25 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """Run trials until the study has its count (this process, or ``--workers`` processes), then report it."""
     path = Path(args.config)
     options = runtime.lm_options(args)
-    tuning = prepare(path, lm_spec=args.lm, lm_options=options, cache_dir=args.cache_dir)
+    budget = budget_of(args)
+    tuning = prepare(path, lm_spec=args.lm, lm_options=options, cache_dir=args.cache_dir, priced=budget.max_cost is not None)
     study = open_study(tuning)
     code: int = ExitCode.OK
+    stopped: BudgetExhausted | None = None
     if args.workers == 1:
-        work(tuning, study)
+        try:
+            work(tuning, study, BudgetMeter(budget))
+        except BudgetExhausted as exc:
+            stopped = exc
     else:
-        code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=args.cache_dir)
+        code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=args.cache_dir, budget=budget)
     results = collect(tuning.config, study)
     print_best(results)
     saved, plot = write_results(results, tuning.folder)
     console.print(f"wrote {saved} and {plot}")
+    console.print(f"cost: {results.usage.summary()} (every trial of the study)")
+    if stopped is not None:
+        raise stopped
     return code
 
 
@@ -36,4 +45,5 @@ def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
     parser = sub.add_parser("tune", parents=[common], help="tune settings with an Optuna study (TOML config); resumable, several workers")
     parser.add_argument("config", help="study description (TOML); see README")
     parser.add_argument("--workers", type=count(1), default=1, help="worker processes on the study (default 1); or run the command several times")
+    add_budget_options(parser, "trial (each of --workers N gets an N-th of the budget)")
     parser.set_defaults(func=cmd_tune, cache_dir=None)  # the LM cache lives in the study's folder unless --cache-dir

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.console import Console
@@ -20,18 +21,25 @@ def progress_map(fn: Callable[[T], R], items: Sequence[T], label: str, threads: 
     Worker threads run inside a copy of the caller's DSPy settings (LM, adapter, callbacks, usage tracker), as
     ``dspy.Parallel`` does: a plain pool would see only the global defaults.
     """
-    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task(label, total=len(items))
+    with progress_bar(label, len(items)) as advance:
         if threads <= 1:
             for item in items:
                 yield fn(item)
-                bar.advance(task)
+                advance()
             return
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for result in pool.map(in_caller_context(fn), items):
                 yield result
-                bar.advance(task)
+                advance()
+
+
+@contextmanager
+def progress_bar(label: str, total: int) -> Iterator[Callable[[], None]]:
+    """A progress bar on the console for ``total`` items; the block gets the function that advances it by one."""
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda: bar.advance(task)
 
 
 def in_caller_context(fn: Callable[[T], R]) -> Callable[[T], R]:

@@ -1,13 +1,8 @@
-"""LMs: ``--lm`` specs to ``dspy.LM`` (embedded GGUF models, OpenAI-compatible servers, LiteLLM), runtime set-up.
+"""LMs: ``--lm`` specs to ``dspy.LM`` (embedded GGUF models, OpenAI-compatible servers, LiteLLM), runtime set-up,
+call and token counting, prices and budgets.
 
-Every LM path imports this package first, so the setting below precedes any import of LiteLLM or any read of
-DSPy's model metadata: both would otherwise fetch LiteLLM's cost map from GitHub on first use (about 7 s and
-warnings when offline). The bundled copy is used instead; export LITELLM_LOCAL_MODEL_COST_MAP=False to fetch.
+LiteLLM's price map is never fetched: ``bineval_dspy/__init__.py`` sets LITELLM_LOCAL_MODEL_COST_MAP first.
 """
-
-import os
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from bineval_dspy.lm.specs import DEFAULT_LM, is_local, make_lm
 

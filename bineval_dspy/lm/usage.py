@@ -1,67 +1,182 @@
-"""Counting what a piece of work asked of its LMs: calls (cache hits included) and tokens."""
+"""What a piece of work asked of its LMs: calls (cache hits included), the tokens they billed and their price."""
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import dspy
 from dspy.utils.callback import BaseCallback
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer, model_validator
+
+from bineval_dspy.lm.prices import price_of
 
 T = TypeVar("T")
 
 
 class CallCounter(BaseCallback):
-    """Counts LM calls (cache hits included: they are what the program asked for); safe across threads."""
+    """Counts LM calls per model string (cache hits included: they are what the program asked for); thread-safe."""
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.by_model: Counter[str] = Counter()
         self._lock = threading.Lock()
+
+    @property
+    def calls(self) -> int:
+        return sum(self.by_model.values())
 
     def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
         with self._lock:
-            self.calls += 1
+            self.by_model[str(getattr(instance, "model", ""))] += 1
+
+    def snapshot(self) -> Counter[str]:
+        with self._lock:
+            return Counter(self.by_model)
 
 
 class Cost(BaseModel):
-    """LM calls and tokens spent by one piece of work; ``cached_prompt_tokens`` where the provider reports them."""
+    """LM calls, tokens and US dollars spent by one piece of work: the ``usage`` block of every JSON output.
+
+    Tokens are what the LM billed (a call answered from the cache bills none); ``cached_prompt_tokens`` where the
+    provider reports them, else None. ``usd`` prices each call with its model's rates in LiteLLM's bundled map;
+    ``unpriced_calls`` counts the calls whose model has no price there (embedded models, servers at
+    ``--api-base``). A sum keeps the known dollars and the count of unpriced calls, so a total over priced and
+    unpriced work says it is ``partial``; ``usd`` is None only when none of the calls has a price (unknown is never 0).
+    """
 
     lm_calls: int = 0
     tokens: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int | None = None
+    usd: float | None = None
+    unpriced_calls: int = 0
+
+    @model_validator(mode="after")
+    def _canonical(self) -> Cost:
+        """One reading per state: no call costs $0; no priced call (or a record without prices) is usd None."""
+        if self.lm_calls == 0:
+            self.usd, self.unpriced_calls = self.usd or 0.0, 0
+        elif self.usd is None or self.unpriced_calls >= self.lm_calls:
+            self.usd, self.unpriced_calls = None, self.lm_calls
+        return self
+
+    @model_serializer(mode="wrap")
+    def _unknowns_shown(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """An unknown stays in the block as null (``"usd": null``), also inside output written with exclude_none."""
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        return {name: data.get(name) for name in type(self).model_fields if name in data or getattr(self, name) is None}
+
+    @property
+    def priced(self) -> bool:
+        """Whether ``usd`` is the whole price (every call priced)."""
+        return self.unpriced_calls == 0
+
+    @property
+    def partial(self) -> bool:
+        """Whether ``usd`` prices only some of the calls."""
+        return 0 < self.unpriced_calls < self.lm_calls
 
     def __add__(self, other: Cost) -> Cost:
         cached = None if self.cached_prompt_tokens is None and other.cached_prompt_tokens is None else (
             (self.cached_prompt_tokens or 0) + (other.cached_prompt_tokens or 0)
         )
+        usd = None if self.usd is None and other.usd is None else (self.usd or 0.0) + (other.usd or 0.0)
         return Cost(
             lm_calls=self.lm_calls + other.lm_calls,
             tokens=self.tokens + other.tokens,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cached_prompt_tokens=cached,
+            usd=usd,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
+        )
+
+    def price_text(self) -> str:
+        """The dollars as a reader should take them: exact, partial, or unknown."""
+        if self.usd is None:
+            return "price unknown"
+        if self.unpriced_calls:
+            return f"{dollars(self.usd)} for {self.lm_calls - self.unpriced_calls} call(s), {self.unpriced_calls} unpriced (partial)"
+        return dollars(self.usd)
+
+    def summary(self) -> str:
+        """One line for a console: calls, tokens, dollars."""
+        cached = f", {self.cached_prompt_tokens:,} of them cached" if self.cached_prompt_tokens is not None else ""
+        return (
+            f"{self.lm_calls:,} LM call(s), {self.tokens:,} tokens ({self.prompt_tokens:,} prompt{cached}, "
+            f"{self.completion_tokens:,} completion), {self.price_text()}"
         )
 
 
-def measured(work: Callable[[], T], counter: CallCounter | None = None) -> tuple[T, Cost]:
-    """Run ``work`` counting its LM calls and tokens (tokens as DSPy's usage tracker reports them)."""
+def total(costs: Iterable[Cost]) -> Cost:
+    """The sum of costs (an empty sum is no cost)."""
+    result = Cost()
+    for cost in costs:
+        result = result + cost
+    return result
+
+
+def dollars(usd: float) -> str:
+    """US dollars to three significant digits and at least cents, without an exponent: $0.000612, $12.35."""
+    if usd == 0:
+        return "$0"
+    digits = max(2, 2 - math.floor(math.log10(abs(usd))))
+    return f"${usd:,.{digits}f}"
+
+
+class Measurement:
+    """Filled in when a ``measuring`` block ends, also when it ends with an exception (the calls were made)."""
+
+    cost: Cost = Cost()
+
+
+@contextmanager
+def measuring(counter: CallCounter | None = None) -> Iterator[Measurement]:
+    """Count the LM calls, tokens and dollars of the block (tokens as DSPy's usage tracker reports them)."""
     counter = counter or CallCounter()
-    before = counter.calls
+    before = counter.snapshot()
+    measurement = Measurement()
     with dspy.context(callbacks=[*dspy.settings.callbacks, counter]), dspy.track_usage() as usage:
+        try:
+            yield measurement
+        finally:
+            measurement.cost = _cost(counter.snapshot() - before, usage.get_total_tokens())
+
+
+def measured(work: Callable[[], T], counter: CallCounter | None = None) -> tuple[T, Cost]:
+    """Run ``work`` and return its result with its ``Cost``."""
+    with measuring(counter) as measurement:
         result = work()
-    totals = list(usage.get_total_tokens().values())
+    return result, measurement.cost
+
+
+def _cost(calls: Counter[str], usage: dict[str, dict[str, Any]]) -> Cost:
+    """A ``Cost`` from the calls per model and DSPy's usage totals per model."""
+    totals = list(usage.values())
     prompt = sum(int(u.get("prompt_tokens") or 0) for u in totals)
     completion = sum(int(u.get("completion_tokens") or 0) for u in totals)
     reported = [(u.get("prompt_tokens_details") or {}).get("cached_tokens") for u in totals]
     cached = sum(int(c) for c in reported if c is not None) if any(c is not None for c in reported) else None
-    return result, Cost(
-        lm_calls=counter.calls - before,
+    usd, unpriced = 0.0, 0
+    for model in set(calls) | set(usage):
+        price = price_of(model)
+        if price is None:
+            unpriced += calls.get(model, 0)
+        else:
+            usd += price.usd(usage.get(model, {}))
+    return Cost(
+        lm_calls=sum(calls.values()),
         tokens=prompt + completion,
         prompt_tokens=prompt,
         completion_tokens=completion,
         cached_prompt_tokens=cached,
+        usd=usd,
+        unpriced_calls=unpriced,
     )

@@ -1,4 +1,4 @@
-"""The results of a meta-evaluation as tables: ``results.md`` (and the printed table) and ``results.csv``."""
+"""The results of a meta-evaluation: ``results.md`` (and the printed table), ``results.csv`` and ``results.json``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import csv
 import io
 from pathlib import Path
 
+from bineval_dspy.core.jsonio import write_json
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate, LevelCorrelation
 from bineval_dspy.meta.runner import MetaEvalResults
 
@@ -74,6 +75,10 @@ def markdown(results: MetaEvalResults) -> str:
         lines += ["", "## Question-level agreement with the reference labels", ""]
         rows = [[name, str(a.questions), _number(a.agreement), _number(a.kappa), str(a.unanswered)] for name, a in measured]
         lines.append(_markdown_table(["method", "questions", "agreement", "Cohen's kappa (answered)", "unanswered"], rows))
+    lines += ["", "## Cost", "", "LM calls (cache hits included), billed tokens and US dollars of each method's scores and generated checklist.", ""]
+    costs = [[m.name, f"{m.usage.lm_calls:,}", f"{m.usage.tokens:,}", m.usage.price_text()] for m in results.methods]
+    costs.append(["all", f"{results.usage.lm_calls:,}", f"{results.usage.tokens:,}", results.usage.price_text()])
+    lines.append(_markdown_table(["method", "LM calls", "tokens", "USD"], costs))
     return "\n".join(lines) + "\n"
 
 
@@ -92,9 +97,11 @@ def csv_text(results: MetaEvalResults) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     stats = [f"{level}_{stat}{part}" for level in LEVELS for stat in STATISTICS for part in ("", "_low", "_high")]
-    writer.writerow(["method", "kind", "dimension", "pairs", "documents", "skipped_documents", "missing", *stats, "lm_calls_per_output", "seconds_per_output"])
+    writer.writerow(
+        ["method", "kind", "dimension", "pairs", "documents", "skipped_documents", "missing", *stats, "lm_calls_per_output", "seconds_per_output", "method_tokens", "method_usd"]
+    )
     for method in results.methods:
-        cost = [_raw(method.lm_calls_per_output), _raw(method.seconds_per_output)]
+        cost = [_raw(method.lm_calls_per_output), _raw(method.seconds_per_output), str(method.usage.tokens), _raw(method.usage.usd)]
         for dim, cell in method.correlations.items():
             levels = {"summary": cell.summary, "dataset": cell.dataset}
             counts = [cell.pairs, cell.documents, cell.skipped_documents, method.missing.get(dim, 0)]
@@ -117,10 +124,12 @@ def _raw(value: float | None) -> str:
     return "" if value is None else repr(round(value, 6))
 
 
-def write_report(results: MetaEvalResults, run_dir: Path | None = None) -> tuple[Path, Path]:
-    """Write ``results.md`` and ``results.csv`` into the run directory; returns their paths."""
+def write_report(results: MetaEvalResults, run_dir: Path | None = None) -> tuple[Path, Path, Path]:
+    """Write ``results.md``, ``results.csv`` and ``results.json`` (every result, with ``usage``) into the run
+    directory; returns their paths."""
     folder = run_dir or results.run_dir
-    md, table = folder / "results.md", folder / "results.csv"
+    md, table, full = folder / "results.md", folder / "results.csv", folder / "results.json"
     md.write_text(markdown(results), encoding="utf-8")
     table.write_text(csv_text(results), encoding="utf-8")
-    return md, table
+    write_json(full, results.model_dump(mode="json"))
+    return md, table, full

@@ -1,10 +1,11 @@
 """Run a meta-evaluation: every method scores every sampled output, then each is correlated with the human scores.
 
 The run directory holds ``scores.jsonl``: one line per finished (method, output), appended as it is done, with the
-scores, what lies behind them (scorecard or ratings), LM calls, tokens and seconds. A rerun keeps the complete
-lines and scores the rest (incomplete ones again); the run is fingerprinted, so a rerun under a config that would
-score differently is refused, naming the first difference. Generated checklists are saved beside the scores and
-reused on resume.
+scores, what lies behind them (scorecard or ratings), its ``usage`` (LM calls, tokens, dollars) and seconds. A rerun
+keeps the complete lines and scores the rest (incomplete ones again); the run is fingerprinted, so a rerun under a
+config that would score differently is refused, naming the first difference. Generated checklists are saved beside
+the scores, with what writing them cost (``checklist-NAME.json.usage.json``), and reused on resume. With a budget,
+each score (and each checklist to write) starts only when the budget lets it.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from pathlib import Path
 
 import dspy
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError, computed_field
 
 from bineval_dspy.checklists.bineval import BinEvalWriter
-from bineval_dspy.core.console import console, progress_map
-from bineval_dspy.core.errors import InputError, RunError, one_line
+from bineval_dspy.checklists.writers import ChecklistUsage, save_checklist_usage, usage_sidecar
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import BudgetExhausted, InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import Fingerprint, file_digest, open_for_resume
 from bineval_dspy.core.jsonio import (
     append_jsonl,
@@ -33,9 +35,10 @@ from bineval_dspy.core.jsonio import (
 )
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.judges.code import check_verifiers
+from bineval_dspy.lm.budget import BudgetMeter, metered_map
 from bineval_dspy.lm.runtime import effective_threads, lm_identity
 from bineval_dspy.lm.specs import is_local, make_lm
-from bineval_dspy.lm.usage import Cost, measured
+from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.agreement import agreement, cohen_kappa
 from bineval_dspy.meta.config import MetaEvalConfig
 from bineval_dspy.meta.correlation import (
@@ -89,6 +92,7 @@ class MethodResult(BaseModel):
     lm_calls_per_output: float
     seconds_per_output: float
     agreement: QuestionAgreement | None = None
+    usage: Cost = Field(default_factory=Cost, description="the method's scores of these outputs, and its generated checklist")
 
 
 class MetaEvalResults(BaseModel):
@@ -104,17 +108,26 @@ class MetaEvalResults(BaseModel):
     run_dir: Path
     methods: list[MethodResult]
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def usage(self) -> Cost:
+        """Every method's cost together."""
+        return total(m.usage for m in self.methods)
+
     @property
     def missing(self) -> int:
         """Scores no method could give, over all methods and dimensions: the run is incomplete when positive."""
         return sum(sum(m.missing.values()) for m in self.methods)
 
 
-def run_meta_eval(config: MetaEvalConfig, *, lm: dspy.LM | None = None, threads: int = 1, overwrite: bool = False) -> MetaEvalResults:
+def run_meta_eval(
+    config: MetaEvalConfig, *, lm: dspy.LM | None = None, threads: int = 1, overwrite: bool = False, meter: BudgetMeter | None = None
+) -> MetaEvalResults:
     """Score the sampled outputs with every method (resuming ``config.run_dir``) and correlate with the humans.
 
     ``lm``: the LM every LM method uses (default: the configured one); ``threads``: outputs scored at once on a
-    remote LM. Bad input raises InputError before any LM call; an LM that writes no usable checklist, RunError.
+    remote LM. Bad input raises InputError before any LM call; an LM that writes no usable checklist, RunError;
+    ``meter``'s budget reached, BudgetExhausted (the finished scores are saved).
     """
     rows = _checked_rows(config)
     dimensions = config.scored_dimensions()
@@ -143,26 +156,37 @@ def run_meta_eval(config: MetaEvalConfig, *, lm: dspy.LM | None = None, threads:
     if records:
         console.print(f"resuming: {len(records)} finished score(s) kept in {out}, {len(planned) - len(records)} to do")
 
-    with dspy.context(lm=lm) if lm is not None else nullcontext():  # the given LM, for every judge of the run
-        for method in config.methods:
-            todo = [row for row in rows if (method.name, row.id) not in records]
-            if not todo:
-                continue
-            checklist = checklists.get(method.name)
-            if isinstance(method, BinEvalMethod) and method.checklist == "generate":
-                checklist = _generated_checklist(config, method, dimensions, reuse=resumed)
-            method_lm = own_lms.get(method.name, lm)
-            with dspy.context(lm=method_lm) if method_lm is not None else nullcontext():
-                for record in _score(method, todo, config, checklist, method_lm, threads):
-                    append_jsonl(out, record.model_dump(mode="json"))
-                    records[record.method, record.id] = record
+    meter = meter or BudgetMeter()
+    try:
+        with dspy.context(lm=lm) if lm is not None else nullcontext():  # the given LM, for every judge of the run
+            for method in config.methods:
+                todo = [row for row in rows if (method.name, row.id) not in records]
+                if not todo:
+                    continue
+                method_lm = own_lms.get(method.name, lm)
+                with dspy.context(lm=method_lm) if method_lm is not None else nullcontext():
+                    checklist = checklists.get(method.name)
+                    if isinstance(method, BinEvalMethod) and method.checklist == "generate":
+                        checklist = _generated_checklist(config, method, dimensions, reuse=resumed, meter=meter)
+                    for record in _score(method, todo, config, checklist, method_lm, threads, meter):
+                        append_jsonl(out, record.model_dump(mode="json"))
+                        records[record.method, record.id] = record
+    except BudgetExhausted:
+        raise meter.exhausted(f"{len(planned) - len(records)} of {len(planned)} score(s) not started") from None
     return results(config, rows, records, identity)
 
 
 def _score(
-    method: MethodConfig, todo: Sequence[MetaRow], config: MetaEvalConfig, checklist: Checklist | None, lm: dspy.LM | None, threads: int
+    method: MethodConfig,
+    todo: Sequence[MetaRow],
+    config: MetaEvalConfig,
+    checklist: Checklist | None,
+    lm: dspy.LM | None,
+    threads: int,
+    meter: BudgetMeter,
 ) -> Iterator[OutputScore]:
-    """One method's scores for ``todo``, with their LM calls, tokens and seconds, in order as each is done.
+    """One method's scores for ``todo``, with their cost and seconds, in order as each is done; each starts only
+    when ``meter`` lets it (the method's scores are one kind of unit: they cost alike).
 
     A remote LM scores ``threads`` outputs at once (and BinEval's questions of one output concurrently); the
     in-process model takes one output at a time and batches its questions itself.
@@ -170,13 +194,14 @@ def _score(
     local = lm is not None and is_local(lm)
     scorer = build_scorer(method, config.scored_dimensions(), config.dataset.genre, checklist=checklist, judge_threads=None if local else threads)
 
-    def score_one(row: MetaRow) -> OutputScore:
+    def score_one(row: MetaRow) -> tuple[Scored, float]:
         start = time.perf_counter()
-        scored, cost = measured(lambda: scorer(row))
-        return OutputScore(**dict(scored), method=method.name, id=row.id, doc_id=row.doc_id, usage=cost, seconds=time.perf_counter() - start)
+        return scorer(row), time.perf_counter() - start
 
     outer = effective_threads(lm, threads, asked=False) if lm is not None and method.uses_lm else 1
-    return progress_map(score_one, todo, method.name, outer)
+    scored = metered_map(score_one, todo, method.name, threads=outer, meter=meter, kind=f"method {method.name}", what="score(s)")
+    for row, ((score, seconds), cost) in zip(todo, scored):
+        yield OutputScore(**dict(score), method=method.name, id=row.id, doc_id=row.doc_id, usage=cost, seconds=seconds)
 
 
 def _checked_rows(config: MetaEvalConfig) -> list[MetaRow]:
@@ -234,21 +259,34 @@ def _kept_records(out: Path, planned: set[tuple[str, str]]) -> dict[tuple[str, s
     return kept
 
 
-def _generated_checklist(config: MetaEvalConfig, method: BinEvalMethod, dimensions: Sequence[str], reuse: bool) -> Checklist:
-    """BinEval's two-step checklist for the dataset's task, written once into the run directory (reused on resume)."""
+def _generated_checklist(
+    config: MetaEvalConfig, method: BinEvalMethod, dimensions: Sequence[str], reuse: bool, meter: BudgetMeter
+) -> Checklist:
+    """BinEval's two-step checklist for the dataset's task, written once into the run directory (reused on resume),
+    with its cost beside it."""
     path = config.run_dir / f"checklist-{method.name}.json"
     if reuse and path.exists():
         return load_model(path, Checklist)
     task = config.dataset.task
     assert task is not None  # _checked_rows refuses a generated checklist without one
-    try:
-        checklist = BinEvalWriter(max_questions=method.max_questions)(task=task, dimensions=list(dimensions))
-    except InputError:
-        raise
-    except Exception as exc:
-        raise RunError(f"method {method.name!r}: the LM gave no usable checklist ({one_line(exc)})") from None
+    with meter.unit("checklist", f"method {method.name}'s checklist not written") as measurement:
+        try:
+            checklist = BinEvalWriter(max_questions=method.max_questions)(task=task, dimensions=list(dimensions))
+        except InputError:
+            raise
+        except Exception as exc:
+            raise RunError(f"method {method.name!r}: the LM gave no usable checklist ({one_line(exc)})") from None
     write_json(path, checklist.model_dump(mode="json"))
+    save_checklist_usage(path, "bineval", dspy.settings.lm.model if dspy.settings.lm is not None else "(none)", measurement.cost)
     return checklist
+
+
+def _checklist_usage(config: MetaEvalConfig, method: MethodConfig) -> Cost:
+    """What writing the method's generated checklist cost, from its sidecar (none: no generated checklist)."""
+    sidecar = usage_sidecar(config.run_dir / f"checklist-{method.name}.json")
+    if not (isinstance(method, BinEvalMethod) and method.checklist == "generate" and sidecar.is_file()):
+        return Cost()
+    return load_model(sidecar, ChecklistUsage).usage
 
 
 # -- correlating --------------------------------------------------------------------------------------------------
@@ -283,6 +321,7 @@ def results(config: MetaEvalConfig, rows: Sequence[MetaRow], records: dict[tuple
                 lm_calls_per_output=float(np.mean([r.usage.lm_calls for r in done])) if done else 0.0,
                 seconds_per_output=float(np.mean([r.seconds for r in done])) if done else 0.0,
                 agreement=_agreement(rows, mine),
+                usage=_checklist_usage(config, method) + total(r.usage for r in done),
             )
         )
     return MetaEvalResults(

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model
+from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.optimize.lessons import Discarded, Edit, Failure, Lesson
 from bineval_dspy.optimize.settings import OptimizerSettings
 
@@ -39,7 +40,31 @@ Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations 
 CandidateKind = Literal["instructions", "demo", "thresholds"]
 
 
-class StartRecord(BaseModel):
+class Charged(BaseModel):
+    """A record of LM work: its ``usage`` (calls, tokens, dollars), with ``lm_calls`` and ``tokens`` beside it as
+    earlier audits wrote them (an audit written before ``usage`` existed is read with those two)."""
+
+    usage: Cost = Field(default_factory=Cost)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_audit(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "usage" not in data and ("lm_calls" in data or "tokens" in data):
+            data = {**data, "usage": {"lm_calls": data.get("lm_calls", 0), "tokens": data.get("tokens", 0)}}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def lm_calls(self) -> int:
+        return self.usage.lm_calls
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tokens(self) -> int:
+        return self.usage.tokens
+
+
+class StartRecord(Charged):
     """The student as given: its instructions, demonstrations, thresholds and held-out results."""
 
     instructions: dict[str, str]
@@ -47,8 +72,6 @@ class StartRecord(BaseModel):
     thresholds: dict[str, float] = Field(default_factory=dict)
     prompt_chars: int
     val: EvalSummary
-    lm_calls: int = 0
-    tokens: int = 0
 
 
 class BestRecord(BaseModel):
@@ -62,13 +85,11 @@ class BestRecord(BaseModel):
     iteration: int = 0
 
 
-class IterationRecord(BaseModel):
+class IterationRecord(Charged):
     """One iteration; fields fill in step by step, so a resumed run knows which step to redo."""
 
     iteration: int
     kind: CandidateKind = "instructions"  # what the candidate changes: an instruction edit, a demo, thresholds
-    lm_calls: int = 0
-    tokens: int = 0
     train: EvalSummary | None = None
     failures: list[Failure] | None = None
     lessons_new: list[Lesson] | None = None
@@ -107,6 +128,12 @@ class Audit(BaseModel):
     bank: list[Lesson] = Field(default_factory=list)
     stale: int = 0
     stopped: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def usage(self) -> Cost:
+        """The whole run's cost: the start's evaluation and every iteration, over all the runs that resumed it."""
+        return self.start.usage + total(record.usage for record in self.iterations)
 
     def save(self, run_dir: Path) -> None:
         """Write atomically: a kill never leaves a half-written audit."""

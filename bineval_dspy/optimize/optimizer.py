@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import dspy
 from dspy.teleprompt import Teleprompter
@@ -21,7 +21,8 @@ from dspy.teleprompt import Teleprompter
 from bineval_dspy.core.console import console, progress_map
 from bineval_dspy.core.errors import InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import digest, first_difference
-from bineval_dspy.lm.usage import CallCounter, Cost, measured
+from bineval_dspy.lm.budget import BudgetMeter
+from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.audit import (
     AUDIT_FILE,
     Audit,
@@ -47,6 +48,7 @@ from bineval_dspy.optimize.lessons import (
 from bineval_dspy.optimize.policies import AcceptancePolicy, StoppingRule, default_acceptance, default_stopping
 from bineval_dspy.optimize.settings import OptimizerSettings
 
+T = TypeVar("T")
 PROGRAM_FILE = "program.json"
 MAX_STORED_TEXT = 2000
 
@@ -109,7 +111,9 @@ class BinEvalOptimizer(Teleprompter):
     ``OptimizerSettings`` or as its fields in keyword arguments; ``acceptance`` and ``stopping`` replace the
     policies the settings imply. With the bloat guard (default) the returned program never scores below the
     student on the valset. A ``run_dir`` is resumed only by a run with the same fingerprint: the settings, the
-    student's instructions and whatever the caller passes as ``fingerprint`` (data digest, LM).
+    student's instructions and whatever the caller passes as ``fingerprint`` (data digest, LM). With a ``meter``,
+    each step (an evaluation, the lessons, the edits) starts only when its budget lets it; otherwise the run stops
+    with ``BudgetExhausted`` after the last finished step, saved in the audit, where a rerun goes on.
     """
 
     def __init__(
@@ -125,6 +129,7 @@ class BinEvalOptimizer(Teleprompter):
         target_predictor: str | None = None,
         run_dir: str | Path | None = None,
         fingerprint: dict[str, str] | None = None,
+        meter: BudgetMeter | None = None,
         **overrides: Any,
     ) -> None:
         super().__init__()
@@ -141,6 +146,7 @@ class BinEvalOptimizer(Teleprompter):
         self.target_predictor = target_predictor
         self.run_dir = Path(run_dir) if run_dir else None
         self.fingerprint = dict(fingerprint or {})  # what decided the data and LM (the CLI: config, data digest, LM)
+        self.meter = meter or BudgetMeter()  # a budget is no part of the fingerprint: a rerun with another goes on
 
     # -- public ---------------------------------------------------------------------------------------
     def compile(
@@ -162,7 +168,6 @@ class BinEvalOptimizer(Teleprompter):
         if target not in names:
             raise ValueError(f"target_predictor {target!r} is not one of {names}")
         self._target = target
-        self._counter = CallCounter()
         self.bank = self._new_bank()  # each compile() starts from its own audit's lessons, never another run's
         self._fingerprint = {
             **self.fingerprint,
@@ -196,15 +201,14 @@ class BinEvalOptimizer(Teleprompter):
 
     def _fresh_audit(self, program: dspy.Module, valset: Sequence[dspy.Example]) -> Audit:
         texts, demos, thresholds = instructions_of(program), demos_of(program), dict(getattr(program, "thresholds", {}))
-        evaluation, cost = self._evaluate(program, valset, "start: held-out")
+        evaluation, cost = self._evaluate(program, valset, "start: held-out", "held-out evaluation")
         summary = evaluation.summary()
         audit = Audit(
             mode=self.feedback.mode,
             settings=self.settings,
             fingerprint=self._fingerprint,
             start=StartRecord(
-                instructions=texts, demos=demos, thresholds=thresholds, prompt_chars=prompt_length(texts, demos), val=summary,
-                lm_calls=cost.lm_calls, tokens=cost.tokens,
+                instructions=texts, demos=demos, thresholds=thresholds, prompt_chars=prompt_length(texts, demos), val=summary, usage=cost,
             ),
             best=BestRecord(instructions=texts, demos=demos, thresholds=thresholds, val_score=evaluation.score, val=summary),
         )
@@ -226,12 +230,15 @@ class BinEvalOptimizer(Teleprompter):
         if self.run_dir is not None:
             audit.save(self.run_dir)
 
-    def _measured(self, work):
-        return measured(work, self._counter)
+    def _measured(self, work: Callable[[], T], kind: str, step: str) -> tuple[T, Cost]:
+        """One step of ``kind`` under the budget (``step`` names it, should the budget stop the run before it)."""
+        with self.meter.unit(kind, f"{step} not started") as measurement:
+            result = work()
+        return result, measurement.cost
 
-    def _evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example], split: str) -> tuple[Evaluation, Cost]:
+    def _evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example], split: str, kind: str) -> tuple[Evaluation, Cost]:
         """Evaluate with cost accounting; too many unanswered verdicts stop the run instead of steering it."""
-        evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, examples, label=f"  {split}"))
+        evaluation, cost = self._measured(lambda: self.feedback.evaluate(program, examples, label=f"  {split}"), kind, f"{split} evaluation")
         share, limit = evaluation.unanswered_share, self.settings.max_unanswered
         if share > limit:
             raise RunError(
@@ -262,7 +269,7 @@ class BinEvalOptimizer(Teleprompter):
         best = audit.best
         if record.train is None:
             self._set_best(program, audit)
-            evaluation, cost = self._evaluate(program, trainset, f"iteration {number}: train")
+            evaluation, cost = self._evaluate(program, trainset, f"iteration {number}: train", "train evaluation")
             failures = self._sample(evaluation.failures, number)
             record.train = evaluation.summary()
             record.failures = [_stored(f) for f in failures]
@@ -277,7 +284,9 @@ class BinEvalOptimizer(Teleprompter):
             return self._stop(audit, record, "no failures left on the trainset")
         if record.kind == "instructions" and record.selected is None:
             failures_seen = record.failures
-            (lessons, discarded, errors), cost = self._measured(lambda: self._take_notes(failures_seen, best.instructions[self._target]))
+            (lessons, discarded, errors), cost = self._measured(
+                lambda: self._take_notes(failures_seen, best.instructions[self._target]), "lessons", f"iteration {number}: lessons"
+            )
             record.lessons_new = [lesson.model_copy(deep=True) for lesson in lessons]  # as drafted, before merging
             merged = [self.bank.add(lesson).id for lesson in lessons]
             record.lessons_after_dedup = sorted(set(merged))
@@ -303,7 +312,7 @@ class BinEvalOptimizer(Teleprompter):
         if record.candidate_instructions is None:
             if record.kind == "instructions":
                 selected = record.selected or []
-                (texts, edits), cost = self._measured(lambda: self._edit(best.instructions, selected))
+                (texts, edits), cost = self._measured(lambda: self._edit(best.instructions, selected), "edits", f"iteration {number}: edits")
                 record.edits = edits
                 self._charge(record, cost)
             else:
@@ -312,7 +321,7 @@ class BinEvalOptimizer(Teleprompter):
             record.prompt_chars = prompt_length(texts, self._candidate_demos(audit, record))
             self._save(audit)
         set_state(program, record.candidate_instructions, self._candidate_demos(audit, record), self._candidate_thresholds(audit, record))
-        evaluation, cost = self._evaluate(program, valset, f"iteration {number}: held-out")
+        evaluation, cost = self._evaluate(program, valset, f"iteration {number}: held-out", "held-out evaluation")
         self._charge(record, cost)
         record.val = evaluation.summary()
         self._decide(audit, record, evaluation)
@@ -349,8 +358,7 @@ class BinEvalOptimizer(Teleprompter):
 
     @staticmethod
     def _charge(record: IterationRecord, cost: Cost) -> None:
-        record.lm_calls += cost.lm_calls
-        record.tokens += cost.tokens
+        record.usage = record.usage + cost
 
     def _sample(self, failures: list[Failure], iteration: int) -> list[Failure]:
         """At most ``max_failures``, chosen reproducibly, so one iteration's note-taking cost is bounded."""

@@ -1,8 +1,9 @@
 """Generating responses to a suite's prompts: the ``Generator`` program and ``bineval generate``.
 
 ``Generator`` is the program whose instructions later issues optimize. ``run_generation`` writes one
-JSON line per suite row as soon as it is done, so an interrupted run resumes where it stopped; with
-``refine``/``best_of`` each response is improved with STICK against the row's hybrid checklist.
+JSON line per suite row as soon as it is done, with what it cost (``usage``), so an interrupted run, or one
+stopped at its budget, resumes where it stopped; with ``refine``/``best_of`` each response is improved with
+STICK against the row's hybrid checklist.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import dspy
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
-from bineval_dspy.core.console import console, progress_map
-from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import BudgetExhausted, one_line
 from bineval_dspy.core.jsonio import append_jsonl, read_jsonl
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join
 from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
+from bineval_dspy.lm.budget import BudgetMeter, metered_map
+from bineval_dspy.lm.usage import Cost
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, BestOfN, SelfRefine
 from bineval_dspy.suites.rows import SuiteRow
 
@@ -153,11 +156,16 @@ def generate_row(
 # -- many rows, resumable --------------------------------------------------------------------------
 @dataclass
 class GenerationReport:
-    """What one ``run_generation`` call did; failed rows are not written, so a rerun retries them."""
+    """What one ``run_generation`` call did; failed rows are not written, so a rerun retries them.
+
+    ``usage`` is what this call spent, failed rows included; ``stopped`` is set when the budget ended it early.
+    """
 
     written: int = 0
     resumed: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
+    usage: Cost = field(default_factory=Cost)
+    stopped: BudgetExhausted | None = None
 
 
 def finished_keys(out_path: Path) -> set[str]:
@@ -177,8 +185,10 @@ def run_generation(
     best_of: int = 1,
     judge: BinaryJudge | None = None,
     writer: TickQuestionWriter | None = None,
+    meter: BudgetMeter | None = None,
 ) -> GenerationReport:
-    """Generate a record per row (see ``generate_row``), appending each to ``out_path`` as it finishes.
+    """Generate a record per row (see ``generate_row``, plus its ``usage``), appending each to ``out_path`` as it
+    finishes; a row starts only when ``meter``'s budget lets it.
 
     Rows whose key is already in ``out_path`` are skipped; LM calls are cached by DSPy, so a rerun after an
     interruption redoes no finished row and replays any half-finished one from the cache.
@@ -199,10 +209,14 @@ def run_generation(
         except Exception as exc:  # one failing row must not stop a long run; it is retried on the next
             return row, None, one_line(exc)
 
-    for row, record, error in progress_map(one, todo, "generating", threads):
-        if record is None:
-            report.failures.append((row.key, error))
-            continue
-        append_jsonl(out_path, record)
-        report.written += 1
+    try:
+        for (row, record, error), cost in metered_map(one, todo, "generating", threads=threads, meter=meter, kind="row", what="row(s)"):
+            report.usage = report.usage + cost
+            if record is None:
+                report.failures.append((row.key, error))
+                continue
+            append_jsonl(out_path, {**record, "usage": cost.model_dump(mode="json")})
+            report.written += 1
+    except BudgetExhausted as exc:
+        report.stopped = exc
     return report

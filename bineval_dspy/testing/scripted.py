@@ -38,13 +38,17 @@ def _logprobs(reply: Reply) -> tuple[TokenLogprob, ...]:
 
 
 class ScriptedEngine:
-    """A DSPy engine whose reply is computed by ``script(request) -> str``; records every request."""
+    """A DSPy engine whose reply is computed by ``script(request) -> str``; records every request.
+
+    Every reply reports ``usage`` (default: one prompt and one completion token), so cost accounting is testable.
+    """
 
     supports_response_schema = True
     supported_params = frozenset({"temperature", "max_tokens", "response_format", "logprobs", "seed"})
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, usage: Usage | None = None) -> None:
         self.script = script
+        self.usage = usage or Usage(input_tokens=1, output_tokens=1)
         self.requests: list[Request] = []
 
     def complete(self, request: Request) -> Response:
@@ -56,7 +60,7 @@ class ScriptedEngine:
             model=request.model,
             message=Message.assistant(text),
             finish_reason="stop",
-            usage=Usage(input_tokens=1, output_tokens=1),
+            usage=self.usage,
             logprobs=_logprobs(reply) if isinstance(reply, Reply) else None,
         )
 
@@ -64,9 +68,12 @@ class ScriptedEngine:
         return self  # program.deepcopy() must keep one engine, so recorded requests stay in one place
 
 
-def scripted_lm(script: Script) -> dspy.LM:
-    """An uncached, no-retry LM around a script: every call reaches the script."""
-    return dspy.LM("custom/scripted", engine=ScriptedEngine(script), cache=False, num_retries=0)
+def scripted_lm(script: Script, *, model: str = "custom/scripted", usage: Usage | None = None) -> dspy.LM:
+    """An uncached, no-retry LM around a script: every call reaches the script.
+
+    ``model`` is its model string: one LiteLLM's price map knows (``openai/gpt-4o-mini``) makes its calls priced.
+    """
+    return dspy.LM(model, engine=ScriptedEngine(script, usage), cache=False, num_retries=0)
 
 
 def verdict_json(answer: str, explanation: str = "because") -> str:

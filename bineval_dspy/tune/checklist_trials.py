@@ -24,7 +24,7 @@ from bineval_dspy.core.jsonio import describe_validation_error, load_model, read
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.specs import DEFAULT_LM
-from bineval_dspy.lm.usage import measured
+from bineval_dspy.lm.usage import Cost, measured
 from bineval_dspy.tune.config import Param
 from bineval_dspy.tune.runners import Objective, TrialContext, TrialEnv, run_settings
 
@@ -78,11 +78,13 @@ class GoldTask(BaseModel):
 
 
 class ChecklistTrialResult(BaseModel):
-    """A trial's saved work: what made it, the values, and every checklist (to read, and to reuse)."""
+    """A trial's saved work: what made it, the values, every checklist (to read, and to reuse) and the cost of
+    writing and matching them."""
 
     fingerprint: dict[str, str]
     values: dict[str, float]
     checklists: list[Checklist]
+    usage: Cost = Field(default_factory=Cost)
 
 
 def load_tasks(path: Path) -> list[GoldTask]:
@@ -139,6 +141,7 @@ class ChecklistRunner:
             raise InputError(f"{self.env.source}: run.method {self.settings.method!r}: {exc}") from None
 
     def check(self, space: Mapping[str, Param]) -> None:
+        self.env.check_priced(self.lm_spec)
         shared = sorted(set(space) & set(self.settings.params))
         if shared:
             raise InputError(f"{self.env.source}: field 'space.{shared[0]}': also fixed in run.params; keep one")
@@ -166,7 +169,8 @@ class ChecklistRunner:
         writer = self.writer(params)
         self._configure()
         checklists, cost = measured(lambda: [writer(task=t.task) for t in self.tasks])
-        scores = [self.score(c, t.gold_checklist()) for c, t in zip(checklists, self.tasks)]
+        scores, matching = measured(lambda: [self.score(c, t.gold_checklist()) for c, t in zip(checklists, self.tasks)])
+        context.charge(cost + matching)
         values = {
             "coverage": sum(s.coverage for s in scores) / len(scores),
             "uniqueness": sum(s.uniqueness for s in scores) / len(scores),
@@ -174,7 +178,7 @@ class ChecklistRunner:
             "questions": sum(len(c.questions) for c in checklists) / len(checklists),
         }
         context.run_dir.mkdir(parents=True, exist_ok=True)
-        write_json(saved, ChecklistTrialResult(fingerprint=fingerprint, values=values, checklists=checklists).model_dump(mode="json"))
+        write_json(saved, ChecklistTrialResult(fingerprint=fingerprint, values=values, checklists=checklists, usage=cost + matching).model_dump(mode="json"))
         return values
 
     def _configure(self) -> None:

@@ -22,6 +22,7 @@ from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import lm_identity
 from bineval_dspy.lm.specs import make_lm
+from bineval_dspy.lm.usage import Measurement, measuring
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import RunConfig, build, load_config, run_fingerprint
 from bineval_dspy.optimize.optimizer import prompt_length
@@ -78,8 +79,8 @@ def run_values(audit: Audit) -> dict[str, float]:
     """Every objective of kind ``optimizer``, read from a finished run's audit."""
     return {
         "val_score": audit.best.val_score,
-        "lm_calls": float(audit.start.lm_calls + sum(r.lm_calls for r in audit.iterations)),
-        "tokens": float(audit.start.tokens + sum(r.tokens for r in audit.iterations)),
+        "lm_calls": float(audit.usage.lm_calls),
+        "tokens": float(audit.usage.tokens),
         "prompt_chars": float(prompt_length(audit.best.instructions, audit.best.demos)),
     }
 
@@ -104,6 +105,7 @@ class OptimizerRunner:
         return OptimizerSettings.model_validate({**given, **params})
 
     def check(self, space: Mapping[str, Param]) -> None:
+        self.env.check_priced(self.lm_spec, self.config.lesson_lm, self.config.reference.lm)
         fields = OptimizerSettings.model_fields
         for name, param in space.items():
             if name not in fields:
@@ -136,7 +138,12 @@ class OptimizerRunner:
         optimizer.stopping = [*optimizer.stopping, rule]
         if self._reopen(context):
             raise optuna.TrialPruned("the recorded iterations of this parameter set are behind the other trials")
-        audit: Audit = optimizer.compile(student, trainset=train, valset=val).audit
+        measurement = Measurement()
+        try:
+            with measuring() as measurement:
+                audit: Audit = optimizer.compile(student, trainset=train, valset=val).audit
+        finally:
+            context.charge(measurement.cost)
         for step, value in held_out_curve(audit):  # a natural stop consults no later rule: report its last steps
             context.report(step, value)
         if rule.pruned:

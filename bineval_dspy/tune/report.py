@@ -12,10 +12,11 @@ from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 from rich.table import Table
 
 from bineval_dspy.core.console import console
+from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.tune.config import Direction, TuneConfig
 from bineval_dspy.tune.study import brief, shown_url
 
@@ -35,6 +36,7 @@ class TrialRecord(BaseModel):
     steps: dict[int, float] = Field(default_factory=dict)
     run_dir: str | None = Field(default=None, description="relative to the study's folder")
     surplus: bool = False
+    usage: Cost | None = Field(default=None, description="what the trial's runner spent when it ran; None: it never ran")
 
 
 class TuneResults(BaseModel):
@@ -48,6 +50,12 @@ class TuneResults(BaseModel):
     best: list[TrialRecord] = Field(description="the best trial (one objective) or the Pareto front (several)")
     trials: list[TrialRecord]
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def usage(self) -> Cost:
+        """What every trial of the study spent, all workers and reruns together."""
+        return total(t.usage for t in self.trials if t.usage is not None)
+
 
 def _record(trial: FrozenTrial, names: list[str]) -> TrialRecord:
     return TrialRecord(
@@ -59,6 +67,7 @@ def _record(trial: FrozenTrial, names: list[str]) -> TrialRecord:
         steps=dict(trial.intermediate_values),
         run_dir=trial.user_attrs.get("run_dir"),
         surplus=bool(trial.user_attrs.get("surplus", False)),
+        usage=Cost.model_validate(trial.user_attrs["usage"]) if "usage" in trial.user_attrs else None,
     )
 
 

@@ -15,7 +15,9 @@ from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint
+from bineval_dspy.lm.prices import check_priced
 from bineval_dspy.lm.runtime import LMOptions
+from bineval_dspy.lm.usage import Cost
 from bineval_dspy.tune.config import Param
 
 
@@ -40,11 +42,14 @@ class TrialContext:
     driver holds a lock on it while the runner works, so two workers never write one run at once).
     ``report(step, value)`` records the value of the objective that has ``steps`` and returns True when the
     pruner says the trial is hopeless; the runner then stops cleanly and raises ``optuna.TrialPruned``.
+    ``charge(cost)`` tells the driver what the runner's LM work cost (the runner measures it: an LM it configures
+    during the trial would not be seen inside a measurement the driver opened around it).
     """
 
     run_dir: Path
     number: int = 0
     report: Callable[[int, float], bool] = field(default=never_prune)
+    charge: Callable[[Cost], None] = field(default=lambda cost: None)
 
 
 @dataclass(frozen=True)
@@ -57,10 +62,18 @@ class TrialEnv:
     lm_spec: str | None = None  # --lm: replaces the LM a run config names
     lm_options: LMOptions = LMOptions()  # --api-base, --temperature, ... (its spec is replaced)
     cache_dir: Path | None = None  # --cache-dir; None: FOLDER/lm-cache
+    priced: bool = False  # --max-cost: a runner's ``check`` refuses an LM without a known price
 
     @property
     def lm_cache(self) -> Path:
         return self.cache_dir or self.folder / "lm-cache"
+
+    def check_priced(self, spec: str, *others: str | None) -> None:
+        """Under ``--max-cost``, the run's LM ``spec`` (behind --api-base when given: then it has no price) and any
+        ``others`` a runner makes as named must have a price."""
+        if self.priced:
+            api_base = self.lm_options.api_base
+            check_priced([f"{spec}@{api_base}" if api_base else spec, *(other for other in others if other)])
 
 
 @runtime_checkable
@@ -70,7 +83,8 @@ class TrialRunner(Protocol):
     ``objectives`` lists the values it can return (a study picks some); ``check`` refuses, in one line, a search
     space it cannot take, before any trial runs; ``fingerprint`` is what decides its results besides the
     parameters (file digests, LM), so a study is resumed only by the same runner. ``__call__`` returns every
-    objective it lists; it raises ``optuna.TrialPruned`` when ``context.report`` said so.
+    objective it lists; it raises ``optuna.TrialPruned`` when ``context.report`` said so. It tells
+    ``context.charge`` what its LM calls cost; with ``env.priced``, ``check`` refuses LMs whose price is unknown.
     """
 
     objectives: Mapping[str, Objective]

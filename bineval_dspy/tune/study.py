@@ -11,6 +11,10 @@ Dead workers. Every running trial beats a heartbeat into the storage; one that m
 ``fail_stale_trials``, called before every trial and while waiting) and no longer counts, so another worker, or
 a rerun of the command, runs a trial in its place. A killed trial never counts as finished, and the trials that
 did finish are kept: rerunning the command continues the study.
+
+Budgets. With ``--max-cost`` or ``--max-calls`` a worker starts a trial only when its budget lets it (a trial is
+the unit: it is never cut short); each of ``--workers N`` gets an N-th of the budget. What a trial spent is its
+user attribute ``usage``; a budget stops a worker with ``BudgetExhausted`` and the study resumes on a rerun.
 """
 
 from __future__ import annotations
@@ -40,15 +44,18 @@ from optuna.trial import TrialState
 from sqlalchemy.exc import DBAPIError
 
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import ExitCode, InputError, RunError, one_line
+from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import digest, first_difference
+from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.runtime import LMOptions
+from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.tune.config import PrunerConfig, TuneConfig, load_config
 from bineval_dspy.tune.kinds import runner_factory
 from bineval_dspy.tune.runners import TrialContext, TrialEnv, TrialRunner, never_prune
 from bineval_dspy.tune.sampler import TrialSeededSampler
 
 FINGERPRINT_ATTR = "bineval_tune"
+TRIAL = "trial"  # the unit of work a budget counts in a study
 MISSED_HEARTBEATS = 2  # a running trial whose heartbeat is this many intervals old is failed
 STORAGE_ATTEMPTS = 5
 
@@ -86,11 +93,17 @@ class Tuning:
         return self.env.folder
 
 
-def prepare(path: Path, lm_spec: str | None = None, lm_options: LMOptions = LMOptions(), cache_dir: Path | None = None) -> Tuning:
-    """Load a study config and build its runner; every config mistake is one InputError, before any trial."""
+def prepare(
+    path: Path, lm_spec: str | None = None, lm_options: LMOptions = LMOptions(), cache_dir: Path | None = None, priced: bool = False
+) -> Tuning:
+    """Load a study config and build its runner; every config mistake is one InputError, before any trial.
+
+    ``priced`` (a dollar budget): the runner's LMs must have a known price."""
     config = load_config(path)
     assert config.dir is not None  # load_config fills it
-    env = TrialEnv(base=path.parent.resolve(), folder=config.dir, source=str(path), lm_spec=lm_spec, lm_options=lm_options, cache_dir=cache_dir)
+    env = TrialEnv(
+        base=path.parent.resolve(), folder=config.dir, source=str(path), lm_spec=lm_spec, lm_options=lm_options, cache_dir=cache_dir, priced=priced
+    )
     kind = config.run["kind"]
     runner = runner_factory(kind, env.source)({k: v for k, v in config.run.items() if k != "kind"}, env)
     for name in config.objectives:
@@ -208,10 +221,12 @@ def params_digest(params: dict) -> str:
 
 
 class StudyObjective:
-    """The Optuna objective of a study: the count check, the suggestions, the runner under the run-dir lock."""
+    """The Optuna objective of a study: the count check, the suggestions, the runner under the run-dir lock; what
+    the runner spent is charged to ``meter`` and kept as the trial's user attribute ``usage``."""
 
-    def __init__(self, tuning: Tuning) -> None:
+    def __init__(self, tuning: Tuning, meter: BudgetMeter | None = None) -> None:
         self.tuning = tuning
+        self.meter = meter or BudgetMeter()
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
         config = self.tuning.config
@@ -228,8 +243,15 @@ class StudyObjective:
         run_dir = self.tuning.folder / "trials" / key
         report = _Reporter(trial) if self.tuning.pruner.kind != "none" else never_prune
         console.print(f"trial {trial.number} starts: {brief(params)}", markup=False, highlight=False)
-        with _locked(run_dir):
-            values = self.tuning.runner(params, TrialContext(run_dir=run_dir, number=trial.number, report=report))
+        spent: list[Cost] = []
+        self.meter.begin(TRIAL)  # ``work`` checked the budget before the trial was created
+        try:
+            with _locked(run_dir):
+                values = self.tuning.runner(params, TrialContext(run_dir=run_dir, number=trial.number, report=report, charge=spent.append))
+        finally:
+            cost = total(spent)
+            self.meter.end(TRIAL, cost)
+            trial.set_user_attr("usage", cost.model_dump(mode="json"))
         trial.set_user_attr("measured", {name: float(value) for name, value in values.items()})  # objectives or not
         ordered = [float(values[name]) for name in config.objectives]
         return ordered[0] if len(ordered) == 1 else ordered
@@ -251,10 +273,14 @@ def _fail_stale(study: optuna.Study, grace: int) -> None:
                 pass
 
 
-def work(tuning: Tuning, study: optuna.Study) -> None:
-    """Run trials in this process until the study has its count of finished trials (see the module docstring)."""
+def work(tuning: Tuning, study: optuna.Study, meter: BudgetMeter | None = None) -> None:
+    """Run trials in this process until the study has its count of finished trials (see the module docstring).
+
+    With ``meter``, a trial starts only when its budget lets it (trials are not cut short); else BudgetExhausted.
+    """
     wanted = tuning.config.trials
-    objective = StudyObjective(tuning)
+    meter = meter or BudgetMeter()
+    objective = StudyObjective(tuning, meter)
     waiting = False
     while True:
         _fail_stale(study, MISSED_HEARTBEATS * tuning.config.heartbeat)
@@ -269,14 +295,19 @@ def work(tuning: Tuning, study: optuna.Study) -> None:
             time.sleep(min(tuning.config.heartbeat, 5))
             continue
         waiting = False
+        meter.check(TRIAL, f"{wanted - finished} of {wanted} trial(s) not finished and not started by this worker")
         study.optimize(objective, n_trials=1, catch=(SurplusTrial,))
 
 
-def _worker_process(path: Path, lm_spec: str | None, lm_options: LMOptions, cache_dir: Path | None) -> None:
-    """A spawned worker: the study from its config, trials until the study is done; errors as exit codes."""
+def _worker_process(path: Path, lm_spec: str | None, lm_options: LMOptions, cache_dir: Path | None, budget: Budget) -> None:
+    """A spawned worker: the study from its config, trials until the study is done or its budget spent; errors as
+    exit codes."""
     try:
-        tuning = prepare(path, lm_spec, lm_options, cache_dir)
-        work(tuning, open_study(tuning))
+        tuning = prepare(path, lm_spec, lm_options, cache_dir, priced=budget.max_cost is not None)
+        work(tuning, open_study(tuning), BudgetMeter(budget))
+    except BudgetExhausted as exc:
+        print(f"stopped: {exc}", file=sys.stderr)
+        sys.exit(ExitCode.BUDGET)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(ExitCode.INPUT)
@@ -287,15 +318,24 @@ def _worker_process(path: Path, lm_spec: str | None, lm_options: LMOptions, cach
         sys.exit(ExitCode.INTERRUPTED)
 
 
-def run_workers(path: Path, workers: int, lm_spec: str | None = None, lm_options: LMOptions = LMOptions(), cache_dir: Path | None = None) -> int:
+def run_workers(
+    path: Path,
+    workers: int,
+    lm_spec: str | None = None,
+    lm_options: LMOptions = LMOptions(),
+    cache_dir: Path | None = None,
+    budget: Budget = Budget(),
+) -> int:
     """Run ``workers`` worker processes on the study of ``path`` and wait for them; the first nonzero exit code.
 
     Workers are spawned, not forked: each starts clean (no copied database connections, LM engines or threads)
-    and builds its own study handle from the config, as separately started commands would.
+    and builds its own study handle from the config, as separately started commands would. Each gets an equal
+    share of ``budget``, so that together they keep within it.
     """
     context = multiprocessing.get_context("spawn")
+    share = budget.share(workers)
     processes = [
-        context.Process(target=_worker_process, args=(path, lm_spec, lm_options, cache_dir), name=f"bineval-tune-{i}")
+        context.Process(target=_worker_process, args=(path, lm_spec, lm_options, cache_dir, share), name=f"bineval-tune-{i}")
         for i in range(workers)
     ]
     for process in processes:

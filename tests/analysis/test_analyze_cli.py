@@ -268,19 +268,23 @@ def test_coverage_command_by_embedding(tmp_path, monkeypatch, capsys):
     first, itself = report["checklists"]
     assert (first["coverage"], first["uniqueness"]) == (pytest.approx(1 / 3), 0.5)
     assert (itself["coverage"], itself["uniqueness"]) == (1.0, 0.0)
+    assert report["usage"]["lm_calls"] == 0 and report["usage"]["usd"] == 0  # embeddings ask no LM
     assert "coverage" in capsys.readouterr().err
 
 
 def test_coverage_command_by_llm_exits_1_on_unanswered_pairs(tmp_path, monkeypatch, capsys):
     replies = iter(['{"same": true}', '{"same": false}', "garbage", '{"same": false}'])
-    route_cli_lm(monkeypatch, lambda request: next(replies))
+    lm = route_cli_lm(monkeypatch, lambda request: next(replies))
     gold = write_checklist(tmp_path / "gold.json", "Are the facts right?", "Is it fluent?")
     gen = write_checklist(tmp_path / "gen.json", "Are all facts supported?", "Is it short?")
     out = tmp_path / "c.json"
     assert cli.main(["coverage", "--checklists", str(gen), "--gold", str(gold), "--match", "llm", "-o", str(out)]) == 1
-    result = json.loads(out.read_text())["checklists"][0]
+    report = json.loads(out.read_text())
+    result = report["checklists"][0]
     assert (result["coverage"], result["uniqueness"], result["unanswered"]) == (0.5, 0.5, 1)
-    assert "1 pair(s) without a usable LM answer" in capsys.readouterr().err
+    assert report["usage"]["lm_calls"] == result["usage"]["lm_calls"] == len(lm.engine.requests) and report["usage"]["usd"] is None
+    err = capsys.readouterr().err
+    assert "1 pair(s) without a usable LM answer" in err and "price unknown" in err
     assert cli.main(["coverage", "--checklists", str(gen), "--gold", str(gold), "--match", "llm", "--threshold", "0.5"]) == 2
     assert "--threshold: only for --match embedding" in one_error_line(capsys)
 

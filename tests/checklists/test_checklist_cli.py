@@ -14,6 +14,7 @@ from dspy.lm15 import Request
 
 from bineval_dspy import cli
 from bineval_dspy.checklists import qworld
+from bineval_dspy.checklists.writers import ChecklistUsage
 from bineval_dspy.core.schema import Checklist, Question
 from tests.checklists.qworld_script import OPS, always_new, fake_embed
 from tests.conftest import question_of, route_cli_lm, verdict_json
@@ -63,7 +64,9 @@ def test_checklist_bineval_and_tick(tmp_path, lm, capsys, method, questions, cal
     assert code == 0, err
     checklist = Checklist.model_validate_json(out.read_text())
     assert len(checklist.questions) == questions
-    assert f"LM calls: {calls}, tokens: {2 * calls}" in err and len(lm.engine.requests) == calls
+    assert f"cost: {calls} LM call(s), {2 * calls} tokens" in err and len(lm.engine.requests) == calls
+    sidecar = ChecklistUsage.model_validate_json((tmp_path / "c.json.usage.json").read_text())  # the cost beside the checklist
+    assert (sidecar.checklist, sidecar.method, sidecar.lm, sidecar.usage.lm_calls, sidecar.usage.usd) == ("c.json", method, "custom/scripted", calls, None)
 
 
 def test_checklist_qworld_writes_weights_and_lineage(tmp_path, lm, capsys):
@@ -75,7 +78,7 @@ def test_checklist_qworld_writes_weights_and_lineage(tmp_path, lm, capsys):
     assert len(checklist.questions) == 18
     assert all(q.weight == 5 and {"scenario", "perspective"} <= set(q.lineage) for q in checklist.questions)
     calls = 1 + 1 + 3 * (1 + 1) + 9
-    assert f"LM calls: {calls}," in err and len(lm.engine.requests) == calls
+    assert f"cost: {calls} LM call(s)," in err and len(lm.engine.requests) == calls
     assert "qworld tree: 3 scenarios, 9 perspectives, 18 criteria" in err
     assert "(weight +5)" in err
 
@@ -88,7 +91,7 @@ def test_checklist_qworld_max_questions_caps_criteria_and_w3_expands(tmp_path, l
     # 2 scenarios x 2 perspectives x 2 criteria = 8 from decomposition, then the first criteria round fills the cap
     # (expansions write weight -5 in always_new) and no second round is asked
     assert [q.weight for q in checklist.questions] == [5] * 8 + [-5] * 2
-    assert f"LM calls: {1 + 2 + 4 + 2}," in err
+    assert f"cost: {1 + 2 + 4 + 2} LM call(s)," in err
 
 
 @pytest.mark.parametrize(
@@ -160,4 +163,4 @@ def test_qworld_checklist_on_the_embedded_model(tmp_path):
     checklist = Checklist.model_validate_json(Path(out).read_text())
     assert 1 <= len(checklist.questions) <= 6
     assert all(q.weight != 0 and {"scenario", "perspective"} <= set(q.lineage) for q in checklist.questions)
-    assert "LM calls: " in done.stderr and "qworld tree: " in done.stderr
+    assert "cost: " in done.stderr and " LM call(s), " in done.stderr and "qworld tree: " in done.stderr

@@ -107,7 +107,7 @@ def test_a_run_writes_scores_and_tables_then_resumes_without_the_lm(summeval, mo
     assert "| method | dimension | pairs | missing | skipped docs | summary Spearman |" in markdown
     assert "| g-eval | coherence | 9 | 0 | 0 | 1.000 [1.000, 1.000] |" in markdown
     printed = capsys.readouterr()
-    assert printed.out == markdown and "wrote scores.jsonl, results.md and results.csv" in printed.err  # the table on stdout, where the files are on stderr
+    assert printed.out == markdown and "wrote scores.jsonl, results.md, results.csv and results.json" in printed.err  # the table on stdout, where the files are on stderr
 
     before = (run_dir / "results.md").read_text()
     calls = len(recorder.requests)

@@ -94,7 +94,9 @@ def test_run_generation_writes_rows_and_resumes_without_redoing_finished_ones(tm
     rows = read(out)
     assert [r["key"] for r in rows] == ["1", "2", "3"]
     assert rows[0]["response"] == "from the first run"
-    assert rows[1] == {"key": "2", "prompt": PROMPTS["2"], "response": echo(PROMPTS["2"])}
+    assert {k: v for k, v in rows[1].items() if k != "usage"} == {"key": "2", "prompt": PROMPTS["2"], "response": echo(PROMPTS["2"])}
+    assert rows[1]["usage"]["lm_calls"] == 1 and rows[1]["usage"]["usd"] is None  # the scripted model has no price
+    assert report.usage.lm_calls == 2
     again = run_generation(suite_rows(), Generator(), out)
     assert (again.written, again.resumed) == (0, 3) and len(lm.engine.requests) == 2
 
@@ -123,7 +125,7 @@ def test_cli_generate_plain_then_resume(tmp_path, lm, capsys):
     args = ["generate", "--suite", str(suite), "--limit", "2", "-o", str(out)]
     assert cli.main(args) == 0
     assert [r["key"] for r in read(out)] == ["1", "2"]
-    assert set(read(out)[0]) == {"key", "prompt", "response"}
+    assert set(read(out)[0]) == {"key", "prompt", "response", "usage"}
     assert len(lm.engine.requests) == 2
     assert cli.main(args) == 0
     assert "resuming: 2 row(s)" in capsys.readouterr().err

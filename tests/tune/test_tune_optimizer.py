@@ -131,3 +131,22 @@ def test_held_out_score_against_lm_calls_gives_a_pareto_front(tmp_path, world):
     front = {t.params["max_chars"] for t in saved.best}
     assert 4000 in front and (200 in front) == (values[200]["lm_calls"] < values[4000]["lm_calls"])
     assert (tmp_path / "runs" / "budget" / "trials.png").is_file()
+
+
+def test_a_call_budget_stops_the_study_between_trials_and_a_rerun_goes_on(tmp_path, world, capsys):
+    config = tune_config(tmp_path, trials=2, choices="[200, 4000]")
+    assert cli.main(["tune", str(config), "--max-calls", "1"]) == 4  # the first trial runs (nothing to estimate from)
+    err = capsys.readouterr().err
+    assert "stopped: budget reached (--max-calls 1)" in err and "1 of 2 trial(s) not finished" in err
+    (first,) = results(tmp_path).trials
+    assert first.usage is not None and first.usage.lm_calls == first.measured["lm_calls"] > 1
+    assert cli.main(["tune", str(config)]) == 0
+    saved = results(tmp_path)
+    assert saved.states == {"COMPLETE": 2} and saved.trials[0] == first
+    assert saved.usage.lm_calls == sum(t.usage.lm_calls for t in saved.trials if t.usage)  # the study's cost: its trials'
+
+
+def test_a_dollar_budget_needs_priced_lms_before_any_trial(tmp_path, world, capsys):
+    assert cli.main(["tune", str(tune_config(tmp_path, trials=1)), "--max-cost", "1"]) == 2
+    assert "--max-cost: the price of LM 'smollm2' is unknown" in capsys.readouterr().err
+    assert world.generator_calls == 0 and not (tmp_path / "runs" / "budget" / "trials").exists()

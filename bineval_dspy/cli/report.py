@@ -1,0 +1,37 @@
+"""``bineval report RUN... -o report.html``: one self-contained HTML file on any runs the library writes."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.jsonio import check_output_path
+from bineval_dspy.report import load_runs, write_report
+from bineval_dspy.report.runs import shown_path
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Read every run (all of them checked before anything is written), then write the one HTML file."""
+    out = Path(args.output)
+    check_output_path(out)
+    runs = [run for path in args.runs for run in load_runs(Path(path))]
+    write_report(runs, out, title=args.title)
+    kinds = ", ".join(f"{run.kind} {shown_path(run.source)}" for run in runs)
+    console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; {kinds})", markup=False, highlight=False)
+    return ExitCode.OK
+
+
+def add_report_command(sub: argparse._SubParsersAction) -> None:
+    """Register ``bineval report``."""
+    parser = sub.add_parser("report", help="one self-contained HTML report on runs (judge, meta-eval, optimize, analyze, tune)")
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="a run directory or output file (judge JSONL, audit.json, scores.jsonl, phi.json, results.json), or a meta-eval config (.toml: with the human scores)",
+    )
+    parser.add_argument("-o", "--output", default="report.html", help="the HTML file to write (default report.html)")
+    parser.add_argument("--title", default="bineval report", help="the page's title")
+    parser.set_defaults(func=cmd_report)

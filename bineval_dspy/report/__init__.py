@@ -1,0 +1,7 @@
+"""Reports on runs: ``load_runs`` finds and reads any run the library writes, ``render`` and ``write_report`` make
+one self-contained HTML file of them (``bineval report``); ``bineval show`` prints the same runs on a terminal."""
+
+from bineval_dspy.report.html import render, write_report
+from bineval_dspy.report.runs import AnalysisRun, JudgeRun, MetaRun, OptimizerRun, Run, TuneRun, load_runs
+
+__all__ = ["AnalysisRun", "JudgeRun", "MetaRun", "OptimizerRun", "Run", "TuneRun", "load_runs", "render", "write_report"]

@@ -1,0 +1,254 @@
+"""One self-contained HTML file for any runs: tables rendered here, charts drawn in the page by the inlined plotly.js.
+
+Every string in a report comes from data or an LM, so nothing is put into the page unescaped:
+
+* HTML is written by a Jinja2 environment with autoescaping on for every template, and no template marks data
+  safe; the only markup passed through is our own stylesheet and scripts and plotly's bundle, checked here to hold
+  no ``</script`` or ``<!--`` that could end or confuse their element.
+* Data for the scripts (the figures) is one ``application/json`` element written by Jinja's ``tojson``, which
+  escapes ``<``, ``>``, ``&`` and ``'`` as ``\\u003c`` ...: no ``</script>`` breakout, no ``<!--``. The page reads it
+  with ``JSON.parse``; the scripts build no HTML from strings (text goes in through ``textContent`` only).
+* Strings drawn by plotly go through ``figures.plot_text`` (plotly reads a subset of HTML in them).
+* A Content-Security-Policy allows only the page's own scripts, by hash, and no network at all: even markup that
+  got through could neither run a script nor fetch anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+from plotly.offline import get_plotlyjs
+
+from bineval_dspy import __version__
+from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate
+from bineval_dspy.report import figures
+from bineval_dspy.report.figures import Figure
+from bineval_dspy.report.runs import AnalysisRun, JudgeRun, MetaRun, OptimizerRun, Run, TuneRun, shown_path
+from bineval_dspy.report.stats import audit_cost, dimension_means, method_rates, question_rates, spreads, trajectory
+
+ASSETS = files("bineval_dspy.report").joinpath("assets")
+TITLES = {"judge": "judge output", "meta": "meta-evaluation", "optimizer": "optimizer run", "analysis": "analysis", "tune": "tune study"}
+
+
+# -- formatting (template filters) ---------------------------------------------------------------------------------
+def number(value: float | None, digits: int = 3) -> str:
+    """A number for a table cell; ``n/a`` where there is none."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def interval(estimate: Estimate) -> str:
+    """A correlation with its bootstrap interval, as results.md writes it."""
+    if estimate.value is None:
+        return "undefined"
+    if estimate.low is None or estimate.high is None:
+        return f"{estimate.value:.3f}"
+    return f"{estimate.value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]"
+
+
+def amount(value: float) -> str:
+    """A cost figure: whole counts as integers, money and fractions with their digits."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.6g}"
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One line of a unified diff and how to show it (``add``, ``del``, ``hunk`` or ``same``)."""
+
+    kind: str
+    text: str
+
+
+def diff(before: str, after: str, before_name: str = "before", after_name: str = "after") -> list[DiffLine]:
+    """A unified diff of two texts by line (an empty list when they are equal)."""
+    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), before_name, after_name, lineterm="")
+    out = []
+    for line in lines:
+        kind = "hunk" if line.startswith(("@@", "---", "+++")) else "add" if line.startswith("+") else "del" if line.startswith("-") else "same"
+        out.append(DiffLine(kind, line))
+    return out
+
+
+# -- the page ------------------------------------------------------------------------------------------------------
+class Charts:
+    """The figures of one page, each named by the element that shows it."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, Figure] = {}
+
+    def add(self, figure: Figure) -> str:
+        name = f"figure-{len(self.figures) + 1}"
+        self.figures[name] = figure
+        return name
+
+
+@dataclass(frozen=True)
+class Section:
+    """One run of the page: its anchor, kind, heading, and what its template shows."""
+
+    anchor: str
+    kind: str
+    heading: str
+    source: str
+    view: dict[str, Any]
+
+
+def _judge_view(run: JudgeRun, charts: Charts) -> dict[str, Any]:
+    cards = [row.card for row in run.rows]
+    rates = question_rates(cards)
+    verdicts = [v for card in cards for v in card.verdicts]
+    judges = list(dict.fromkeys(card.judge.model_dump_json(exclude_defaults=True) for card in cards if card.judge is not None))
+    return {
+        "run": run,
+        "means": dimension_means(cards),
+        "rates": rates,
+        "verdicts": len(verdicts),
+        "unanswered": sum(card.unanswered for card in cards),
+        "judges": judges,
+        "dimensions": list(dict.fromkeys(v.dimension for v in verdicts if v.dimension)),
+        "answers": [a for a in ("yes", "no", "unanswered") if any(v.answer == a for v in verdicts)],
+        "verdict_judges": list(dict.fromkeys(v.judge for v in verdicts)),
+        "charts": [charts.add(figures.judge_scores(run)), charts.add(figures.pass_rates(rates, "pass rate per question"))],
+    }
+
+
+def _meta_view(run: MetaRun, charts: Charts) -> dict[str, Any]:
+    by_dim = {dim: spreads(run, dim) for dim in run.dimensions}
+    rates = method_rates(run)
+    scored = [r for r in run.table if r.dimension != "average"]
+    correlation_charts = [charts.add(figures.correlations(scored, level, "spearman")) for level in LEVELS] if scored else []
+    return {
+        "run": run,
+        "statistics": STATISTICS,
+        "levels": LEVELS,
+        "outputs": len({s.id for s in run.scores}),
+        "documents": len({s.doc_id for s in run.scores}),
+        "correlation_charts": correlation_charts,
+        "spreads": {dim: (charts.add(figures.spread(values, dim)), values) for dim, values in by_dim.items() if values},
+        "rates": rates,
+        "rates_chart": charts.add(figures.method_pass_rates(rates)) if rates else None,
+        "spend_keys": list(dict.fromkeys(k for block in run.spends.values() for k in block)),
+    }
+
+
+def _optimizer_view(run: OptimizerRun, charts: Charts) -> dict[str, Any]:
+    audit = run.audit
+    calls, tokens = audit_cost(audit)
+    before, after = audit.start.instructions, audit.best.instructions
+    final = {name: diff(before[name], after.get(name, ""), f"{name} (start)", f"{name} (final)") for name in before}
+    edits = {
+        it.iteration: [(edit, diff(edit.before, edit.after)) for edit in it.edits or []]
+        for it in audit.iterations
+    }
+    lessons = {lesson.id: lesson.text for it in audit.iterations for lesson in it.lessons_new or []}
+    lessons.update({lesson.id: lesson.text for lesson in audit.bank})
+    steps = trajectory(audit)
+    return {
+        "run": run,
+        "audit": audit,
+        "lessons": lessons,
+        "steps": steps,
+        "calls": calls,
+        "tokens": tokens,
+        "chart": charts.add(figures.trajectory(steps)),
+        "edits": edits,
+        "final": final,
+    }
+
+
+def _analysis_view(run: AnalysisRun, charts: Charts) -> dict[str, Any]:
+    phi = run.phi
+    heatmaps = {d.dimension: charts.add(figures.phi_heatmap(d, phi.statistic)) for d in phi.dimensions if len(d.questions) >= 2} if phi else {}
+    texts = {q.id: q.text for d in phi.dimensions for q in d.questions} if phi else {}
+    return {
+        "run": run,
+        "heatmaps": heatmaps,
+        "texts": texts,
+        "weights_chart": charts.add(figures.weights(run.weights)) if run.weights and run.weights.dimensions else None,
+    }
+
+
+def _tune_view(run: TuneRun, charts: Charts) -> dict[str, Any]:
+    results = run.results
+    return {
+        "run": run,
+        "results": results,
+        "best": {t.number for t in results.best},
+        "params": list(dict.fromkeys(k for t in results.trials for k in t.params)),
+        "chart": charts.add(figures.tune(results)),
+    }
+
+
+def _view(run: Run, charts: Charts) -> dict[str, Any]:
+    if isinstance(run, JudgeRun):
+        return _judge_view(run, charts)
+    if isinstance(run, MetaRun):
+        return _meta_view(run, charts)
+    if isinstance(run, OptimizerRun):
+        return _optimizer_view(run, charts)
+    if isinstance(run, AnalysisRun):
+        return _analysis_view(run, charts)
+    return _tune_view(run, charts)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: ASSETS.joinpath(name).read_text(encoding="utf-8")),
+        autoescape=True,  # every template, whatever its name: data is always escaped
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(number=number, interval=interval, amount=amount)
+    return env
+
+
+def _inline(text: str, element: str = "script") -> str:
+    """Our code for an inline ``<script>`` (or ``<style>``): refused if it could end its element early or open an
+    HTML comment there."""
+    lowered = text.lower()
+    if f"</{element}" in lowered or "<!--" in lowered:
+        raise RuntimeError(f"inline {element} holds '</{element}' or '<!--': it cannot be inlined safely")
+    return text
+
+
+def _hash(script: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def render(runs: Sequence[Run], title: str = "bineval report") -> str:
+    """The report on ``runs`` as one HTML document (UTF-8 text) that needs nothing else to be viewed."""
+    charts = Charts()
+    sections = [
+        Section(anchor=f"run-{k}", kind=run.kind, heading=TITLES[run.kind], source=shown_path(run.source), view=_view(run, charts))
+        for k, run in enumerate(runs, start=1)
+    ]
+    plotly_js = _inline(get_plotlyjs())
+    page_js = _inline(ASSETS.joinpath("report.js").read_text(encoding="utf-8"))
+    policy = f"default-src 'none'; script-src {_hash(plotly_js)} {_hash(page_js)}; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+    return _environment().get_template("report.html.j2").render(
+        title=title,
+        version=__version__,
+        sections=sections,
+        data={"figures": charts.figures, "template": figures.TEMPLATE},
+        policy=policy,
+        style=Markup(_inline(ASSETS.joinpath("report.css").read_text(encoding="utf-8"), "style")),
+        plotly_js=Markup(plotly_js),
+        page_js=Markup(page_js),
+    )
+
+
+def write_report(runs: Sequence[Run], out: Path, title: str = "bineval report") -> Path:
+    """Write the report atomically (temporary file, then rename); returns ``out``."""
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(render(runs, title), encoding="utf-8")
+    tmp.replace(out)
+    return out

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, digest, file_digest, sidecar
-from bineval_dspy.core.jsonio import read_jsonl, read_text
+from bineval_dspy.core.jsonio import read_json_object, read_jsonl
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import verdict_value
 
@@ -173,13 +173,7 @@ def recorded_fingerprint(scores: Path) -> Fingerprint | None:
     record = sidecar(scores)
     if not record.exists():
         return None
-    try:
-        loaded = json.loads(read_text(record))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{record}:{exc.lineno}: malformed JSON ({exc.msg})") from None
-    if not isinstance(loaded, dict):
-        raise InputError(f"{record}: expected a JSON object")
-    return loaded
+    return read_json_object(record)
 
 
 def check_judge_checklist(scores: Path, checklist: Checklist, checklist_path: Path) -> None:

@@ -54,13 +54,25 @@ def read_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[tuple[int, 
         yield number, obj
 
 
-def load_model(path: Path, model: type[Model]) -> Model:
-    """Read one pydantic model from a JSON file; malformed JSON or a bad field is one located InputError."""
+def read_json(path: Path) -> Any:
+    """The JSON value in a file; malformed JSON is one located InputError."""
     try:
-        raw = json.loads(read_text(path))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
-    return _validated(path, model, raw)
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file that must hold an object (a sidecar, a results file); anything else is one InputError."""
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    return raw
+
+
+def load_model(path: Path, model: type[Model]) -> Model:
+    """Read one pydantic model from a JSON file; malformed JSON or a bad field is one located InputError."""
+    return _validated(path, model, read_json(path))
 
 
 def load_toml(path: Path, model: type[Model]) -> Model:

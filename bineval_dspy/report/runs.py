@@ -25,7 +25,7 @@ from bineval_dspy.analysis.phi import PhiReport
 from bineval_dspy.analysis.pruning import PruningReport
 from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl, read_text
+from bineval_dspy.core.jsonio import describe_validation_error, read_json_object, read_jsonl, read_text
 from bineval_dspy.core.schema import Scorecard
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate, LevelCorrelation
 from bineval_dspy.meta.runner import SCORES_FILE, OutputScore
@@ -191,7 +191,7 @@ def load_runs(path: Path) -> list[Run]:
     if path.suffix == ".jsonl":
         return [_jsonl_run(path)]
     if path.suffix == ".json":
-        return [_json_run(path, _json_object(path))]
+        return [_json_run(path, read_json_object(path))]
     raise InputError(f"{path}: {NOT_A_RUN}; files are read by their suffix: .json, .jsonl or a meta-eval config .toml")
 
 
@@ -204,20 +204,10 @@ def _folder_runs(folder: Path) -> list[Run]:
     if any((folder / name).is_file() for name in ANALYSIS_FILES.values()):
         runs.append(_analysis(folder, {kind: folder / name for kind, name in ANALYSIS_FILES.items() if (folder / name).is_file()}))
     if (folder / RESULTS_FILE).is_file() and not (folder / SCORES_FILE).is_file():  # a meta-eval writes one too
-        runs.append(_tune(folder / RESULTS_FILE, _json_object(folder / RESULTS_FILE)))
+        runs.append(_tune(folder / RESULTS_FILE, read_json_object(folder / RESULTS_FILE)))
     if not runs:
         raise InputError(f"{folder}: not a run directory (no {AUDIT_FILE}, {SCORES_FILE}, {ANALYSIS_FILES['phi']} or {RESULTS_FILE})")
     return runs
-
-
-def _json_object(path: Path) -> dict[str, Any]:
-    try:
-        raw = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
-    if not isinstance(raw, dict):
-        raise InputError(f"{path}: expected a JSON object, got {type(raw).__name__}")
-    return raw
 
 
 def _validated(model: type[Any], raw: Any, where: str) -> Any:
@@ -288,12 +278,12 @@ def _text(value: Any) -> str:
 
 
 def _optimizer(path: Path, raw: dict[str, Any] | None = None) -> OptimizerRun:
-    raw = _json_object(path) if raw is None else raw
+    raw = read_json_object(path) if raw is None else raw
     return OptimizerRun(source=path.parent, audit=_validated(Audit, raw, str(path)), spend=spend_of(raw))
 
 
 def _analysis(folder: Path, files: dict[str, Path]) -> AnalysisRun:
-    raws = {kind: _json_object(path) for kind, path in files.items()}
+    raws = {kind: read_json_object(path) for kind, path in files.items()}
     models = {"phi": PhiReport, "pruning": PruningReport, "weights": WeightsReport}
     loaded = {kind: _validated(models[kind], raw, str(files[kind])) for kind, raw in raws.items()}
     return AnalysisRun(

@@ -15,7 +15,7 @@ from bineval_dspy.core.jsonio import check_output_path, read_jsonl, read_text
 from bineval_dspy.judges.binary import hybrid_judge
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads, lm_identity
-from bineval_dspy.programs.generator import Generator, finished_keys, run_generation
+from bineval_dspy.programs.generator import Generator, finished_keys, run_generation, unchecked
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.suites.rows import load_suite
 
@@ -95,6 +95,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise report.stopped
     if report.failures:
         console.print("[yellow]failed rows were not written; rerun the same command to retry them[/]")
+        return ExitCode.INCOMPLETE
+    partial = [r["key"] for r in records if unchecked(r)]
+    if partial:  # STICK chose or revised these responses with part of the checklist unanswered: not a clean result
+        console.print(f"[yellow]{len(partial)} row(s) have unanswered checks (first: key {partial[0]}); rerun to retry them[/]")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 

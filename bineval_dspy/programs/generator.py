@@ -8,6 +8,7 @@ STICK against the row's hybrid checklist.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,11 +169,21 @@ class GenerationReport:
     stopped: BudgetExhausted | None = None
 
 
+def unchecked(record: dict[str, Any]) -> bool:
+    """Whether a STICK record was chosen or revised with part of its checklist unanswered."""
+    return any(check.get("answer") == "unanswered" for check in record.get("checks", []))
+
+
 def finished_keys(out_path: Path) -> set[str]:
-    """Keys already in the output file: those rows are done and are never generated again."""
+    """Keys of complete rows in the output file: those are never generated again. Rows with unanswered checks are
+    dropped from the file, so a rerun retries them (their LM calls come from the cache where they succeeded)."""
     if not out_path.exists():
         return set()
-    return {str(obj["key"]) for _, obj in read_jsonl(out_path, required=("key",))}
+    records = [obj for _, obj in read_jsonl(out_path, required=("key",))]
+    complete = [obj for obj in records if not unchecked(obj)]
+    if len(complete) < len(records):
+        out_path.write_text("".join(json.dumps(obj, ensure_ascii=False) + "\n" for obj in complete), encoding="utf-8")
+    return {str(obj["key"]) for obj in complete}
 
 
 def run_generation(

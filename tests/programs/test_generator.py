@@ -168,6 +168,19 @@ def test_cli_best_of_records_every_sample(tmp_path, monkeypatch):
     assert [c["score"] for c in record["selection"]["candidates"]] == [0.5, 1.0, 0.5]  # TICK questions say yes
 
 
+def test_cli_best_of_with_unanswered_checks_exits_1(tmp_path, monkeypatch, capsys):
+    use_lm(monkeypatch, stick_script(generate=lambda prompt: GOOD, verdict="maybe"))  # every LM check unparseable
+    out = tmp_path / "out.jsonl"
+    suite = write_suite(tmp_path / "s.jsonl", [OCEAN])
+    assert cli.main(["generate", "--suite", str(suite), "--best-of", "2", "--threads", "1", "-o", str(out)]) == 1
+    (record,) = read(out)
+    assert any(c["answer"] == "unanswered" for c in record["checks"])
+    assert "1 row(s) have unanswered checks" in capsys.readouterr().err
+    assert cli.main(["generate", "--suite", str(suite), "--best-of", "2", "--threads", "1", "-o", str(out)]) == 1
+    assert "resuming" not in capsys.readouterr().err  # the incomplete row was retried, not kept
+    assert len(read(out)) == 1
+
+
 def test_cli_exits_1_when_rows_fail(tmp_path, monkeypatch, capsys):
     def script(request):
         raise RuntimeError("no server")

@@ -33,13 +33,12 @@ from collections import Counter
 from pathlib import Path
 
 import dspy
-import numpy as np
 
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.schema import Question
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.runtime import configure
-from bineval_dspy.meta.agreement import agreement, cohen_kappa
+from bineval_dspy.meta.agreement import agreement, cohen_kappa, kappa_interval
 from bineval_dspy.optimize.audit import Audit
 from bineval_dspy.optimize.config import DataConfig, load_judge_examples, split
 from bineval_dspy.optimize.feedback import CrossModelFeedback
@@ -132,18 +131,12 @@ def judge_all(program: BinaryJudge, examples: list[dspy.Example], label: str) ->
     return list(progress_map(one, examples, label))
 
 
-def kappa_interval(rows: list[dict], resamples: int = 1000, seed: int = 0) -> list[float | None]:
-    """95% bootstrap interval of Cohen's kappa over instructions (all questions of a drawn instruction together)."""
-    groups: dict[str, list[dict]] = {}
-    for row in rows:
-        groups.setdefault(row["question_id"].split("#")[0], []).append(row)
-    keys = sorted(groups)
-    values = []
-    for draw in np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys))):
-        pairs = [r for k in draw for r in groups[keys[k]] if r["target"] != "unanswered"]
-        kappa = cohen_kappa([r["target"] for r in pairs], [r["reference"] for r in pairs])
-        values.append(0.0 if kappa is None else kappa)  # a draw where one side is constant: no agreement beyond chance
-    return [float(x) for x in np.percentile(values, [2.5, 97.5])]
+def _kappa_ci(answered: list[dict]) -> list[float]:
+    """Kappa's 95% bootstrap interval over instructions (all questions of a drawn instruction together)."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for row in answered:
+        groups.setdefault(row["question_id"].split("#")[0], []).append((row["target"], row["reference"]))
+    return kappa_interval(groups)[1]
 
 
 def report(rows: list[dict]) -> dict:
@@ -167,7 +160,7 @@ def report(rows: list[dict]) -> dict:
         "n": len(rows),
         "agreement": agreement([r["target"] for r in rows], [r["reference"] for r in rows]),
         "kappa": cohen_kappa([r["target"] for r in answered], [r["reference"] for r in answered]),
-        "kappa_ci": kappa_interval(rows),
+        "kappa_ci": _kappa_ci(answered),
         "unanswered": len(rows) - len(answered),
         "target_yes_rate": sum(r["target"] == "yes" for r in answered) / len(answered) if answered else None,
         "reference_yes_rate": sum(r["reference"] == "yes" for r in rows) / len(rows),
@@ -211,14 +204,17 @@ def markdown(headers: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def _interval(bounds: list[float]) -> str:
+    return "[{:.3f}, {:.3f}]".format(*bounds) if bounds else "undefined in every draw"
+
+
 def print_results(result: dict) -> None:
     before, after = result["test"]["before"], result["test"]["after"]
     print(f"\n## Held-out test: {before['n']} questions from {len(result['splits']['test'])} instructions\n")
     overall = [
         ["agreement (unanswered = disagree)", before["agreement"], after["agreement"]],
         ["Cohen's kappa (answered only)", before["kappa"], after["kappa"]],
-        ["kappa 95% CI (bootstrap over instructions)", "[{:.3f}, {:.3f}]".format(*before["kappa_ci"]),
-         "[{:.3f}, {:.3f}]".format(*after["kappa_ci"])],
+        ["kappa 95% CI (bootstrap over instructions)", _interval(before["kappa_ci"]), _interval(after["kappa_ci"])],
         ["unanswered (excluded from kappa)", before["unanswered"], after["unanswered"]],
         ["target yes-rate", before["target_yes_rate"], after["target_yes_rate"]],
         ["reference yes-rate", before["reference_yes_rate"], after["reference_yes_rate"]],
@@ -331,6 +327,9 @@ def main(argv: list[str] | None = None) -> dict:
     args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print_results(result)
     print(f"\nwrote {args.out}")
+    missing = result["test"]["before"]["unanswered"] + result["test"]["after"]["unanswered"]
+    if missing:
+        sys.exit(f"{missing} test verdict(s) unanswered: counted as disagreements and left out of kappa")
     return result
 
 

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,9 @@ def main() -> None:
         print(f"| {name} | {cell(summary, 'coverage')} | {cell(summary, 'uniqueness')} | {cell(summary, 'questions')} | "
               f"{cell(summary, 'lm_calls')} | {summary['failed']} |")
     print(f"\nwrote {args.out}")
+    failed = sum(summary["failed"] for summary in results.values())
+    if failed:
+        sys.exit(f"{failed} checklist(s) could not be written (no usable LM answer); the means above leave them out")
 
 
 if __name__ == "__main__":

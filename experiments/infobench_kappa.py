@@ -29,13 +29,12 @@ import time
 from pathlib import Path
 
 import dspy
-import numpy as np
 
 from bineval_dspy.core.console import console, progress_map
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.runtime import configure
-from bineval_dspy.meta.agreement import agreement, cohen_kappa
+from bineval_dspy.meta.agreement import agreement, cohen_kappa, kappa_interval
 from bineval_dspy.meta.datasets import MetaRow, load_infobench
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,23 +85,6 @@ def fit_threshold(p: list[float], labels: list[str]) -> float:
         if kappa is not None and kappa > best_kappa + 1e-12:
             best, best_kappa = t, kappa
     return best
-
-
-def bootstrap(rows: dict[str, list[tuple[str, str]]], resamples: int, seed: int) -> tuple[float | None, list[float]]:
-    """Kappa on all pairs and its percentile 95% interval over instructions (resampled with replacement)."""
-    ids = sorted(rows)
-    pairs = [pair for i in ids for pair in rows[i]]
-    point = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs])
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(resamples):
-        chosen = rng.integers(0, len(ids), len(ids))
-        sample = [pair for k in chosen for pair in rows[ids[k]]]
-        value = cohen_kappa([a for a, _ in sample], [b for _, b in sample])
-        if value is not None:
-            values.append(value)
-    interval = [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values else []
-    return point, interval
 
 
 def main() -> None:
@@ -158,7 +140,7 @@ def main() -> None:
         per_row = {i: [(decide(q), q["label"]) for q in verdicts[i]] for i in held_out_ids}
         answered = {i: [p for p in pairs if p[0] != "unanswered"] for i, pairs in per_row.items()}
         flat = [p for pairs in per_row.values() for p in pairs]
-        kappa, interval = bootstrap(answered, args.resamples, args.seed)
+        kappa, interval = kappa_interval(answered, args.resamples, args.seed)
         table[name] = {
             "agreement": agreement([a for a, _ in flat], [b for _, b in flat]),
             "kappa": kappa,

@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,7 @@ class TestGrader:
         self.threads = threads
         self.memo: dict[str, dict[str, np.ndarray]] = {}
         self.lm_calls = 0
+        self.failed_generations = 0  # scored as empty responses (they follow nothing), and the run exits 1
         # one set of resampled test prompts for every interval and difference
         self.draws = np.random.default_rng(seed).integers(0, len(self.rows), size=(resamples, len(self.rows)))
 
@@ -95,13 +97,15 @@ class TestGrader:
             set_state(program, {TARGET: instructions}, demos or {}, {})  # as the optimizers set it: prompts match exactly
             before = self.counter.calls
 
-            def one(row: SuiteRow) -> str:
+            def one(row: SuiteRow) -> str | None:
                 try:
                     return str(program(prompt=row.prompt).response)
-                except Exception:  # a failed generation is an empty response: it follows nothing it should
-                    return ""
+                except Exception:  # counted; graded as an empty response, which follows nothing it should
+                    return None
 
-            responses = list(progress_map(one, self.rows, f"test ({len(self.rows)})", self.threads))
+            generated = list(progress_map(one, self.rows, f"test ({len(self.rows)})", self.threads))
+            self.failed_generations += sum(response is None for response in generated)
+            responses = [response or "" for response in generated]
             self.lm_calls += self.counter.calls - before
             result: dict[str, np.ndarray] = {}
             for mode in ("strict", "loose"):
@@ -133,7 +137,8 @@ class TestGrader:
     def difference(self, instructions: str, demos: Demos | None, baseline: str) -> dict[str, Any]:
         """A prompt minus ``baseline`` per measure, with a paired 95% interval over the same test prompts."""
         a, b = self._per_prompt(instructions, demos), self._per_prompt(baseline)
-        point = {k: self._measures(a, slice(None))[k] - self._measures(b, slice(None))[k] for k in MEASURES}
+        pa, pb = self._measures(a, slice(None)), self._measures(b, slice(None))
+        point = {k: pa[k] - pb[k] for k in MEASURES}
         da, db = self._measures(a, self.draws), self._measures(b, self.draws)
         result: dict[str, Any] = {}
         for name in MEASURES:
@@ -390,6 +395,7 @@ def main() -> None:
         "start": start,
         "arms": {arm["arm"]: arm for arm in arms},
         "lm_calls": {**{arm["arm"]: arm["lm_calls"] for arm in arms}, "test_grading": grader.lm_calls},
+        "failed_test_generations": grader.failed_generations,
         "wall_s": round(total, 1), "threads": args.threads,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -405,6 +411,8 @@ def main() -> None:
     gepa = arms[2]
     print(f"LM calls: bineval+guard {arms[0]['lm_calls']} vs gepa {gepa['lm_calls']} "
           f"(max_metric_calls {gepa['max_metric_calls']})")
+    if grader.failed_generations:
+        sys.exit(f"{grader.failed_generations} test generation(s) failed and were graded as empty responses")
 
 
 if __name__ == "__main__":

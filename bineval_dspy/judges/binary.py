@@ -143,10 +143,8 @@ class BinaryJudge(dspy.Module):
         routed = {q.id: self.code_router(q, input, output) for q in checklist.questions}
         asked = [q for q in checklist.questions if routed[q.id] is None]
         answers = self._each(asked, lambda q: self._ask_votes(input, output, q))
-        if self.calibration == "content_free":
-            priors = self._each(asked, lambda q: self._ask(input, CONTENT_FREE_OUTPUT, q, 0, explain=False))
-            answers = {qid: calibrated(v, priors[qid]) for qid, v in answers.items()}
-        answers = {q.id: self._thresholded(answers[q.id], q) for q in asked}
+        priors = self._each(asked, lambda q: self._prior(input, q)) if self.calibration == "content_free" else {}
+        answers = {q.id: self._decided(answers[q.id], priors.get(q.id), q) for q in asked}
         if self.explanations == "failures":
             failed = [q for q in asked if met(q, answers[q.id]) is False]
             explained = self._each(failed, lambda q: self._ask(input, output, q, 0, explain=True))
@@ -168,8 +166,15 @@ class BinaryJudge(dspy.Module):
         with hint, ThreadPoolExecutor(max_workers=threads) as pool:
             return {q.id: v for q, v in zip(questions, pool.map(in_caller_context(ask), questions))}
 
-    def _thresholded(self, verdict: Verdict, question: Question) -> Verdict:
-        """The answer decided by the dimension's P(yes) threshold, when one is set and P(yes) was read."""
+    def _prior(self, input: str, question: Question) -> Verdict:
+        """The question asked about a content-free output: the LM's yes-bias for it on this input."""
+        return self._ask(input, CONTENT_FREE_OUTPUT, question, 0, explain=False)
+
+    def _decided(self, verdict: Verdict, prior: Verdict | None, question: Question) -> Verdict:
+        """The LM's verdict, calibrated against ``prior`` when given, then decided by the dimension's P(yes)
+        threshold when one is set and P(yes) was read: the one place the answer may differ from the LM's own."""
+        if prior is not None:
+            verdict = calibrated(verdict, prior)
         threshold = self.thresholds.get(question.dimension)
         if threshold is None or verdict.p_yes is None or verdict.answer == "unanswered":
             return verdict
@@ -205,10 +210,8 @@ class BinaryJudge(dspy.Module):
         routed = self.code_router(question, input, output)
         if routed is not None:
             return routed
-        verdict = self._ask_votes(input, output, question)
-        if self.calibration == "content_free":
-            verdict = calibrated(verdict, self._ask(input, CONTENT_FREE_OUTPUT, question, 0, explain=False))
-        verdict = self._thresholded(verdict, question)
+        prior = self._prior(input, question) if self.calibration == "content_free" else None
+        verdict = self._decided(self._ask_votes(input, output, question), prior, question)
         if self.explanations == "failures" and met(question, verdict) is False:
             verdict = self._explained(verdict, self._ask(input, output, question, 0, explain=True))
         return verdict

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 
 def agreement(target: Sequence[str], reference: Sequence[str]) -> float | None:
@@ -27,3 +29,22 @@ def cohen_kappa(target: Sequence[str], reference: Sequence[str]) -> float | None
     observed = sum(a == b for a, b in zip(target, reference)) / n
     chance = sum((list(target).count(label) / n) * (list(reference).count(label) / n) for label in labels)
     return None if chance >= 1.0 - 1e-12 else (observed - chance) / (1.0 - chance)
+
+
+def kappa_interval(
+    groups: Mapping[str, Sequence[tuple[str, str]]], resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float | None, list[float]]:
+    """Cohen's kappa over every (target, reference) pair and its percentile bootstrap interval, resampling whole
+    groups (an instruction's questions together) with replacement; draws where kappa is undefined are left out,
+    and the interval is empty when every draw is."""
+    keys = sorted(groups)
+    pairs = [pair for key in keys for pair in groups[key]]
+    point = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs])
+    values = []
+    for draw in np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys))):
+        sample = [pair for k in draw for pair in groups[keys[k]]]
+        value = cohen_kappa([a for a, _ in sample], [b for _, b in sample])
+        if value is not None:
+            values.append(value)
+    tail = (1 - confidence) / 2 * 100
+    return point, [float(x) for x in np.percentile(values, [tail, 100 - tail])] if values else []

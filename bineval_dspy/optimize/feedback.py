@@ -113,8 +113,7 @@ class SelfUpdateFeedback:
         demo_pool: list[dict[str, Any]] = []
         errors = answered = unanswered = 0
         problem = ""
-        for example, (output, card) in zip(examples, progress_map(lambda ex: self._run(program, ex), examples, label, self.threads)):
-            checklist = self.checklist_for(example)
+        for example, (checklist, output, card) in zip(examples, progress_map(lambda ex: self._run(program, ex), examples, label, self.threads)):
             if card is None:  # a program failure scores 0 and is counted; it is not a lesson
                 errors += 1
                 unanswered += len(checklist.questions)
@@ -158,13 +157,15 @@ class SelfUpdateFeedback:
             demo_pool=demo_pool,
         )
 
-    def _run(self, program: dspy.Module, example: dspy.Example) -> tuple[str, Scorecard | None]:
-        """The program's output and its scorecard; a program error gives (its message, None)."""
+    def _run(self, program: dspy.Module, example: dspy.Example) -> tuple[Checklist, str, Scorecard | None]:
+        """The example's checklist, the program's output and its scorecard; a program error gives (checklist, its
+        message, None)."""
+        checklist = self.checklist_for(example)
         try:
             output = str(getattr(program(**example.inputs()), self.output_field))
         except Exception as exc:
-            return one_line(exc), None
-        return output, self.judge(input=str(example[self.input_field]), output=output, checklist=self.checklist_for(example))
+            return checklist, one_line(exc), None
+        return checklist, output, self.judge(input=str(example[self.input_field]), output=output, checklist=checklist)
 
 
 def _rule(question: Question, task_input: str) -> str | None:

@@ -140,11 +140,11 @@ def main() -> None:
         per_row = {i: [(decide(q), q["label"]) for q in verdicts[i]] for i in held_out_ids}
         answered = {i: [p for p in pairs if p[0] != "unanswered"] for i, pairs in per_row.items()}
         flat = [p for pairs in per_row.values() for p in pairs]
-        kappa, interval = kappa_interval(answered, args.resamples, args.seed)
+        interval = kappa_interval(answered, args.resamples, args.seed)
         table[name] = {
             "agreement": agreement([a for a, _ in flat], [b for _, b in flat]),
-            "kappa": kappa,
-            "kappa_ci95": interval,
+            "kappa": interval.estimate,
+            "kappa_ci95": [interval.low, interval.high] if interval.low is not None else [],
             "yes_rate": sum(a == "yes" for a, _ in flat) / len(flat),
             "unanswered": sum(a == "unanswered" for a, _ in flat),
         }

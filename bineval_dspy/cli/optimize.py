@@ -13,7 +13,8 @@ from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import lm_identity
 from bineval_dspy.lm.specs import make_lm
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
-from bineval_dspy.optimize.config import build, load_config, run_fingerprint
+from bineval_dspy.optimize.config import build, load_config, run_fingerprint, splits_of, test_scorer
+from bineval_dspy.optimize.results import RESULTS_FILE, RunResults, score_test
 from bineval_dspy.report.runs import load_runs
 
 
@@ -26,20 +27,33 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         config.lm, source = args.lm, "--lm"
     lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir)
     meter = budget_meter(args, [lm.model, *(spec for spec in (config.lesson_lm, config.reference.lm) if spec)])
-    student, optimizer, (train, val, _) = build(config)
+    student, optimizer, (train, val, test) = build(config, progress=True)
     optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))
     optimizer.meter = meter
     if config.lesson_lm:
         lesson_lm = make_lm(config.lesson_lm, source=f"{config.source}: field 'lesson_lm' =")
         optimizer.note_taker.set_lm(lesson_lm)
         optimizer.updater.set_lm(lesson_lm)
+    splits_of(config, (train, val, test)).save(config.run_dir)
     try:
         optimizer.compile(student, trainset=train, valset=val)
+        results = RunResults(splits={"train": len(train), "val": len(val), "test": len(test)})
+        if test:
+            scorer = test_scorer(config, student, optimizer, test)
+            assert optimizer.audit is not None
+            audit = optimizer.audit
+            with meter.unit("test evaluation", "the test evaluation not started") as measurement:
+                results.test = score_test(scorer, audit, every_step=config.test_every)
+            results.usage = measurement.cost
+        results.save(config.run_dir)
     except BudgetExhausted:
         if (config.run_dir / AUDIT_FILE).is_file():
             _summary(config.run_dir, "the run so far")
         raise
     _summary(config.run_dir, "the whole run, as its audit records it")
+    if results.test is not None and (results.test.start.unanswered or results.test.final.unanswered or results.test.final.errors):
+        console.print("[yellow]the test evaluation has unanswered verdicts or failed outputs; rerun to retry them[/]")
+        return ExitCode.INCOMPLETE
     return ExitCode.OK
 
 
@@ -47,12 +61,14 @@ def _summary(run_dir: Path, what: str) -> None:
     """The trajectory (``bineval show``), then the cost line."""
     for run in load_runs(run_dir):
         show_run(run)
-    console.print(f"cost: {Audit.load(run_dir).usage.summary()} ({what})")
+    test_cost = RunResults.load(run_dir).usage if (run_dir / RESULTS_FILE).is_file() else None
+    extra = f"; test evaluation: {test_cost.summary()}" if test_cost is not None and test_cost.lm_calls else ""
+    console.print(f"cost: {Audit.load(run_dir).usage.summary()} ({what}){extra}")
 
 
 def add_optimize_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``bineval optimize``."""
     parser = sub.add_parser("optimize", parents=[common], help="optimize a prompt from question-level feedback (TOML config)")
-    parser.add_argument("config", help="run description (TOML); see README")
+    parser.add_argument("config", help="run description (TOML); see README. Writes RUN_DIR/audit.json, program.json, splits.json, results.json")
     add_budget_options(parser, "step (an evaluation, the lessons, the edits)")
     parser.set_defaults(func=cmd_optimize)

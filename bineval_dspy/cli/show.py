@@ -2,7 +2,8 @@
 
 The same runs as ``bineval report`` reads (``report.runs.load_runs``), in brief: judge output, meta-evaluations,
 optimizer runs (trajectory and first-vs-final prompt diff), analyses and tune studies. Text from data is printed
-as text (``Text``, ``markup=False``): a bracket in a question or a reason is never read as console markup.
+as text (``Text``, ``markup=False``): a bracket in a question or a reason is never read as console markup, and a
+control character (ANSI, OSC) is shown escaped, never sent to the terminal.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from rich.text import Text
 
 from bineval_dspy.cli.analyze import print_phi, print_pruning, print_weights
 from bineval_dspy.core.console import console
+from bineval_dspy.core.terminal import printable
 from bineval_dspy.meta.correlation import Estimate
 from bineval_dspy.optimize.audit import EvalSummary
+from bineval_dspy.optimize.results import TestResults
 from bineval_dspy.report.html import TITLES, amount, number
 from bineval_dspy.report.runs import (
     AnalysisRun,
@@ -48,14 +51,14 @@ def _spend(block: Spend) -> None:
 
 def _table(title: str, *columns: str, left: tuple[str, ...] = (), wrap: tuple[str, ...] = ()) -> Table:
     """A compact table; only the ``wrap`` columns (long text) wrap, so numbers and names stay on one line."""
-    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for column in columns:
         table.add_column(column, justify="left" if column in left else "right", overflow="fold", no_wrap=column not in wrap)
     return table
 
 
 def _row(table: Table, *cells: object) -> None:
-    table.add_row(*(Text(str(cell)) for cell in cells))
+    table.add_row(*(Text(printable(str(cell))) for cell in cells))
 
 
 # -- judge output --------------------------------------------------------------------------------------------------
@@ -145,11 +148,27 @@ def show_optimizer(run: OptimizerRun) -> None:
     gaps = audit.best.val.dimension_gaps
     if gaps:
         _say("per-dimension |S_d(target) - S_d(reference)| of the final prompt: " + ", ".join(f"{d} {g:.3f}" for d, g in gaps.items()))
+    if run.results is not None and run.results.test is not None:
+        show_test(run.results.test)
     before, after = audit.start.instructions, audit.best.instructions
     for name in before:
         diff = list(difflib.unified_diff(before[name].splitlines(), after[name].splitlines(), f"{name} (start)", f"{name} (final)", lineterm=""))
         _say(f"{name}: {len(before[name])} -> {len(after.get(name, ''))} chars")
         _say("\n".join(diff) if diff else "(unchanged)")
+
+
+def show_test(test: TestResults) -> None:
+    """Start and final program on the test split, and the paired difference, each with its 95% interval (two
+    decimals, to fit 80 columns; ``results.json`` has them all)."""
+    table = _table(f"test split ({test.final.items} items; final = iteration {test.final_iteration})", "measure", "start", "final", "final - start", left=("measure",))
+    _row(table, "score", test.start.interval.text(2), test.final.interval.text(2), test.difference.text(2, signed=True))
+    for name, interval in test.final.accuracy.items():
+        _row(table, name.replace("_", " "), test.start.accuracy[name].text(2), interval.text(2), test.accuracy_difference[name].text(2, signed=True))
+    if test.final.kappa is not None and test.start.kappa is not None and test.kappa_difference is not None:
+        _row(table, "kappa", test.start.kappa.text(2), test.final.kappa.text(2), test.kappa_difference.text(2, signed=True))
+    for step in test.steps:
+        _row(table, f"after iteration {step.iteration}", "", f"{step.score:.3f}", step.difference.text(2, signed=True))
+    console.print(table)
 
 
 # -- analyses and tune studies -------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from bineval_dspy.stats.bootstrap import Bootstrap, Interval, Statistic
+
 
 def agreement(target: Sequence[str], reference: Sequence[str]) -> float | None:
     """Share of pairs with the same answer; an unanswered target answer disagrees. None for no pairs."""
@@ -31,20 +33,33 @@ def cohen_kappa(target: Sequence[str], reference: Sequence[str]) -> float | None
     return None if chance >= 1.0 - 1e-12 else (observed - chance) / (1.0 - chance)
 
 
+def kappa_statistic(pairs: Sequence[tuple[str, str]]) -> Statistic:
+    """Cohen's kappa as a function of pair weights, for the shared bootstrap; NaN where it is undefined."""
+    target = np.array([a for a, _ in pairs])
+    reference = np.array([b for _, b in pairs])
+    same = (target == reference).astype(float)
+    shares = [((target == label).astype(float), (reference == label).astype(float)) for label in ("yes", "no")]
+
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        total = weights.sum(axis=1)
+        total = np.where(total > 0, total, np.nan)
+        observed = (weights @ same) / total
+        chance = sum(((weights @ t) / total) * ((weights @ r) / total) for t, r in shares)
+        return np.where(chance >= 1.0 - 1e-12, np.nan, (observed - chance) / (1.0 - chance))
+
+    return statistic
+
+
 def kappa_interval(
     groups: Mapping[str, Sequence[tuple[str, str]]], resamples: int = 1000, seed: int = 0, confidence: float = 0.95
-) -> tuple[float | None, list[float]]:
-    """Cohen's kappa over every (target, reference) pair and its percentile bootstrap interval, resampling whole
-    groups (an instruction's questions together) with replacement; draws where kappa is undefined are left out,
-    and the interval is empty when every draw is."""
+) -> Interval:
+    """Cohen's kappa over every (target, reference) pair with its percentile bootstrap interval, resampling whole
+    groups (an instruction's questions together) through the shared bootstrap; draws where kappa is undefined are
+    left out."""
     keys = sorted(groups)
     pairs = [pair for key in keys for pair in groups[key]]
+    labels = [key for key in keys for _ in groups[key]]
     point = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs])
-    values = []
-    for draw in np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys))):
-        sample = [pair for k in draw for pair in groups[keys[k]]]
-        value = cohen_kappa([a for a, _ in sample], [b for _, b in sample])
-        if value is not None:
-            values.append(value)
-    tail = (1 - confidence) / 2 * 100
-    return point, [float(x) for x in np.percentile(values, [tail, 100 - tail])] if values else []
+    if point is None:
+        return Interval(estimate=None)
+    return Bootstrap(labels, resamples=resamples, seed=seed, confidence=confidence).interval(kappa_statistic(pairs))

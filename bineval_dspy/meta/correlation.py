@@ -3,7 +3,8 @@
 Summary level: per source document, the correlation across its outputs, then the mean over documents; a document
 with fewer than two scored outputs, or where either side is constant, has no correlation and is skipped (and
 counted). Dataset level: one correlation over all outputs pooled. Both come with a percentile bootstrap interval
-over documents: documents are drawn with replacement (seeded) and the statistic recomputed on each draw.
+over documents: documents are drawn with replacement (seeded, ``stats.bootstrap``) and the statistic recomputed
+on each draw.
 
 Every statistic is computed on integer weights (how often each output is in a draw), so the point estimate (all
 weights 1) and every bootstrap draw share one code path: a weighted Spearman, Kendall tau-b or Pearson equals the
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel
+
+from bineval_dspy.stats.bootstrap import percentile_interval, resample_counts
 
 STATISTICS = ("spearman", "kendall", "pearson")
 LEVELS = ("summary", "dataset")
@@ -142,16 +145,6 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 
 # -- documents, levels and the bootstrap -----------------------------------------------------------------------------
-def resample_counts(documents: int, resamples: int, seed: int) -> np.ndarray:
-    """How often each document is drawn in each bootstrap resample (resamples x documents), seeded: the draws
-    are shared by every method and dimension of a run, so their intervals (and averages) are paired."""
-    if resamples == 0 or documents == 0:
-        return np.zeros((resamples, documents), dtype=np.int64)
-    drawn = np.random.default_rng(seed).integers(0, documents, size=(resamples, documents))
-    offsets = np.arange(resamples)[:, None] * documents
-    return np.bincount((drawn + offsets).ravel(), minlength=resamples * documents).reshape(resamples, documents)
-
-
 @dataclass(frozen=True)
 class Draws:
     """Point values and bootstrap values (NaN where undefined) per (level, statistic), before summarizing."""
@@ -213,15 +206,9 @@ def draws(
 
 
 def estimate(value: float, resampled: np.ndarray, confidence: float) -> Estimate:
-    """The point value with the percentile interval of its defined bootstrap values."""
-    valid = resampled[~np.isnan(resampled)]
-    if np.isnan(value):
-        return Estimate(value=None)
-    if not valid.size:
-        return Estimate(value=value)
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(valid, [tail, 100.0 - tail])
-    return Estimate(value=value, low=float(low), high=float(high))
+    """The point value with the percentile interval of its defined bootstrap values (the shared bootstrap's rule)."""
+    interval = percentile_interval(value, resampled, confidence)
+    return Estimate(value=interval.estimate, low=interval.low, high=interval.high)
 
 
 def summarize(result: Draws, confidence: float) -> DimensionCorrelation:

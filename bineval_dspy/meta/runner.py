@@ -47,11 +47,11 @@ from bineval_dspy.meta.correlation import (
     LevelCorrelation,
     average,
     draws,
-    resample_counts,
     summarize,
 )
 from bineval_dspy.meta.datasets import MetaRow, sample_documents
 from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig, MethodProblem, Scored, build_scorer
+from bineval_dspy.stats.bootstrap import resample_counts
 
 SCORES_FILE = "scores.jsonl"
 

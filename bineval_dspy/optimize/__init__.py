@@ -3,7 +3,7 @@
 from bineval_dspy.optimize.audit import Audit
 from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
 from bineval_dspy.optimize.lessons import LessonBank, NoteTaker, PromptUpdater
-from bineval_dspy.optimize.metric import bineval_metric
+from bineval_dspy.optimize.metric import BinEvalMetric, bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.optimize.policies import (
     AcceptAll,
@@ -13,10 +13,11 @@ from bineval_dspy.optimize.policies import (
     Patience,
     TargetScore,
 )
+from bineval_dspy.optimize.proposers import DemoProposer, InstructionProposer, Proposer, ThresholdProposer
 from bineval_dspy.optimize.settings import OptimizerSettings
 
 __all__ = [
-    "AcceptAll", "Audit", "BinEvalOptimizer", "BloatGuard", "CrossModelFeedback", "DimensionGapsBelow", "LessonBank",
-    "MaxIterations", "NoteTaker", "OptimizerSettings", "Patience", "PromptUpdater", "SelfUpdateFeedback", "TargetScore",
-    "bineval_metric",
+    "AcceptAll", "Audit", "BinEvalMetric", "BinEvalOptimizer", "BloatGuard", "CrossModelFeedback", "DemoProposer",
+    "DimensionGapsBelow", "InstructionProposer", "LessonBank", "MaxIterations", "NoteTaker", "OptimizerSettings",
+    "Patience", "PromptUpdater", "Proposer", "SelfUpdateFeedback", "TargetScore", "ThresholdProposer", "bineval_metric",
 ]

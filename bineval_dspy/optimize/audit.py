@@ -12,12 +12,27 @@ from bineval_dspy.core.jsonio import load_model
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.optimize.lessons import Discarded, Edit, Failure, Lesson
 from bineval_dspy.optimize.settings import OptimizerSettings
+from bineval_dspy.stats.bootstrap import Interval
 
 AUDIT_FILE = "audit.json"
 
 
+class ItemResult(BaseModel):
+    """One item of an evaluation: an output (self-update) or a judged question (cross-model), with its group (the
+    unit the bootstrap resamples: the example, or the instruction a question belongs to)."""
+
+    id: str
+    group: str
+    score: float
+    output: str | None = None  # self-update: the program's output (None: the program failed, ``error`` says why)
+    error: str | None = None
+    answer: str | None = None  # cross-model: the target's answer and the reference's
+    reference: str | None = None
+
+
 class EvalSummary(BaseModel):
-    """A program's results on one split: the score the guard compares, per dimension, and what went wrong."""
+    """A program's results on one split: the score the guard compares, per dimension, and what went wrong;
+    ``items`` keeps each item's score (and ``groups`` its group where that is not the item) for paired intervals."""
 
     score: float
     dimension_scores: dict[str, float] = Field(default_factory=dict)
@@ -27,13 +42,17 @@ class EvalSummary(BaseModel):
     errors: int = 0
     unanswered: int = 0
     answered: int = 0
+    items: dict[str, float] = Field(default_factory=dict)
+    groups: dict[str, str] = Field(default_factory=dict)
 
 
 class Decision(BaseModel):
-    """Whether a step's candidate was kept, and why (or why the run stopped there)."""
+    """Whether a step's candidate was kept, and why (or why the run stopped there); ``gain`` is the held-out
+    gain over the best so far with its paired bootstrap interval over held-out items."""
 
     accepted: bool
     reason: str
+    gain: Interval | None = None
 
 
 Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)
@@ -119,7 +138,7 @@ class IterationRecord(Charged):
 class Audit(BaseModel):
     """Everything one optimizer run did; ``fingerprint`` records what decided its results (resume checks it)."""
 
-    mode: str
+    mode: Literal["self", "cross"]
     settings: OptimizerSettings
     fingerprint: dict[str, str] = Field(default_factory=dict)
     start: StartRecord

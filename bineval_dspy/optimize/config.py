@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 import dspy
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
@@ -26,13 +26,15 @@ from bineval_dspy.core.jsonio import load_toml, read_jsonl
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
 from bineval_dspy.lm.specs import DEFAULT_LM, make_lm
-from bineval_dspy.optimize.feedback import CrossModelFeedback, FeedbackSource, SelfUpdateFeedback
+from bineval_dspy.optimize.feedback import JUDGE_EXAMPLE_FIELDS, CrossModelFeedback, FeedbackSource, SelfUpdateFeedback
+from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
+from bineval_dspy.optimize.results import Splits, TestScorer
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.suites.rows import SuiteRow, load_suite
 
-JUDGE_EXAMPLE_FIELDS = ("input", "output", "question", "dimension", "question_id", "example_id")
+SPLIT_NAMES = ("train", "val", "test")
 
 
 class _Strict(BaseModel):
@@ -40,12 +42,30 @@ class _Strict(BaseModel):
 
 
 class DataConfig(_Strict):
+    """Where the examples come from: one file split by counts (seeded, whole groups), or one file per split."""
+
     suite: Path | None = None
     examples: Path | None = None
-    train: int = Field(default=12, ge=1)
-    val: int = Field(default=8, ge=1)
-    test: int = Field(default=0, ge=0)
+    train: int | Path = Field(default=12, description="a count of groups drawn from the data file, or a file")
+    val: int | Path = Field(default=8, description="a count, or a file")
+    test: int | Path = Field(default=0, description="a count (0: no test split), or a file")
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _counts_or_files(self) -> DataConfig:
+        sizes = {name: getattr(self, name) for name in SPLIT_NAMES}
+        files = [name for name, value in sizes.items() if isinstance(value, Path)]
+        if files and len(files) < 2 or (len(files) == 2 and "test" in files):
+            raise ValueError("give train and val (and optionally test) all as files, or all as counts")
+        for name, value in sizes.items():
+            if isinstance(value, int) and value < (0 if name == "test" else 1):
+                raise ValueError(f"{name} must be at least {0 if name == 'test' else 1}, got {value}")
+        return self
+
+    @property
+    def split_files(self) -> dict[str, Path]:
+        """The splits given as files (none when they are counts)."""
+        return {name: value for name in SPLIT_NAMES if isinstance(value := getattr(self, name), Path)}
 
 
 class ProgramConfig(_Strict):
@@ -70,6 +90,7 @@ class ReferenceConfig(_Strict):
 class RunConfig(_Strict):
     source: str = Field(default="", exclude=True, description="the config file, for error messages")
     mode: Literal["self", "cross"]
+    test_every: bool = Field(default=False, description="also score the best program on test after every accepted step")
     lm: str = DEFAULT_LM
     lesson_lm: str | None = None
     run_dir: Path
@@ -87,9 +108,12 @@ def load_config(path: Path) -> RunConfig:
     data = config.data
     wanted = "suite" if config.mode == "self" else "examples"
     given = getattr(data, wanted)
-    if given is None:
-        raise InputError(f"{path}: field 'data.{wanted}' is required when mode = \"{config.mode}\"")
-    setattr(data, wanted, (base / given).resolve())
+    for name, file in data.split_files.items():
+        setattr(data, name, (base / file).resolve())
+    if given is None and not data.split_files:
+        raise InputError(f"{path}: field 'data.{wanted}' is required when mode = \"{config.mode}\" (or give train, val and test as files)")
+    if given is not None:
+        setattr(data, wanted, (base / given).resolve())
     config.run_dir = (base / config.run_dir).resolve()
     return config
 
@@ -98,12 +122,25 @@ def split(items: list, data: DataConfig, source: str, group=lambda item: item) -
     """Seeded train/val/test split by group (suite key, or instruction id), so no group spans two splits."""
     groups = list(dict.fromkeys(group(item) for item in items))
     random.Random(data.seed).shuffle(groups)
-    if len(groups) < data.train + data.val + data.test:
-        raise InputError(f"{source}: {len(groups)} groups in the data, fewer than train + val + test = {data.train + data.val + data.test}")
-    cut = {"train": groups[: data.train], "val": groups[data.train : data.train + data.val]}
-    cut["test"] = groups[data.train + data.val : data.train + data.val + data.test]
+    sizes = [int(getattr(data, name)) for name in SPLIT_NAMES]
+    if len(groups) < sum(sizes):
+        raise InputError(f"{source}: {len(groups)} groups in the data, fewer than train + val + test = {sum(sizes)}")
+    cut = {"train": groups[: sizes[0]], "val": groups[sizes[0] : sizes[0] + sizes[1]]}
+    cut["test"] = groups[sizes[0] + sizes[1] : sum(sizes)]
     chosen = {name: set(g) for name, g in cut.items()}
-    return tuple([item for item in items if group(item) in chosen[name]] for name in ("train", "val", "test"))  # type: ignore[return-value]
+    return tuple([item for item in items if group(item) in chosen[name]] for name in SPLIT_NAMES)  # type: ignore[return-value]
+
+
+def given_splits(files: dict[str, Path], load, group) -> tuple[list, list, list]:
+    """One file per split; a group (suite key, example id) in two splits is one located error: the test would leak."""
+    loaded = {name: load(files[name]) if name in files else [] for name in SPLIT_NAMES}
+    seen: dict[str, str] = {}
+    for name in SPLIT_NAMES:
+        for item in loaded[name]:
+            first = seen.setdefault(str(group(item)), name)
+            if first != name:
+                raise InputError(f"{files[name]}: {group(item)!r} is also in the {first} split ({files[first]})")
+    return loaded["train"], loaded["val"], loaded["test"]
 
 
 def load_judge_examples(path: Path) -> list[dspy.Example]:
@@ -116,14 +153,20 @@ def load_judge_examples(path: Path) -> list[dspy.Example]:
     return examples
 
 
-def build(config: RunConfig) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list, list, list]]:
-    """Student program, optimizer and splits for a run config (the LM is configured by the caller)."""
+def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list, list, list]]:
+    """Student program, optimizer and splits for a run config (the LM is configured by the caller); ``progress``
+    shows progress bars."""
     settings = config.optimizer
     feedback: FeedbackSource
     if config.mode == "self":
-        assert config.data.suite is not None  # load_config requires it
-        rows = load_suite(config.data.suite)
-        splits = split([r.to_example() for r in rows], config.data, config.source, group=lambda ex: ex.key)
+        def examples_of(path: Path) -> list[dspy.Example]:
+            return [r.to_example() for r in load_suite(path)]
+
+        if config.data.split_files:
+            splits = given_splits(config.data.split_files, examples_of, group=lambda ex: ex.key)
+        else:
+            assert config.data.suite is not None  # load_config requires it
+            splits = split(examples_of(config.data.suite), config.data, config.source, group=lambda ex: ex.key)
         writer = TickQuestionWriter(config.program.llm_questions) if config.program.llm_questions != (0, 0) else None
         checklists: dict[str, Checklist] = {}
 
@@ -133,12 +176,15 @@ def build(config: RunConfig) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list,
                 checklists[example.key] = hybrid_checklist(row, generator=writer, n_llm_questions=config.program.llm_questions)
             return checklists[example.key]
 
-        feedback = SelfUpdateFeedback(hybrid_judge(), checklist_for, threads=config.program.threads)
+        feedback = SelfUpdateFeedback(bineval_metric(hybrid_judge(), checklist_for), threads=config.program.threads)
         student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens)
     else:
-        assert config.data.examples is not None  # load_config requires it
-        examples = load_judge_examples(config.data.examples)
-        splits = split(examples, config.data, config.source, group=lambda ex: ex.example_id)
+        if config.data.split_files:
+            splits = given_splits(config.data.split_files, load_judge_examples, group=lambda ex: ex.example_id)
+        else:
+            assert config.data.examples is not None  # load_config requires it
+            splits = split(load_judge_examples(config.data.examples), config.data, config.source, group=lambda ex: ex.example_id)
+        examples = [ex for part in splits for ex in part]
         if config.reference.lm:
             feedback = CrossModelFeedback(BinaryJudge(), make_lm(config.reference.lm, source=f"{config.source}: field 'reference.lm' ="))
         else:
@@ -151,17 +197,29 @@ def build(config: RunConfig) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list,
             student.answer.signature = student.answer.signature.with_instructions(config.program.instructions)
     if "seed" not in settings.model_fields_set:
         settings = settings.model_copy(update={"seed": config.data.seed})
-    optimizer = BinEvalOptimizer(feedback, settings=settings, run_dir=config.run_dir)
+    optimizer = BinEvalOptimizer(feedback, settings=settings, run_dir=config.run_dir, progress=progress)
     return student, optimizer, splits
+
+
+def splits_of(config: RunConfig, splits: tuple[list, list, list]) -> Splits:
+    """The groups of each split, as ``splits.json`` records them."""
+    group_by = "key" if config.mode == "self" else "example_id"
+    groups = [list(dict.fromkeys(str(ex[group_by]) for ex in part)) for part in splits]
+    return Splits(group_by=group_by, train=groups[0], val=groups[1], test=groups[2])
+
+
+def test_scorer(config: RunConfig, student: dspy.Module, optimizer: BinEvalOptimizer, test: list[dspy.Example]) -> TestScorer:
+    """Scores programs on the test split with the run's own feedback; suites also get verify's accuracies."""
+    rows = {str(ex.key): SuiteRow.from_example(ex) for ex in test} if config.mode == "self" else None
+    settings = optimizer.settings
+    return TestScorer(optimizer.feedback, student, test, resamples=settings.resamples, seed=config.data.seed, confidence=settings.confidence, rows=rows)
 
 
 def run_fingerprint(config: RunConfig, lm_identity: str) -> Fingerprint:
     """What decides an optimize run's results: every config setting, the data file's bytes and the LM."""
     data_path = config.data.suite if config.mode == "self" else config.data.examples
-    assert data_path is not None  # load_config requires it
-    settings = config.model_dump(mode="json", exclude={"run_dir", "optimizer"})
-    return {
-        "config": json.dumps(settings, sort_keys=True),
-        "data_file": file_digest(data_path),
-        "lm": lm_identity,
-    }
+    settings = config.model_dump(mode="json", exclude={"run_dir", "optimizer", "test_every"})
+    files = {f"{name}_file": file_digest(path) for name, path in config.data.split_files.items()}
+    if data_path is not None and not files:
+        files["data_file"] = file_digest(data_path)
+    return {"config": json.dumps(settings, sort_keys=True), **files, "lm": lm_identity}

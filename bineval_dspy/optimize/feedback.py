@@ -14,13 +14,14 @@ from typing import Any, Literal, Protocol
 import dspy
 
 from bineval_dspy.core.console import progress_map
-from bineval_dspy.core.errors import one_line
-from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
-from bineval_dspy.core.scoring import join, outcomes
+from bineval_dspy.core.errors import InputError, one_line
+from bineval_dspy.core.schema import Question, Verdict
 from bineval_dspy.judges.binary import BinaryJudge
-from bineval_dspy.optimize.audit import EvalSummary
+from bineval_dspy.optimize.audit import EvalSummary, ItemResult
 from bineval_dspy.optimize.lessons import Failure
-from bineval_dspy.verifiers import VerifierError, describe
+from bineval_dspy.optimize.metric import default_example_id
+
+JUDGE_EXAMPLE_FIELDS = ("input", "output", "question", "dimension", "question_id", "example_id")
 
 
 @dataclass
@@ -40,6 +41,8 @@ class Evaluation:
     demo_pool: list[dict[str, Any]] = field(default_factory=list)
     # cross-model: (dimension, the target's P(yes), the reference's answer) per answered question, for thresholds
     probabilities: list[tuple[str, float, str]] = field(default_factory=list)
+    # one score per item (an output, or a judged question), for paired intervals between two programs
+    items: list[ItemResult] = field(default_factory=list)
 
     @property
     def unanswered_share(self) -> float:
@@ -64,11 +67,20 @@ class Evaluation:
             errors=self.errors,
             answered=self.answered,
             unanswered=self.unanswered,
+            items={item.id: item.score for item in self.items},
+            groups={item.id: item.group for item in self.items if item.group != item.id},
         )
 
 
 class FeedbackSource(Protocol):
+    """What the optimizer evaluates programs with: a mode, a check before any LM call, and the evaluation."""
+
     mode: Literal["self", "cross"]
+    progress: bool
+
+    def check(self, program: dspy.Module, examples: Sequence[dspy.Example], split: str) -> None:
+        """Raise a located ``InputError`` when ``program`` cannot be evaluated on ``examples`` (a missing field)."""
+        ...
 
     def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example], label: str = "evaluating") -> Evaluation:
         """Run ``program`` on ``examples`` and judge it; ``label`` names the progress bar."""
@@ -80,72 +92,70 @@ def _means(values: dict[str, list[float]]) -> dict[str, float]:
 
 
 class SelfUpdateFeedback:
-    """Runs a generator on each example and judges the output with that example's checklist.
+    """Runs a program on each example and scores its output with a metric (``bineval_metric``: the example's
+    checklist, judged).
 
-    Score = mean overall checklist score; an output with an unanswered question, or a program error, scores 0
-    (the same definition the GEPA metric uses) and is counted in ``unanswered``. Failures = every question
-    answered "no", with the judge's explanation: an unanswered question carries nothing to learn from.
+    Score = the metric's mean (``BinEvalMetric``: the overall checklist score, 0 with an unanswered question); a
+    program error scores 0 and counts its checklist as unanswered. Failures = the metric's structured failures
+    (every question answered "no", with the judge's explanation); a metric without them (any DSPy metric
+    returning a float or a ``Prediction(score, feedback)``) gives one failure per imperfect output, its feedback.
     """
 
     mode: Literal["self", "cross"] = "self"
 
-    def __init__(
-        self,
-        judge: BinaryJudge,
-        checklist_for: Callable[[dspy.Example], Checklist],
-        *,
-        input_field: str = "prompt",
-        output_field: str = "response",
-        example_id: Callable[[dspy.Example], str] = lambda ex: str(ex.get("key", ex.get("id", ""))),
-        threads: int = 1,
-    ) -> None:
-        self.judge = judge
+    def __init__(self, metric: Callable[..., Any], *, threads: int = 1, progress: bool = False) -> None:
+        self.metric = metric
         self.threads = threads  # examples run at once (an in-process model batches concurrent generations)
-        self.checklist_for = checklist_for
-        self.input_field = input_field
-        self.output_field = output_field
-        self.example_id = example_id
+        self.progress = progress
+        self.input_field: str = getattr(metric, "input_field", "prompt")
+        self.output_field: str = getattr(metric, "output_field", "response")
+        self.example_id: Callable[[dspy.Example], str] = getattr(metric, "example_id", default_example_id)
+
+    def check(self, program: dspy.Module, examples: Sequence[dspy.Example], split: str) -> None:
+        """Located errors for a missing input or output field, before any LM call (when the metric can tell)."""
+        if hasattr(self.metric, "check_examples"):
+            self.metric.check_examples(examples, split)
+        if hasattr(self.metric, "check_program"):
+            self.metric.check_program(program)
 
     def evaluate(self, program: dspy.Module, examples: Sequence[dspy.Example], label: str = "evaluating") -> Evaluation:
         scores: list[float] = []
+        items: list[ItemResult] = []
         dims: dict[str, list[float]] = defaultdict(list)
         failures: list[Failure] = []
         demo_pool: list[dict[str, Any]] = []
         errors = answered = unanswered = 0
         problem = ""
-        for example, (checklist, output, card) in zip(examples, progress_map(lambda ex: self._run(program, ex), examples, label, self.threads)):
-            if card is None:  # a program failure scores 0 and is counted; it is not a lesson
+        runs = progress_map(lambda ex: self._run(program, ex), examples, label, self.threads, show=self.progress)
+        for example, (output, result) in zip(examples, runs):
+            example_id = self.example_id(example)
+            if result is None:  # a program failure scores 0 and is counted; it is not a lesson
                 errors += 1
-                unanswered += len(checklist.questions)
+                unanswered += _question_count(self.metric, example)
                 problem = problem or f"the program failed: {output}"
                 scores.append(0.0)
+                items.append(ItemResult(id=example_id, group=example_id, score=0.0, output=None, error=output))
                 continue
-            task_input = str(example[self.input_field])
-            scores.append(card.overall or 0.0)
-            for dim, value in card.dimension_scores.items():
-                if value is not None:
-                    dims[dim].append(value)
-            split = outcomes(join(checklist, card.verdicts))
-            answered += len(split["passed"]) + len(split["failed"])
-            unanswered += len(split["unanswered"])
-            if split["unanswered"] and not problem:
-                problem = f"unanswered: {split['unanswered'][0][1].explanation}"
-            if not split["failed"] and not split["unanswered"]:
+            score, feedback, found = _read(result)
+            scores.append(score)
+            items.append(ItemResult(id=example_id, group=example_id, score=score, output=output))
+            objectives = result.get("objective_scores") if isinstance(result, dspy.Prediction) else None
+            for dim, value in (objectives or {}).items():
+                dims[dim].append(value)
+            missing = int(result.get("unanswered", 0)) if isinstance(result, dspy.Prediction) else 0
+            if found is None:  # a plain metric: its feedback is the one failure of an imperfect output
+                found = [] if score >= 1.0 else [_feedback_failure(example_id, str(example.get(self.input_field, "")), output, feedback)]
+                answered += 1
+            else:
+                answered += int(result.get("passed", 0)) + len(found)
+            unanswered += missing
+            if missing and not problem:
+                card = result.get("scorecard")
+                first = next((v.explanation for v in card.verdicts if v.answer == "unanswered"), "") if card else ""
+                problem = f"unanswered: {first}"
+            if not found and not missing:
                 demo_pool.append({**example.inputs().toDict(), self.output_field: output})
-            for question, verdict in split["failed"]:
-                failures.append(
-                    Failure(
-                        id=f"{self.example_id(example)}:{question.id}",
-                        example_id=self.example_id(example),
-                        question=question.text,
-                        dimension=question.dimension,
-                        input=task_input,
-                        output=output,
-                        explanation=verdict.explanation,
-                        got="yes" if verdict.answer == "yes" else "no",  # "yes" to a criterion that penalizes
-                        rule=_rule(question, task_input),
-                    )
-                )
+            failures.extend(found)
         return Evaluation(
             score=sum(scores) / len(scores) if scores else 0.0,
             dimension_scores=_means(dims),
@@ -155,27 +165,38 @@ class SelfUpdateFeedback:
             unanswered=unanswered,
             first_problem=problem,
             demo_pool=demo_pool,
+            items=items,
         )
 
-    def _run(self, program: dspy.Module, example: dspy.Example) -> tuple[Checklist, str, Scorecard | None]:
-        """The example's checklist, the program's output and its scorecard; a program error gives (checklist, its
-        message, None)."""
-        checklist = self.checklist_for(example)
+    def _run(self, program: dspy.Module, example: dspy.Example) -> tuple[str, Any]:
+        """The program's output and the metric's result; a program error gives (its message, None)."""
         try:
-            output = str(getattr(program(**example.inputs()), self.output_field))
+            pred = program(**example.inputs())
+            output = str(getattr(pred, self.output_field))
         except Exception as exc:
-            return checklist, one_line(exc), None
-        return checklist, output, self.judge(input=str(example[self.input_field]), output=output, checklist=checklist)
+            return one_line(exc), None
+        return output, self.metric(example, pred)
 
 
-def _rule(question: Question, task_input: str) -> str | None:
-    """The rule sentence of the question's code verifier, if it has one that accepts its kwargs."""
-    if question.verifier is None:
-        return None
-    try:
-        return describe(question.verifier, question.verifier_kwargs, prompt=task_input)
-    except VerifierError:
-        return None
+def _read(result: Any) -> tuple[float, str, list[Failure] | None]:
+    """A metric's score, feedback and structured failures (None when it gives none)."""
+    if isinstance(result, dspy.Prediction):
+        found = result.get("failures")
+        return float(result.score), str(result.get("feedback", "")), list(found) if found is not None else None
+    return float(result), "", None
+
+
+def _question_count(metric: Any, example: dspy.Example) -> int:
+    """How many verdicts a failed program run leaves unanswered: its checklist's questions (1 for a plain metric)."""
+    checklist_for = getattr(metric, "checklist_for", None)
+    return len(checklist_for(example).questions) if checklist_for is not None else 1
+
+
+def _feedback_failure(example_id: str, task_input: str, output: str, feedback: str) -> Failure:
+    return Failure(
+        id=f"{example_id}:feedback", example_id=example_id, question="(the metric's feedback)", dimension="metric",
+        input=task_input, output=output, explanation=feedback or "scored below 1", got="no",
+    )
 
 
 class CrossModelFeedback:
@@ -189,11 +210,23 @@ class CrossModelFeedback:
 
     mode: Literal["self", "cross"] = "cross"
 
-    def __init__(self, reference_judge: BinaryJudge | None = None, reference_lm: dspy.LM | None = None) -> None:
+    def __init__(
+        self, reference_judge: BinaryJudge | None = None, reference_lm: dspy.LM | None = None, *, progress: bool = False
+    ) -> None:
         if (reference_judge is None) != (reference_lm is None):
             raise ValueError("give both reference_judge and reference_lm, or neither (recorded references)")
         self.reference_judge = reference_judge
         self.reference_lm = reference_lm
+        self.progress = progress
+
+    def check(self, program: dspy.Module, examples: Sequence[dspy.Example], split: str) -> None:
+        """Every example carries the judge-example fields, and the student is a judge."""
+        if not hasattr(program, "judge_question"):
+            raise InputError(f"cross-model feedback judges with the student: {type(program).__name__} has no judge_question (use a BinaryJudge)")
+        for number, example in enumerate(examples):
+            missing = [name for name in JUDGE_EXAMPLE_FIELDS if name not in example]
+            if missing:
+                raise InputError(f"{split} example {number}: no field '{missing[0]}' (judge examples carry {', '.join(JUDGE_EXAMPLE_FIELDS)})")
 
     def _reference(self, example: dspy.Example, question: Question) -> str | None:
         recorded = example.get("reference")
@@ -214,15 +247,20 @@ class CrossModelFeedback:
         probabilities: list[tuple[str, float, str]] = []
         errors = answered = unanswered = 0
         problem = ""
-        for example, (question, reference, verdict, error) in zip(examples, progress_map(lambda ex: self._judge(program, ex), examples, label)):
+        items: list[ItemResult] = []
+        runs = progress_map(lambda ex: self._judge(program, ex), examples, label, show=self.progress)
+        for example, (question, reference, verdict, error) in zip(examples, runs):
             if reference is None:
                 errors += 1
                 continue
+            group = str(example.get("example_id", ""))
+            item_id = f"{group}:{question.id}"
             if verdict is None:  # judge_question already turns LM failures into "unanswered"; this is a crash
                 errors += 1
             answer = verdict.answer if verdict else "unanswered"
             explanation = verdict.explanation if verdict else error
             reference_yes[question.dimension].append(1.0 if reference == "yes" else 0.0)
+            items.append(ItemResult(id=item_id, group=group, score=float(answer == reference), answer=answer, reference=reference))
             if answer == "unanswered":
                 unanswered += 1
                 problem = problem or f"unanswered: {explanation}"
@@ -263,6 +301,7 @@ class CrossModelFeedback:
             first_problem=problem,
             demo_pool=demo_pool,
             probabilities=probabilities,
+            items=items,
         )
 
     def _judge(self, program: dspy.Module, example: dspy.Example) -> tuple[Question, str | None, Verdict | None, str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.optimize.lessons import DEFAULT_THRESHOLD
@@ -25,6 +27,12 @@ class OptimizerSettings(BaseModel):
     demos: int = Field(default=0, ge=0, description="demonstrations the optimizer may add (0: instruction edits only)")
     thresholds: bool = Field(default=False, description="cross-model: may fit the judge's per-dimension P(yes) thresholds")
     bloat_guard: bool = Field(default=True, description="off: keep every candidate (the paper's loop)")
+    accept: Literal["min_delta", "significant"] = Field(
+        default="min_delta",
+        description="significant: also require the paired held-out gain's lower confidence bound above zero",
+    )
+    resamples: int = Field(default=1000, ge=0, description="bootstrap resamples for the gain's interval")
+    confidence: float = Field(default=0.95, gt=0, lt=1, description="the interval's confidence level")
     dedup_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=1, description="lesson merge cosine")
     max_unanswered: float = Field(
         default=0.2, ge=0, le=1, description="an evaluation with a larger share of unanswered verdicts stops the run"

@@ -25,11 +25,13 @@ from bineval_dspy.analysis.phi import PhiReport
 from bineval_dspy.analysis.pruning import PruningReport
 from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import describe_validation_error, read_json_object, read_jsonl, read_text
+from bineval_dspy.core.jsonio import describe_validation_error, load_model, read_json_object, read_jsonl, read_text
 from bineval_dspy.core.schema import Scorecard
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate, LevelCorrelation
 from bineval_dspy.meta.runner import SCORES_FILE, OutputScore
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
+from bineval_dspy.optimize.results import RESULTS_FILE as OPTIMIZE_RESULTS_FILE
+from bineval_dspy.optimize.results import RunResults
 from bineval_dspy.tune.report import RESULTS_FILE, TuneResults
 
 Kind = Literal["judge", "meta", "optimizer", "analysis", "tune"]
@@ -151,6 +153,7 @@ class OptimizerRun:
     source: Path
     audit: Audit
     spend: Spend = field(default_factory=dict)
+    results: RunResults | None = None  # the test split's results, once the run scored it
     kind: Kind = "optimizer"
 
 
@@ -203,7 +206,8 @@ def _folder_runs(folder: Path) -> list[Run]:
         runs.append(load_meta(folder))
     if any((folder / name).is_file() for name in ANALYSIS_FILES.values()):
         runs.append(_analysis(folder, {kind: folder / name for kind, name in ANALYSIS_FILES.items() if (folder / name).is_file()}))
-    if (folder / RESULTS_FILE).is_file() and not (folder / SCORES_FILE).is_file():  # a meta-eval writes one too
+    own = (folder / SCORES_FILE).is_file() or (folder / AUDIT_FILE).is_file()  # a meta-eval and an optimizer write one too
+    if (folder / RESULTS_FILE).is_file() and not own:
         runs.append(_tune(folder / RESULTS_FILE, read_json_object(folder / RESULTS_FILE)))
     if not runs:
         raise InputError(f"{folder}: not a run directory (no {AUDIT_FILE}, {SCORES_FILE}, {ANALYSIS_FILES['phi']} or {RESULTS_FILE})")
@@ -279,7 +283,9 @@ def _text(value: Any) -> str:
 
 def _optimizer(path: Path, raw: dict[str, Any] | None = None) -> OptimizerRun:
     raw = read_json_object(path) if raw is None else raw
-    return OptimizerRun(source=path.parent, audit=_validated(Audit, raw, str(path)), spend=spend_of(raw))
+    results_path = path.parent / OPTIMIZE_RESULTS_FILE
+    results = load_model(results_path, RunResults) if results_path.is_file() else None
+    return OptimizerRun(source=path.parent, audit=_validated(Audit, raw, str(path)), spend=spend_of(raw), results=results)
 
 
 def _analysis(folder: Path, files: dict[str, Path]) -> AnalysisRun:

@@ -25,7 +25,7 @@ from bineval_dspy.lm.specs import make_lm
 from bineval_dspy.lm.usage import Measurement, measuring
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import RunConfig, build, load_config, run_fingerprint
-from bineval_dspy.optimize.optimizer import prompt_length
+from bineval_dspy.programs.state import prompt_length
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.tune.config import Param
 from bineval_dspy.tune.runners import Objective, TrialContext, TrialEnv, run_settings
@@ -141,7 +141,9 @@ class OptimizerRunner:
         measurement = Measurement()
         try:
             with measuring() as measurement:
-                audit: Audit = optimizer.compile(student, trainset=train, valset=val).audit
+                optimizer.compile(student, trainset=train, valset=val)
+                audit = optimizer.audit
+                assert audit is not None
         finally:
             context.charge(measurement.cost)
         for step, value in held_out_curve(audit):  # a natural stop consults no later rule: report its last steps

@@ -79,3 +79,64 @@ def test_bad_config_is_a_one_line_error(tmp_path, suite, scripted, capsys, body,
 def test_show_needs_a_run_directory(tmp_path, capsys):
     assert cli.main(["show", str(tmp_path)]) == 2
     assert "no audit.json" in capsys.readouterr().err
+
+
+def test_optimize_scores_the_test_split_and_generate_with_the_program_reproduces_it(tmp_path, scripted, capsys):
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(9)) + "\n")
+    config = write_config(tmp_path, f"""
+mode = "self"
+run_dir = "runs/demo"
+test_every = true
+[data]
+suite = "{suite.name}"
+train = 3
+val = 2
+test = 4
+[program]
+instructions = "Answer the request."
+[optimizer]
+max_iterations = 2
+""")
+    assert cli.main(["optimize", str(config)]) == 0
+    run = tmp_path / "runs" / "demo"
+    splits = json.loads((run / "splits.json").read_text())
+    assert splits["group_by"] == "key" and len(splits["test"]) == 4
+    assert not set(splits["test"]) & (set(splits["train"]) | set(splits["val"]))
+    results = json.loads((run / "results.json").read_text())
+    test = results["test"]
+    assert results["splits"] == {"train": 3, "val": 2, "test": 4}
+    assert test["start"]["score"] == 0.0 and test["final"]["score"] == 1.0
+    assert test["difference"] == {"estimate": 1.0, "low": 1.0, "high": 1.0}
+    assert test["final"]["accuracy"]["strict_prompt"]["estimate"] == 1.0
+    assert [step["iteration"] for step in test["steps"]] == [1]  # the one accepted step, scored on test
+    # the program file holds what the optimizer changed; generate + verify on the test split reproduce test.final
+    program = json.loads((run / "program.json").read_text())
+    assert program["kind"] == "generator" and program["instructions"]["generate"].endswith("Use bullet points.")
+    responses = tmp_path / "test_responses.jsonl"
+    argv = ["generate", "--suite", str(suite), "--program", str(run / "program.json"), "--split", "test", "-o", str(responses)]
+    assert cli.main(argv) == 0
+    assert sorted(str(json.loads(line)["key"]) for line in responses.read_text().splitlines()) == sorted(splits["test"])
+    graded = tmp_path / "graded.jsonl"
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(graded)]) == 0
+    rows = [json.loads(line) for line in graded.read_text().splitlines()]
+    followed = sum(row["follow_all_instructions"] is True for row in rows) / len(rows)
+    assert followed == test["final"]["accuracy"]["strict_prompt"]["estimate"]
+    capsys.readouterr()
+    assert cli.main(["show", str(run)]) == 0
+    assert "test split (4 items" in capsys.readouterr().err
+
+
+def test_explicit_split_files_and_a_leak_between_them(tmp_path, scripted, capsys):
+    def write(name: str, keys: range) -> str:
+        (tmp_path / name).write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in keys) + "\n")
+        return name
+
+    body = 'mode = "self"\nrun_dir = "runs/files"\n[data]\ntrain = "{}"\nval = "{}"\ntest = "{}"\n[optimizer]\nmax_iterations = 1\n'
+    config = write_config(tmp_path, body.format(write("tr.jsonl", range(2)), write("va.jsonl", range(2, 4)), write("te.jsonl", range(4, 6))))
+    assert cli.main(["optimize", str(config)]) == 0
+    splits = json.loads((tmp_path / "runs" / "files" / "splits.json").read_text())
+    assert (splits["train"], splits["val"], splits["test"]) == (["0", "1"], ["2", "3"], ["4", "5"])
+    leaky = write_config(tmp_path, body.replace("files", "leaky").format("tr.jsonl", "va.jsonl", write("te2.jsonl", range(3, 5))))
+    assert cli.main(["optimize", str(leaky)]) == 2
+    assert "'3' is also in the val split" in capsys.readouterr().err

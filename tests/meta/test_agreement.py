@@ -28,21 +28,30 @@ def test_kappa_edge_cases():
         agreement(["yes"], [])
 
 
+def test_kappa_statistic_equals_kappa_on_the_repeated_pairs():
+    from bineval_dspy.meta.agreement import kappa_statistic
+
+    pairs = [("yes", "yes"), ("no", "no"), ("yes", "no"), ("no", "yes"), ("yes", "yes")]
+    weights = np.array([[1, 1, 1, 1, 1], [3, 0, 2, 1, 0], [0, 2, 0, 0, 1]], dtype=float)
+    values = kappa_statistic(pairs)(weights)
+    for row, value in zip(weights, values):
+        repeated = [p for p, w in zip(pairs, row) for _ in range(int(w))]
+        assert value == pytest.approx(cohen_kappa([a for a, _ in repeated], [b for _, b in repeated]))
+    only_agreeing = kappa_statistic([("yes", "yes")])(np.ones((1, 1)))
+    assert np.isnan(only_agreeing[0])  # chance agreement 1: undefined, not 0 or 1
+
+
 def test_kappa_interval_resamples_whole_groups():
     from bineval_dspy.meta.agreement import kappa_interval
 
     groups = {"a": [("yes", "yes"), ("no", "no")], "b": [("yes", "no")], "c": [("yes", "yes"), ("yes", "yes")]}
-    point, interval = kappa_interval(groups, resamples=200, seed=3)
+    interval = kappa_interval(groups, resamples=400, seed=3)
     everything = [p for k in sorted(groups) for p in groups[k]]
-    assert point == cohen_kappa([a for a, _ in everything], [b for _, b in everything])
-    # the same draws by hand: whole groups with replacement, undefined draws (e.g. only "c") left out
-    keys = sorted(groups)
-    values = []
-    for draw in np.random.default_rng(3).integers(0, 3, size=(200, 3)):
-        sample = [p for k in draw for p in groups[keys[k]]]
-        kappa = cohen_kappa([a for a, _ in sample], [b for _, b in sample])
-        if kappa is not None:
-            values.append(kappa)
-    assert len(values) < 200  # some draws were undefined
-    assert interval == pytest.approx(list(np.percentile(values, [2.5, 97.5])))
-    assert kappa_interval({"c": [("yes", "yes")]}, resamples=10) == (None, [])
+    assert interval.estimate == cohen_kappa([a for a, _ in everything], [b for _, b in everything])
+    assert interval.low is not None and interval.high is not None
+    assert -1.0 <= interval.low < interval.estimate < interval.high <= 1.0
+    assert kappa_interval(groups, resamples=400, seed=3) == interval  # seeded
+    # whole groups move together: with one group there is nothing to resample
+    single = kappa_interval({"a": groups["a"]}, resamples=50)
+    assert single.low == single.high == single.estimate == 1.0
+    assert kappa_interval({"c": [("yes", "yes")]}, resamples=10).estimate is None

@@ -17,8 +17,8 @@ from dspy.lm15 import Request
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.judges.binary import hybrid_judge
-from bineval_dspy.optimize.feedback import SelfUpdateFeedback
 from bineval_dspy.optimize.lessons import LessonBank, lesson_problem
+from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.suites.rows import SuiteRow
@@ -86,12 +86,12 @@ def note_lm() -> dspy.LM:
 def test_the_embedded_note_takers_drafts_are_screened_and_rules_fill_in():
     dspy.configure(lm=scripted_lm(generator_and_updater))
     optimizer = BinEvalOptimizer(
-        SelfUpdateFeedback(hybrid_judge(), checklist_for), bank=LessonBank(embed=hashed_words),
+        bineval_metric(hybrid_judge(), checklist_for), bank=LessonBank(embed=hashed_words),
         max_iterations=1, lessons_per_iteration=5,
     )
     optimizer.note_taker.set_lm(note_lm())
-    program = optimizer.compile(Generator(START), trainset=examples(), valset=examples()[:1])
-    record = program.audit.iterations[0]
+    optimizer.compile(Generator(START), trainset=examples(), valset=examples()[:1])
+    record = optimizer.audit.iterations[0]
     assert record.failures is not None and len(record.failures) == len(CASES)
     discarded = {d.failure_id: d for d in record.lessons_discarded or []}
     lessons = record.lessons_new or []

@@ -14,8 +14,9 @@ from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
 from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
 from bineval_dspy.optimize.lessons import LessonBank
 from bineval_dspy.optimize.metric import bineval_metric
-from bineval_dspy.optimize.optimizer import BinEvalOptimizer, instructions_of
+from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.programs.generator import Generator
+from bineval_dspy.programs.state import instructions_of
 from bineval_dspy.suites.rows import SuiteRow
 from tests.conftest import scripted_lm, verdict_json
 
@@ -68,17 +69,18 @@ def checklist_for(example: dspy.Example):
 
 def optimizer(world: World, tmp_path=None, **kwargs) -> BinEvalOptimizer:
     dspy.configure(lm=scripted_lm(world))
-    feedback = SelfUpdateFeedback(hybrid_judge(), checklist_for)
+    feedback = bineval_metric(hybrid_judge(), checklist_for)
     return BinEvalOptimizer(feedback, bank=LessonBank(embed=bag_of_words), run_dir=tmp_path, **kwargs)
 
 
 def test_accepted_edit_improves_held_out_and_student_is_untouched(tmp_path):
     world = World()
     student = Generator(START)
-    program = optimizer(world, tmp_path / "run").compile(student, trainset=rows(3), valset=rows(2))
+    opt = optimizer(world, tmp_path / "run")
+    program = opt.compile(student, trainset=rows(3), valset=rows(2))
     assert instructions_of(student) == {"generate": START}
     assert instructions_of(program)["generate"] == START + "\nUse bullet points."
-    audit = program.audit.model_dump()
+    audit = opt.audit.model_dump()
     assert audit["start"]["val"]["score"] == 0.0 and audit["best"]["val_score"] == 1.0
     first = audit["iterations"][0]
     assert first["decision"]["accepted"] is True
@@ -90,10 +92,11 @@ def test_accepted_edit_improves_held_out_and_student_is_untouched(tmp_path):
 
 def test_duplicate_lessons_merge_with_support(tmp_path):
     world = World(lesson=lambda user: "Use bullet points for every list." if "(0)" in user else "use bullet points for every list")
-    program = optimizer(world).compile(Generator(START), trainset=rows(3), valset=rows(2))
-    first = program.audit.model_dump()["iterations"][0]
+    opt = optimizer(world)
+    opt.compile(Generator(START), trainset=rows(3), valset=rows(2))
+    first = opt.audit.model_dump()["iterations"][0]
     assert len(first["lessons_new"]) == 3 and len(first["lessons_after_dedup"]) == 1
-    (lesson,) = program.lesson_bank.lessons
+    (lesson,) = opt.lesson_bank.lessons
     assert lesson.support == 3 and len(lesson.sources) == 3 and lesson.applied
 
 
@@ -104,21 +107,21 @@ def test_harmful_edit_is_rolled_back_and_lessons_retired():
     trainset = rows(2)
     # the start already passes; force failures on train by judging a stricter checklist there
     program = opt.compile(student, trainset=trainset, valset=rows(2))
-    assert program.audit.model_dump()["stopped"] == "no failures left on the trainset"  # nothing to fix: no edit at all
+    assert opt.audit.model_dump()["stopped"] == "no failures left on the trainset"  # nothing to fix: no edit at all
 
     world2 = World(lesson="Keep answers short.", rewrite="HARM")
     opt2 = optimizer(world2, max_iterations=3, patience=1)
     strict = lambda ex: hybrid_checklist(SuiteRow(key=ex.key, prompt=ex.prompt, instruction_id_list=["detectable_format:number_bullet_lists"], kwargs=[{"num_bullets": 3}]), n_llm_questions=(0, 0))  # noqa: E731
-    opt2.feedback = SelfUpdateFeedback(hybrid_judge(), lambda ex: strict(ex) if ex.key.startswith("t") else checklist_for(ex))
+    opt2.feedback = SelfUpdateFeedback(bineval_metric(hybrid_judge(), lambda ex: strict(ex) if ex.key.startswith("t") else checklist_for(ex)))
     train = [ex.copy(key="t" + ex.key) for ex in rows(2)]
     program = opt2.compile(student, trainset=train, valset=rows(2))
-    it = program.audit.model_dump()["iterations"][0]
+    it = opt2.audit.model_dump()["iterations"][0]
     assert it["decision"]["accepted"] is False and "below min_delta" in it["decision"]["reason"]
     assert it["val"]["score"] == 0.0  # the edit broke the held-out outputs
     assert instructions_of(program) == instructions_of(student)  # rolled back
-    assert program.audit.model_dump()["best"]["val_score"] == program.audit.model_dump()["start"]["val"]["score"] == 1.0
-    assert all(lesson.retired for lesson in program.lesson_bank.lessons)
-    assert program.audit.model_dump()["stopped"] == "patience 1 exhausted"
+    assert opt2.audit.model_dump()["best"]["val_score"] == opt2.audit.model_dump()["start"]["val"]["score"] == 1.0
+    assert all(lesson.retired for lesson in opt2.lesson_bank.lessons)
+    assert opt2.audit.model_dump()["stopped"] == "patience 1 exhausted"
 
 
 def test_without_the_bloat_guard_a_harmful_edit_is_kept():
@@ -126,14 +129,14 @@ def test_without_the_bloat_guard_a_harmful_edit_is_kept():
     opt = optimizer(world, max_iterations=1, bloat_guard=False)
     program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
     assert "HARM" in instructions_of(program)["generate"]
-    assert program.audit.model_dump()["iterations"][0]["decision"]["accepted"] is True
+    assert opt.audit.model_dump()["iterations"][0]["decision"]["accepted"] is True
 
 
 def test_length_budget_rejects_a_helpful_but_bloated_edit():
     world = World(rewrite="Use bullet points. " + "Be thorough and careful. " * 25)
     opt = optimizer(world, max_chars=200, max_iterations=2, patience=2)
     program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
-    first = program.audit.model_dump()["iterations"][0]
+    first = opt.audit.model_dump()["iterations"][0]
     assert first["val"]["score"] == 1.0  # it would have helped
     assert first["decision"]["accepted"] is False and "over budget 200" in first["decision"]["reason"]
     assert instructions_of(program)["generate"] == START
@@ -149,12 +152,13 @@ def test_a_killed_run_resumes_from_its_last_finished_step(tmp_path):
     saved = json.loads((run / "audit.json").read_text())
     assert {"train", "selected"} <= set(saved["iterations"][0]) and "edits" not in saved["iterations"][0]
     calls_before = world.generator_calls
-    program = optimizer(world, run).compile(Generator(START), trainset=rows(3), valset=rows(2))
+    opt = optimizer(world, run)
+    opt.compile(Generator(START), trainset=rows(3), valset=rows(2))
     # resumed: no re-run of the start or of iteration 1's train evaluation; only the candidate's held-out
     # evaluation (2) and iteration 2's train evaluation (3)
     assert world.generator_calls - calls_before == 2 + 3
-    assert program.audit.model_dump()["iterations"][0]["decision"]["accepted"] is True
-    assert len(program.audit.model_dump()["iterations"]) == 2
+    assert opt.audit.model_dump()["iterations"][0]["decision"]["accepted"] is True
+    assert len(opt.audit.model_dump()["iterations"]) == 2
 
 
 def judge_examples(references: list[str]) -> list[dspy.Example]:
@@ -180,7 +184,7 @@ def test_cross_model_aligns_a_lenient_judge_with_a_strict_reference():
     opt = BinEvalOptimizer(CrossModelFeedback(), bank=LessonBank(embed=bag_of_words), epsilon=0.05)
     train, val = judge_examples(["no", "no", "yes"]), judge_examples(["no", "no", "no", "no"])
     program = opt.compile(BinaryJudge(), trainset=train, valset=val)
-    audit = program.audit.model_dump()
+    audit = opt.audit.model_dump()
     assert audit["start"]["val"]["score"] == 0.0
     assert audit["start"]["val"]["dimension_gaps"] == {"Content": 1.0, "Format": 1.0}
     assert audit["best"]["val_score"] == 1.0
@@ -209,23 +213,25 @@ def test_gepa_metric_protocol_and_determinism():
 def test_a_lesson_the_prompt_already_states_is_not_applied_again():
     start = START + " Write exactly two points."
     world = World(lesson="Write exactly two points.")  # names the failed constraint, and the start prompt says it
-    program = optimizer(world).compile(Generator(start), trainset=rows(2), valset=rows(2))
-    assert program.audit.model_dump()["stopped"] == "no new lessons to apply"
+    opt = optimizer(world)
+    program = opt.compile(Generator(start), trainset=rows(2), valset=rows(2))
+    assert opt.audit.model_dump()["stopped"] == "no new lessons to apply"
     assert instructions_of(program)["generate"] == start
 
 
 # -- lessons that name their constraint; the verifier's rule as the fallback lesson -------------------------------
 def test_a_lesson_that_names_no_constraint_is_discarded_and_the_rule_takes_its_place(tmp_path):
     world = World(lesson="The national symbol of the US is the Eagle.", rewrite="")  # babble, as a 135M note-taker writes
-    program = optimizer(world, tmp_path / "run", max_iterations=1).compile(Generator(START), trainset=rows(2), valset=rows(2))
-    first = program.audit.iterations[0]
+    opt = optimizer(world, tmp_path / "run", max_iterations=1)
+    program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
+    first = opt.audit.iterations[0]
     assert first.lessons_discarded is not None and len(first.lessons_discarded) == 2
     assert {d.reason for d in first.lessons_discarded} == {"names no constraint of the failed check"}
     assert first.rule_lessons == 2 and first.lessons_new is not None
     (rule,) = {lesson.text for lesson in first.lessons_new}  # both failures: the same verifier, the same rule
     assert all(lesson.origin == "rule" for lesson in first.lessons_new)
     assert "bullet" in rule.lower() and "Eagle" not in instructions_of(program)["generate"]
-    (banked,) = program.lesson_bank.lessons
+    (banked,) = opt.lesson_bank.lessons
     assert banked.support == 2  # the rule explains two distinct failures
     saved = json.loads((tmp_path / "run" / "audit.json").read_text())
     assert len(saved["iterations"][0]["lessons_discarded"]) == 2
@@ -250,9 +256,9 @@ def test_an_unusable_note_falls_back_to_the_rule():
         return World()(request)
 
     dspy.configure(lm=scripted_lm(broken_notes))
-    opt = BinEvalOptimizer(SelfUpdateFeedback(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words), max_iterations=1)
-    program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
-    first = program.audit.iterations[0]
+    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words), max_iterations=1)
+    opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
+    first = opt.audit.iterations[0]
     assert first.note_errors == 2 and first.rule_lessons == 2 and not first.lessons_discarded
     assert first.failures and all(f.rule and "bullet" in f.rule.lower() for f in first.failures)
     assert all("found" in f.explanation or "bullet" in f.explanation for f in first.failures)  # the verifier's diagnosis
@@ -272,10 +278,10 @@ def test_a_demo_candidate_without_held_out_gain_is_rolled_back(tmp_path):
     dspy.configure(lm=scripted_lm(world))
     train = rows(3)
     train[0] = train[0].copy(prompt="List two fruits, bullets please.")
-    opt = BinEvalOptimizer(SelfUpdateFeedback(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words), run_dir=tmp_path / "run",
+    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words), run_dir=tmp_path / "run",
                            max_iterations=2, patience=3, demos=1, min_allowance=200)
     program = opt.compile(Generator(START), trainset=train, valset=rows(2))
-    audit = program.audit
+    audit = opt.audit
     first, second = audit.iterations
     assert (first.kind, second.kind) == ("instructions", "demo")
     assert second.candidate_demos == {"generate": [{"prompt": "List two fruits, bullets please.", "response": "* one\n* two"}]}
@@ -297,17 +303,17 @@ def test_a_demo_with_held_out_gain_is_kept_and_shown_to_the_generator():
     dspy.configure(lm=scripted_lm(world))
     train = rows(3)
     train[0] = train[0].copy(prompt="List two fruits, bullets please.")
-    opt = BinEvalOptimizer(SelfUpdateFeedback(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words),
+    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words),
                            max_iterations=2, patience=3, demos=1, min_allowance=200)
     program = opt.compile(Generator(START), trainset=train, valset=rows(2))
-    second = program.audit.iterations[1]
+    second = opt.audit.iterations[1]
     assert second.kind == "demo" and second.decision is not None and second.decision.accepted
-    assert program.audit.best.val_score == 1.0 and len(program.generate.demos) == 1
+    assert opt.audit.best.val_score == 1.0 and len(program.generate.demos) == 1
 
 
 # -- cross-model thresholds ---------------------------------------------------------------------------------------
 def test_fit_thresholds_maximizes_agreement_per_dimension():
-    from bineval_dspy.optimize.optimizer import fit_thresholds
+    from bineval_dspy.optimize.proposers import fit_thresholds
 
     points = [("a", 0.9, "yes"), ("a", 0.8, "no"), ("a", 0.7, "no"), ("b", 0.3, "yes"), ("b", 0.2, "no")]
     # a: yes only above 0.85 (midpoint of 0.8 and 0.9) agrees 3/3; b: 0.5 agrees 1/2, 0.25 agrees 2/2
@@ -339,11 +345,11 @@ def test_a_threshold_candidate_is_accepted_only_with_held_out_gain():
     dspy.configure(lm=scripted_lm(_yes_biased_world(probs)))
     opt = BinEvalOptimizer(CrossModelFeedback(), bank=LessonBank(embed=bag_of_words), max_iterations=2, patience=3, thresholds=True)
     program = opt.compile(BinaryJudge(probability=True), trainset=train, valset=val)
-    first, second = program.audit.iterations
+    first, second = opt.audit.iterations
     assert first.kind == "instructions" and first.decision is not None and not first.decision.accepted  # no gain
     assert second.kind == "thresholds" and second.candidate_thresholds == {"Content": 0.75, "Format": 0.75}
     assert second.decision is not None and second.decision.accepted
-    assert program.audit.start.val.score == 0.5 and program.audit.best.val_score == 1.0
+    assert opt.audit.start.val.score == 0.5 and opt.audit.best.val_score == 1.0
     assert program.thresholds == {"Content": 0.75, "Format": 0.75}
 
     # the same fit where P(yes) carries no signal on the held-out outputs (all 0.9): rolled back
@@ -351,7 +357,7 @@ def test_a_threshold_candidate_is_accepted_only_with_held_out_gain():
     dspy.configure(lm=scripted_lm(_yes_biased_world(probs)))
     opt = BinEvalOptimizer(CrossModelFeedback(), bank=LessonBank(embed=bag_of_words), max_iterations=2, patience=3, thresholds=True)
     program = opt.compile(BinaryJudge(probability=True), trainset=train, valset=val)
-    second = program.audit.iterations[1]
+    second = opt.audit.iterations[1]
     assert second.kind == "thresholds" and second.candidate_thresholds == {"Content": 0.75, "Format": 0.75}
     assert second.decision is not None and not second.decision.accepted
-    assert program.audit.best.thresholds == {} and program.thresholds == {}
+    assert opt.audit.best.thresholds == {} and program.thresholds == {}

@@ -1,0 +1,250 @@
+"""Candidate kinds behind one small protocol: each ``Proposer`` turns an iteration's train evaluation into a
+candidate program state (or says why it has none).
+
+The loop evaluates the incumbent on the trainset, asks the iteration's proposer for a candidate, scores it on the
+held-out set and lets the acceptance policy decide. Kinds take turns, one per iteration:
+- ``InstructionProposer``: failures -> NoteTaker lessons -> LessonBank dedup -> surgical PromptUpdater edits;
+- ``DemoProposer``: one more demonstration (a passing train output, or a reference answer in cross-model runs);
+- ``ThresholdProposer``: per-dimension P(yes) thresholds fitted on the train disagreements (cross-model).
+A proposer that does LM work records each finished step in the iteration record through ``Step.save``, so a
+resumed run redoes only the step that was cut.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from bineval_dspy.core.console import progress_map
+from bineval_dspy.core.errors import one_line
+from bineval_dspy.lm.usage import Cost
+from bineval_dspy.optimize.audit import Audit, CandidateKind, Demos, IterationRecord
+from bineval_dspy.optimize.feedback import Evaluation
+from bineval_dspy.optimize.lessons import (
+    Discarded,
+    Edit,
+    Failure,
+    Lesson,
+    LessonBank,
+    NoteTaker,
+    PromptUpdater,
+    lesson_problem,
+    normalize,
+    rule_lesson,
+)
+from bineval_dspy.optimize.settings import OptimizerSettings
+
+T = TypeVar("T")
+logger = logging.getLogger("bineval_dspy.optimize")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A program state to score on the held-out set."""
+
+    instructions: dict[str, str]
+    demos: Demos
+    thresholds: dict[str, float]
+
+
+class Measure(Protocol):
+    """Runs one step of LM work under the run's budget and returns its result with what it cost."""
+
+    def __call__(self, work: Callable[[], T], kind: str, step: str) -> tuple[T, Cost]: ...
+
+
+@dataclass
+class Step:
+    """What a proposer sees of the run: the audit, this iteration's record, the train evaluation (None when a
+    resumed run already recorded it), the predictor it edits, the lesson bank, and how to checkpoint and meter."""
+
+    audit: Audit
+    record: IterationRecord
+    evaluation: Evaluation | None
+    target: str
+    bank: LessonBank
+    settings: OptimizerSettings
+    progress: bool
+    save: Callable[[], None]
+    measured: Measure
+
+    def keep(self, **changes: object) -> Candidate:
+        """The best state with ``changes`` (instructions, demos or thresholds) in place."""
+        best = self.audit.best
+        state = {"instructions": dict(best.instructions), "demos": best.demos, "thresholds": best.thresholds, **changes}
+        return Candidate(**state)  # type: ignore[arg-type]
+
+
+class Proposer(Protocol):
+    """One kind of candidate: ``propose`` returns a candidate, or the reason there is none this iteration."""
+
+    kind: CandidateKind
+
+    def propose(self, step: Step) -> Candidate | str: ...
+
+
+class InstructionProposer:
+    """Lessons from failures, merged in the bank, applied as surgical edits of the target's instructions."""
+
+    kind: CandidateKind = "instructions"
+
+    def __init__(self, note_taker: NoteTaker, updater: PromptUpdater) -> None:
+        self.note_taker = note_taker
+        self.updater = updater
+
+    def propose(self, step: Step) -> Candidate | str:
+        record, best = step.record, step.audit.best
+        if record.candidate_instructions is not None:
+            return step.keep(instructions=record.candidate_instructions)
+        if record.selected is None:
+            failures = record.failures or []
+            (lessons, discarded, errors), cost = step.measured(
+                lambda: self._take_notes(failures, best.instructions[step.target], step.progress),
+                "lessons", f"iteration {record.iteration}: lessons",
+            )
+            record.lessons_new = [lesson.model_copy(deep=True) for lesson in lessons]  # as drafted, before merging
+            merged = [step.bank.add(lesson).id for lesson in lessons]
+            record.lessons_after_dedup = sorted(set(merged))
+            record.lessons_discarded = discarded
+            record.rule_lessons = sum(lesson.origin == "rule" for lesson in lessons)
+            record.note_errors = errors
+            record.selected = [lesson.id for lesson in self._select(step, set(merged), best.instructions[step.target])]
+            record.usage = record.usage + cost
+            step.save()
+        if not record.selected:
+            return "no new lessons to apply"
+        selected = record.selected
+        (texts, edits), cost = step.measured(
+            lambda: self._edit(step, best.instructions, selected), "edits", f"iteration {record.iteration}: edits"
+        )
+        record.edits = edits
+        record.usage = record.usage + cost
+        return step.keep(instructions=texts)
+
+    def _take_notes(self, failures: list[Failure], instructions: str, progress: bool) -> tuple[list[Lesson], list[Discarded], int]:
+        """A lesson per failure: the note-taker's when it names the failed constraint, else the verifier's rule
+        (code-checked failures only); refused drafts and note-taker errors are returned for the audit."""
+        lessons: list[Lesson] = []
+        discarded: list[Discarded] = []
+        errors = 0
+
+        def note(failure: Failure) -> tuple[Lesson | None, str | None]:
+            try:
+                drafted = self.note_taker(failure=failure, instructions=instructions)
+            except Exception as exc:  # one unusable note must not end the run; it is counted in the audit
+                return None, one_line(exc)
+            return drafted, None
+
+        for failure, (drafted, error) in zip(failures, progress_map(note, failures, "  lessons", show=progress)):
+            if drafted is not None:
+                problem = lesson_problem(drafted.text, failure)
+                if problem is None:
+                    lessons.append(drafted)
+                    continue
+                discarded.append(Discarded(failure_id=failure.id, text=drafted.text, reason=problem))
+            else:
+                errors += 1
+                logger.warning("note-taker failed on %s: %s", failure.id, error)
+            fallback = rule_lesson(failure)
+            if fallback is not None:
+                lessons.append(fallback)
+        return lessons, discarded, errors
+
+    @staticmethod
+    def _select(step: Step, touched: set[str], instructions: str) -> list[Lesson]:
+        """Lessons this iteration produced or reinforced, not yet applied nor retired nor already stated
+        in the instructions, by support."""
+        present = normalize(instructions)
+        fresh = [
+            lesson
+            for lesson in step.bank.active()
+            if lesson.id in touched and not lesson.applied and normalize(lesson.text) not in present
+        ]
+        return fresh[: step.settings.lessons_per_iteration]
+
+    def _edit(self, step: Step, texts: dict[str, str], lesson_ids: list[str]) -> tuple[dict[str, str], list[Edit]]:
+        by_id = {lesson.id: lesson for lesson in step.bank.lessons}
+        current = dict(texts)
+        edits = []
+        for lesson_id in lesson_ids:
+            current[step.target], edit = self.updater(instructions=current[step.target], lesson=by_id[lesson_id])
+            edits.append(edit)
+        return current, edits
+
+
+class DemoProposer:
+    """The best demos plus the shortest demonstration of this train evaluation not shown or tried before (short:
+    a demo counts against the length budget); none when none is left or the run's demo budget is spent."""
+
+    kind: CandidateKind = "demo"
+
+    def propose(self, step: Step) -> Candidate | str:
+        record = step.record
+        if record.candidate_demos is None:
+            record.candidate_demos = self._pick(step)
+            step.save()
+        if record.candidate_demos is None:
+            return "no new demonstration to try"
+        return step.keep(demos=record.candidate_demos)
+
+    @staticmethod
+    def _pick(step: Step) -> Demos | None:
+        audit, target = step.audit, step.target
+        current = audit.best.demos.get(target, [])
+        if len(current) >= step.settings.demos or step.evaluation is None:
+            return None
+        tried = {json.dumps(d, sort_keys=True) for r in audit.iterations if r.candidate_demos for d in r.candidate_demos.get(target, [])}
+        fresh = [d for d in step.evaluation.demo_pool if json.dumps(d, sort_keys=True) not in tried]
+        if not fresh:
+            return None
+        demo = min(fresh, key=lambda d: len(json.dumps(d)))
+        return {**audit.best.demos, target: [*current, demo]}
+
+
+class ThresholdProposer:
+    """Per-dimension P(yes) thresholds fitted on this train evaluation; none when P(yes) was never read or the
+    fit was already tried."""
+
+    kind: CandidateKind = "thresholds"
+
+    def propose(self, step: Step) -> Candidate | str:
+        record = step.record
+        if record.candidate_thresholds is None and step.evaluation is not None and step.evaluation.probabilities:
+            fitted = fit_thresholds(step.evaluation.probabilities)
+            tried = [r.candidate_thresholds for r in step.audit.iterations[:-1] if r.candidate_thresholds is not None]
+            if fitted != step.audit.best.thresholds and fitted not in tried:
+                record.candidate_thresholds = fitted
+                step.save()
+        if record.candidate_thresholds is None:
+            return "no new thresholds to try"
+        return step.keep(thresholds=record.candidate_thresholds)
+
+
+def fit_thresholds(probabilities: Sequence[tuple[str, float, str]]) -> dict[str, float]:
+    """Per dimension, the P(yes) threshold under which the target agrees most often with the reference (yes when
+    P(yes) >= t); ties go to the threshold nearest 0.5, the uncalibrated decision."""
+    by_dim: dict[str, list[tuple[float, str]]] = {}
+    for dim, p, ref in probabilities:
+        by_dim.setdefault(dim, []).append((p, ref))
+    fitted = {}
+    for dim, points in sorted(by_dim.items()):
+        values = sorted({p for p, _ in points})
+        cuts = [0.5, values[0], values[-1] + 1e-6] + [(a + b) / 2 for a, b in zip(values, values[1:])]
+        agreement = {t: sum((p >= t) == (ref == "yes") for p, ref in points) for t in cuts}
+        best = max(agreement.values())
+        chosen: float = min((t for t, n in agreement.items() if n == best), key=lambda t: abs(t - 0.5))
+        fitted[dim] = round(chosen, 6)
+    return fitted
+
+
+def default_proposers(settings: OptimizerSettings, mode: str, note_taker: NoteTaker, updater: PromptUpdater) -> list[Proposer]:
+    """The kinds a run's settings ask for, in the order they take turns."""
+    proposers: list[Proposer] = [InstructionProposer(note_taker, updater)]
+    if settings.demos:
+        proposers.append(DemoProposer())
+    if settings.thresholds and mode == "cross":
+        proposers.append(ThresholdProposer())
+    return proposers

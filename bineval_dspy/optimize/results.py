@@ -1,0 +1,231 @@
+"""Held-out test results of an optimizer run: the start and the final program on the test split, side by side.
+
+The test split is never seen by the loop (train makes candidates, val decides them); it is scored once at the end
+(and, with ``test_every``, for the best program after every accepted step, read back from the audit). Every figure
+comes with a 95% interval from the shared bootstrap over test items' groups, and the difference of two programs
+is paired: the same resampled items for both. Suites graded by code also get strict and loose prompt- and
+instruction-level accuracy, computed exactly as ``bineval verify`` computes them from the same responses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import dspy
+import numpy as np
+from pydantic import BaseModel, Field
+
+from bineval_dspy.core.jsonio import load_model
+from bineval_dspy.lm.usage import Cost
+from bineval_dspy.meta.agreement import kappa_statistic
+from bineval_dspy.optimize.audit import Audit, Demos, ItemResult
+from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource
+from bineval_dspy.programs.state import set_state
+from bineval_dspy.stats.bootstrap import Bootstrap, Interval, Statistic, difference_of, mean_of, ratio_of
+from bineval_dspy.suites.grading import grade
+from bineval_dspy.suites.rows import SuiteRow
+
+RESULTS_FILE = "results.json"
+SPLITS_FILE = "splits.json"
+MEASURES = ("strict_prompt", "strict_instruction", "loose_prompt", "loose_instruction")
+
+
+class Splits(BaseModel):
+    """The groups (suite keys, or judge examples' ``example_id``) of each split: what the run trained, validated
+    and tested on."""
+
+    group_by: str
+    train: list[str]
+    val: list[str]
+    test: list[str] = Field(default_factory=list)
+
+    def save(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / SPLITS_FILE).write_text(self.model_dump_json(indent=2), encoding="utf-8")
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Splits:
+        return load_model(run_dir / SPLITS_FILE, cls)
+
+
+class SplitScore(BaseModel):
+    """One program on the test split: its score (the optimizer's own measure) with interval, per dimension, and
+    for suites the four accuracies, for judges Cohen's kappa with the reference."""
+
+    score: float
+    interval: Interval
+    items: int
+    unanswered: int = 0
+    errors: int = 0
+    dimension_scores: dict[str, float] = Field(default_factory=dict)
+    accuracy: dict[str, Interval] = Field(default_factory=dict)
+    kappa: Interval | None = None
+
+
+class StepScore(BaseModel):
+    """The best program after an accepted iteration, on test, and its paired difference from the start."""
+
+    iteration: int
+    score: float
+    difference: Interval
+
+
+class TestResults(BaseModel):
+    """Start and final program on test; ``difference`` = final - start, paired over test items."""
+
+    start: SplitScore
+    final: SplitScore
+    final_iteration: int
+    difference: Interval
+    accuracy_difference: dict[str, Interval] = Field(default_factory=dict)
+    kappa_difference: Interval | None = None
+    steps: list[StepScore] = Field(default_factory=list)
+
+
+class RunResults(BaseModel):
+    """``RUN_DIR/results.json``: the split sizes and the test comparison, with what scoring the test split cost."""
+
+    splits: dict[str, int]
+    test: TestResults | None = None
+    usage: Cost = Field(default_factory=Cost)
+
+    def save(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = run_dir / (RESULTS_FILE + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
+        tmp.replace(run_dir / RESULTS_FILE)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunResults:
+        return load_model(run_dir / RESULTS_FILE, cls)
+
+
+State = tuple[dict[str, str], Demos, dict[str, float]]
+
+
+def states(audit: Audit) -> list[tuple[int, State]]:
+    """The start and the best program after every accepted iteration, replayed from the audit."""
+    current: State = (audit.start.instructions, audit.start.demos, audit.start.thresholds)
+    out = [(0, current)]
+    for record in audit.iterations:
+        if record.decision is None or not record.decision.accepted or record.candidate_instructions is None:
+            continue
+        demos = record.candidate_demos if record.candidate_demos is not None else current[1]
+        thresholds = record.candidate_thresholds if record.candidate_thresholds is not None else current[2]
+        current = (record.candidate_instructions, demos, thresholds)
+        out.append((record.iteration, current))
+    return out
+
+
+def item_accuracy(items: Sequence[ItemResult], rows: dict[str, SuiteRow]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per measure, (numerator, denominator) per item, as ``verify`` counts them: prompt level = all followed over
+    prompts with a known outcome; instruction level = followed over graded instructions; a failed generation (no
+    output) counts nowhere, as a suite row without a response."""
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in MEASURES}
+    for item in items:
+        graded = {mode: grade(rows[item.id], item.output, mode) for mode in ("strict", "loose")} if item.output is not None else None
+        for mode in ("strict", "loose"):
+            result = graded[mode] if graded else None
+            follows = result.follow_instruction_list if result else []
+            prompt_num, prompt_den = out[f"{mode}_prompt"]
+            outcome = result.follow_all_instructions if result is not None else None
+            prompt_num.append(float(outcome is True))
+            prompt_den.append(float(outcome is not None))
+            instr_num, instr_den = out[f"{mode}_instruction"]
+            instr_num.append(float(sum(x is True for x in follows)))
+            instr_den.append(float(sum(x is not None for x in follows)))
+    return out
+
+
+def _kappa_statistic(items: Sequence[ItemResult]) -> Statistic | None:
+    """Kappa over the answered items (an unanswered verdict has weight 0), or None without a reference."""
+    if not items or any(item.reference is None for item in items):
+        return None
+    pairs = [(item.answer or "unanswered", item.reference or "") for item in items]
+    answered = np.array([float(a != "unanswered") for a, _ in pairs])
+    inner = kappa_statistic([(a if a != "unanswered" else "no", r) for a, r in pairs])
+    return lambda weights: inner(weights * answered)
+
+
+class TestScorer:
+    """Scores program states on the test split with the run's feedback source; each state once."""
+
+    def __init__(
+        self, feedback: FeedbackSource, student: dspy.Module, test: Sequence[dspy.Example], *, resamples: int = 1000, seed: int = 0,
+        confidence: float = 0.95, rows: dict[str, SuiteRow] | None = None,
+    ) -> None:
+        self.feedback = feedback
+        self.student = student
+        self.test = list(test)
+        self.rows = rows
+        self.resamples, self.seed, self.confidence = resamples, seed, confidence
+        self._memo: dict[str, Evaluation] = {}
+        self._boot: Bootstrap | None = None
+
+    def evaluation(self, state: State, label: str) -> Evaluation:
+        key = json.dumps(state, sort_keys=True, default=str)
+        if key not in self._memo:
+            program = self.student.deepcopy()
+            set_state(program, *state)
+            self._memo[key] = self.feedback.evaluate(program, self.test, label=f"  test: {label}")
+        return self._memo[key]
+
+    def bootstrap(self, evaluation: Evaluation) -> Bootstrap:
+        """One set of draws over the test items' groups, shared by every state (items come in test order)."""
+        if self._boot is None:
+            self._boot = Bootstrap([item.group for item in evaluation.items], self.resamples, self.seed, self.confidence)
+        return self._boot
+
+    def statistics(self, evaluation: Evaluation) -> dict[str, Statistic]:
+        """Every reported statistic of one evaluation, as functions of the shared item weights."""
+        items = evaluation.items
+        out: dict[str, Statistic] = {"score": mean_of([item.score for item in items])}
+        if self.rows is not None:
+            for name, (num, den) in item_accuracy(items, self.rows).items():
+                out[name] = ratio_of(num, den)
+        kappa = _kappa_statistic(items)
+        if kappa is not None:
+            out["kappa"] = kappa
+        return out
+
+    def score(self, evaluation: Evaluation) -> SplitScore:
+        boot, stats = self.bootstrap(evaluation), self.statistics(evaluation)
+        return SplitScore(
+            score=evaluation.score,
+            interval=boot.interval(stats["score"]),
+            items=len(evaluation.items),
+            unanswered=evaluation.unanswered,
+            errors=evaluation.errors,
+            dimension_scores=evaluation.dimension_scores,
+            accuracy={name: boot.interval(stats[name]) for name in MEASURES if name in stats},
+            kappa=boot.interval(stats["kappa"]) if "kappa" in stats else None,
+        )
+
+    def difference(self, after: Evaluation, before: Evaluation, name: str = "score") -> Interval:
+        boot = self.bootstrap(before)
+        return boot.interval(difference_of(self.statistics(after)[name], self.statistics(before)[name]))
+
+
+def score_test(scorer: TestScorer, audit: Audit, *, every_step: bool = False) -> TestResults:
+    """Start and final (and with ``every_step`` each accepted step's best) program on test, with paired intervals."""
+    replayed = states(audit)
+    start = scorer.evaluation(replayed[0][1], "start")
+    final_state: State = (audit.best.instructions, audit.best.demos, audit.best.thresholds)
+    final = scorer.evaluation(final_state, "final")
+    steps = []
+    if every_step:
+        for iteration, state in replayed[1:]:
+            evaluation = scorer.evaluation(state, f"iteration {iteration}")
+            steps.append(StepScore(iteration=iteration, score=evaluation.score, difference=scorer.difference(evaluation, start)))
+    final_score = scorer.score(final)
+    return TestResults(
+        start=scorer.score(start),
+        final=final_score,
+        final_iteration=audit.best.iteration,
+        difference=scorer.difference(final, start),
+        accuracy_difference={name: scorer.difference(final, start, name) for name in final_score.accuracy},
+        kappa_difference=scorer.difference(final, start, "kappa") if final_score.kappa is not None else None,
+        steps=steps,
+    )

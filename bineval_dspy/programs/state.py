@@ -1,0 +1,128 @@
+"""A program's optimizable state, and ``program.json``: the one file the optimizer writes and every command reads.
+
+The state is what ``BinEvalOptimizer`` may change: each predictor's instructions and demonstrations and, for a
+judge, its per-dimension P(yes) thresholds. ``ProgramFile`` adds what rebuilding the program needs (a generator's
+token limit; a judge's options, calibration included), so ``bineval generate --program`` and ``bineval judge
+--program`` run exactly the program the optimizer measured.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import dspy
+from pydantic import BaseModel, ConfigDict, Field
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import load_model
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.programs.generator import Generator
+
+PROGRAM_FILE = "program.json"
+Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)
+
+
+def instructions_of(program: dspy.Module) -> dict[str, str]:
+    """Instructions of every named predictor."""
+    return {name: pred.signature.instructions for name, pred in program.named_predictors()}
+
+
+def set_instructions(program: dspy.Module, texts: dict[str, str]) -> None:
+    """Replace signatures (never mutate them: copies share Signature classes)."""
+    for name, pred in program.named_predictors():
+        if name in texts:
+            pred.signature = pred.signature.with_instructions(texts[name])
+
+
+def demos_of(program: dspy.Module) -> Demos:
+    """Demonstrations of every named predictor that has some, as plain field dicts."""
+    return {name: [dict(d) for d in pred.demos] for name, pred in program.named_predictors() if pred.demos}
+
+
+def set_state(program: dspy.Module, instructions: dict[str, str], demos: Demos, thresholds: dict[str, float]) -> None:
+    """Give ``program`` one recorded state: instructions, the demonstrations of each predictor named in ``demos``
+    (the others keep none) and, for a judge, its per-dimension P(yes) thresholds."""
+    set_instructions(program, instructions)
+    for name, pred in program.named_predictors():
+        pred.demos = [dspy.Example(**d) for d in demos.get(name, [])]
+    if hasattr(program, "thresholds"):
+        program.thresholds = dict(thresholds)
+
+
+def prompt_length(texts: dict[str, str], demos: Demos | None = None) -> int:
+    """What the bloat guard measures: instruction characters plus every character of the demonstrations' fields."""
+    shown = sum(len(v if isinstance(v, str) else json.dumps(v)) for ds in (demos or {}).values() for d in ds for v in d.values())
+    return sum(len(t) for t in texts.values()) + shown
+
+
+class JudgeOptions(BaseModel):
+    """The ``BinaryJudge`` options a judge program is rebuilt with (its thresholds are state, kept beside)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chain_of_thought: bool = False
+    samples: int = 1
+    probability: bool = False
+    verifier_mode: Literal["strict", "loose"] = "strict"
+    partial: bool = False
+    explanations: Literal["all", "failures", "none"] = "all"
+    calibration: Literal["none", "content_free"] = "none"
+
+
+class ProgramFile(BaseModel):
+    """``program.json``: a generator or judge program as the optimizer left it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["generator", "judge", "module"]
+    instructions: dict[str, str]
+    demos: Demos = Field(default_factory=dict)
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    max_tokens: int | None = None  # generator: the token limit per response it was measured with
+    judge: JudgeOptions | None = None  # judge: its options, calibration included
+
+    @classmethod
+    def of(cls, program: dspy.Module) -> ProgramFile:
+        """The file for ``program``'s current state."""
+        state: dict[str, Any] = {"instructions": instructions_of(program), "demos": demos_of(program)}
+        if isinstance(program, Generator):
+            return cls(kind="generator", max_tokens=program.max_tokens, **state)
+        if isinstance(program, BinaryJudge):
+            spec = program.spec()
+            options = JudgeOptions(**spec.model_dump(include=set(JudgeOptions.model_fields)))
+            return cls(kind="judge", thresholds=dict(program.thresholds), judge=options, **state)
+        return cls(kind="module", **state)
+
+    def build(self) -> dspy.Module:
+        """A new generator or judge in this state (a ``module`` file is applied to your own program instead)."""
+        program: dspy.Module
+        if self.kind == "generator":
+            program = Generator(max_tokens=self.max_tokens) if self.max_tokens else Generator()
+        elif self.kind == "judge":
+            program = BinaryJudge(**(self.judge or JudgeOptions()).model_dump())
+        else:
+            raise ValueError("a program file of kind 'module' has no program to build: apply() it to your own module")
+        return self.apply(program)
+
+    def apply(self, program: dspy.Module) -> dspy.Module:
+        """Give ``program`` this state (instructions, demos, thresholds) and return it."""
+        set_state(program, self.instructions, self.demos, self.thresholds)
+        return program
+
+    def save(self, path: Path) -> None:
+        """Write atomically: a kill never leaves half a program."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
+        tmp.replace(path)
+
+
+def load_program(path: Path, kind: Literal["generator", "judge"] | None = None) -> ProgramFile:
+    """Read ``program.json`` (a run directory stands for the file in it); a wrong kind is one located error."""
+    file = path / PROGRAM_FILE if path.is_dir() else path
+    program = load_model(file, ProgramFile)
+    if kind is not None and program.kind != kind:
+        raise InputError(f"{file}: field 'kind': a {program.kind} program, this command runs a {kind}")
+    return program

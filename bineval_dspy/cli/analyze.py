@@ -213,7 +213,7 @@ def print_weights(report: WeightsReport) -> None:
     console.print(table)
     console.print("weights: " + "; ".join(f"{d.dimension} " + " ".join(f"{q.weight:.2f}" for q in d.questions) for d in report.dimensions))
     for name, why in report.skipped.items():
-        console.print(f"[yellow]{name}: not fitted ({why})[/]")
+        console.print(f"{name}: not fitted ({why})", style="yellow")
     if report.unused_references:
         console.print(f"reference dimensions the checklist asks nothing about: {', '.join(report.unused_references)}")
 
@@ -252,7 +252,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     console.print(f"cost: {report.usage.summary()}")
     unanswered = sum(r.unanswered for r in results)
     if unanswered:
-        console.print(f"[yellow]{unanswered} pair(s) without a usable LM answer, counted as no match: rerun to retry them[/]")
+        console.print(f"{unanswered} pair(s) without a usable LM answer, counted as no match: rerun to retry them", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 

@@ -11,11 +11,12 @@ from bineval_dspy.cli.options import add_budget_options, budget_meter, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
-from bineval_dspy.core.jsonio import check_output_path, read_jsonl, read_text
+from bineval_dspy.core.jsonio import check_output_path, jsonl_lines, read_jsonl, read_text, rewrite_jsonl
+from bineval_dspy.core.terminal import styled
 from bineval_dspy.judges.binary import hybrid_judge
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads, lm_identity
-from bineval_dspy.programs.generator import Generator, finished_keys, run_generation, unchecked
+from bineval_dspy.programs.generator import Generator, run_generation, unchecked
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.suites.rows import load_suite
 
@@ -32,6 +33,28 @@ def _mean(values: list[float | None]) -> str:
     return f"{sum(known) / len(known):.3f}" if known else "n/a"
 
 
+def _earlier_records(out: Path) -> list[dict]:
+    """The records of earlier output; a torn last line (a run killed mid-write) is left out, not an error."""
+    return [obj for _, obj in read_jsonl(out, required=("key",), torn_tail=True)]
+
+
+def _finished(record: dict) -> bool:
+    """A record a rerun keeps: a non-blank response, every STICK check answered."""
+    return bool(str(record.get("response") or "").strip()) and not unchecked(record)
+
+
+def _keep_finished(out: Path) -> None:
+    """Drop unfinished records, repeats and a torn last line from resumed output, rewriting it atomically, so the
+    generator skips only finished rows (a blank response is retried: the LM cache never keeps one)."""
+    text = read_text(out)
+    kept: dict[str, dict] = {}
+    for record in _earlier_records(out):
+        if _finished(record):
+            kept.setdefault(str(record["key"]), record)
+    if len(kept) != len(jsonl_lines(text)) or not text.endswith("\n"):
+        rewrite_jsonl(out, kept.values())
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate (optionally STICK-improved) responses for a suite; resumable into output made the same way."""
     suite_path = Path(args.suite)
@@ -41,9 +64,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     rows = rows[: args.limit] if args.limit else rows
     instructions = _read_instructions(Path(args.instructions)) if args.instructions else None
     out = Path(args.output)
-    check_output_path(out)
+    check_output_path(out, suite_path, *([Path(args.instructions)] if args.instructions else []))
     if out.exists():
-        finished_keys(out)  # a malformed output file is reported before any LM is loaded
+        _earlier_records(out)  # a malformed output file is reported before any LM is loaded
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
     program = Generator(instructions, max_tokens=args.max_tokens)
@@ -57,7 +80,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         "best_of": str(args.best_of),
         "judge": judge.spec().model_dump_json() if judge is not None else "none",
     }
-    open_for_resume(out, fingerprint, args.overwrite)
+    if open_for_resume(out, fingerprint, args.overwrite):
+        _keep_finished(out)
     report = run_generation(
         rows,
         program,
@@ -88,17 +112,17 @@ def cmd_generate(args: argparse.Namespace) -> int:
     table.add_row(*row_values)
     console.print(table)
     for key, error in report.failures[:5]:
-        console.print(f"[red]failed[/] row {key}: {error}")
+        console.print(styled(("failed", "red"), f" row {key}: {error}"))
     console.print(f"wrote {report.written} row(s) to {out}" if report.written else f"nothing new written to {out}")
     console.print(f"cost: {report.usage.summary()}")
     if report.stopped is not None:
         raise report.stopped
     if report.failures:
-        console.print("[yellow]failed rows were not written; rerun the same command to retry them[/]")
+        console.print("failed rows were not written; rerun the same command to retry them", style="yellow")
         return ExitCode.INCOMPLETE
-    partial = [r["key"] for r in records if unchecked(r)]
-    if partial:  # STICK chose or revised these responses with part of the checklist unanswered: not a clean result
-        console.print(f"[yellow]{len(partial)} row(s) have unanswered checks (first: key {partial[0]}); rerun to retry them[/]")
+    partial = [r["key"] for r in records if not _finished(r)]
+    if partial:  # a blank response, or STICK chose or revised it with part of the checklist unanswered: not a clean result
+        console.print(f"{len(partial)} row(s) have a blank response or unanswered checks (first: key {partial[0]}); rerun to retry them", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 

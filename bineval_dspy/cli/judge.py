@@ -18,14 +18,24 @@ from bineval_dspy.cli.options import add_budget_options, budget_meter, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
-from bineval_dspy.core.jsonio import append_jsonl, check_output_path, load_model, read_jsonl, read_text, write_json
+from bineval_dspy.core.jsonio import (
+    append_jsonl,
+    check_output_path,
+    load_model,
+    read_jsonl,
+    read_text,
+    rewrite_jsonl,
+    write_json,
+    write_text_atomic,
+)
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join, lineage_scores
+from bineval_dspy.core.terminal import styled
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.budget import metered_map
-from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads
+from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads, lm_identity
 from bineval_dspy.lm.specs import is_local
 from bineval_dspy.lm.usage import Cost, measured, total
 
@@ -46,7 +56,7 @@ def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
     for q, v in join(checklist, card.verdicts):
         p = f" ({v.p_yes:.2f})" if v.p_yes is not None else ""
         by = "code" if v.judge.startswith("code:") else "LM"
-        table.add_row(q.dimension, q.text, f"[{colours[v.answer]}]{v.answer}[/]{p}", by, v.explanation)
+        table.add_row(q.dimension, q.text, styled((v.answer, colours[v.answer]), p), by, v.explanation)
     console.print(table)
     scores = Table(show_header=True)
     for dim in [*card.dimension_scores, "overall"]:
@@ -58,7 +68,7 @@ def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
     console.print(scores)
     if card.unanswered:
         how = "scored over the answered ones" if card.partial else "dimensions with one have no score"
-        console.print(f"[yellow]{card.unanswered} question(s) unanswered: never counted as yes; {how}[/]")
+        console.print(f"{card.unanswered} question(s) unanswered: never counted as yes; {how}", style="yellow")
 
 
 def _fmt(value: float | None) -> str:
@@ -81,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.output)
     check_output_path(out)
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
-    console.print(f"[bold]Task:[/] {example['task']}")
+    console.print(styled(("Task:", "bold"), f" {example['task']}"))
     writing = Cost()
     if args.write_checklist:
         with console.status("the LM writes the checklist (requirements, then questions)"):
@@ -152,18 +162,18 @@ def cmd_checklist(args: argparse.Namespace) -> int:
         raise InputError("--task: the task description is empty")
     dims = [d for d in (args.dimensions or "").split(",") if d.strip()]
     out = Path(args.output)
-    check_output_path(out)
+    check_output_path(out, *([Path(args.task[1:])] if args.task.startswith("@") else []))
     writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     with console.status(f"writing the checklist ({args.method})"):
         checklist, cost = measured(lambda: _write_checklist(writer, task, dims))
-    out.write_text(checklist.model_dump_json(indent=2), encoding="utf-8")
+    write_text_atomic(out, checklist.model_dump_json(indent=2))
     sidecar = save_checklist_usage(out, args.method, lm.model, cost)
     for q in checklist.questions:
-        weight = f" [magenta](weight {q.weight:+g})[/]" if q.weight != 1 else ""
-        where = f" [dim]({q.lineage['perspective_text']})[/]" if "perspective_text" in q.lineage else ""
-        by = f" [dim](code: {q.verifier})[/]" if q.verifier else ""
-        console.print(f"[cyan]{q.dimension:>14}[/] {q.text}{weight}{where}{by}")
+        weight = (f" (weight {q.weight:+g})", "magenta") if q.weight != 1 else ""
+        where = (f" ({q.lineage['perspective_text']})", "dim") if "perspective_text" in q.lineage else ""
+        by = (f" (code: {q.verifier})", "dim") if q.verifier else ""
+        console.print(styled((f"{q.dimension:>14}", "cyan"), f" {q.text}", weight, where, by))
     if isinstance(writer, QworldWriter) and writer.tree is not None:
         tree = writer.tree
         stats = tree.stats
@@ -190,17 +200,16 @@ def _judge_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _finished_rows(out: Path) -> dict[int, dict[str, Any]]:
-    """Complete rows of earlier output by data line; incomplete rows are dropped from the file to be judged again."""
+    """Complete rows of earlier output by data line, once each; incomplete rows, a torn last line (a killed run)
+    and repeats are dropped from the file, rewritten atomically, to be judged again."""
     kept: dict[int, dict[str, Any]] = {}
-    lines = []
-    for number, obj in read_jsonl(out, required=(OURS,)):
+    for number, obj in read_jsonl(out, required=(OURS,), torn_tail=True):
         ours = obj[OURS]
         if not isinstance(ours, dict) or not isinstance(ours.get("line"), int) or "complete" not in ours:
             raise InputError(f"{out}:{number}: field '{OURS}' is not a judge result; use --overwrite or a new output path")
         if ours["complete"]:
-            kept[ours["line"]] = obj
-            lines.append(json.dumps(obj, ensure_ascii=False) + "\n")
-    out.write_text("".join(lines), encoding="utf-8")
+            kept.setdefault(ours["line"], obj)
+    rewrite_jsonl(out, kept.values())
     return kept
 
 
@@ -210,7 +219,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     checklist = load_model(checklist_path, Checklist)
     check_verifiers(checklist, str(checklist_path))
     rows = _judge_rows(data_path)
-    check_output_path(out)
+    check_output_path(out, data_path, checklist_path)
     if args.calibration != "none" and args.samples > 1:
         raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
@@ -228,6 +237,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         "data": file_digest(data_path),
         "checklist": digest(checklist.model_dump_json()),
         "judge": judge.spec().model_dump_json(),
+        "lm": lm_identity(lm),  # with the sampling settings (--temperature, --max-tokens) the spec leaves out
     }
     finished = _finished_rows(out) if open_for_resume(out, fingerprint, args.overwrite) else {}
     todo = [(n, r) for n, r in rows if n not in finished]
@@ -262,7 +272,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if stopped is not None:
         raise stopped
     if incomplete:
-        console.print(f"[yellow]{incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again[/]")
+        console.print(f"{incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 
@@ -282,7 +292,7 @@ def _print_means(checklist: Checklist, cards: list[Scorecard]) -> None:
     console.print(table)
     scored = sum(c.overall is not None for c in cards)
     if scored < len(cards):
-        console.print(f"[yellow]means over the {scored} of {len(cards)} row(s) that have a score[/]")
+        console.print(f"means over the {scored} of {len(cards)} row(s) that have a score", style="yellow")
 
 
 LINEAGE_KEYS = ("perspective", "scenario")  # what a Qworld criterion's lineage names, reported in that order

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,10 +20,10 @@ from bineval_dspy.cli.report import add_report_command
 from bineval_dspy.cli.show import add_show_command
 from bineval_dspy.cli.tune import add_tune_command
 from bineval_dspy.cli.verify import add_verify_command
+from bineval_dspy.core import outputs
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError
 from bineval_dspy.lm.remote import DEFAULT_TIMEOUT
-from bineval_dspy.lm.runtime import DEFAULT_CACHE_DIR
 from bineval_dspy.lm.specs import DEFAULT_LM
 
 
@@ -37,14 +39,25 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _temperature(text: str) -> float:
+    """An argparse type: a sampling temperature, a finite number from 0 to 2 (what OpenAI-style APIs accept)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value <= 2:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be from 0 to 2, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--lm", default=None, help=f"{DEFAULT_LM} (embedded default), gemma3-270m, a .gguf path, or a LiteLLM model string")
     common.add_argument("--threads", type=count(1), default=None, help="parallel LM calls for remote LMs (default 4)")
-    common.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="on-disk LM call cache")
+    common.add_argument("--cache-dir", type=Path, default=None, help="on-disk LM call cache (default $BINEVAL_CACHE_DIR or ~/.cache/bineval_dspy)")
     common.add_argument("--api-base", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     common.add_argument("--api-key-env", metavar="NAME", help="the environment variable holding the server's API key")
-    common.add_argument("--temperature", type=float, metavar="T", help="sampling temperature (default 0: greedy)")
+    common.add_argument("--temperature", type=_temperature, metavar="T", help="sampling temperature (default 0: greedy)")
     common.add_argument(
         "--timeout", type=_seconds, metavar="SECONDS", help=f"per LM call, remote LMs only (default {DEFAULT_TIMEOUT:g})"
     )
@@ -69,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or ExitCode.OK)
+    except OSError as exc:  # a write the command did not foresee (a full disk, a read-only file): one located line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return ExitCode.INPUT
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)  # plain print: one line, never wrapped
         return ExitCode.INPUT
@@ -79,8 +96,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stopped: {exc}", file=sys.stderr)
         return ExitCode.BUDGET
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: finished rows are saved; rerun the same command to resume[/]")
+        signal.signal(signal.SIGINT, _quit_now)  # a second Ctrl-C while threads wind down: exit, no traceback
+        console.print("interrupted: finished rows are saved; rerun the same command to resume", style="yellow")
         return ExitCode.INTERRUPTED
+    finally:
+        outputs.release_all()
+
+
+def _quit_now(signum: int, frame: object) -> None:
+    """SIGINT after the first: leave at once with the interrupted code (finished rows are already on disk)."""
+    os._exit(ExitCode.INTERRUPTED)
 
 
 if __name__ == "__main__":

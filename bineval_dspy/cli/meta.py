@@ -35,7 +35,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
         raise
     _report(results)
     if results.missing:
-        console.print(f"[yellow]{results.missing} score(s) missing (no usable LM answer): left out of the correlations; rerun to retry them[/]")
+        console.print(f"{results.missing} score(s) missing (no usable LM answer): left out of the correlations; rerun to retry them", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from bineval_dspy.cli.options import add_budget_options, budget_of, count
@@ -14,12 +15,19 @@ from bineval_dspy.tune.report import collect, print_best, write_results
 from bineval_dspy.tune.study import open_study, prepare, run_workers, work
 
 
+def _study_cache(given: Path | None) -> Path | None:
+    """--cache-dir, else $BINEVAL_CACHE_DIR, else None: the study's own DIR/lm-cache."""
+    env = os.environ.get(runtime.CACHE_ENV)
+    return given or (Path(env) if env else None)
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     """Run trials until the study has its count (this process, or ``--workers`` processes), then report it."""
     path = Path(args.config)
     options = runtime.lm_options(args)
+    cache_dir = _study_cache(args.cache_dir)
     budget = budget_of(args)
-    tuning = prepare(path, lm_spec=args.lm, lm_options=options, cache_dir=args.cache_dir, priced=budget.max_cost is not None)
+    tuning = prepare(path, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, priced=budget.max_cost is not None)
     study = open_study(tuning)
     code: int = ExitCode.OK
     stopped: BudgetExhausted | None = None
@@ -29,7 +37,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         except BudgetExhausted as exc:
             stopped = exc
     else:
-        code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=args.cache_dir, budget=budget)
+        code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, budget=budget)
     results = collect(tuning.config, study)
     print_best(results)
     saved, plot = write_results(results, tuning.folder)
@@ -46,4 +54,4 @@ def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("config", help="study description (TOML); see README")
     parser.add_argument("--workers", type=count(1), default=1, help="worker processes on the study (default 1); or run the command several times")
     add_budget_options(parser, "trial (each of --workers N gets an N-th of the budget)")
-    parser.set_defaults(func=cmd_tune, cache_dir=None)  # the LM cache lives in the study's folder unless --cache-dir
+    parser.set_defaults(func=cmd_tune)  # --cache-dir's default (None) is shared by every command: never set it here

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from rich.table import Table
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode
-from bineval_dspy.core.jsonio import check_output_path
+from bineval_dspy.core.jsonio import check_output_path, rewrite_jsonl
 from bineval_dspy.suites.grading import verify_files
 
 
@@ -22,9 +21,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     """Grade a responses file against a suite with the code verifiers; no LM is involved. Exits 1 when an
     instruction is ungraded or a row was skipped: the accuracies then rest on less than the files hold."""
     out = Path(args.output)
-    check_output_path(out)
+    check_output_path(out, Path(args.suite), Path(args.responses))
     results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid)
-    out.write_text("".join(json.dumps(r.model_dump(), ensure_ascii=False) + "\n" for r in results), encoding="utf-8")
+    rewrite_jsonl(out, (r.model_dump() for r in results))
     table = Table(title=f"{stats.mode} verification of {len(results)} response(s)")
     for column in ("level", "followed", "total", "accuracy"):
         table.add_column(column, justify="left" if column == "level" else "right")
@@ -35,14 +34,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     console.print(table)
     if stats.ungraded_instructions:
         console.print(
-            f"[yellow]{stats.ungraded_instructions} instruction(s) ungraded (kwargs their verifier rejects; "
+            f"{stats.ungraded_instructions} instruction(s) ungraded (kwargs their verifier rejects; "
             f"reasons in 'ungraded' of {out}), leaving {stats.ungraded_prompts} prompt(s) with an unknown "
-            "outcome; both are left out of the accuracies[/]"
+            "outcome; both are left out of the accuracies",
+            style="yellow",
         )
     if stats.skipped_suite_rows or stats.skipped_responses:
         console.print(
-            f"[yellow]skipped {stats.skipped_suite_rows} invalid suite row(s) and "
-            f"{stats.skipped_responses} invalid or unmatched response(s)[/]"
+            f"skipped {stats.skipped_suite_rows} invalid suite row(s) and "
+            f"{stats.skipped_responses} invalid or unmatched response(s)",
+            style="yellow",
         )
     if stats.suite_rows_without_response:
         console.print(f"{stats.suite_rows_without_response} suite row(s) had no response and were not graded")

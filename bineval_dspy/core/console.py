@@ -7,10 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-console = Console(stderr=True)
+from bineval_dspy.core.terminal import TextConsole
+
+console = TextConsole(stderr=True)  # data is printed as text: no markup, no control sequences
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -36,7 +37,7 @@ def progress_map(fn: Callable[[T], R], items: Sequence[T], label: str, threads: 
 @contextmanager
 def progress_bar(label: str, total: int) -> Iterator[Callable[[], None]]:
     """A progress bar on the console for ``total`` items; the block gets the function that advances it by one."""
-    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (TextColumn(label, markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task(label, total=total)
         yield lambda: bar.advance(task)

@@ -11,8 +11,9 @@ import hashlib
 import json
 from pathlib import Path
 
+from bineval_dspy.core import outputs
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import read_text, write_json
+from bineval_dspy.core.jsonio import read_text, rewrite_jsonl, write_json
 
 Fingerprint = dict[str, str]
 
@@ -47,13 +48,15 @@ def first_difference(recorded: Fingerprint, current: Fingerprint) -> str | None:
 def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False) -> bool:
     """Prepare ``out`` for appending under ``current``; True when earlier output is resumed.
 
-    ``overwrite`` deletes earlier output. Earlier output without a fingerprint, or with another one, is refused
-    in one line: rerun with ``--overwrite`` or a new output path.
+    ``overwrite`` empties earlier output. Earlier output without a fingerprint, or with another one, is refused
+    in one line: rerun with ``--overwrite`` or a new output path. The output stays locked for this process
+    (``outputs.claim``), so a second run on it is refused while this one writes.
     """
     record = sidecar(out)
     resumed = out.exists() and out.stat().st_size > 0
+    outputs.claim(out)
     if resumed and overwrite:
-        out.unlink()
+        rewrite_jsonl(out, [])
         resumed = False
     if resumed:
         if not record.exists():

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from bineval_dspy.core import outputs
 from bineval_dspy.core.errors import InputError
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -37,14 +39,38 @@ def read_text(path: Path, what: str = "") -> str:
         raise InputError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
 
 
-def read_jsonl(path: Path, required: Sequence[str] = ()) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line; raise InputError on the first bad one."""
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+# JSON leaves these raw with ensure_ascii=False, and str.splitlines() splits on them: escaped on write, and a
+# reader splits on "\n" alone, so text holding them round-trips.
+_LINE_SEPARATORS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def dumps_line(obj: Any) -> str:
+    """One JSON Lines line (with its "\n"): UTF-8 text kept readable, Unicode line separators escaped."""
+    return json.dumps(obj, ensure_ascii=False).translate(_LINE_SEPARATORS) + "\n"
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text: split on "\n" only (a JSON string may hold U+2028 raw)."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def read_jsonl(path: Path, required: Sequence[str] = (), *, torn_tail: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line; raise InputError on the first bad one.
+
+    ``torn_tail``: a last line that lacks its "\n" and does not parse is skipped, not an error: what a run killed or
+    out of disk space mid-write leaves in its own output, which a resume rewrites without it.
+    """
+    text = read_text(path)
+    lines = jsonl_lines(text)
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
+            if torn_tail and number == len(lines) and not text.endswith("\n"):
+                return
             raise InputError(f"{path}:{number}: malformed JSON ({exc.msg})") from None
         if not isinstance(obj, dict):
             raise InputError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
@@ -91,8 +117,9 @@ def _validated(path: Path, model: type[Model], raw: Any) -> Model:
         raise InputError(f"{path}: {describe_validation_error(exc)}") from None
 
 
-def check_output_path(path: Path) -> None:
-    """Fail before any LM work when ``path`` cannot be written: a folder, or a missing or read-only folder."""
+def check_output_path(path: Path, *inputs: Path) -> None:
+    """Fail before any LM work when ``path`` cannot be written (a folder, a missing or read-only folder) or is one
+    of the command's ``inputs`` (writing it would destroy what the run reads)."""
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a file path for the output")
     folder = path.parent if str(path.parent) else Path(".")
@@ -100,16 +127,89 @@ def check_output_path(path: Path) -> None:
         raise InputError(f"{path}: the folder {folder} does not exist")
     if path.exists() and not path.is_file():
         raise InputError(f"{path}: not a regular file")
+    for source in inputs:
+        if _same_file(path, source):
+            raise InputError(f"{path}: is also an input of this command ({source}); give another output path")
+    _check_writable(path, folder)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
+def _check_writable(path: Path, folder: Path) -> None:
+    """Create and remove a scratch file beside ``path``: a read-only folder fails here, before any work (a
+    permission check alone would pass for root on a read-only mount)."""
+    probe = folder / f".{path.name}.{os.getpid()}.probe"
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write in {folder} ({exc.strerror})") from None
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InputError(f"{path}: cannot write (read-only file)")
+
+
+def write_error(path: Path, exc: OSError) -> InputError:
+    """A failed write as the one located line the CLI prints (exit 2)."""
+    return InputError(f"{path}: cannot write ({exc.strerror or exc}); finished rows are kept, rerun to go on")
 
 
 def append_jsonl(path: Path, obj: dict[str, Any]) -> None:
-    """Append one object as a line and flush, so an interrupted run loses nothing written."""
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    """Append one object as a line and flush, so an interrupted run loses nothing written. A failed write (a full
+    disk) is cut back to the file's previous end, so no torn line is left, and raised as one located line."""
+    data = dumps_line(obj).encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    try:
+        end = os.fstat(fd).st_size
+        try:
+            _write_all(fd, data)
+        except OSError as exc:
+            _cut(fd, end)
+            raise write_error(path, exc) from None
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _cut(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a file through a temporary file and a rename: a kill or a full disk never leaves half a file, and
+    the old content stays until the new one is complete. A failed write is one located InputError."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        outputs.replace_locked(tmp, path)  # the output's lock, if held, moves to the new file
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_error(path, exc) from None
+
+
+def rewrite_jsonl(path: Path, objs: Iterable[dict[str, Any]]) -> None:
+    """Replace a JSON Lines file with ``objs``, atomically (``write_text_atomic``)."""
+    write_text_atomic(path, "".join(dumps_line(obj) for obj in objs))
 
 
 def write_json(path: Path, obj: Any) -> None:
     """Write JSON atomically (temporary file, then rename): a kill never leaves half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False))

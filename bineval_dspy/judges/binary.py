@@ -27,6 +27,7 @@ from bineval_dspy.core.scoring import met, score
 from bineval_dspy.judges.base import CodeRouter
 from bineval_dspy.judges.code import make_code_router
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
+from bineval_dspy.lm.cache import reply_journal
 from bineval_dspy.verifiers import Mode
 
 
@@ -57,25 +58,33 @@ Calibration = Literal["none", "content_free"]
 CONTENT_FREE_OUTPUT = "N/A"
 # Verdict-first decoding stops the JSON right after the answer: the explanation key comes next.
 EXPLANATION_STOP = '"explanation"'
-_ANSWER_VALUE = re.compile(r'"answer"\s*:\s*"(yes|no)"')
+# What a verdict-first reply must start with, as the schema orders it: an optional chain of thought (a JSON string),
+# then the verdict object whose first key is the answer. Anchored at the start: prose that merely mentions
+# '"answer": "yes"' (a refusal quoting the schema) is no verdict.
+_VERDICT_START = re.compile(
+    r'\s*\{\s*(?:"reasoning"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"verdict"\s*:\s*\{\s*"answer"\s*:\s*"(yes|no)"\s*(?:,|\}|$)'
+)
 LOCAL_PARALLEL = 16  # questions sent together to an in-process model, which decodes them as one batch
 
 
 class VerdictFirstAdapter(dspy.JSONAdapter):
-    """JSON adapter that also reads a reply cut off after the verdict's answer (``EXPLANATION_STOP``)."""
+    """JSON adapter for a reply cut off after the verdict's answer (``EXPLANATION_STOP``): the reply must start
+    as the schema says, and the answer is read there, never searched for elsewhere in the text."""
 
     def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
-        try:
-            return super().parse(signature, completion)
-        except AdapterParseError:
-            match = _ANSWER_VALUE.search(completion)
-            if match is None:
-                raise
-            fields: dict[str, Any] = {"verdict": Answer(answer=match.group(1), explanation="")}  # type: ignore[arg-type]
-            if "reasoning" in signature.output_fields:
-                repaired = json_repair.loads(completion)
-                fields["reasoning"] = str(repaired.get("reasoning", "")) if isinstance(repaired, dict) else ""
-            return fields
+        match = _VERDICT_START.match(completion or "")
+        if match is None:
+            raise AdapterParseError(
+                adapter_name=type(self).__name__,
+                signature=signature,
+                lm_response=completion,
+                message="the reply does not start with the schema's verdict answer",
+            )
+        fields: dict[str, Any] = {"verdict": Answer(answer=match.group(1), explanation="")}  # type: ignore[arg-type]
+        if "reasoning" in signature.output_fields:
+            repaired = json_repair.loads(completion)
+            fields["reasoning"] = str(repaired.get("reasoning", "")) if isinstance(repaired, dict) else ""
+        return fields
 
 
 class BinaryJudge(dspy.Module):
@@ -219,7 +228,7 @@ class BinaryJudge(dspy.Module):
     def _ask_votes(self, input: str, output: str, question: Question) -> Verdict:
         explain = self.explanations == "all"
         votes = [self._ask(input, output, question, i, explain) for i in range(self.samples)]
-        return votes[0] if self.samples == 1 else _majority(question.id, votes)
+        return votes[0] if self.samples == 1 else _majority(question.id, votes, self.partial)
 
     def _ask(self, input: str, output: str, question: Question, sample: int, explain: bool) -> Verdict:
         """One LM answer. Without ``explain`` generation stops after the answer (same prompt, fewer tokens)."""
@@ -233,40 +242,61 @@ class BinaryJudge(dspy.Module):
             config.update(logprobs=True, top_logprobs=10)
         if not explain:
             config.update(stop=[EXPLANATION_STOP])
+        with reply_journal() as journal:
+            verdict = self._read(input, output, question, config, explain, judge_name)
+            if verdict.answer == "unanswered":
+                journal.forget()  # a reply that gave no verdict is not replayed: a rerun asks again
+        return verdict
+
+    def _read(self, input: str, output: str, question: Question, config: dict, explain: bool, judge_name: str) -> Verdict:
+        """The LM's verdict for one call, or an unanswered one saying why (an error, a reply that does not parse,
+        or, where the score needs it, no P(yes) in the reply)."""
+
+        def unanswered(why: str) -> Verdict:
+            return Verdict(question_id=question.id, answer="unanswered", explanation=why, judge=judge_name)
+
         try:
             with dspy.context(adapter=self.adapter if explain else self._verdict_adapter):
                 pred = self.answer(input=input, output=output, question=question.text, config=config)
             answer, explanation = pred.verdict.answer, pred.verdict.explanation
         except Exception as exc:  # any LM or parse failure is an unanswered question, never a yes
-            return Verdict(
-                question_id=question.id, answer="unanswered", explanation=f"no usable answer: {one_line(exc)}", judge=judge_name
-            )
+            return unanswered(f"no usable answer: {one_line(exc)}")
         if answer not in ("yes", "no"):
-            return Verdict(question_id=question.id, answer="unanswered", explanation=f"unparseable answer {answer!r}", judge=judge_name)
+            return unanswered(f"unparseable answer {answer!r}")
         # P(yes) is read at the verdict token and kept beside the parsed answer; it never overrides it
-        p_yes = p_yes_from_logprobs(getattr(pred, "logprobs", None)) if reads_p else None
+        p_yes = p_yes_from_logprobs(getattr(pred, "logprobs", None)) if "logprobs" in config else None
+        if p_yes is None and self._needs_p_yes():
+            return unanswered("no P(yes): the LM returned no logprobs at the verdict token, which --probability and --calibration need")
         return Verdict(question_id=question.id, answer=answer, p_yes=p_yes, explanation=explanation, judge=judge_name)
+
+    def _needs_p_yes(self) -> bool:
+        """Whether a verdict without P(yes) cannot be scored as asked: probability mode or calibration on one sample
+        (a vote's P(yes) is its share of the samples)."""
+        return self.samples == 1 and (self.probability or self.calibration != "none")
 
     def answer_lm(self) -> dspy.LM | None:
         """The LM this judge calls: its own if set, else the configured one."""
         return self.answer.predictors()[0].lm or dspy.settings.lm
 
 
-def _majority(question_id: str, votes: list[Verdict]) -> Verdict:
-    """Majority of answered votes; a tie or no answered vote is unanswered."""
-    counts = Counter(v.answer for v in votes if v.answer != "unanswered")
-    yes, no = counts["yes"], counts["no"]
+def _majority(question_id: str, votes: list[Verdict], partial: bool = False) -> Verdict:
+    """Majority of the votes. A failed sample is an unanswered vote, and any unanswered vote leaves the verdict
+    unanswered unless ``partial`` (then the answered votes decide); a tie or no answered vote is unanswered."""
+    counts = Counter(v.answer for v in votes)
+    yes, no, missing = counts["yes"], counts["no"], counts["unanswered"]
     answer: Literal["yes", "no", "unanswered"] = "unanswered" if yes == no else ("yes" if yes > no else "no")
-    winner = next((v for v in votes if v.answer == answer), votes[0])
-    p_yes = yes / (yes + no) if yes + no else None
+    if missing and not partial:
+        answer = "unanswered"
+    winner = next((v for v in votes if v.answer == answer), next(v for v in votes if v.answer == "unanswered") if missing else votes[0])
+    p_yes = yes / (yes + no) if yes + no and answer != "unanswered" else None
+    tally = f"{yes} yes / {no} no" + (f" / {missing} unanswered" if missing else "")
     return Verdict(
         question_id=question_id,
         answer=answer,
         p_yes=p_yes,
-        explanation=f"{yes} yes / {no} no of {len(votes)} samples. {winner.explanation}".strip(),
+        explanation=f"{tally} of {len(votes)} samples. {winner.explanation}".strip(),
         judge=votes[0].judge,
     )
-
 
 
 def calibrated(verdict: Verdict, prior: Verdict) -> Verdict:

@@ -118,6 +118,10 @@ class LlamaCppEngine:
         return self
 
     # -- model loading -------------------------------------------------------------
+    def load(self) -> None:
+        """Load the model now (it loads at the first call otherwise), so a file llama.cpp cannot read fails early."""
+        self._load()
+
     def _load(self) -> Any:
         if self._llama is None:
             from llama_cpp import Llama

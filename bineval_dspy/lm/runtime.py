@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 
@@ -10,11 +11,17 @@ import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import InputError, one_line
+from bineval_dspy.lm import cache
 from bineval_dspy.lm.specs import DEFAULT_LM, is_local, make_lm
 
 DEFAULT_THREADS = 4  # parallel calls for remote LMs when --threads is not given
-DEFAULT_CACHE_DIR = Path(os.environ.get("BINEVAL_CACHE_DIR", Path.home() / ".cache" / "bineval_dspy"))
+CACHE_ENV = "BINEVAL_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """``$BINEVAL_CACHE_DIR``, else ``~/.cache/bineval_dspy``: read when a command runs, not at import."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "bineval_dspy")
 
 
 class LMOptions(BaseModel):
@@ -49,28 +56,50 @@ def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = 
     )
 
 
-def configure(options: LMOptions | str | None = None, cache_dir: Path | None = DEFAULT_CACHE_DIR) -> dspy.LM:
-    """Configure DSPy with one LM (a spec, or ``None``: the embedded default) and an on-disk LM cache, so reruns are free."""
+def configure(options: LMOptions | str | None = None, cache_dir: Path | None = None) -> dspy.LM:
+    """Configure DSPy with one LM (a spec, or ``None``: the embedded default) and an on-disk LM cache at
+    ``cache_dir`` (None: ``default_cache_dir()``), so reruns are free; replies that gave no result are not kept."""
     if not isinstance(options, LMOptions):
         options = LMOptions(spec=options or DEFAULT_LM)
-    if cache_dir is not None:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(cache_dir))
+    folder = cache_dir or default_cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--cache-dir {folder}: cannot create ({exc.strerror})") from None
+    cache.install(folder)
     lm = make_lm(**options.model_dump(exclude_none=True))
+    _check_loads(lm, options)
     dspy.configure(lm=lm)
     return lm
+
+
+def _check_loads(lm: dspy.LM, options: LMOptions) -> None:
+    """Load an embedded model now, not at its first call: a file llama.cpp cannot read is one line, before any row."""
+    load = getattr(getattr(lm, "engine", None), "load", None)
+    if is_local(lm) and callable(load):
+        try:
+            load()
+        except Exception as exc:
+            raise InputError(f"{options.source} {options.spec}: llama.cpp cannot load it ({one_line(exc)})") from None
 
 
 def effective_threads(lm: dspy.LM, threads: int, asked: bool = True) -> int:
     """An in-process model serializes calls; threads would only interleave prompts and defeat prefix reuse."""
     if is_local(lm) and threads > 1:
         if asked:
-            console.print("[yellow]note:[/] the embedded model runs one call at a time; --threads ignored")
+            console.print("note: the embedded model runs one call at a time; --threads ignored", style="yellow")
         return 1
     return threads
 
 
+SAMPLING_KEYS = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "seed")  # settings that change answers
+
+
 def lm_identity(lm: dspy.LM) -> str:
-    """Model string and API base: what tells two LMs' answers apart in a fingerprint."""
-    api_base = (lm.kwargs or {}).get("api_base")
-    return f"{lm.model} @ {api_base}" if api_base else lm.model
+    """Model string, API base and the sampling settings: what tells two LMs' answers apart in a fingerprint (a
+    run resumed at another temperature or token limit would mix two kinds of answers in one file)."""
+    kwargs = lm.kwargs or {}
+    api_base = kwargs.get("api_base")
+    name = f"{lm.model} @ {api_base}" if api_base else lm.model
+    settings = {key: kwargs[key] for key in SAMPLING_KEYS if kwargs.get(key) is not None}
+    return f"{name} {json.dumps(settings, sort_keys=True)}" if settings else name

@@ -91,6 +91,7 @@ def make_lm(
         path = embedded_model_path(spec, source) if spec in EMBEDDED else Path(spec)
         if not path.is_file():
             raise InputError(f"{source} {spec}: file not found")
+        _check_gguf(path, f"{source} {spec}")
         label = EMBEDDED[spec][1] if spec in EMBEDDED else path.stem.lower()
         model = f"local/{label}@sha256-{file_fingerprint(path)}"
         engine = _shared_engine(path.resolve(), n_ctx)
@@ -104,9 +105,40 @@ def make_lm(
         )
     if api_key:
         kwargs["api_key"] = api_key
+    else:
+        _check_provider_key(spec, source)
     return dspy.LM(
         spec, temperature=temperature, max_tokens=max_tokens, cache=cache, timeout=timeout, num_retries=remote.RETRIES, **kwargs
     )
+
+
+GGUF_MAGIC = b"GGUF"
+
+
+def _check_gguf(path: Path, where: str) -> None:
+    """A model file must start with GGUF's magic bytes: anything else would fail at its first call, after the run
+    had started, and leave every verdict unanswered."""
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(len(GGUF_MAGIC))
+    except OSError as exc:
+        raise InputError(f"{where}: cannot read ({exc.strerror})") from None
+    if magic != GGUF_MAGIC:
+        raise InputError(f"{where}: not a GGUF model file (it does not start with the GGUF magic bytes)")
+
+
+def _check_provider_key(spec: str, source: str) -> None:
+    """A provider model (no ``--api-base``) whose API key is not in the environment is refused before any work, as
+    LiteLLM would refuse every call. Offline: LiteLLM's own table of each provider's key variables."""
+    import litellm
+
+    try:
+        missing = litellm.validate_environment(model=spec).get("missing_keys") or []
+    except Exception:  # a provider LiteLLM cannot tell about: its calls will say
+        return
+    keys = [key for key in missing if "KEY" in key or "TOKEN" in key]  # not e.g. OLLAMA_API_BASE, which has a default
+    if keys:
+        raise InputError(f"{source} {spec}: no API key: set {' or '.join(keys)}, or name the variable with --api-key-env")
 
 
 def is_local(lm: dspy.LM) -> bool:

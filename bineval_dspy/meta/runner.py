@@ -31,6 +31,7 @@ from bineval_dspy.core.jsonio import (
     describe_validation_error,
     load_model,
     read_jsonl,
+    rewrite_jsonl,
     write_json,
 )
 from bineval_dspy.core.schema import Checklist
@@ -248,14 +249,14 @@ def run_fingerprint(config: MetaEvalConfig, lm: str | None) -> Fingerprint:
 def _kept_records(out: Path, planned: set[tuple[str, str]]) -> dict[tuple[str, str], OutputScore]:
     """Complete lines of earlier output by (method, output id); the rest are dropped from the file, to score again."""
     kept: dict[tuple[str, str], OutputScore] = {}
-    for number, obj in read_jsonl(out):
+    for number, obj in read_jsonl(out, torn_tail=True):  # a run killed mid-write leaves a torn last line
         try:
             record = OutputScore.model_validate(obj)
         except ValidationError as exc:
             raise InputError(f"{out}:{number}: {describe_validation_error(exc)}; use --overwrite or a new run_dir") from None
         if record.complete and (record.method, record.id) in planned:
             kept[record.method, record.id] = record
-    out.write_text("".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in kept.values()), encoding="utf-8")
+    rewrite_jsonl(out, (r.model_dump(mode="json") for r in kept.values()))  # atomic: a kill keeps the old file
     return kept
 
 

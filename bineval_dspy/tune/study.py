@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+from dspy.utils.exceptions import LMError
 from optuna.exceptions import ExperimentalWarning, StorageInternalError, UpdateFinishedTrialError
 from optuna.storages import RDBStorage, fail_stale_trials
 from optuna.trial import TrialState
@@ -65,7 +66,8 @@ class SurplusTrial(Exception):
 
 
 class _QuietSurplus(logging.Filter):
-    """Drops Optuna's failure warnings (with traceback) for surplus trials: an expected race, explained in one line."""
+    """Drops Optuna's failure warnings (with traceback) for surplus trials (an expected race) and trials whose LM
+    failed: each is explained in one line."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -210,6 +212,17 @@ def _locked(run_dir: Path) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def _lm_failure_stops(number: int) -> Iterator[None]:
+    """An LM error that escapes a trial's runner (a server failing every retry) stops the study as an LM failure
+    (``RunError``, exit 3): the trial is failed, and a rerun of the command retries it."""
+    try:
+        yield
+    except LMError as exc:
+        _QUIET_SURPLUS.numbers.add(number)  # Optuna's warning with traceback: the RunError's line says it instead
+        raise RunError(f"trial {number}: the LM failed ({one_line(exc)}); rerun to retry the trial") from None
+
+
 def brief(params: dict[str, Any]) -> str:
     """Parameters in one short line: floats to four significant digits."""
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
@@ -246,7 +259,7 @@ class StudyObjective:
         spent: list[Cost] = []
         self.meter.begin(TRIAL)  # ``work`` checked the budget before the trial was created
         try:
-            with _locked(run_dir):
+            with _locked(run_dir), _lm_failure_stops(trial.number):
                 values = self.tuning.runner(params, TrialContext(run_dir=run_dir, number=trial.number, report=report, charge=spent.append))
         finally:
             cost = total(spent)

@@ -1,0 +1,117 @@
+"""DSPy's LM cache, made to keep only replies that gave a result.
+
+DSPy stores every reply before any adapter reads it, so a reply that gave no verdict (no choices, null or empty
+content, text that does not parse) would be replayed on every rerun: the row could never be retried, whatever
+the server does now. ``ReplyCache`` never stores a reply without text, and a ``reply_journal`` block records the
+cache entries its LM calls read or wrote, so the caller can ``forget`` them when the reply proved unusable.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+import dspy
+from dspy.clients import DISK_CACHE_LIMIT
+from dspy.clients.cache import Cache
+
+_journal: ContextVar[Journal | None] = ContextVar("bineval_reply_journal", default=None)
+
+
+class Journal:
+    """The cache entries one block's LM calls touched (``reply_journal``)."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[ReplyCache, str]] = []
+
+    def forget(self) -> None:
+        """Remove every entry recorded here: a rerun sends these requests again."""
+        for cache, key in self.entries:
+            cache.forget(key)
+        self.entries.clear()
+
+
+@contextmanager
+def reply_journal() -> Iterator[Journal]:
+    """Record the cache keys the LM calls of this block (in this thread) read or write."""
+    journal = Journal()
+    token = _journal.set(journal)
+    try:
+        yield journal
+    finally:
+        _journal.reset(token)
+
+
+def has_text(record: Any) -> bool:
+    """Whether a cached call result holds at least one reply with non-blank text (DSPy's record, or a raw
+    provider response with ``choices``)."""
+    if isinstance(record, dict) and "outputs" in record:
+        outputs = record["outputs"] or []
+    else:
+        outputs = [getattr(c, "message", None) for c in (getattr(record, "choices", None) or [])]
+    texts = [_text(output) for output in outputs]
+    return bool(texts) and all(text.strip() for text in texts)
+
+
+def _text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    value = output.get("text", output.get("content")) if isinstance(output, dict) else getattr(output, "content", None)
+    return value if isinstance(value, str) else ""
+
+
+class ReplyCache(Cache):
+    """A ``dspy`` cache that refuses replies without text and can forget an entry (memory and disk)."""
+
+    def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
+        value = super().get(request, ignored_args_for_cache_key)
+        if value is not None:
+            self._record(request, ignored_args_for_cache_key)
+        return value
+
+    def put(
+        self,
+        request: dict[str, Any],
+        value: Any,
+        ignored_args_for_cache_key: list[str] | None = None,
+        enable_memory_cache: bool = True,
+    ) -> None:
+        if not has_text(value):
+            return
+        super().put(request, value, ignored_args_for_cache_key, enable_memory_cache)
+        self._record(request, ignored_args_for_cache_key)
+
+    def forget(self, key: str) -> None:
+        """Drop one entry from both tiers."""
+        with self._lock:
+            self.memory_cache.pop(key, None)
+        if self.enable_disk_cache:
+            self.disk_cache.delete(key)
+
+    def _record(self, request: dict[str, Any], ignored: list[str] | None) -> None:
+        journal = _journal.get()
+        if journal is not None:
+            try:
+                journal.entries.append((self, self.cache_key(request, ignored)))
+            except Exception:  # a request DSPy itself could not key was never cached
+                pass
+
+
+_install_lock = threading.Lock()
+
+
+def install(cache_dir: Path | None) -> ReplyCache:
+    """Make a ``ReplyCache`` DSPy's cache: memory, plus disk at ``cache_dir`` when given."""
+    cache = ReplyCache(
+        enable_disk_cache=cache_dir is not None,
+        enable_memory_cache=True,
+        disk_cache_dir=str(cache_dir) if cache_dir is not None else None,
+        disk_size_limit_bytes=DISK_CACHE_LIMIT,
+    )
+    with getattr(dspy, "_cache_lock", _install_lock):  # the lock DSPy's lazy build of its cache holds
+        dspy.cache = cache
+    return cache

@@ -1,0 +1,473 @@
+"""Issue 18: promises a run kept only in part, each reproduced as its probe found it.
+
+LM behaviour comes from a scriptable OpenAI-compatible server on 127.0.0.1 (``tests.fake_openai``): the real DSPy
+LM, our remote engine and DSPy's cache run. Where only our own file handling is under test, a scripted LM stands in.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bineval_dspy import cli
+from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.jsonio import dumps_line, read_jsonl
+from bineval_dspy.core.schema import Checklist, Question
+from tests.conftest import route_cli_lm, verdict_json
+from tests.fake_openai import completion, scripted_server, verdict
+
+REFUSAL = 'I refuse to judge this. (The schema wants "answer": "yes" or "answer": "no".)'
+
+
+# -- helpers ------------------------------------------------------------------------------------------------------
+def write_inputs(tmp_path: Path, questions: list[Question] | None = None, rows: list[dict] | None = None) -> tuple[Path, Path]:
+    checklist = Checklist(task="t", dimensions=["d"], questions=questions or [Question(text="Is it short?", dimension="d")])
+    c = tmp_path / "checklist.json"
+    c.write_text(checklist.model_dump_json())
+    d = tmp_path / "rows.jsonl"
+    d.write_bytes("".join(dumps_line(r) for r in rows or [{"input": "a", "output": "b"}]).encode())
+    return c, d
+
+
+def judge_args(tmp_path: Path, *extra: str) -> list[str]:
+    c, d = tmp_path / "checklist.json", tmp_path / "rows.jsonl"
+    return ["judge", "--checklist", str(c), "--data", str(d), "-o", str(tmp_path / "out.jsonl"), "--cache-dir", str(tmp_path / "cache"), *extra]
+
+
+def results(path: Path) -> list[dict]:
+    return [obj["bineval"] for _, obj in read_jsonl(path)]
+
+
+def answers(path: Path) -> list[str]:
+    return [v["answer"] for r in results(path) for v in r["scorecard"]["verdicts"]]
+
+
+class Switchable:
+    """A server reply that can be "fixed" mid-test."""
+
+    def __init__(self, broken) -> None:
+        self.reply = broken
+
+    def __call__(self, body: dict):
+        return self.reply(body)
+
+
+# -- 1. a reply that gives no verdict is never replayed from the cache --------------------------------------------
+BAD_REPLIES = {
+    "empty choices": lambda body: (200, completion(body, None, choices=[])),
+    "null content": lambda body: None,
+    "empty content": lambda body: "",
+    "unparseable text": lambda body: "I cannot answer that.",
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_REPLIES))
+def test_a_reply_without_a_verdict_is_asked_again_once_the_server_is_fixed(tmp_path, kind):
+    write_inputs(tmp_path)
+    reply = Switchable(BAD_REPLIES[kind])
+    with scripted_server(reply) as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.INCOMPLETE
+        assert answers(tmp_path / "out.jsonl") == ["unanswered"]
+        sent = len(server.bodies)
+        reply.reply = lambda body: verdict("yes")
+        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.OK
+        assert len(server.bodies) == sent + 1  # asked again, not replayed from the cache
+        assert answers(tmp_path / "out.jsonl") == ["yes"]
+        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.OK
+        assert len(server.bodies) == sent + 1  # a good reply still comes from the cache
+
+
+@pytest.mark.parametrize("kind", ["null content", "blank content"])
+def test_generate_asks_again_for_a_reply_without_text(tmp_path, kind):
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"key": 1, "prompt": "Say hi", "instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]}) + "\n")
+    out = tmp_path / "responses.jsonl"
+    reply = Switchable(BAD_REPLIES["null content"] if kind == "null content" else (lambda body: "  \n"))
+    with scripted_server(reply) as server:
+        args = ["generate", "--suite", str(suite), "-o", str(out), "--cache-dir", str(tmp_path / "cache"), *server.lm_args()]
+        assert cli.main(args) == ExitCode.INCOMPLETE
+        sent = len(server.bodies)
+        reply.reply = lambda body: "hi there"
+        assert cli.main(args) == ExitCode.OK
+        assert len(server.bodies) == sent + 1
+    assert [obj["response"] for _, obj in read_jsonl(out)] == ["hi there"]
+
+
+# -- 2. verdict-first decoding reads the answer only where the schema puts it ------------------------------------
+@pytest.mark.parametrize("explanations", ["none", "failures"])
+def test_verdict_first_never_finds_an_answer_in_prose(tmp_path, explanations):
+    write_inputs(tmp_path)
+    with scripted_server(lambda body: REFUSAL) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--explanations", explanations))
+    assert code == ExitCode.INCOMPLETE
+    (result,) = results(tmp_path / "out.jsonl")
+    assert result["complete"] is False and result["scorecard"]["overall"] is None
+    assert answers(tmp_path / "out.jsonl") == ["unanswered"]
+
+
+def test_verdict_first_reads_a_reply_cut_off_after_the_answer(tmp_path):
+    write_inputs(tmp_path)
+    with scripted_server(lambda body: '{"verdict": {"answer": "no", ') as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--explanations", "none")) == ExitCode.OK
+    assert answers(tmp_path / "out.jsonl") == ["no"]
+
+
+# -- 3. a vote counts its failed samples -------------------------------------------------------------------------
+def test_a_vote_with_a_failed_sample_is_unanswered(tmp_path):
+    write_inputs(tmp_path)
+    replies = iter([verdict("yes"), "garbage", "garbage"])
+    with scripted_server(lambda body: next(replies)) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--samples", "3", "--threads", "1"))
+    assert code == ExitCode.INCOMPLETE
+    (result,) = results(tmp_path / "out.jsonl")
+    (v,) = result["scorecard"]["verdicts"]
+    assert v["answer"] == "unanswered" and v["p_yes"] is None
+    assert v["explanation"].startswith("1 yes / 0 no / 2 unanswered of 3 samples")
+    assert result["scorecard"]["unanswered"] == 1
+
+
+def test_partial_lets_the_answered_samples_decide(tmp_path):
+    write_inputs(tmp_path)
+    replies = iter([verdict("yes"), "garbage", verdict("yes")])
+    with scripted_server(lambda body: next(replies)) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--samples", "3", "--threads", "1", "--partial"))
+    assert code == ExitCode.OK
+    (v,) = results(tmp_path / "out.jsonl")[0]["scorecard"]["verdicts"]
+    assert (v["answer"], v["p_yes"]) == ("yes", 1.0)
+    assert "2 yes / 0 no / 1 unanswered of 3 samples" in v["explanation"]
+
+
+# -- 4. Unicode line separators round-trip ------------------------------------------------------------------------
+SEPARATORS = "a\u2028b\u2029c\x85d"
+
+
+def test_line_separators_in_data_and_replies_round_trip(tmp_path, capsys):
+    write_inputs(tmp_path, rows=[{"input": SEPARATORS, "output": SEPARATORS, "note": SEPARATORS}])
+    raw = (tmp_path / "rows.jsonl").read_bytes().replace(b"\\u2028", "\u2028".encode())  # valid JSON Lines, U+2028 raw
+    (tmp_path / "rows.jsonl").write_bytes(raw)
+    with scripted_server(lambda body: verdict("yes", f"because{SEPARATORS}")) as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.OK
+        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.OK  # the resume reads it back
+    out = tmp_path / "out.jsonl"
+    assert len(out.read_bytes().split(b"\n")) == 2  # one line and the final newline
+    (row,) = [obj for _, obj in read_jsonl(out)]
+    assert row["note"] == SEPARATORS and row["bineval"]["scorecard"]["verdicts"][0]["explanation"] == f"because{SEPARATORS}"
+    capsys.readouterr()
+    assert cli.main(["show", str(out)]) == ExitCode.OK
+
+
+def test_jsonl_lines_escape_every_separator_str_splitlines_knows():
+    line = dumps_line({"t": "".join(chr(c) for c in range(0x2030))})
+    assert len(line.splitlines()) == 1 and line.endswith("\n")
+
+
+# -- 5. text from data is never console markup --------------------------------------------------------------------
+def test_markup_like_dimension_and_question_are_printed_as_text(tmp_path, capsys):
+    write_inputs(tmp_path, questions=[Question(text="Does it avoid [/INST] and [bold]?", dimension="[/INST]")])
+    with scripted_server(lambda body: verdict("no", "it has [/] in it")) as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.OK
+    assert "[/INST]" in capsys.readouterr().err
+
+
+def test_an_lm_written_question_holding_markup_is_printed_as_text(tmp_path, capsys):
+    questions = {"questions": {"items": ["Is it short [/INST]?", "Does it avoid [red]colour[/red]?"]}}
+    with scripted_server(lambda body: json.dumps(questions)) as server:
+        args = ["checklist", "--task", "Write a haiku.", "--method", "tick", "-o", str(tmp_path / "c.json"), "--cache-dir", str(tmp_path / "cache")]
+        assert cli.main([*args, *server.lm_args()]) == ExitCode.OK
+    assert "[red]colour[/red]" in capsys.readouterr().err
+
+
+# -- 6, 7. write errors: one line, no torn line, resume repairs; the rewrite is atomic ----------------------------
+PAD = "x" * 200_000  # a row of about 200 kB, so a file-size limit falls inside the second row
+
+
+@pytest.fixture
+def file_size_limit():
+    """Set RLIMIT_FSIZE for this process (SIGXFSZ ignored, so a write past it fails with EFBIG as a full disk
+    fails with ENOSPC); restored afterwards."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    def limit(size: int) -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+
+    yield limit
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    signal.signal(signal.SIGXFSZ, previous)
+
+
+def test_a_full_disk_is_one_located_line_and_leaves_no_torn_line(tmp_path, monkeypatch, capsys, file_size_limit):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b", "pad": PAD}, {"input": "c", "output": "d", "pad": PAD}])
+    out = tmp_path / "out.jsonl"
+    file_size_limit(300_000)
+    code = cli.main(judge_args(tmp_path))
+    file_size_limit(resource.RLIM_INFINITY)
+    err = capsys.readouterr().err
+    assert code == ExitCode.INPUT
+    assert f"error: {out}: cannot write (File too large)" in err and "Traceback" not in err
+    assert out.read_bytes().endswith(b"\n") and len(results(out)) == 1  # the first row, whole; nothing torn
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK  # space again: the resume goes on
+    assert [r["line"] for r in results(out)] == [1, 2]
+
+
+def test_resume_repairs_a_torn_last_line(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    out = tmp_path / "out.jsonl"
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    data = out.read_bytes()
+    out.write_bytes(data[: len(data) - 40])  # a run killed in the middle of writing its second row
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    assert "resuming: 1 complete row(s) kept" in capsys.readouterr().err
+    assert [r["line"] for r in results(out)] == [1, 2]
+
+
+def test_resume_rewrites_through_a_temporary_file(tmp_path, monkeypatch, capsys, file_size_limit):
+    replies = iter([verdict_json("yes"), "garbage", verdict_json("yes")])
+    route_cli_lm(monkeypatch, lambda request: next(replies))
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b", "pad": PAD}, {"input": "c", "output": "d", "pad": PAD}])
+    out = tmp_path / "out.jsonl"
+    assert cli.main(judge_args(tmp_path, "--threads", "1")) == ExitCode.INCOMPLETE  # row 2 is to be redone
+    before = out.read_bytes()
+    file_size_limit(100_000)  # the rewritten file (row 1 only) cannot be written in full
+    code = cli.main(judge_args(tmp_path))
+    file_size_limit(resource.RLIM_INFINITY)
+    assert code == ExitCode.INPUT and "cannot write" in capsys.readouterr().err
+    assert out.read_bytes() == before  # untouched: the new file never replaced it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checklist.json", "out.jsonl", "out.jsonl.fingerprint.json", "rows.jsonl"]  # no temporary file left
+    inode = out.stat().st_ino
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    assert out.stat().st_ino != inode  # replaced by rename, never rewritten in place
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    lm = route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path)
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        code = cli.main(["judge", "--checklist", str(tmp_path / "checklist.json"), "--data", str(tmp_path / "rows.jsonl"), "-o", str(folder / "out.jsonl")])
+    finally:
+        folder.chmod(0o700)
+    assert code == ExitCode.INPUT and "cannot write in" in capsys.readouterr().err
+    assert lm.engine.requests == []
+
+
+# -- 8. the cache lives where the README says ---------------------------------------------------------------------
+def cache_entries(folder: Path) -> int:
+    return sum(1 for p in folder.rglob("*.db")) if folder.exists() else 0
+
+
+@pytest.mark.parametrize("where", ["env", "home"])
+def test_the_default_cache_is_honoured(tmp_path, monkeypatch, where):
+    write_inputs(tmp_path)
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("DSPY_CACHEDIR", str(tmp_path / "dspy-default"))
+    if where == "env":
+        monkeypatch.setenv("BINEVAL_CACHE_DIR", str(tmp_path / "env-cache"))
+        expected = tmp_path / "env-cache"
+    else:
+        monkeypatch.delenv("BINEVAL_CACHE_DIR", raising=False)
+        expected = home / ".cache" / "bineval_dspy"
+    args = [a for a in judge_args(tmp_path) if a not in ("--cache-dir", str(tmp_path / "cache"))]
+    with scripted_server(lambda body: verdict("yes")) as server:
+        assert cli.main([*args, *server.lm_args()]) == ExitCode.OK
+        assert cli.main([*args, *server.lm_args(), "--overwrite"]) == ExitCode.OK
+    assert cache_entries(expected) > 0 and not (tmp_path / "dspy-default").exists()
+    assert len(server.bodies) == 1  # the second run was answered from that cache
+
+
+def test_tune_leaves_the_shared_cache_default_alone():
+    parser = cli.build_parser()
+    judge = parser.parse_args(["judge", "--checklist", "c", "--data", "d"])
+    tune = parser.parse_args(["tune", "t.toml"])
+    assert judge.cache_dir is None and tune.cache_dir is None  # None: the default folder, decided when a command runs
+
+
+# -- 9. tune with a failing LM -------------------------------------------------------------------------------------
+def test_tune_with_a_failing_lm_exits_3_in_one_line(tmp_path, capsys):
+    (tmp_path / "tasks.jsonl").write_text(json.dumps({"task": "Summarize the article.", "gold": ["Is it short?", "Is it true?"]}) + "\n")
+    (tmp_path / "tune.toml").write_text(
+        'name = "w"\ntrials = 1\nheartbeat = 1\n[objectives]\ncoverage = "maximize"\n[space]\n'
+        'max_questions = { type = "int", low = 2, high = 3 }\n[run]\nkind = "checklist"\ntasks = "tasks.jsonl"\nmethod = "tick"\n'
+    )
+    with scripted_server(lambda body: (500, {"error": {"message": "boom", "type": "server_error"}})) as server:
+        code = cli.main(["tune", str(tmp_path / "tune.toml"), *server.lm_args(), "--timeout", "2"])
+    err = capsys.readouterr().err
+    assert code == ExitCode.LM_FAILURE
+    assert "error: trial 0: the LM failed (LMServerError" in err and "Traceback" not in err
+
+
+# -- 10. LM arguments are checked before any row --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--temperature", "-5"], "--temperature: must be from 0 to 2"),
+        (["--temperature", "nan"], "--temperature: must be from 0 to 2"),
+        (["--lm", "{tmp}/model.gguf"], "not a GGUF model file"),
+        (["--lm", "{tmp}/corrupt.gguf"], "llama.cpp cannot load it"),
+        (["--lm", "openai/gpt-4o-mini"], "no API key: set OPENAI_API_KEY"),
+    ],
+)
+def test_bad_lm_arguments_exit_2_with_nothing_done(tmp_path, monkeypatch, capsys, options, message):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    write_inputs(tmp_path)
+    (tmp_path / "model.gguf").write_text("not a model")
+    (tmp_path / "corrupt.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
+    options = [o.format(tmp=tmp_path) for o in options]
+    try:
+        code = cli.main(judge_args(tmp_path, *options))
+    except SystemExit as exc:  # argparse's own refusal of a malformed value
+        code = exc.code
+    assert code == ExitCode.INPUT
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+# -- 11. every result-bearing option is in the fingerprint --------------------------------------------------------
+@pytest.mark.parametrize("changed", [["--temperature", "0.9"], ["--max-tokens", "50"]])
+def test_a_resume_at_other_sampling_settings_is_refused(tmp_path, capsys, changed):
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    with scripted_server(lambda body: verdict("yes")) as server:
+        first = cli.main(judge_args(tmp_path, *server.lm_args(), "--temperature", "0", "--max-calls", "1", "--threads", "1"))
+        assert first == ExitCode.BUDGET
+        capsys.readouterr()
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--temperature", "0", *changed)) == ExitCode.INPUT
+    assert "made with other settings (lm:" in capsys.readouterr().err
+    assert len(results(tmp_path / "out.jsonl")) == 1
+
+
+# -- 12. an input is never the output -------------------------------------------------------------------------------
+@pytest.mark.parametrize("target", ["rows.jsonl", "checklist.json"])
+def test_judge_refuses_an_output_that_is_an_input(tmp_path, monkeypatch, capsys, target):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    c, d = write_inputs(tmp_path)
+    before = (tmp_path / target).read_bytes()
+    code = cli.main(["judge", "--checklist", str(c), "--data", str(d), "-o", str(tmp_path / "." / target), "--overwrite"])
+    assert code == ExitCode.INPUT and "is also an input of this command" in capsys.readouterr().err
+    assert (tmp_path / target).read_bytes() == before
+
+
+def test_generate_and_checklist_refuse_an_output_that_is_an_input(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda request: "hello")
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text(json.dumps({"key": 1, "prompt": "Say hi", "instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]}) + "\n")
+    assert cli.main(["generate", "--suite", str(suite), "-o", str(suite), "--overwrite"]) == ExitCode.INPUT
+    task = tmp_path / "task.txt"
+    task.write_text("Write a haiku.")
+    assert cli.main(["checklist", "--task", f"@{task}", "-o", str(task)]) == ExitCode.INPUT
+    assert capsys.readouterr().err.count("is also an input of this command") == 2
+    assert task.read_text() == "Write a haiku." and "Say hi" in suite.read_text()
+
+
+# -- also: one writer per output, logprobs, control characters in show, a second Ctrl-C ---------------------------
+def test_a_second_writer_on_one_output_is_refused(tmp_path, monkeypatch, capsys):
+    lm = route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path)
+    out = tmp_path / "out.jsonl"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(30)", str(out)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "another bineval run is writing it" in capsys.readouterr().err
+    assert lm.engine.requests == [] and out.read_bytes() == b""
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK  # the lock went with its process
+
+
+def test_the_lock_survives_the_resume_rewrite(tmp_path, monkeypatch):
+    replies = iter([verdict_json("yes"), "garbage", verdict_json("yes")])
+    route_cli_lm(monkeypatch, lambda request: next(replies))
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    out = tmp_path / "out.jsonl"
+    assert cli.main(judge_args(tmp_path, "--threads", "1")) == ExitCode.INCOMPLETE
+    seen: list[bool] = []
+
+    def judged_while_locked(request):
+        with open(out, "a") as other:  # another process's view: a new open file description
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                seen.append(False)
+            except BlockingIOError:
+                seen.append(True)
+        return verdict_json("yes")
+
+    route_cli_lm(monkeypatch, judged_while_locked)
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    assert seen == [True]  # the rewritten file was locked before it replaced the old one
+
+
+def test_duplicate_rows_of_two_writers_are_kept_once_on_resume(tmp_path, monkeypatch):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    out = tmp_path / "out.jsonl"
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    out.write_bytes(out.read_bytes() * 2)  # what two unlocked writers used to leave
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    assert [r["line"] for r in results(out)] == [1, 2]
+
+
+@pytest.mark.parametrize("option", [["--probability"], ["--calibration", "content_free"]])
+def test_probability_without_logprobs_is_unanswered_never_a_hard_answer(tmp_path, option):
+    write_inputs(tmp_path)
+    with scripted_server(lambda body: verdict("yes")) as server:  # this server never sends logprobs
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), *option)) == ExitCode.INCOMPLETE
+    (v,) = results(tmp_path / "out.jsonl")[0]["scorecard"]["verdicts"]
+    assert v["answer"] == "unanswered" and "no P(yes)" in v["explanation"]
+
+
+def test_show_escapes_terminal_control_sequences(tmp_path, monkeypatch, capsys):
+    hostile = "\x1b[2J\x1b]0;owned\x07\x9b31m"
+    route_cli_lm(monkeypatch, lambda request: verdict_json("no", f"reason {hostile}"))
+    write_inputs(tmp_path, questions=[Question(text=f"Is it {hostile} short?", dimension=f"d{hostile}")], rows=[{"input": hostile, "output": hostile, "id": hostile}])
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    capsys.readouterr()
+    assert cli.main(["show", str(tmp_path / "out.jsonl")]) == ExitCode.OK
+    shown = capsys.readouterr()
+    text = shown.out + shown.err
+    assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+    assert "\\x1b[2J" in text
+
+
+def slow_reply(body: dict) -> str:
+    time.sleep(3)
+    return verdict("yes")
+
+
+def test_a_second_ctrl_c_prints_no_traceback(tmp_path):
+    write_inputs(tmp_path, rows=[{"input": str(i), "output": "b"} for i in range(4)])
+    with scripted_server(slow_reply) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bineval_dspy.cli", *judge_args(tmp_path, *server.lm_args(), "--threads", "4")],
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        deadline = time.time() + 60
+        while len(server.bodies) < 4 and time.time() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == ExitCode.INTERRUPTED
+    assert "Traceback" not in err and "interrupted" in err

@@ -1,0 +1,82 @@
+"""A scriptable OpenAI-compatible chat server on 127.0.0.1 for reliability tests.
+
+The real DSPy LM, our remote engine and DSPy's cache run against it; only the server is a fake. Its ``reply``
+(swappable mid-test, e.g. to "fix" the server) maps each request body to the message content, or to a whole
+``(status, payload)`` when a test needs a malformed completion or an HTTP error.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = Callable[[dict], "str | None | tuple[int, Any]"]
+
+
+def verdict(answer: str, explanation: str = "because") -> str:
+    """The content a schema-following judge reply has."""
+    return json.dumps({"verdict": {"answer": answer, "explanation": explanation}})
+
+
+def completion(body: dict, content: str | None, *, choices: list | None = None, logprobs: Any = None) -> dict:
+    """An OpenAI chat completion carrying ``content`` (``choices`` replaces the one choice)."""
+    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+    if logprobs is not None:
+        choice["logprobs"] = logprobs
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "m"),
+        "choices": [choice] if choices is None else choices,
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+class ScriptedServer:
+    """Answers every chat request with ``reply(body)``; keeps every request body in ``bodies``."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.bodies: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.bodies.append(body)
+                answer = server.reply(body)
+                status, payload = answer if isinstance(answer, tuple) else (200, completion(body, answer))
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def lm_args(self) -> list[str]:
+        """The command-line options that point a command at this server."""
+        return ["--lm", "openai/m", "--api-base", self.url]
+
+
+@contextmanager
+def scripted_server(reply: Reply) -> Iterator[ScriptedServer]:
+    """A running ``ScriptedServer``, shut down afterwards."""
+    server = ScriptedServer(reply)
+    thread = threading.Thread(target=server.httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()

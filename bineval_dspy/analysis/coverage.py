@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, computed_field
 from bineval_dspy.core.console import in_caller_context
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.lm.usage import Cost, measured, total
+from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 
 if TYPE_CHECKING:
     from bineval_dspy.optimize.lessons import Embedder
@@ -128,6 +129,8 @@ class CoverageResult(BaseModel):
     gold_questions: int
     coverage: float  # share of gold questions matched by some generated question
     uniqueness: float  # share of generated questions matching no gold question
+    coverage_interval: Interval | None = None  # 95% bootstrap over gold questions (the shared bootstrap)
+    uniqueness_interval: Interval | None = None  # ... over generated questions
     matches: list[QuestionMatch]
     missed: list[str]  # gold question ids no generated question matches
     unique: list[str]  # generated question ids that match no gold question
@@ -169,6 +172,8 @@ def coverage(generated: Checklist, gold: Checklist, matcher: Matcher, name: str 
         gold_questions=len(gold.questions),
         coverage=sum(covered) / len(covered),
         uniqueness=sum(alone) / len(alone),
+        coverage_interval=Bootstrap([q.id for q in gold.questions]).mean([float(x) for x in covered]),
+        uniqueness_interval=Bootstrap([q.id for q in generated.questions]).mean([float(x) for x in alone]),
         matches=matches,
         missed=[q.id for q, hit in zip(gold.questions, covered) if not hit],
         unique=[q.id for q, lone in zip(generated.questions, alone) if lone],

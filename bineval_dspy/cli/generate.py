@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from rich.table import Table
@@ -16,8 +17,10 @@ from bineval_dspy.core.terminal import styled
 from bineval_dspy.judges.binary import hybrid_judge
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads, lm_identity
+from bineval_dspy.optimize.results import SPLITS_FILE, Splits
 from bineval_dspy.programs.generator import Generator, run_generation, unchecked
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
+from bineval_dspy.programs.state import demos_of, load_program
 from bineval_dspy.suites.rows import load_suite
 
 
@@ -55,13 +58,41 @@ def _keep_finished(out: Path) -> None:
         rewrite_jsonl(out, kept.values())
 
 
+def _program(args: argparse.Namespace, instructions: str | None) -> Generator:
+    """The generator: from ``--program`` (its instructions, demos and token limit, unless ``--max-tokens`` is
+    given), else the default or ``--instructions``."""
+    if not args.program:
+        return Generator(instructions, max_tokens=args.max_tokens or DEFAULT_MAX_TOKENS)
+    program = load_program(Path(args.program), kind="generator").build()
+    if args.max_tokens:
+        program.max_tokens = args.max_tokens
+    return program
+
+
+def _split_rows(rows: list, args: argparse.Namespace) -> list:
+    """The suite rows of one split of an optimizer run (its ``splits.json``, beside ``--program``), in suite order."""
+    if not args.program:
+        raise InputError("--split needs --program RUN_DIR/program.json: the split is the one that run recorded")
+    folder = Path(args.program)
+    folder = folder if folder.is_dir() else folder.parent
+    wanted = set(getattr(Splits.load(folder), args.split))
+    chosen = [row for row in rows if str(row.key) in wanted]
+    if len(chosen) < len(wanted):
+        raise InputError(f"{args.suite}: {len(wanted) - len(chosen)} key(s) of the {args.split} split in {folder / SPLITS_FILE} are not in the suite")
+    return chosen
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate (optionally STICK-improved) responses for a suite; resumable into output made the same way."""
     suite_path = Path(args.suite)
     rows = load_suite(suite_path)
     if not rows:
         raise InputError(f"{suite_path}: no suite rows")
+    if args.split:
+        rows = _split_rows(rows, args)
     rows = rows[: args.limit] if args.limit else rows
+    if args.program and args.instructions:
+        raise InputError("give --program or --instructions, not both: a program file holds its instructions")
     instructions = _read_instructions(Path(args.instructions)) if args.instructions else None
     out = Path(args.output)
     check_output_path(out, suite_path, *([Path(args.instructions)] if args.instructions else []))
@@ -69,13 +100,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         _earlier_records(out)  # a malformed output file is reported before any LM is loaded
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
-    program = Generator(instructions, max_tokens=args.max_tokens)
+    program = _program(args, instructions)
     judge = hybrid_judge(args.mode) if (args.refine or args.best_of > 1) else None
     fingerprint = {
         "suite": file_digest(suite_path),
         "instructions": digest(program.generate.signature.instructions),
+        **({"demos": digest(json.dumps(demos_of(program), sort_keys=True))} if program.generate.demos else {}),
         "lm": lm_identity(lm),
-        "max_tokens": str(args.max_tokens),
+        "max_tokens": str(program.max_tokens),
         "refine": str(args.refine),
         "best_of": str(args.best_of),
         "judge": judge.spec().model_dump_json() if judge is not None else "none",
@@ -134,11 +166,13 @@ def add_generate_command(sub: argparse._SubParsersAction, common: argparse.Argum
     )
     gen.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs")
     gen.add_argument("--instructions", help="a file whose text replaces the default generation instructions")
+    gen.add_argument("--program", metavar="PROGRAM", help="an optimizer's program.json (or its run directory): its instructions, demos and token limit")
+    gen.add_argument("--split", choices=("train", "val", "test"), help="only the rows of this split of the --program run (its splits.json)")
     gen.add_argument("--refine", type=count(0), default=0, metavar="K", help="STICK self-refinement: up to K rewrites")
     gen.add_argument("--best-of", type=count(1), default=1, metavar="N", help="STICK best-of-N: keep the best sample")
     gen.add_argument("--limit", type=count(1), metavar="N", help="only the first N suite rows")
     gen.add_argument("--mode", choices=("strict", "loose"), default="strict", help="verifier mode of the STICK judge")
-    gen.add_argument("--max-tokens", type=count(1), default=DEFAULT_MAX_TOKENS, help="token limit per response")
+    gen.add_argument("--max-tokens", type=count(1), help=f"token limit per response (default {DEFAULT_MAX_TOKENS}, or the --program's)")
     gen.add_argument("-o", "--output", default="responses.jsonl", help="JSONL: key, prompt, response (+ STICK records)")
     gen.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
     add_budget_options(gen, "row")

@@ -38,6 +38,7 @@ from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads, lm_identity
 from bineval_dspy.lm.specs import is_local
 from bineval_dspy.lm.usage import Cost, measured, total
+from bineval_dspy.programs.state import load_program
 
 
 def _read_task(value: str) -> str:
@@ -213,6 +214,26 @@ def _finished_rows(out: Path) -> dict[int, dict[str, Any]]:
     return kept
 
 
+JUDGE_FLAGS = {"cot": False, "samples": 1, "probability": False, "partial": False, "explanations": "all", "calibration": "none"}
+
+
+def _judge_of(args: argparse.Namespace) -> BinaryJudge:
+    """The judge the flags describe, or the one ``--program`` holds (its instructions, demos, thresholds and
+    options: flags that would change them are refused, so the run is the program the optimizer measured)."""
+    if not args.program:
+        return BinaryJudge(
+            chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial,
+            explanations=args.explanations, calibration=args.calibration,
+        )
+    changed = [name for name, default in JUDGE_FLAGS.items() if getattr(args, name) != default]
+    if changed:
+        flag = "--" + changed[0].replace("_", "-")
+        raise InputError(f"{args.program}: the program sets the judge's options; drop {flag} (or edit the program's 'judge' field)")
+    judge = load_program(Path(args.program), kind="judge").build()
+    assert isinstance(judge, BinaryJudge)
+    return judge
+
+
 def cmd_judge(args: argparse.Namespace) -> int:
     """Judge every row of a JSONL file against a checklist; resumable (complete rows are kept, the rest redone)."""
     checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
@@ -224,15 +245,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
         raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
-    judge = BinaryJudge(
-        chain_of_thought=args.cot,
-        samples=args.samples,
-        probability=args.probability,
-        partial=args.partial,
-        explanations=args.explanations,
-        calibration=args.calibration,
-        threads=None if is_local(lm) else (args.threads or DEFAULT_THREADS),  # in-process: one batch per output
-    )
+    judge = _judge_of(args)
+    judge.threads = None if is_local(lm) else (args.threads or DEFAULT_THREADS)  # in-process: one batch per output
     fingerprint = {
         "data": file_digest(data_path),
         "checklist": digest(checklist.model_dump_json()),
@@ -346,6 +360,7 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
 
     judge = sub.add_parser("judge", parents=[common], help="judge rows of (input, output) against a checklist")
     judge.add_argument("--checklist", required=True)
+    judge.add_argument("--program", metavar="PROGRAM", help="a judge program.json from a cross-model optimize run (or its run directory): instructions, demos, thresholds and options")
     judge.add_argument("--data", required=True, help="JSONL rows with 'input' and 'output'; other fields pass through")
     judge.add_argument("-o", "--output", default="scorecards.jsonl")
     judge.add_argument("--cot", action="store_true", help="reason before answering")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
+from bineval_dspy.cli.experiment import add_experiment_command
 from bineval_dspy.cli.generate import add_generate_command
 from bineval_dspy.cli.judge import add_judge_commands
 from bineval_dspy.cli.meta import add_meta_command
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_judge_commands(sub, common)
     add_verify_command(sub, common)
     add_optimize_command(sub, common)
+    add_experiment_command(sub, common)
     add_show_command(sub)
     add_report_command(sub)
     add_generate_command(sub, common)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -16,13 +16,14 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def progress_map(fn: Callable[[T], R], items: Sequence[T], label: str, threads: int = 1) -> Iterator[R]:
-    """Apply ``fn`` to items (in a thread pool when threads > 1), yielding results in order with a progress bar.
+def progress_map(fn: Callable[[T], R], items: Sequence[T], label: str, threads: int = 1, show: bool = True) -> Iterator[R]:
+    """Apply ``fn`` to items (in a thread pool when threads > 1), yielding results in order with a progress bar
+    (none with ``show=False``: library calls that must not print).
 
     Worker threads run inside a copy of the caller's DSPy settings (LM, adapter, callbacks, usage tracker), as
     ``dspy.Parallel`` does: a plain pool would see only the global defaults.
     """
-    with progress_bar(label, len(items)) as advance:
+    with (progress_bar(label, len(items)) if show else nullcontext(lambda: None)) as advance:
         if threads <= 1:
             for item in items:
                 yield fn(item)

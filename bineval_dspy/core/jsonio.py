@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ def read_text(path: Path, what: str = "") -> str:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")  # a byte order mark is no part of the text
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
@@ -44,9 +45,38 @@ def read_text(path: Path, what: str = "") -> str:
 _LINE_SEPARATORS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def dumps_line(obj: Any) -> str:
-    """One JSON Lines line (with its "\n"): UTF-8 text kept readable, Unicode line separators escaped."""
-    return json.dumps(obj, ensure_ascii=False).translate(_LINE_SEPARATORS) + "\n"
+    """One JSON Lines line (with its "\n"): UTF-8 text kept readable, Unicode line separators escaped, and a lone
+    surrogate (which UTF-8 cannot encode) written as its JSON escape."""
+    text = json.dumps(obj, ensure_ascii=False).translate(_LINE_SEPARATORS)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` of standard JSON only: NaN and Infinity are refused (ValueError), as other readers would;
+    nesting too deep to parse is a ValueError too, not a crash."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _check_text(obj: Any, line: str) -> str | None:
+    """Why a parsed line is not text, or None: a lone surrogate escape (\\ud800) decodes to no character."""
+    if "\\ud" not in line.lower():
+        return None
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "a string holds a lone surrogate escape (\\ud800-\\udfff), not text"
+    return None
 
 
 def jsonl_lines(text: str) -> list[str]:
@@ -67,25 +97,34 @@ def read_jsonl(path: Path, required: Sequence[str] = (), *, torn_tail: bool = Fa
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
+            obj = loads(line)
+        except ValueError as exc:
             if torn_tail and number == len(lines) and not text.endswith("\n"):
                 return
-            raise InputError(f"{path}:{number}: malformed JSON ({exc.msg})") from None
+            raise InputError(f"{path}:{number}: malformed JSON ({_reason(exc)})") from None
         if not isinstance(obj, dict):
             raise InputError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
+        problem = _check_text(obj, line)
+        if problem:
+            raise InputError(f"{path}:{number}: {problem}")
         missing = [f for f in required if f not in obj]
         if missing:
             raise InputError(f"{path}:{number}: missing field '{missing[0]}'")
         yield number, obj
 
 
+def _reason(exc: ValueError) -> str:
+    return exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+
+
 def read_json(path: Path) -> Any:
     """The JSON value in a file; malformed JSON is one located InputError."""
     try:
-        return json.loads(read_text(path))
+        return loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: malformed JSON ({exc})") from None
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -24,12 +24,12 @@ def _escaped(char: str) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with control characters (C0 but newline and tab, DEL, C1) and bidirectional overrides written as
-    visible escapes (``\\x1b``), so a terminal shows them instead of obeying them."""
+    """``text`` with control characters (C0 but newline and tab, DEL, C1), lone surrogates and bidirectional
+    overrides written as visible escapes (``\\x1b``), so a terminal shows them instead of obeying them."""
     if text.isprintable():
         return text
     return "".join(
-        _escaped(ch) if (ch not in _KEPT and unicodedata.category(ch) == "Cc") or ch in _BIDI else ch for ch in text
+        _escaped(ch) if (ch not in _KEPT and unicodedata.category(ch) in ("Cc", "Cs")) or ch in _BIDI else ch for ch in text
     )
 
 

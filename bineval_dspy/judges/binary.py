@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 import dspy
 import json_repair
-from dspy.utils.exceptions import AdapterParseError
+from dspy.utils.exceptions import AdapterParseError, LMAuthError
 from pydantic import BaseModel, Field
 
 from bineval_dspy.core.console import in_caller_context
-from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import met, score
 from bineval_dspy.judges.base import CodeRouter
@@ -259,7 +259,9 @@ class BinaryJudge(dspy.Module):
             with dspy.context(adapter=self.adapter if explain else self._verdict_adapter):
                 pred = self.answer(input=input, output=output, question=question.text, config=config)
             answer, explanation = pred.verdict.answer, pred.verdict.explanation
-        except Exception as exc:  # any LM or parse failure is an unanswered question, never a yes
+        except LMAuthError as exc:  # a refused key fails every call alike: the run's setup is wrong, not this answer
+            raise InputError(f"{judge_name}: the LM refused the API key ({one_line(exc)}); check --api-key-env") from None
+        except Exception as exc:  # any other LM or parse failure is an unanswered question, never a yes
             return unanswered(f"no usable answer: {one_line(exc)}")
         if answer not in ("yes", "no"):
             return unanswered(f"unparseable answer {answer!r}")

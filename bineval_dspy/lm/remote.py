@@ -20,12 +20,14 @@ from urllib.parse import urlsplit
 
 import dspy
 from dspy.clients.engines.lm15_engine import LM15Engine, timeouts_for
-from dspy.lm15 import InvalidRequestError, Request, Response, RouterConfig, ServerError
+from dspy.lm15 import InvalidRequestError, LM15Error, Request, Response, RouterConfig, ServerError
 
 from bineval_dspy.core.errors import InputError
 
 DEFAULT_TIMEOUT = 120.0  # seconds to wait for a server's answer to one call
 RETRIES = 1  # one retry of a transient failure: a dead or hung server costs at most 2 x timeout + 1 s per call
+# DSPy sleeps for a server's Retry-After before its retry, however long: "Retry-After: 100000" would stall a run
+# for a day. The wait is capped at the call timeout, so a throttling server costs at most 3 x timeout per call.
 
 # Schema spellings in the order tried: OpenAI's, llama-cpp-python's, then JSON mode with the schema left to the prompt.
 _FORMS = ("json_schema", "json_object_schema", "json_object")
@@ -48,6 +50,7 @@ class RemoteEngine:
     ) -> None:
         self.spec = spec
         self.api_base = _checked_url(api_base)
+        self.timeout = timeout
         prefix, _, model = spec.partition("/")
         # lm15's dialect for the server: Ollama's own, else its open-server one (vLLM's). That sends ``max_tokens``,
         # which every server takes, where the ``openai/`` prefix would send api.openai.com's ``max_completion_tokens``
@@ -74,7 +77,16 @@ class RemoteEngine:
         return self  # program copies share one connection pool
 
     def complete(self, request: Request) -> Response:
-        """Send one request; a schema goes out in the first spelling this server has not refused."""
+        """Send one request (see ``_send``); a server's Retry-After is capped at the call timeout."""
+        try:
+            return self._send(request)
+        except LM15Error as exc:
+            if exc.retry_after is not None and exc.retry_after > self.timeout:
+                exc.retry_after = self.timeout
+            raise
+
+    def _send(self, request: Request) -> Response:
+        """One request; a schema goes out in the first spelling this server has not refused."""
         request = replace(request, model=self._wire_model)
         schema_format = request.config.response_format
         if not schema_format or schema_format.get("type") != "json_schema":

@@ -45,6 +45,8 @@ def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = 
         api_key = os.environ.get(args.api_key_env)
         if api_key is None:
             raise InputError(f"--api-key-env {args.api_key_env}: environment variable {args.api_key_env} is not set")
+    if args.lm is not None and not args.lm.strip():
+        raise InputError("--lm: empty; name a model (smollm2, gemma3-270m, a .gguf path or a LiteLLM string) or leave it out")
     return LMOptions(
         spec=spec or args.lm or DEFAULT_LM,
         api_base=args.api_base,
@@ -66,7 +68,10 @@ def configure(options: LMOptions | str | None = None, cache_dir: Path | None = N
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"--cache-dir {folder}: cannot create ({exc.strerror})") from None
-    cache.install(folder)
+    try:
+        cache.install(folder)
+    except Exception as exc:  # diskcache's sqlite refuses a damaged or foreign folder
+        raise InputError(f"--cache-dir {folder}: not a usable LM cache ({one_line(exc)}); delete it or give another folder") from None
     lm = make_lm(**options.model_dump(exclude_none=True))
     _check_loads(lm, options)
     dspy.configure(lm=lm)

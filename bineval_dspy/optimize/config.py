@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -32,6 +32,7 @@ from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.optimize.results import Splits, TestScorer
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.generator import Generator
+from bineval_dspy.programs.state import JudgeOptions
 from bineval_dspy.suites.rows import SuiteRow, load_suite
 
 SPLIT_NAMES = ("train", "val", "test")
@@ -50,6 +51,7 @@ class DataConfig(_Strict):
     val: int | Path = Field(default=8, description="a count, or a file")
     test: int | Path = Field(default=0, description="a count (0: no test split), or a file")
     seed: int = 0
+    limit: dict[str, int] = Field(default_factory=dict, description="at most this many groups per split (the first of each)")
 
     @model_validator(mode="after")
     def _counts_or_files(self) -> DataConfig:
@@ -73,6 +75,7 @@ class ProgramConfig(_Strict):
     max_tokens: int = Field(default=256, ge=8)
     llm_questions: tuple[int, int] = (0, 0)
     threads: int = Field(default=1, ge=1, description="examples run at once (an in-process model batches them)")
+    judge: JudgeOptions = Field(default_factory=JudgeOptions, description="cross mode: the student judge's options")
 
     @field_validator("llm_questions")
     @classmethod
@@ -102,7 +105,14 @@ class RunConfig(_Strict):
 
 def load_config(path: Path) -> RunConfig:
     """Parse and validate a run config; relative paths are taken from the config's folder."""
-    config = load_toml(path, RunConfig)
+    return resolve_paths(load_toml(path, RunConfig), path)
+
+
+Config = TypeVar("Config", bound=RunConfig)
+
+
+def resolve_paths(config: Config, path: Path) -> Config:
+    """A config read from ``path`` with its data files and run directory taken from that file's folder."""
     config.source = str(path)
     base = path.parent
     data = config.data
@@ -192,13 +202,26 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
             if missing:
                 raise InputError(f"{config.data.examples}: example {missing[0]} has no 'reference' and no [reference] lm is set")
             feedback = CrossModelFeedback()
-        student = BinaryJudge(probability=settings.thresholds)  # thresholds are fitted on the P(yes) it reads
+        options = config.program.judge.model_dump()
+        options["probability"] = options["probability"] or settings.thresholds  # thresholds are fitted on the P(yes) it reads
+        student = BinaryJudge(**options)
         if config.program.instructions:
             student.answer.signature = student.answer.signature.with_instructions(config.program.instructions)
+    if config.data.limit:
+        splits = _limited(splits, config.data.limit, "key" if config.mode == "self" else "example_id")
     if "seed" not in settings.model_fields_set:
         settings = settings.model_copy(update={"seed": config.data.seed})
     optimizer = BinEvalOptimizer(feedback, settings=settings, run_dir=config.run_dir, progress=progress)
     return student, optimizer, splits
+
+
+def _limited(splits: tuple[list, list, list], limit: dict[str, int], group_by: str) -> tuple[list, list, list]:
+    """Each split cut to its first ``limit[name]`` groups (a smoke-test run of a full-size config)."""
+    out = []
+    for name, part in zip(SPLIT_NAMES, splits):
+        keep = list(dict.fromkeys(str(ex[group_by]) for ex in part))[: limit.get(name, len(part))]
+        out.append([ex for ex in part if str(ex[group_by]) in set(keep)])
+    return out[0], out[1], out[2]
 
 
 def splits_of(config: RunConfig, splits: tuple[list, list, list]) -> Splits:

@@ -194,8 +194,8 @@ def _question_count(metric: Any, example: dspy.Example) -> int:
 
 def _feedback_failure(example_id: str, task_input: str, output: str, feedback: str) -> Failure:
     return Failure(
-        id=f"{example_id}:feedback", example_id=example_id, question="(the metric's feedback)", dimension="metric",
-        input=task_input, output=output, explanation=feedback or "scored below 1", got="no",
+        id=f"{example_id}:feedback", example_id=example_id, question=feedback or "(the metric scored it below 1)",
+        dimension="metric", input=task_input, output=output, explanation=feedback or "scored below 1", got="no",
     )
 
 

@@ -71,7 +71,7 @@ class BinEvalMetric:
 
     def output_of(self, pred: Any) -> str:
         """The judged text of a prediction; a prediction without the field is a located error, not an empty text."""
-        if isinstance(pred, dspy.Prediction) and self.output_field not in pred.keys():
+        if isinstance(pred, dspy.Prediction) and self.output_field not in pred:
             fields = ", ".join(sorted(pred.keys())) or "none"
             raise InputError(f"the prediction has no field '{self.output_field}' (the metric's output_field; it has {fields})")
         return str(getattr(pred, self.output_field, "") or "")

@@ -165,12 +165,17 @@ class TestScorer:
         self._boot: Bootstrap | None = None
 
     def evaluation(self, state: State, label: str) -> Evaluation:
+        """The student in ``state`` on test (each state evaluated once)."""
         key = json.dumps(state, sort_keys=True, default=str)
         if key not in self._memo:
             program = self.student.deepcopy()
             set_state(program, *state)
-            self._memo[key] = self.feedback.evaluate(program, self.test, label=f"  test: {label}")
+            self._memo[key] = self.evaluate(program, label)
         return self._memo[key]
+
+    def evaluate(self, program: dspy.Module, label: str) -> Evaluation:
+        """Any program on test, with the run's feedback."""
+        return self.feedback.evaluate(program, self.test, label=f"  test: {label}")
 
     def bootstrap(self, evaluation: Evaluation) -> Bootstrap:
         """One set of draws over the test items' groups, shared by every state (items come in test order)."""

@@ -91,11 +91,12 @@ def _suite_row(obj: dict[str, Any], where: str) -> SuiteRow:
     return row
 
 
-def load_suite(path: Path, skipped: list[InputError] | None = None) -> list[SuiteRow]:
+def load_suite(path: Path | str, skipped: list[InputError] | None = None) -> list[SuiteRow]:
     """Read an IFBench-style suite (JSON Lines). Invalid rows raise InputError, or go to ``skipped`` when given.
 
     Malformed JSON always raises: the rest of such a file cannot be trusted.
     """
+    path = Path(path)
     rows: list[SuiteRow] = []
     first_line: dict[str, int] = {}
     for number, obj in read_jsonl(path):

@@ -25,8 +25,8 @@ from bineval_dspy.lm.specs import make_lm
 from bineval_dspy.lm.usage import Measurement, measuring
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import RunConfig, build, load_config, run_fingerprint
-from bineval_dspy.programs.state import prompt_length
 from bineval_dspy.optimize.settings import OptimizerSettings
+from bineval_dspy.programs.state import prompt_length
 from bineval_dspy.tune.config import Param
 from bineval_dspy.tune.runners import Objective, TrialContext, TrialEnv, run_settings
 

@@ -65,11 +65,14 @@ def test_the_matches_missed_and_unique_questions_are_listed_with_similarities():
     assert {(m.generated, m.gold): m.similarity for m in result.matches} == pytest.approx({("q0", "q0"): 0.9, ("q1", "q1"): 0.75, ("q3", "q0"): 0.8})
     assert result.missed == ["q2", "q3"]
     assert result.unique == ["q2"]
+    ci = result.coverage_interval  # half the gold questions covered: resampling them moves the share both ways
+    assert ci is not None and ci.estimate == 0.5 and ci.low is not None and ci.high is not None and ci.low < 0.5 < ci.high
 
 
 def test_a_checklist_covers_itself_fully_and_adds_nothing():
     result = coverage(GOLD, GOLD, embedding_matcher(fake_embed))
     assert (result.coverage, result.uniqueness) == (1.0, 0.0)
+    assert result.coverage_interval is not None and (result.coverage_interval.low, result.coverage_interval.high) == (1.0, 1.0)
 
 
 def test_a_bad_threshold_is_refused():

@@ -159,7 +159,9 @@ def test_optimize_records_cost_per_iteration_and_a_budget_stop_resumes_with_no_c
     audit = json.loads((tmp_path / "whole" / "audit.json").read_text())
     parts = [assert_block(audit["start"]["usage"]), *(assert_block(it["usage"]) for it in audit["iterations"])]
     run = assert_block(audit["usage"])
-    assert run == total(parts) and run.lm_calls == len(whole.engine.requests) and run.usd == pytest.approx(run.lm_calls * per_call_usd())
+    test = assert_block(json.loads((tmp_path / "whole" / "results.json").read_text())["usage"])  # the test split's scoring
+    assert run == total(parts) and run.lm_calls + test.lm_calls == len(whole.engine.requests)
+    assert run.usd == pytest.approx(run.lm_calls * per_call_usd())
     assert all(it["lm_calls"] == it["usage"]["lm_calls"] for it in audit["iterations"])  # as earlier audits named them
 
     stopped = route_cli_lm(monkeypatch, World(), model=PRICED, usage=USAGE)

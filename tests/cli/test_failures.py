@@ -116,7 +116,7 @@ def test_feedback_and_metric_share_one_definition_of_unanswered():
     judge = BinaryJudge()
     checklist = Checklist(task="t", dimensions=["d"], questions=[Question(text="Is it kind?", dimension="d")])
     judge.set_lm(scripted_lm(script))
-    evaluation = SelfUpdateFeedback(judge, lambda ex: checklist).evaluate(Generator("x"), rows(2))
+    evaluation = SelfUpdateFeedback(bineval_metric(judge, lambda ex: checklist)).evaluate(Generator("x"), rows(2))
     metric = bineval_metric(judge, lambda ex: checklist)(rows(1)[0], dspy.Prediction(response="r"))
     assert evaluation.score == 0.0 and evaluation.unanswered == 2 and evaluation.failures == []
     assert metric.score == 0.0 and "Unanswered" in metric.feedback and "Failed" not in metric.feedback
@@ -225,11 +225,12 @@ def test_optimize_refuses_to_resume_under_a_changed_config(tmp_path, use, capsys
 
 def test_the_lesson_bank_does_not_carry_over_between_compile_calls():
     dspy.configure(lm=scripted_lm(World()))
-    opt = BinEvalOptimizer(SelfUpdateFeedback(BinaryJudge(), checklist_for), bank=lessons.LessonBank(embed=bag_of_words), max_iterations=1)
-    first = opt.compile(Generator("Answer the request."), trainset=rows(2), valset=rows(2))
-    second = opt.compile(Generator("Answer the request."), trainset=rows(2), valset=rows(2))
-    assert first.lesson_bank is not second.lesson_bank
-    assert [x.support for x in second.lesson_bank.lessons] == [2]  # not 4: the first run's support is not counted
+    opt = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), bank=lessons.LessonBank(embed=bag_of_words), max_iterations=1)
+    opt.compile(Generator("Answer the request."), trainset=rows(2), valset=rows(2))
+    first = opt.lesson_bank
+    opt.compile(Generator("Answer the request."), trainset=rows(2), valset=rows(2))
+    assert opt.lesson_bank is not None and first is not opt.lesson_bank
+    assert [x.support for x in opt.lesson_bank.lessons] == [2]  # not 4: the first run's support is not counted
 
 
 # -- 7 and 9: one located line for every user mistake --------------------------------------------------------

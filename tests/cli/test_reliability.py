@@ -494,3 +494,70 @@ def test_ctrl_c_in_tune_is_one_line_not_a_traceback(tmp_path):
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == ExitCode.INTERRUPTED
     assert "Traceback" not in err and "interrupted" in err
+
+
+# -- the second pass (docs/reliability.md) -----------------------------------------------------------------------
+def test_a_refused_api_key_stops_the_run_in_one_line(tmp_path, capsys):
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    refusal = {"error": {"message": "bad key", "type": "invalid_request_error", "code": "invalid_api_key"}}
+    with scripted_server(lambda body: (401, refusal)) as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--threads", "1")) == ExitCode.INPUT
+    assert "the LM refused the API key" in capsys.readouterr().err
+    assert (tmp_path / "out.jsonl").read_bytes() == b""  # no row written as if its questions were merely unanswered
+
+
+def test_a_server_asking_to_retry_after_a_day_costs_one_timeout(tmp_path):
+    write_inputs(tmp_path)
+    with scripted_server(lambda body: (429, {"error": {"message": "slow down", "type": "rate_limit"}})) as server:
+        handler = server.httpd.RequestHandlerClass
+        send = handler.send_response
+
+        def send_response(self, code, message=None):
+            send(self, code, message)
+            if code == 429:
+                self.send_header("Retry-After", "100000")
+
+        handler.send_response = send_response
+        started = time.time()
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--timeout", "1")) == ExitCode.INCOMPLETE
+    assert time.time() - started < 20 and len(server.bodies) == 2  # one retry, after at most the timeout
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (b'{"input": "a", "output": "b", "x": NaN}', "malformed JSON (NaN is not JSON)"),
+        (b'{"input": "a", "output": "b", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "malformed JSON (nested too deeply)"),
+        (b'{"input": "a\\ud800", "output": "b"}', "a string holds a lone surrogate"),
+    ],
+)
+def test_data_that_is_not_standard_json_text_is_one_located_line(tmp_path, monkeypatch, capsys, line, message):
+    lm = route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path)
+    (tmp_path / "rows.jsonl").write_bytes(line + b"\n")
+    assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT
+    assert f"rows.jsonl:1: {message}" in capsys.readouterr().err
+    assert lm.engine.requests == []
+
+
+def test_a_byte_order_mark_is_no_part_of_the_data(tmp_path, monkeypatch):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path)
+    (tmp_path / "rows.jsonl").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "rows.jsonl").read_bytes().replace(b"\n", b"\r\n"))
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+
+
+def test_a_damaged_cache_folder_is_one_line(tmp_path, capsys):
+    write_inputs(tmp_path)
+    with scripted_server(lambda body: verdict("yes")) as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.OK
+        for db in (tmp_path / "cache").rglob("*.db"):
+            db.write_bytes(b"not sqlite" * 100)
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--overwrite")) == ExitCode.INPUT
+    assert "not a usable LM cache" in capsys.readouterr().err
+
+
+def test_an_empty_lm_name_is_refused_not_read_as_the_default(tmp_path, capsys):
+    write_inputs(tmp_path)
+    assert cli.main(judge_args(tmp_path, "--lm", "")) == ExitCode.INPUT
+    assert "--lm: empty" in capsys.readouterr().err

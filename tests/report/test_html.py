@@ -65,3 +65,9 @@ def test_report_command_writes_one_file_on_every_run(every_kind, tmp_path, capsy
     assert "<title>&lt;i&gt;mine&lt;/i&gt;</title>" in html and html.count('<section id="run-') == 5
     assert cli.main(["report", str(every_kind.paths[0]), "-o", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_an_optimizer_run_shows_its_test_split(every_kind):
+    html = every_kind.report.read_text(encoding="utf-8")
+    assert "Test split (1 items, never seen by the loop; final = iteration 1)" in html
+    assert "+1.000 [1.000, 1.000]" in html  # the paired difference of the kept edit on the test prompt

@@ -1,0 +1,68 @@
+"""``bineval experiment CONFIG.toml``: arms side by side (start, optimizers, GEPA, Best-of-N, STICK), one table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.experiment.config import BestOfArm, ExperimentConfig, GepaArm, RefineArm, load_experiment
+from bineval_dspy.experiment.runner import RESULTS_FILE, TABLE_FILE, markdown, run_experiment
+from bineval_dspy.lm import runtime
+
+TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, "n": 2, "metric_calls": 6}
+
+
+def tiny(config: ExperimentConfig) -> ExperimentConfig:
+    """The same experiment at smoke-test size, in its own run directory: few groups per split (the first of each
+    split file), one iteration, short outputs, two samples, a small GEPA budget."""
+    data = config.data
+    update = {name: min(value, TINY[name]) for name in ("train", "val", "test") if isinstance(value := getattr(data, name), int)}
+    arms = []
+    for arm in config.arms:
+        if isinstance(arm, BestOfArm):
+            arm = arm.model_copy(update={"n": TINY["n"]})
+        elif isinstance(arm, RefineArm):
+            arm = arm.model_copy(update={"iterations": 1})
+        elif isinstance(arm, GepaArm):
+            arm = arm.model_copy(update={"calls_like": None, "max_metric_calls": TINY["metric_calls"], "minibatch": 1})
+        arms.append(arm)
+    return config.model_copy(update={
+        "data": data.model_copy(update={**update, "limit": {n: TINY[n] for n in ("train", "val", "test")}}),
+        "program": config.program.model_copy(update={"max_tokens": min(config.program.max_tokens, TINY["max_tokens"])}),
+        "optimizer": config.optimizer.model_copy(update={"max_iterations": TINY["max_iterations"]}),
+        "arms": arms,
+        "resamples": min(config.resamples, 200),
+        "run_dir": config.run_dir.with_name(config.run_dir.name + "-tiny"),
+    })
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    """Run (or resume) every arm of an experiment; ``--lm`` replaces the config's ``lm``."""
+    config = load_experiment(Path(args.config))
+    source = f"{config.source}: field 'lm' ="
+    if args.lm is not None and args.lm != config.lm:
+        console.print(f"--lm {args.lm} replaces lm = {config.lm!r} of {config.source}")
+        config, source = config.model_copy(update={"lm": args.lm}), "--lm"
+    if args.tiny:
+        config = tiny(config)
+    cache = args.cache_dir or config.run_dir / "cache"
+    lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), cache)
+    results = run_experiment(config, lm, say=console.print)
+    print(markdown(results))  # the table, on stdout
+    console.print(f"wrote {RESULTS_FILE} and {TABLE_FILE} in {config.run_dir}")
+    console.print(f"cost: {results.usage.summary()} (optimization and test evaluation of every arm)")
+    if results.incomplete:
+        console.print(f"arm(s) {', '.join(results.incomplete)} have unanswered verdicts or failed outputs on test; rerun to retry them", style="yellow")
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
+
+
+def add_experiment_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``bineval experiment``."""
+    parser = sub.add_parser("experiment", parents=[common], help="arms side by side on one test split, with paired intervals (TOML config)")
+    parser.add_argument("config", help="an optimize run description plus [[arms]] (see bineval_dspy/experiment/config.py); "
+                        "writes RUN_DIR/results.json, results.md and each arm's folder under RUN_DIR/arms")
+    parser.add_argument("--tiny", action="store_true", help="the same experiment at smoke-test size, in RUN_DIR-tiny (what the test suite runs)")
+    parser.set_defaults(func=cmd_experiment)

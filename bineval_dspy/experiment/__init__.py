@@ -1,0 +1,1 @@
+"""Experiments as configs: arms side by side on one test split (`bineval experiment`)."""

@@ -1,0 +1,157 @@
+"""Each arm kind makes the program an experiment scores on test; optimizing arms resume from their own folder.
+
+An arm returns the program and what its optimization cost (generation-time arms spend at test time instead,
+which the runner measures for every arm alike). Everything an arm decides is kept under ``RUN_DIR/arms/NAME``:
+the optimizer's audit and program, GEPA's program and log, so a rerun redoes nothing that finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import dspy
+from pydantic import BaseModel
+
+from bineval_dspy.core.fingerprint import digest
+from bineval_dspy.core.jsonio import load_model
+from bineval_dspy.core.schema import Checklist
+from bineval_dspy.experiment.config import BestOfArm, BinEvalArm, ExperimentConfig, GepaArm, RefineArm, StartArm
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm.runtime import lm_identity
+from bineval_dspy.lm.usage import Cost, measuring
+from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint
+from bineval_dspy.optimize.feedback import FeedbackSource
+from bineval_dspy.optimize.settings import OptimizerSettings
+from bineval_dspy.programs.refine import BestOfN, SelfRefine
+from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
+
+ARM_FILE = "arm.json"
+
+
+@dataclass
+class ArmContext:
+    """What every arm works from: the experiment, its student and splits, its feedback and LM."""
+
+    config: ExperimentConfig
+    student: dspy.Module
+    train: list[dspy.Example]
+    val: list[dspy.Example]
+    test: list[dspy.Example]
+    feedback: FeedbackSource
+    lm: dspy.LM
+    optimization_calls: dict[str, int]  # arms done so far: their optimization's LM calls (for GEPA's budget)
+
+    def folder(self, name: str) -> Path:
+        return self.config.run_dir / "arms" / name
+
+
+class SavedArm(BaseModel):
+    """An optimizing arm's outcome, kept so a rerun with the same settings does not optimize again."""
+
+    fingerprint: str
+    program: ProgramFile
+    usage: Cost
+
+
+def start_arm(arm: StartArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
+    return context.student.deepcopy(), Cost()
+
+
+def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
+    """``BinEvalOptimizer`` on the experiment's splits, its settings over the config's; resumes from its audit."""
+    config = context.config
+    settings = OptimizerSettings(**{**config.optimizer.model_dump(exclude_unset=True), **arm.optimizer})
+    run = config.model_copy(update={"optimizer": settings, "run_dir": context.folder(arm.name)})
+    student, optimizer, _ = build(run, progress=True)
+    optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json()}
+    program = optimizer.compile(student, trainset=context.train, valset=context.val)
+    assert optimizer.audit is not None
+    return program, optimizer.audit.usage
+
+
+def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
+    """``dspy.GEPA`` on the run's metric; its budget matched to an earlier arm's LM calls when ``calls_like``."""
+    folder = context.folder(arm.name)
+    m = arm.minibatch
+    budget = arm.max_metric_calls
+    if budget is None:  # GEPA spends one call per metric call (code verifiers judge) and one reflection call per
+        spent = context.optimization_calls[arm.calls_like or ""]  # ~2m rollouts: this budget makes its total about equal
+        budget = max(len(context.val) + 2 * m, round(spent * 2 * m / (2 * m + 1)))
+    fingerprint = digest(json.dumps([_fingerprint(context), arm.model_dump(), budget], sort_keys=True))
+
+    def optimize() -> dspy.Module:
+        metric = getattr(context.feedback, "metric", None)
+        gepa = dspy.GEPA(
+            metric, max_metric_calls=budget, reflection_lm=context.lm, reflection_minibatch_size=m,
+            num_threads=context.config.program.threads, seed=context.config.data.seed, log_dir=str(folder / "gepa"),
+        )
+        with contextlib.redirect_stdout(sys.stderr):  # GEPA's evaluation bars would land in the table on stdout
+            return gepa.compile(context.student, trainset=context.train, valset=context.val)
+
+    return _saved(folder, fingerprint, context.student, optimize)
+
+
+def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
+    return Stick(context, best_of=arm.n, temperature=arm.temperature), Cost()
+
+
+def refine_arm(arm: RefineArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
+    return Stick(context, refine=arm.iterations), Cost()
+
+
+class Stick(dspy.Module):
+    """The start program with STICK at generation time: each prompt's output chosen among ``best_of`` samples, or
+    revised ``refine`` times, by the prompt's own checklist (the metric's: the suite's code verifiers)."""
+
+    def __init__(self, context: ArmContext, *, best_of: int = 1, refine: int = 0, temperature: float = 0.7) -> None:
+        super().__init__()
+        self.program = context.student.deepcopy()
+        metric = getattr(context.feedback, "metric", None)
+        self.judge: BinaryJudge = metric.judge  # type: ignore[union-attr]
+        self._checklist_for: Callable[[dspy.Example], Checklist] = metric.checklist_for  # type: ignore[union-attr]
+        self.checklists = {str(ex.prompt): ex for ex in [*context.train, *context.val, *context.test]}
+        self.best_of, self.refine, self.temperature = best_of, refine, temperature
+
+    def forward(self, prompt: str) -> dspy.Prediction:
+        checklist = self._checklist_for(self.checklists[prompt])
+        card = None
+        if self.best_of > 1:
+            pick = BestOfN(self.program, self.judge, self.best_of, self.temperature)(prompt=prompt, checklist=checklist)
+            response, card = pick.response, pick.scorecard
+        else:
+            response = self.program(prompt=prompt).response
+        if self.refine:
+            max_tokens = getattr(self.program, "max_tokens", None) or 256
+            refined = SelfRefine(self.judge, self.refine, max_tokens=max_tokens)
+            response = refined(prompt=prompt, response=response, checklist=checklist, scorecard=card).response
+        return dspy.Prediction(response=response)
+
+
+def _saved(folder: Path, fingerprint: str, student: dspy.Module, optimize: Callable[[], dspy.Module]) -> tuple[dspy.Module, Cost]:
+    """The arm's saved program when its fingerprint matches, else ``optimize()``'s, saved with its cost."""
+    path = folder / ARM_FILE
+    if path.is_file():
+        saved = load_model(path, SavedArm)
+        if saved.fingerprint == fingerprint:
+            return saved.program.apply(student.deepcopy()), saved.usage
+    with measuring() as measurement:
+        program = optimize()
+    state = ProgramFile.of(program)
+    folder.mkdir(parents=True, exist_ok=True)
+    state.save(folder / PROGRAM_FILE)
+    path.write_text(SavedArm(fingerprint=fingerprint, program=state, usage=measurement.cost).model_dump_json(indent=2), encoding="utf-8")
+    return program, measurement.cost
+
+
+def _fingerprint(context: ArmContext) -> str:
+    """What the arms share: the run description (data files' bytes, program, optimizer) and the LM."""
+    base = RunConfig.model_validate(context.config.model_dump(include=set(RunConfig.model_fields)))
+    return digest(json.dumps(run_fingerprint(base, lm_identity(context.lm)), sort_keys=True))
+
+
+ARMS = {"start": start_arm, "bineval": bineval_arm, "gepa": gepa_arm, "best_of": best_of_arm, "refine": refine_arm}

@@ -1,0 +1,103 @@
+"""`bineval experiment CONFIG.toml`: arms side by side on one split of one data set, in one TOML file.
+
+The file is an optimize run description (``mode``, ``lm``, ``[data]``, ``[program]``, ``[optimizer]``: see
+``optimize.config``) plus ``[[arms]]``, each a named way of getting a program to score on the test split:
+
+- ``start``: the program as ``[program]`` describes it (the usual baseline);
+- ``bineval``: ``BinEvalOptimizer`` with ``[optimizer]``'s settings and the arm's own ``optimizer`` table over them
+  (``bloat_guard = false``, ``accept = "significant"``, ``demos = 2`` ...);
+- ``gepa`` (self mode): ``dspy.GEPA`` on the same metric, reflecting with the run's LM; ``calls_like = "ARM"`` gives
+  it about as many LM calls as that arm's optimization spent, else ``max_metric_calls``;
+- ``best_of`` and ``refine`` (self mode): the start program with STICK at generation time, ``n`` samples chosen by
+  the row's checklist (the suite's code verifiers: an exact selector), or ``iterations`` rounds of self-refinement.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import load_toml
+from bineval_dspy.optimize.config import RunConfig, resolve_paths
+
+
+class _Arm(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+-]+$", description="the arm's row in the table and its folder")
+
+
+class StartArm(_Arm):
+    kind: Literal["start"] = "start"
+
+
+class BinEvalArm(_Arm):
+    kind: Literal["bineval"] = "bineval"
+    optimizer: dict[str, Any] = Field(default_factory=dict, description="settings over the config's [optimizer]")
+
+
+class GepaArm(_Arm):
+    kind: Literal["gepa"] = "gepa"
+    calls_like: str | None = Field(default=None, description="an earlier arm whose optimization LM calls GEPA may spend")
+    max_metric_calls: int | None = Field(default=None, ge=1)
+    minibatch: int = Field(default=3, ge=1, description="GEPA's reflection_minibatch_size")
+
+    @model_validator(mode="after")
+    def _one_budget(self) -> GepaArm:
+        if (self.calls_like is None) == (self.max_metric_calls is None):
+            raise ValueError("give exactly one of calls_like and max_metric_calls")
+        return self
+
+
+class BestOfArm(_Arm):
+    kind: Literal["best_of"] = "best_of"
+    n: int = Field(default=8, ge=2)
+    temperature: float = Field(default=0.7, ge=0, le=2)
+
+
+class RefineArm(_Arm):
+    kind: Literal["refine"] = "refine"
+    iterations: int = Field(default=1, ge=1)
+
+
+ArmConfig = Annotated[StartArm | BinEvalArm | GepaArm | BestOfArm | RefineArm, Field(discriminator="kind")]
+GENERATION_ONLY = ("gepa", "best_of", "refine")  # kinds that need a generator (self mode)
+
+
+class ExperimentConfig(RunConfig):
+    """A run config with arms; ``baseline`` names the arm every other is compared with (default: the first)."""
+
+    name: str = "experiment"
+    baseline: str | None = None
+    resamples: int = Field(default=1000, ge=0, description="bootstrap resamples over test items")
+    arms: list[ArmConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _arms_fit(self) -> ExperimentConfig:
+        names = [arm.name for arm in self.arms]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"arm name {repeated[0]!r} is used twice")
+        if self.baseline is not None and self.baseline not in names:
+            raise ValueError(f"baseline {self.baseline!r} is not an arm")
+        for index, arm in enumerate(self.arms):
+            if arm.kind in GENERATION_ONLY and self.mode != "self":
+                raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} needs a generator (mode = \"self\")")
+            if isinstance(arm, GepaArm) and arm.calls_like is not None and arm.calls_like not in names[:index]:
+                raise ValueError(f"arm {arm.name!r}: calls_like {arm.calls_like!r} is not an earlier arm")
+        return self
+
+    @property
+    def baseline_arm(self) -> str:
+        return self.baseline or self.arms[0].name
+
+
+def load_experiment(path: Path) -> ExperimentConfig:
+    """Parse and validate an experiment config; relative paths are taken from its folder."""
+    config = load_toml(path, ExperimentConfig)
+    if not config.data.split_files and config.data.test == 0:
+        raise InputError(f"{path}: field 'data.test': an experiment scores its arms on a test split; give test > 0 or a file")
+    return resolve_paths(config, path)

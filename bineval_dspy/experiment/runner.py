@@ -1,0 +1,146 @@
+"""Run an experiment's arms one after another on one split and compare each with the baseline on test.
+
+Every arm's program is scored on the same test items with the run's own feedback (the optimizer's measure) and,
+for suites, verify's four accuracies; every interval comes from one set of bootstrap draws over test groups, so
+each arm's difference from the baseline is paired. LM calls are counted apart for optimization and for the test
+evaluation (where Best-of-N and STICK spend theirs). ``RUN_DIR/results.json`` and ``results.md`` hold the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import dspy
+from pydantic import BaseModel, Field
+
+from bineval_dspy.experiment.arms import ARMS, ArmContext
+from bineval_dspy.experiment.config import ExperimentConfig
+from bineval_dspy.lm.usage import Cost, measuring, total
+from bineval_dspy.optimize.config import build, splits_of, test_scorer
+from bineval_dspy.optimize.feedback import Evaluation
+from bineval_dspy.optimize.results import MEASURES, SplitScore
+from bineval_dspy.programs.state import ProgramFile, prompt_length
+from bineval_dspy.stats.bootstrap import Interval
+
+RESULTS_FILE = "results.json"
+TABLE_FILE = "results.md"
+
+
+class Comparison(BaseModel):
+    """An arm minus the baseline on the same test items: the score, each accuracy and kappa, paired."""
+
+    score: Interval
+    accuracy: dict[str, Interval] = Field(default_factory=dict)
+    kappa: Interval | None = None
+
+
+class ArmResult(BaseModel):
+    """One arm: what its optimization and its test evaluation cost, its test scores and its difference from the
+    baseline (None for the baseline itself)."""
+
+    name: str
+    kind: str
+    optimization: Cost
+    test_usage: Cost
+    test: SplitScore
+    vs_baseline: Comparison | None = None
+    prompt_chars: int | None = None
+    program: ProgramFile | None = None
+
+    @property
+    def lm_calls(self) -> int:
+        return self.optimization.lm_calls + self.test_usage.lm_calls
+
+
+class ExperimentResults(BaseModel):
+    name: str
+    mode: str
+    splits: dict[str, int]
+    baseline: str
+    arms: list[ArmResult]
+
+    @property
+    def usage(self) -> Cost:
+        return total([arm.optimization + arm.test_usage for arm in self.arms])
+
+    @property
+    def incomplete(self) -> list[str]:
+        """Arms whose test evaluation has unanswered verdicts or failed outputs: a rerun retries them."""
+        return [arm.name for arm in self.arms if arm.test.unanswered or arm.test.errors]
+
+
+def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], None] = lambda text: None) -> ExperimentResults:
+    """Every arm in order (each resumes from its folder), then the comparison table; ``say`` gets progress lines."""
+    student, optimizer, (train, val, test) = build(config, progress=True)
+    splits_of(config, (train, val, test)).save(config.run_dir)
+    scorer = test_scorer(config, student, optimizer, test)
+    scorer.resamples = config.resamples
+    context = ArmContext(config, student, train, val, test, optimizer.feedback, lm, optimization_calls={})
+    evaluations: dict[str, Evaluation] = {}
+    results: list[ArmResult] = []
+    for arm in config.arms:
+        say(f"arm {arm.name} ({arm.kind})")
+        program, cost = ARMS[arm.kind](arm, context)  # type: ignore[operator]
+        context.optimization_calls[arm.name] = cost.lm_calls
+        with measuring() as measurement:
+            evaluations[arm.name] = scorer.evaluate(program, arm.name)
+        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa") else None
+        chars = prompt_length(state.instructions, state.demos) if state is not None else None
+        results.append(ArmResult(
+            name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
+            test=scorer.score(evaluations[arm.name]), prompt_chars=chars, program=state,
+        ))
+        say(f"arm {arm.name}: test score {evaluations[arm.name].score:.3f}")
+    base = evaluations[config.baseline_arm]
+    for result in results:
+        if result.name == config.baseline_arm:
+            continue
+        after = evaluations[result.name]
+        result.vs_baseline = Comparison(
+            score=scorer.difference(after, base),
+            accuracy={name: scorer.difference(after, base, name) for name in result.test.accuracy},
+            kappa=scorer.difference(after, base, "kappa") if result.test.kappa is not None else None,
+        )
+    experiment = ExperimentResults(
+        name=config.name, mode=config.mode, splits={"train": len(train), "val": len(val), "test": len(test)},
+        baseline=config.baseline_arm, arms=results,
+    )
+    save(experiment, config.run_dir)
+    return experiment
+
+
+def save(results: ExperimentResults, run_dir: Path) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = run_dir / (RESULTS_FILE + ".tmp")
+    tmp.write_text(results.model_dump_json(indent=2), encoding="utf-8")
+    tmp.replace(run_dir / RESULTS_FILE)
+    (run_dir / TABLE_FILE).write_text(markdown(results) + "\n", encoding="utf-8")
+
+
+def markdown(results: ExperimentResults) -> str:
+    """One table: every arm's test figures with intervals and its paired difference from the baseline."""
+    self_mode = results.mode == "self"
+    main = "strict_prompt" if self_mode else "kappa"
+    header = ["arm", "kind", "LM calls (optimize + test)", "score [95% CI]", f"{main} [95% CI]", f"{main} minus {results.baseline} [paired 95% CI]"]
+    if self_mode:
+        header += ["strict instruction", "loose prompt", "loose instruction", "prompt chars"]
+    lines = [
+        f"{results.name}: {results.splits['test']} test items ({results.splits['train']} train, {results.splits['val']} val); "
+        f"baseline {results.baseline}",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + " --- |" * len(header),
+    ]
+    for arm in results.arms:
+        value = arm.test.accuracy.get(main) if self_mode else arm.test.kappa
+        diff = None if arm.vs_baseline is None else (arm.vs_baseline.accuracy.get(main) if self_mode else arm.vs_baseline.kappa)
+        cells = [
+            arm.name, arm.kind, f"{arm.optimization.lm_calls} + {arm.test_usage.lm_calls}", arm.test.interval.text(),
+            value.text() if value else "n/a", diff.text(signed=True) if diff else "—",
+        ]
+        if self_mode:
+            cells += [arm.test.accuracy[name].text() for name in MEASURES[1:]]
+            cells.append("—" if arm.prompt_chars is None else str(arm.prompt_chars))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

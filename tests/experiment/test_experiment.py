@@ -1,0 +1,142 @@
+"""`bineval experiment`: every experiment config in experiments/ runs at its tiny size, and the table is honest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bineval_dspy import cli
+from bineval_dspy.optimize import lessons
+from bineval_dspy.testing.scripted import Reply
+from tests.conftest import SHARED_DATA, route_cli_lm, verdict_json
+from tests.optimize.test_optimizer import World, bag_of_words
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+CONFIGS = sorted(path for path in EXPERIMENTS.glob("*.toml") if "[[arms]]" in path.read_text())
+SUITE_ROW = {"instruction_id_list": ["detectable_format:number_bullet_lists"], "kwargs": [{"num_bullets": 2}]}
+
+
+class JudgingWorld(World):
+    """The optimizer's scripted world, which also answers judge questions (yes, unless the question says "no")."""
+
+    def __call__(self, request):
+        user = request.messages[-1].text
+        if "[[ ## question ## ]]" in user and "[[ ## lesson ## ]]" not in user and "[[ ## explanation ## ]]" not in user:
+            answer = "no" if " not " in user.split("[[ ## question ## ]]")[1] else "yes"
+            return Reply(verdict_json(answer), p_yes=0.8 if answer == "yes" else 0.3)
+        return super().__call__(request)
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
+    return route_cli_lm(monkeypatch, JudgingWorld())
+
+
+def test_every_experiment_config_is_an_experiment():
+    assert {path.name for path in CONFIGS} >= {"ifeval.toml", "ifbench.toml", "infobench.toml"}
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
+def test_each_config_runs_at_its_tiny_size(config, tmp_path, scripted, capsys):
+    from bineval_dspy.experiment.config import load_experiment
+
+    loaded = load_experiment(config)
+    made = _prepare_infobench(loaded.data.split_files) if config.name == "infobench.toml" else []
+    needed = [p for p in (loaded.data.suite, loaded.data.examples, *loaded.data.split_files.values()) if p is not None]
+    if not all(path.exists() for path in needed):
+        pytest.skip(f"{config.name}: its data is not here ({', '.join(str(p) for p in needed if not p.exists())})")
+    run_dir = loaded.run_dir.with_name(loaded.run_dir.name + "-tiny")
+    argv = ["experiment", str(config), "--tiny", "--cache-dir", str(tmp_path / "cache")]
+    try:
+        code = cli.main(argv)
+        results = json.loads((run_dir / "results.json").read_text())
+        splits = json.loads((run_dir / "splits.json").read_text())
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        for path in made:
+            path.unlink()
+    assert code in (0, 1)  # 1: an arm left verdicts unanswered on the scripted LM's replies, said, not hidden
+    assert [arm["name"] for arm in results["arms"]] == [arm.name for arm in loaded.arms]
+    assert 0 < len(splits["test"]) <= 3 and len(splits["train"]) <= 2  # groups: prompts, or instructions
+    out = capsys.readouterr().out
+    assert "| arm |" in out and all(arm.name in out for arm in loaded.arms)
+
+
+def _prepare_infobench(files: dict[str, Path]) -> list[Path]:
+    """The InFoBench split files the config reads, written by its script at tiny size when they are missing (and
+    the shared data is here); returns what it wrote, for the test to remove."""
+    missing = [path for path in files.values() if not path.exists()]
+    if not missing or not (SHARED_DATA / "infobench" / "infobench.jsonl").is_file():
+        return []
+    out = missing[0].parent
+    script = [sys.executable, str(EXPERIMENTS / "infobench_examples.py"), "--data", str(SHARED_DATA / "infobench"), "--out", str(out)]
+    subprocess.run([*script, "--train", "2", "--val", "2", "--test", "3"], check=True, capture_output=True)
+    return missing
+
+
+def test_arms_side_by_side_with_paired_intervals_against_the_start(tmp_path, scripted, capsys):
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(10)) + "\n")
+    config = tmp_path / "exp.toml"
+    config.write_text(f"""
+name = "fruits"
+mode = "self"
+run_dir = "runs/exp"
+[data]
+suite = "{suite.name}"
+train = 3
+val = 2
+test = 5
+[program]
+instructions = "Answer the request."
+[optimizer]
+max_iterations = 2
+[[arms]]
+name = "start"
+kind = "start"
+[[arms]]
+name = "guard"
+kind = "bineval"
+[[arms]]
+name = "significant"
+kind = "bineval"
+optimizer = {{ accept = "significant" }}
+[[arms]]
+name = "best-of-2"
+kind = "best_of"
+n = 2
+""")
+    assert cli.main(["experiment", str(config)]) == 0
+    results = json.loads((tmp_path / "runs" / "exp" / "results.json").read_text())
+    arms = {arm["name"]: arm for arm in results["arms"]}
+    assert arms["start"]["test"]["accuracy"]["strict_prompt"]["estimate"] == 0.0 and arms["start"]["vs_baseline"] is None
+    guard = arms["guard"]
+    assert guard["test"]["accuracy"]["strict_prompt"]["estimate"] == 1.0
+    assert guard["vs_baseline"]["accuracy"]["strict_prompt"] == {"estimate": 1.0, "low": 1.0, "high": 1.0}
+    assert guard["optimization"]["lm_calls"] > 0 and guard["program"]["instructions"]["generate"].endswith("Use bullet points.")
+    # the significant guard keeps the same edit here: both validation prompts go from 0 to 1, in every draw
+    assert arms["significant"]["program"] == guard["program"]
+    # Best-of-2 samples the start prompt: the scripted generator never writes bullets for it, so nothing to select
+    assert arms["best-of-2"]["test"]["accuracy"]["strict_prompt"]["estimate"] == 0.0
+    assert arms["best-of-2"]["test_usage"]["lm_calls"] == 2 * 5
+    table = (tmp_path / "runs" / "exp" / "results.md").read_text()
+    assert "strict_prompt minus start [paired 95% CI]" in table and "+1.000 [1.000, 1.000]" in table
+    # a rerun resumes every arm: no optimization repeated
+    capsys.readouterr()
+    assert cli.main(["experiment", str(config)]) == 0
+    again = json.loads((tmp_path / "runs" / "exp" / "results.json").read_text())
+    assert [a["test"] for a in again["arms"]] == [a["test"] for a in results["arms"]]
+
+
+def test_a_bad_experiment_config_is_one_located_line(tmp_path, capsys):
+    config = tmp_path / "exp.toml"
+    config.write_text('mode = "cross"\nrun_dir = "r"\n[data]\nexamples = "e.jsonl"\ntest = 2\n[[arms]]\nname = "b"\nkind = "best_of"\n')
+    assert cli.main(["experiment", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "needs a generator" in err and "exp.toml" in err and len(err.strip().splitlines()) == 1

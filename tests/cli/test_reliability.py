@@ -561,3 +561,21 @@ def test_an_empty_lm_name_is_refused_not_read_as_the_default(tmp_path, capsys):
     write_inputs(tmp_path)
     assert cli.main(judge_args(tmp_path, "--lm", "")) == ExitCode.INPUT
     assert "--lm: empty" in capsys.readouterr().err
+
+
+def test_an_output_that_links_to_an_input_is_refused(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    c, d = write_inputs(tmp_path)
+    (tmp_path / "link.jsonl").symlink_to(d)
+    code = cli.main(["judge", "--checklist", str(c), "--data", str(d), "-o", str(tmp_path / "link.jsonl"), "--overwrite"])
+    assert code == ExitCode.INPUT and "is also an input of this command" in capsys.readouterr().err
+    assert json.loads(d.read_text()) == {"input": "a", "output": "b"}
+
+
+def test_a_cache_dir_that_is_a_file_is_one_line(tmp_path, capsys):
+    write_inputs(tmp_path)
+    (tmp_path / "cache").write_text("a file")
+    with scripted_server(lambda body: verdict("yes")) as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.INPUT
+        assert server.bodies == []
+    assert "--cache-dir" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.lm import cache
-from bineval_dspy.lm.specs import DEFAULT_LM, is_local, make_lm
+from bineval_dspy.lm.specs import DEFAULT_LM, check_provider_key, is_local, make_lm
 
 DEFAULT_THREADS = 4  # parallel calls for remote LMs when --threads is not given
 CACHE_ENV = "BINEVAL_CACHE_DIR"
@@ -72,6 +72,8 @@ def configure(options: LMOptions | str | None = None, cache_dir: Path | None = N
         cache.install(folder)
     except Exception as exc:  # diskcache's sqlite refuses a damaged or foreign folder
         raise InputError(f"--cache-dir {folder}: not a usable LM cache ({one_line(exc)}); delete it or give another folder") from None
+    if "/" in options.spec and not options.spec.endswith(".gguf") and not options.api_base and not options.api_key:
+        check_provider_key(options.spec, options.source)  # before any row: every call would be refused
     lm = make_lm(**options.model_dump(exclude_none=True))
     _check_loads(lm, options)
     dspy.configure(lm=lm)

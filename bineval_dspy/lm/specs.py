@@ -105,8 +105,6 @@ def make_lm(
         )
     if api_key:
         kwargs["api_key"] = api_key
-    else:
-        _check_provider_key(spec, source)
     return dspy.LM(
         spec, temperature=temperature, max_tokens=max_tokens, cache=cache, timeout=timeout, num_retries=remote.RETRIES, **kwargs
     )
@@ -127,7 +125,7 @@ def _check_gguf(path: Path, where: str) -> None:
         raise InputError(f"{where}: not a GGUF model file (it does not start with the GGUF magic bytes)")
 
 
-def _check_provider_key(spec: str, source: str) -> None:
+def check_provider_key(spec: str, source: str = "--lm") -> None:
     """A provider model (no ``--api-base``) whose API key is not in the environment is refused before any work, as
     LiteLLM would refuse every call. Offline: LiteLLM's own table of each provider's key variables."""
     import litellm

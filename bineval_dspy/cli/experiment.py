@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bineval_dspy.cli.options import command_line_lm
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.experiment.config import BestOfArm, ExperimentConfig, GepaArm, RefineArm, load_experiment
@@ -41,10 +42,7 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run (or resume) every arm of an experiment; ``--lm`` replaces the config's ``lm``."""
     config = load_experiment(Path(args.config))
-    source = f"{config.source}: field 'lm' ="
-    if args.lm is not None and args.lm != config.lm:
-        console.print(f"--lm {args.lm} replaces lm = {config.lm!r} of {config.source}")
-        config, source = config.model_copy(update={"lm": args.lm}), "--lm"
+    config, source = command_line_lm(args, config)
     if args.tiny:
         config = tiny(config)
     cache = args.cache_dir or config.run_dir / "cache"

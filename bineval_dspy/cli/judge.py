@@ -31,7 +31,7 @@ from bineval_dspy.core.jsonio import (
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join, lineage_scores
 from bineval_dspy.core.terminal import styled
-from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.binary import NO_P_YES, BinaryJudge
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.budget import metered_map
@@ -281,6 +281,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
     for key in tracked if cards else []:
         _print_lineage_means(checklist, cards, key)
     incomplete = sum(not card.complete for card in cards)
+    unread = sum(NO_P_YES in v.explanation for card in cards for v in card.verdicts)
+    if unread:
+        console.print(f"{unread} verdict(s) without P(yes) (the LM sent no logprobs): scored by their answers, marked in each explanation", style="yellow")
     console.print(f"wrote {written} row(s) to {out}" if todo else f"nothing to judge: {out} is complete")
     console.print(f"cost: {spent.summary()}")
     if stopped is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bineval_dspy.cli.options import add_budget_options, budget_meter, count
+from bineval_dspy.cli.options import add_budget_options, budget_meter, command_line_lm, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 from bineval_dspy.lm import runtime
@@ -18,10 +18,7 @@ from bineval_dspy.meta.runner import SCORES_FILE, MetaEvalResults, run_meta_eval
 def cmd_meta_eval(args: argparse.Namespace) -> int:
     """Run (or resume) a meta-evaluation; ``--lm`` and ``--limit`` given on the command line replace the config's."""
     config = load_config(Path(args.config))
-    source = f"{config.source}: field 'lm' ="
-    if args.lm is not None and args.lm != config.lm:
-        console.print(f"--lm {args.lm} replaces lm = {config.lm!r} of {config.source}")
-        config, source = config.model_copy(update={"lm": args.lm}), "--lm"
+    config, source = command_line_lm(args, config)
     if args.limit is not None and args.limit != config.limit:
         console.print(f"--limit {args.limit} replaces limit = {config.limit} of {config.source}")
         config = config.model_copy(update={"limit": args.limit})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bineval_dspy.cli.options import add_budget_options, budget_meter
+from bineval_dspy.cli.options import add_budget_options, budget_meter, command_line_lm
 from bineval_dspy.cli.show import show_run
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
@@ -21,10 +21,7 @@ from bineval_dspy.report.runs import load_runs
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Run (or resume) the optimization a config describes; ``--lm`` given on the command line replaces ``lm``."""
     config = load_config(Path(args.config))
-    source = f"{config.source}: field 'lm' ="
-    if args.lm is not None and args.lm != config.lm:
-        console.print(f"--lm {args.lm} replaces lm = {config.lm!r} of {config.source}")
-        config.lm, source = args.lm, "--lm"
+    config, source = command_line_lm(args, config)
     lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir)
     meter = budget_meter(args, [lm.model, *(spec for spec in (config.lesson_lm, config.reference.lm) if spec)])
     student, optimizer, (train, val, test) = build(config, progress=True)

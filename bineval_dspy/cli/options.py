@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
+from pydantic import BaseModel
+
+from bineval_dspy.core.console import console
 from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.prices import check_priced
 
@@ -55,3 +59,17 @@ def budget_meter(args: argparse.Namespace, models: Iterable[str]) -> BudgetMeter
     if budget.max_cost is not None:
         check_priced(models)
     return BudgetMeter(budget)
+
+
+Config = TypeVar("Config", bound=BaseModel)
+
+
+def command_line_lm(args: argparse.Namespace, config: Config) -> tuple[Config, str]:
+    """A run config with ``--lm`` (when given) in place of its ``lm``, said on the console, and where the LM spec
+    came from, for error messages."""
+    source = f"{getattr(config, 'source', '')}: field 'lm' ="
+    current: str = getattr(config, "lm")  # noqa: B009  (a run config of any kind: each has an lm field)
+    if args.lm is None or args.lm == current:
+        return config, source
+    console.print(f"--lm {args.lm} replaces lm = {current!r} of {getattr(config, 'source', '')}")
+    return config.model_copy(update={"lm": args.lm}), "--lm"

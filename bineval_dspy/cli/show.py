@@ -25,6 +25,7 @@ from bineval_dspy.optimize.results import TestResults
 from bineval_dspy.report.html import TITLES, amount, number
 from bineval_dspy.report.runs import (
     AnalysisRun,
+    ExperimentRun,
     JudgeRun,
     MetaRun,
     OptimizerRun,
@@ -189,6 +190,21 @@ def show_tune(run: TuneRun) -> None:
     print_best(run.results)
 
 
+def show_experiment(run: ExperimentRun) -> None:
+    """Every arm's test figure with its interval and its paired difference from the baseline (two decimals)."""
+    results = run.results
+    main = "strict_prompt" if results.mode == "self" else "kappa"
+    title = f"{results.name}: {results.splits['test']} test items; {main.replace('_', ' ')} against {results.baseline}"
+    table = _table(title, "arm", "calls", main.replace("_", " "), "minus baseline", left=("arm",))
+    for arm in results.arms:
+        value = arm.test.accuracy.get(main) if results.mode == "self" else arm.test.kappa
+        comparison = arm.vs_baseline
+        diff = None if comparison is None else (comparison.accuracy.get(main) if results.mode == "self" else comparison.kappa)
+        _row(table, arm.name, arm.lm_calls, value.text(2) if value else "n/a", diff.text(2, signed=True) if diff else "-")
+    console.print(table)
+    _spend(run.spend)
+
+
 def show_run(run: Run) -> None:
     _say(f"== {TITLES[run.kind]}: {shown_path(run.source)}")
     if isinstance(run, JudgeRun):
@@ -199,6 +215,8 @@ def show_run(run: Run) -> None:
         show_optimizer(run)
     elif isinstance(run, AnalysisRun):
         show_analysis(run)
+    elif isinstance(run, ExperimentRun):
+        show_experiment(run)
     else:
         show_tune(run)
 

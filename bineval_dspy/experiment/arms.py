@@ -20,13 +20,20 @@ from pydantic import BaseModel
 from bineval_dspy.core.fingerprint import digest
 from bineval_dspy.core.jsonio import load_model
 from bineval_dspy.core.schema import Checklist
-from bineval_dspy.experiment.config import BestOfArm, BinEvalArm, ExperimentConfig, GepaArm, RefineArm, StartArm
+from bineval_dspy.experiment.config import (
+    BestOfArm,
+    BinEvalArm,
+    ExperimentConfig,
+    GepaArm,
+    RefineArm,
+    StartArm,
+    arm_settings,
+)
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.runtime import lm_identity
 from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint
 from bineval_dspy.optimize.feedback import FeedbackSource
-from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.refine import BestOfN, SelfRefine
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
 
@@ -65,8 +72,7 @@ def start_arm(arm: StartArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
 def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     """``BinEvalOptimizer`` on the experiment's splits, its settings over the config's; resumes from its audit."""
     config = context.config
-    settings = OptimizerSettings(**{**config.optimizer.model_dump(exclude_unset=True), **arm.optimizer})
-    run = config.model_copy(update={"optimizer": settings, "run_dir": context.folder(arm.name)})
+    run = config.model_copy(update={"optimizer": arm_settings(config, arm), "run_dir": context.folder(arm.name)})
     student, optimizer, _ = build(run, progress=True)
     optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json()}
     program = optimizer.compile(student, trainset=context.train, valset=context.val)

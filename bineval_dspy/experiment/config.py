@@ -17,11 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import load_toml
+from bineval_dspy.core.jsonio import describe_validation_error, load_toml
 from bineval_dspy.optimize.config import RunConfig, resolve_paths
+from bineval_dspy.optimize.settings import OptimizerSettings
 
 
 class _Arm(BaseModel):
@@ -88,11 +89,21 @@ class ExperimentConfig(RunConfig):
                 raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} needs a generator (mode = \"self\")")
             if isinstance(arm, GepaArm) and arm.calls_like is not None and arm.calls_like not in names[:index]:
                 raise ValueError(f"arm {arm.name!r}: calls_like {arm.calls_like!r} is not an earlier arm")
+            if isinstance(arm, BinEvalArm):
+                try:
+                    arm_settings(self, arm)
+                except ValidationError as exc:
+                    raise ValueError(f"arm {arm.name!r}: optimizer {describe_validation_error(exc)}") from None
         return self
 
     @property
     def baseline_arm(self) -> str:
         return self.baseline or self.arms[0].name
+
+
+def arm_settings(config: ExperimentConfig, arm: BinEvalArm) -> OptimizerSettings:
+    """An optimizer arm's settings: its own over the config's ``[optimizer]``."""
+    return OptimizerSettings(**{**config.optimizer.model_dump(exclude_unset=True), **arm.optimizer})
 
 
 def load_experiment(path: Path) -> ExperimentConfig:

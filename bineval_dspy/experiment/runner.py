@@ -19,7 +19,7 @@ from bineval_dspy.experiment.config import ExperimentConfig
 from bineval_dspy.lm.usage import Cost, measuring, total
 from bineval_dspy.optimize.config import build, splits_of, test_scorer
 from bineval_dspy.optimize.feedback import Evaluation
-from bineval_dspy.optimize.results import MEASURES, SplitScore
+from bineval_dspy.optimize.results import MEASURES, SplitScore, TestScorer
 from bineval_dspy.programs.state import ProgramFile, prompt_length
 from bineval_dspy.stats.bootstrap import Interval
 
@@ -71,14 +71,18 @@ class ExperimentResults(BaseModel):
 
 
 def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], None] = lambda text: None) -> ExperimentResults:
-    """Every arm in order (each resumes from its folder), then the comparison table; ``say`` gets progress lines."""
+    """Every arm in order (each resumes from its folder); the table is saved after each arm, so an interrupted
+    run shows what finished; ``say`` gets progress lines."""
     student, optimizer, (train, val, test) = build(config, progress=True)
     splits_of(config, (train, val, test)).save(config.run_dir)
     scorer = test_scorer(config, student, optimizer, test)
     scorer.resamples = config.resamples
     context = ArmContext(config, student, train, val, test, optimizer.feedback, lm, optimization_calls={})
     evaluations: dict[str, Evaluation] = {}
-    results: list[ArmResult] = []
+    experiment = ExperimentResults(
+        name=config.name, mode=config.mode, splits={"train": len(train), "val": len(val), "test": len(test)},
+        baseline=config.baseline_arm, arms=[],
+    )
     for arm in config.arms:
         say(f"arm {arm.name} ({arm.kind})")
         program, cost = ARMS[arm.kind](arm, context)  # type: ignore[operator]
@@ -86,15 +90,22 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
         with measuring() as measurement:
             evaluations[arm.name] = scorer.evaluate(program, arm.name)
         state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa") else None
-        chars = prompt_length(state.instructions, state.demos) if state is not None else None
-        results.append(ArmResult(
+        experiment.arms.append(ArmResult(
             name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
-            test=scorer.score(evaluations[arm.name]), prompt_chars=chars, program=state,
+            test=scorer.score(evaluations[arm.name]), program=state,
+            prompt_chars=prompt_length(state.instructions, state.demos) if state is not None else None,
         ))
+        _compare(experiment, evaluations, scorer)
+        save(experiment, config.run_dir)
         say(f"arm {arm.name}: test score {evaluations[arm.name].score:.3f}")
-    base = evaluations[config.baseline_arm]
-    for result in results:
-        if result.name == config.baseline_arm:
+    return experiment
+
+
+def _compare(experiment: ExperimentResults, evaluations: dict[str, Evaluation], scorer: TestScorer) -> None:
+    """Each finished arm's paired difference from the baseline, once the baseline is done."""
+    base = evaluations.get(experiment.baseline)
+    for result in experiment.arms:
+        if base is None or result.name == experiment.baseline or result.vs_baseline is not None:
             continue
         after = evaluations[result.name]
         result.vs_baseline = Comparison(
@@ -102,12 +113,6 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
             accuracy={name: scorer.difference(after, base, name) for name in result.test.accuracy},
             kappa=scorer.difference(after, base, "kappa") if result.test.kappa is not None else None,
         )
-    experiment = ExperimentResults(
-        name=config.name, mode=config.mode, splits={"train": len(train), "val": len(val), "test": len(test)},
-        baseline=config.baseline_arm, arms=results,
-    )
-    save(experiment, config.run_dir)
-    return experiment
 
 
 def save(results: ExperimentResults, run_dir: Path) -> None:

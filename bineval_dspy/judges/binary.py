@@ -64,6 +64,9 @@ EXPLANATION_STOP = '"explanation"'
 _VERDICT_START = re.compile(
     r'\s*\{\s*(?:"reasoning"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"verdict"\s*:\s*\{\s*"answer"\s*:\s*"(yes|no)"\s*(?:,|\}|$)'
 )
+# The mark of a verdict that probability mode or calibration should have read P(yes) for, from an LM that sent no
+# logprobs: scored by its answer, and saying so, never silently.
+NO_P_YES = "[no P(yes): the LM sent no logprobs at the verdict token; scored by its answer]"
 LOCAL_PARALLEL = 16  # questions sent together to an in-process model, which decodes them as one batch
 
 
@@ -249,8 +252,8 @@ class BinaryJudge(dspy.Module):
         return verdict
 
     def _read(self, input: str, output: str, question: Question, config: dict, explain: bool, judge_name: str) -> Verdict:
-        """The LM's verdict for one call, or an unanswered one saying why (an error, a reply that does not parse,
-        or, where the score needs it, no P(yes) in the reply)."""
+        """The LM's verdict for one call, or an unanswered one saying why (an error, a reply that does not parse);
+        a verdict whose P(yes) the score needs but the reply lacks is marked ``NO_P_YES``."""
 
         def unanswered(why: str) -> Verdict:
             return Verdict(question_id=question.id, answer="unanswered", explanation=why, judge=judge_name)
@@ -267,8 +270,8 @@ class BinaryJudge(dspy.Module):
             return unanswered(f"unparseable answer {answer!r}")
         # P(yes) is read at the verdict token and kept beside the parsed answer; it never overrides it
         p_yes = p_yes_from_logprobs(getattr(pred, "logprobs", None)) if "logprobs" in config else None
-        if p_yes is None and self._needs_p_yes():
-            return unanswered("no P(yes): the LM returned no logprobs at the verdict token, which --probability and --calibration need")
+        if p_yes is None and self._needs_p_yes():  # the answer stands, but never passes for a probability
+            explanation = f"{explanation} {NO_P_YES}".strip()
         return Verdict(question_id=question.id, answer=answer, p_yes=p_yes, explanation=explanation, judge=judge_name)
 
     def _needs_p_yes(self) -> bool:

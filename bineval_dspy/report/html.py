@@ -32,11 +32,23 @@ from bineval_dspy import __version__
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate
 from bineval_dspy.report import figures
 from bineval_dspy.report.figures import Figure
-from bineval_dspy.report.runs import AnalysisRun, JudgeRun, MetaRun, OptimizerRun, Run, TuneRun, shown_path
+from bineval_dspy.report.runs import (
+    AnalysisRun,
+    ExperimentRun,
+    JudgeRun,
+    MetaRun,
+    OptimizerRun,
+    Run,
+    TuneRun,
+    shown_path,
+)
 from bineval_dspy.report.stats import audit_cost, dimension_means, method_rates, question_rates, spreads, trajectory
 
 ASSETS = files("bineval_dspy.report").joinpath("assets")
-TITLES = {"judge": "judge output", "meta": "meta-evaluation", "optimizer": "optimizer run", "analysis": "analysis", "tune": "tune study"}
+TITLES = {
+    "judge": "judge output", "meta": "meta-evaluation", "optimizer": "optimizer run", "analysis": "analysis", "tune": "tune study",
+    "experiment": "experiment",
+}
 
 
 # -- formatting (template filters) ---------------------------------------------------------------------------------
@@ -187,6 +199,11 @@ def _tune_view(run: TuneRun, charts: Charts) -> dict[str, Any]:
     }
 
 
+def _experiment_view(run: ExperimentRun, charts: Charts) -> dict[str, Any]:
+    results = run.results
+    return {"run": run, "results": results, "measures": list(dict.fromkeys(m for arm in results.arms for m in arm.test.accuracy))}
+
+
 def _view(run: Run, charts: Charts) -> dict[str, Any]:
     if isinstance(run, JudgeRun):
         return _judge_view(run, charts)
@@ -196,6 +213,8 @@ def _view(run: Run, charts: Charts) -> dict[str, Any]:
         return _optimizer_view(run, charts)
     if isinstance(run, AnalysisRun):
         return _analysis_view(run, charts)
+    if isinstance(run, ExperimentRun):
+        return _experiment_view(run, charts)
     return _tune_view(run, charts)
 
 

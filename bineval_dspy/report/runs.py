@@ -27,6 +27,7 @@ from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, load_model, read_json_object, read_jsonl, read_text
 from bineval_dspy.core.schema import Scorecard
+from bineval_dspy.experiment.runner import ExperimentResults
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate, LevelCorrelation
 from bineval_dspy.meta.runner import SCORES_FILE, OutputScore
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
@@ -34,7 +35,7 @@ from bineval_dspy.optimize.results import RESULTS_FILE as OPTIMIZE_RESULTS_FILE
 from bineval_dspy.optimize.results import RunResults
 from bineval_dspy.tune.report import RESULTS_FILE, TuneResults
 
-Kind = Literal["judge", "meta", "optimizer", "analysis", "tune"]
+Kind = Literal["judge", "meta", "optimizer", "analysis", "tune", "experiment"]
 ANALYSIS_FILES = {"phi": "phi.json", "pruning": "pruning.json", "weights": "weights.json"}
 META_RESULTS = "results.csv"
 
@@ -179,7 +180,17 @@ class TuneRun:
     kind: Kind = "tune"
 
 
-Run = JudgeRun | MetaRun | OptimizerRun | AnalysisRun | TuneRun
+@dataclass(frozen=True)
+class ExperimentRun:
+    """A ``bineval experiment`` run's ``results.json``: every arm on the test split against the baseline."""
+
+    source: Path
+    results: ExperimentResults
+    spend: Spend = field(default_factory=dict)
+    kind: Kind = "experiment"
+
+
+Run = JudgeRun | MetaRun | OptimizerRun | AnalysisRun | TuneRun | ExperimentRun
 
 
 # -- finding and reading -----------------------------------------------------------------------------------------
@@ -208,7 +219,7 @@ def _folder_runs(folder: Path) -> list[Run]:
         runs.append(_analysis(folder, {kind: folder / name for kind, name in ANALYSIS_FILES.items() if (folder / name).is_file()}))
     own = (folder / SCORES_FILE).is_file() or (folder / AUDIT_FILE).is_file()  # a meta-eval and an optimizer write one too
     if (folder / RESULTS_FILE).is_file() and not own:
-        runs.append(_tune(folder / RESULTS_FILE, read_json_object(folder / RESULTS_FILE)))
+        runs.append(_json_run(folder / RESULTS_FILE, read_json_object(folder / RESULTS_FILE)))
     if not runs:
         raise InputError(f"{folder}: not a run directory (no {AUDIT_FILE}, {SCORES_FILE}, {ANALYSIS_FILES['phi']} or {RESULTS_FILE})")
     return runs
@@ -221,7 +232,7 @@ def _validated(model: type[Any], raw: Any, where: str) -> Any:
         raise InputError(f"{where}: {describe_validation_error(exc)}") from None
 
 
-NOT_A_RUN = "not a run the library writes (an optimizer's audit.json, a meta-eval's scores.jsonl, analyze's phi.json, pruning.json or weights.json, tune's results.json, judge or demo output)"
+NOT_A_RUN = "not a run the library writes (an optimizer's audit.json, a meta-eval's scores.jsonl, analyze's phi.json, pruning.json or weights.json, tune's or experiment's results.json, judge or demo output)"
 
 
 def _json_run(path: Path, raw: dict[str, Any]) -> Run:
@@ -230,6 +241,9 @@ def _json_run(path: Path, raw: dict[str, Any]) -> Run:
         return _optimizer(path, raw)
     if {"study", "trials"} <= raw.keys():
         return _tune(path, raw)
+    if {"arms", "baseline"} <= raw.keys():
+        results = _validated(ExperimentResults, raw, str(path))
+        return ExperimentRun(source=path.parent, results=results, spend=spend_of({"usage": results.usage.model_dump(mode="json")}))
     for kind, keys in (("phi", {"statistic", "dimensions"}), ("pruning", {"dropped", "questions_before"}), ("weights", {"alpha", "folds"})):
         if keys <= raw.keys():
             return _analysis(path.parent, {kind: path})

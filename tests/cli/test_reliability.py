@@ -427,12 +427,13 @@ def test_duplicate_rows_of_two_writers_are_kept_once_on_resume(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("option", [["--probability"], ["--calibration", "content_free"]])
-def test_probability_without_logprobs_is_unanswered_never_a_hard_answer(tmp_path, option):
-    write_inputs(tmp_path)
+def test_probability_without_logprobs_marks_every_verdict(tmp_path, capsys, option):
+    write_inputs(tmp_path, questions=[Question(text="Is it short?", dimension="d"), Question(text="Is it kind?", dimension="d")])
     with scripted_server(lambda body: verdict("yes")) as server:  # this server never sends logprobs
-        assert cli.main(judge_args(tmp_path, *server.lm_args(), *option)) == ExitCode.INCOMPLETE
-    (v,) = results(tmp_path / "out.jsonl")[0]["scorecard"]["verdicts"]
-    assert v["answer"] == "unanswered" and "no P(yes)" in v["explanation"]
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), *option)) == ExitCode.OK
+    verdicts = results(tmp_path / "out.jsonl")[0]["scorecard"]["verdicts"]
+    assert all(v["p_yes"] is None and "[no P(yes): the LM sent no logprobs" in v["explanation"] for v in verdicts)
+    assert "2 verdict(s) without P(yes)" in capsys.readouterr().err
 
 
 def test_show_escapes_terminal_control_sequences(tmp_path, monkeypatch, capsys):

@@ -134,9 +134,35 @@ n = 2
     assert [a["test"] for a in again["arms"]] == [a["test"] for a in results["arms"]]
 
 
-def test_a_bad_experiment_config_is_one_located_line(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "mode, arm, message",
+    [
+        ("cross", 'name = "b"\nkind = "best_of"', "needs a generator"),
+        ("self", 'name = "g"\nkind = "bineval"\noptimizer = { max_iteration = 2 }', "arm 'g': optimizer field 'max_iteration'"),
+        ("self", 'name = "g"\nkind = "gepa"\ncalls_like = "nobody"', "calls_like 'nobody' is not an earlier arm"),
+    ],
+)
+def test_a_bad_experiment_config_is_one_located_line(tmp_path, capsys, mode, arm, message):
     config = tmp_path / "exp.toml"
-    config.write_text('mode = "cross"\nrun_dir = "r"\n[data]\nexamples = "e.jsonl"\ntest = 2\n[[arms]]\nname = "b"\nkind = "best_of"\n')
+    data = 'examples = "e.jsonl"' if mode == "cross" else 'suite = "s.jsonl"'
+    config.write_text(f'mode = "{mode}"\nrun_dir = "r"\n[data]\n{data}\ntest = 2\n[[arms]]\n{arm}\n')
     assert cli.main(["experiment", str(config)]) == 2
     err = capsys.readouterr().err
-    assert "needs a generator" in err and "exp.toml" in err and len(err.strip().splitlines()) == 1
+    assert message in err and "exp.toml" in err and len(err.strip().splitlines()) == 1
+
+
+def test_show_and_report_read_an_experiment(tmp_path, scripted, capsys):
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(6)) + "\n")
+    config = tmp_path / "exp.toml"
+    body = f'mode = "self"\nrun_dir = "runs/e"\n[data]\nsuite = "{suite.name}"\ntrain = 2\nval = 2\ntest = 2\n[program]\ninstructions = "Answer."\n'
+    config.write_text(body + '[[arms]]\nname = "start"\nkind = "start"\n[[arms]]\nname = "guard"\nkind = "bineval"\n')
+    assert cli.main(["experiment", str(config)]) == 0
+    run = tmp_path / "runs" / "e"
+    capsys.readouterr()
+    assert cli.main(["show", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert "== experiment:" in err and "guard" in err and "+1.00 [1.00, 1.00]" in err
+    assert cli.main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "2 arms on 2 test items" in html and "+1.000 [1.000, 1.000]" in html

@@ -35,6 +35,7 @@ from bineval_dspy.judges.binary import NO_P_YES, BinaryJudge
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.budget import metered_map
+from bineval_dspy.lm.cache import reply_journal
 from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads, lm_identity
 from bineval_dspy.lm.specs import is_local
 from bineval_dspy.lm.usage import Cost, measured, total
@@ -133,13 +134,19 @@ def _print_ranking(summaries: list[dict], cards: list[Scorecard]) -> None:
 
 
 def _write_checklist(writer: ChecklistWriter, task: str, dimensions: list[str]) -> Checklist:
-    """The writer's checklist; an LM that gives nothing usable stops the command in one line."""
-    try:
-        return writer(task=task, dimensions=dimensions)
-    except (InputError, RunError):
-        raise
-    except Exception as exc:
-        raise RunError(f"checklist: the LM gave no usable checklist ({one_line(exc)})") from None
+    """The writer's checklist; an LM that gives nothing usable stops the command in one line, and the replies
+    that led there are not replayed from the cache: a rerun asks again."""
+    with reply_journal() as journal:
+        try:
+            return writer(task=task, dimensions=dimensions)
+        except InputError:
+            raise
+        except RunError:
+            journal.forget()
+            raise
+        except Exception as exc:
+            journal.forget()
+            raise RunError(f"checklist: the LM gave no usable checklist ({one_line(exc)})") from None
 
 
 QWORLD_FLAGS = ("w1", "w2", "w3")

@@ -580,3 +580,14 @@ def test_a_cache_dir_that_is_a_file_is_one_line(tmp_path, capsys):
         assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.INPUT
         assert server.bodies == []
     assert "--cache-dir" in capsys.readouterr().err
+
+
+def test_a_checklist_the_lm_failed_to_write_is_asked_again_on_rerun(tmp_path):
+    reply = Switchable(lambda body: "no checklist here")
+    args = ["checklist", "--task", "Write a haiku.", "--method", "tick", "-o", str(tmp_path / "c.json"), "--cache-dir", str(tmp_path / "cache")]
+    with scripted_server(reply) as server:
+        assert cli.main([*args, *server.lm_args()]) == ExitCode.LM_FAILURE
+        sent = len(server.bodies)
+        reply.reply = lambda body: json.dumps({"questions": {"items": ["Is it three lines?", "Is it about nature?"]}})
+        assert cli.main([*args, *server.lm_args()]) == ExitCode.OK
+        assert len(server.bodies) > sent

@@ -591,3 +591,23 @@ def test_a_checklist_the_lm_failed_to_write_is_asked_again_on_rerun(tmp_path):
         reply.reply = lambda body: json.dumps({"questions": {"items": ["Is it three lines?", "Is it about nature?"]}})
         assert cli.main([*args, *server.lm_args()]) == ExitCode.OK
         assert len(server.bodies) > sent
+
+
+def test_meta_eval_resume_repairs_a_torn_last_score(tmp_path, capsys):
+    from tests.meta.fixtures import summeval_files
+
+    data = tmp_path / "data"
+    data.mkdir()
+    summeval_files(data)
+    config = tmp_path / "meta.toml"
+    config.write_text(
+        'run_dir = "runs/meta"\n[bootstrap]\nresamples = 50\n[dataset]\nkind = "summeval"\nsummaries = "data/summaries.jsonl"\n'
+        'articles = "data/articles.jsonl"\n[[methods]]\nname = "rouge-l"\nkind = "rouge_l"\n'
+    )
+    assert cli.main(["meta-eval", str(config)]) == ExitCode.OK
+    scores = tmp_path / "runs" / "meta" / "scores.jsonl"
+    whole = scores.read_bytes()
+    scores.write_bytes(whole[:-30])  # killed while writing the last score
+    capsys.readouterr()
+    assert cli.main(["meta-eval", str(config)]) == ExitCode.OK
+    assert scores.read_bytes().count(b"\n") == whole.count(b"\n")

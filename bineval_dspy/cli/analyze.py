@@ -224,7 +224,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     gold = load_model(Path(args.gold), Checklist)
     generated = [(name, load_model(Path(name), Checklist)) for name in args.checklists]
     if args.output:
-        check_output_path(Path(args.output))
+        check_output_path(Path(args.output), Path(args.gold), *(Path(name) for name in args.checklists))
     matcher: Matcher
     if args.match == "llm":
         if args.threshold is not None:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.jsonio import check_output_path
 from bineval_dspy.report import load_runs, write_report
 from bineval_dspy.report.runs import shown_path
@@ -15,7 +15,9 @@ from bineval_dspy.report.runs import shown_path
 def cmd_report(args: argparse.Namespace) -> int:
     """Read every run (all of them checked before anything is written), then write the one HTML file."""
     out = Path(args.output)
-    check_output_path(out)
+    check_output_path(out, *(Path(path) for path in args.runs))
+    if out.exists() and out.suffix.lower() not in (".html", ".htm"):  # e.g. a run's own audit.json or scores.jsonl
+        raise InputError(f"{out}: exists and is not an HTML file, which the report would replace; give an .html path")
     runs = [run for path in args.runs for run in load_runs(Path(path))]
     write_report(runs, out, title=args.title)
     kinds = ", ".join(f"{run.kind} {shown_path(run.source)}" for run in runs)

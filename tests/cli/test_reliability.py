@@ -611,3 +611,18 @@ def test_meta_eval_resume_repairs_a_torn_last_score(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["meta-eval", str(config)]) == ExitCode.OK
     assert scores.read_bytes().count(b"\n") == whole.count(b"\n")
+
+
+def test_report_and_coverage_refuse_to_overwrite_what_they_read(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path)
+    out = tmp_path / "out.jsonl"
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    judged = out.read_bytes()
+    assert cli.main(["report", str(out), "-o", str(out)]) == ExitCode.INPUT
+    assert cli.main(["report", str(tmp_path), "-o", str(tmp_path / "out.jsonl.fingerprint.json")]) == ExitCode.INPUT
+    gold = tmp_path / "checklist.json"
+    assert cli.main(["coverage", "--checklists", str(gold), "--gold", str(gold), "-o", str(gold)]) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert err.count("is also an input of this command") == 2 and "is not an HTML file" in err
+    assert out.read_bytes() == judged

@@ -59,11 +59,11 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def loads(text: str) -> Any:
-    """``json.loads`` of standard JSON only: NaN and Infinity are refused (ValueError), as other readers would;
-    nesting too deep to parse is a ValueError too, not a crash."""
+def loads(text: str, *, allow_nan: bool = True) -> Any:
+    """``json.loads`` whose nesting too deep to parse is a ValueError, not a crash; without ``allow_nan``, NaN and
+    Infinity (which standard JSON readers refuse) are a ValueError too."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text) if allow_nan else json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
         raise ValueError("nested too deeply") from None
 
@@ -85,11 +85,14 @@ def jsonl_lines(text: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def read_jsonl(path: Path, required: Sequence[str] = (), *, torn_tail: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(
+    path: Path, required: Sequence[str] = (), *, torn_tail: bool = False, allow_nan: bool = True
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; raise InputError on the first bad one.
 
     ``torn_tail``: a last line that lacks its "\n" and does not parse is skipped, not an error: what a run killed or
-    out of disk space mid-write leaves in its own output, which a resume rewrites without it.
+    out of disk space mid-write leaves in its own output, which a resume rewrites without it. ``allow_nan=False``
+    for data a run passes through to its output: NaN there would make the output non-standard JSON.
     """
     text = read_text(path)
     lines = jsonl_lines(text)
@@ -97,7 +100,7 @@ def read_jsonl(path: Path, required: Sequence[str] = (), *, torn_tail: bool = Fa
         if not line.strip():
             continue
         try:
-            obj = loads(line)
+            obj = loads(line, allow_nan=allow_nan)
         except ValueError as exc:
             if torn_tail and number == len(lines) and not text.endswith("\n"):
                 return

@@ -195,7 +195,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
 
 
 def _judge_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    rows = list(read_jsonl(path, required=("input", "output"), allow_nan=False))  # its fields pass through to the output
+    rows = list(read_jsonl(path, required=("input", "output"), standard=True))  # its text goes to the LM and the output
     if not rows:
         raise InputError(f"{path}: no rows to judge")
     for number, row in rows:

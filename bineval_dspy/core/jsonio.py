@@ -86,13 +86,13 @@ def jsonl_lines(text: str) -> list[str]:
 
 
 def read_jsonl(
-    path: Path, required: Sequence[str] = (), *, torn_tail: bool = False, allow_nan: bool = True
+    path: Path, required: Sequence[str] = (), *, torn_tail: bool = False, standard: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; raise InputError on the first bad one.
 
     ``torn_tail``: a last line that lacks its "\n" and does not parse is skipped, not an error: what a run killed or
-    out of disk space mid-write leaves in its own output, which a resume rewrites without it. ``allow_nan=False``
-    for data a run passes through to its output: NaN there would make the output non-standard JSON.
+    out of disk space mid-write leaves in its own output, which a resume rewrites without it. ``standard``: data a
+    run passes on (to an LM, to its output) must be standard JSON text: no NaN or Infinity, no lone surrogate.
     """
     text = read_text(path)
     lines = jsonl_lines(text)
@@ -100,14 +100,14 @@ def read_jsonl(
         if not line.strip():
             continue
         try:
-            obj = loads(line, allow_nan=allow_nan)
+            obj = loads(line, allow_nan=not standard)
         except ValueError as exc:
             if torn_tail and number == len(lines) and not text.endswith("\n"):
                 return
             raise InputError(f"{path}:{number}: malformed JSON ({_reason(exc)})") from None
         if not isinstance(obj, dict):
             raise InputError(f"{path}:{number}: expected a JSON object, got {type(obj).__name__}")
-        problem = _check_text(obj, line)
+        problem = _check_text(obj, line) if standard else None
         if problem:
             raise InputError(f"{path}:{number}: {problem}")
         missing = [f for f in required if f not in obj]

@@ -8,7 +8,14 @@ from pathlib import Path
 from bineval_dspy.cli.options import command_line_lm
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode
-from bineval_dspy.experiment.config import BestOfArm, ExperimentConfig, GepaArm, RefineArm, load_experiment
+from bineval_dspy.experiment.config import (
+    BestOfArm,
+    ExperimentConfig,
+    GepaArm,
+    RefineArm,
+    SelectionDemosArm,
+    load_experiment,
+)
 from bineval_dspy.experiment.runner import RESULTS_FILE, TABLE_FILE, markdown, run_experiment
 from bineval_dspy.lm import runtime
 
@@ -22,7 +29,7 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
     update = {name: min(value, TINY[name]) for name in ("train", "val", "test") if isinstance(value := getattr(data, name), int)}
     arms = []
     for arm in config.arms:
-        if isinstance(arm, BestOfArm):
+        if isinstance(arm, BestOfArm | SelectionDemosArm):
             arm = arm.model_copy(update={"n": TINY["n"]})
         elif isinstance(arm, RefineArm):
             arm = arm.model_copy(update={"iterations": 1})

@@ -17,6 +17,7 @@ from pathlib import Path
 import dspy
 from pydantic import BaseModel
 
+from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.fingerprint import digest
 from bineval_dspy.core.jsonio import load_model
 from bineval_dspy.core.schema import Checklist
@@ -26,6 +27,7 @@ from bineval_dspy.experiment.config import (
     ExperimentConfig,
     GepaArm,
     RefineArm,
+    SelectionDemosArm,
     StartArm,
     arm_settings,
 )
@@ -34,6 +36,7 @@ from bineval_dspy.lm.runtime import lm_identity
 from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint
 from bineval_dspy.optimize.feedback import FeedbackSource
+from bineval_dspy.optimize.proposers import DemoProposer
 from bineval_dspy.programs.refine import BestOfN, SelfRefine
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
 
@@ -78,6 +81,28 @@ def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost
     program = optimizer.compile(student, trainset=context.train, valset=context.val)
     assert optimizer.audit is not None
     return program, optimizer.audit.usage
+
+
+def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
+    """Best-of-N on train; the samples that pass every check become the demonstrations the optimizer may try."""
+    metric = getattr(context.feedback, "metric", None)
+    judge: BinaryJudge = metric.judge  # type: ignore[union-attr]
+
+    def passing(example: dspy.Example) -> dict | None:
+        checklist = metric.checklist_for(example)  # type: ignore[union-attr]
+        pick = BestOfN(context.student, judge, arm.n, arm.temperature)(prompt=example.prompt, checklist=checklist)
+        card = pick.scorecard
+        return {"prompt": example.prompt, "response": pick.response} if card.complete and card.overall == 1.0 else None
+
+    with measuring() as measurement:
+        pool = [d for d in progress_map(passing, context.train, "  train: best-of-n", context.config.program.threads) if d]
+    run = context.config.model_copy(update={"optimizer": arm_settings(context.config, arm), "run_dir": context.folder(arm.name)})
+    student, optimizer, _ = build(run, progress=True)
+    optimizer.proposers = [DemoProposer(pool)]
+    optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json()}
+    program = optimizer.compile(student, trainset=context.train, valset=context.val)
+    assert optimizer.audit is not None
+    return program, measurement.cost + optimizer.audit.usage
 
 
 def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
@@ -160,4 +185,7 @@ def _fingerprint(context: ArmContext) -> str:
     return digest(json.dumps(run_fingerprint(base, lm_identity(context.lm)), sort_keys=True))
 
 
-ARMS = {"start": start_arm, "bineval": bineval_arm, "gepa": gepa_arm, "best_of": best_of_arm, "refine": refine_arm}
+ARMS = {
+    "start": start_arm, "bineval": bineval_arm, "gepa": gepa_arm, "best_of": best_of_arm, "selection_demos": selection_demos_arm,
+    "refine": refine_arm,
+}

@@ -9,7 +9,9 @@ The file is an optimize run description (``mode``, ``lm``, ``[data]``, ``[progra
 - ``gepa`` (self mode): ``dspy.GEPA`` on the same metric, reflecting with the run's LM; ``calls_like = "ARM"`` gives
   it about as many LM calls as that arm's optimization spent, else ``max_metric_calls``;
 - ``best_of`` and ``refine`` (self mode): the start program with STICK at generation time, ``n`` samples chosen by
-  the row's checklist (the suite's code verifiers: an exact selector), or ``iterations`` rounds of self-refinement.
+  the row's checklist (the suite's code verifiers: an exact selector), or ``iterations`` rounds of self-refinement;
+- ``selection_demos`` (self mode): what the optimizer learns from selection: Best-of-``n`` on the train prompts,
+  whose passing samples the optimizer may show as demonstrations, each kept only on held-out gain.
 """
 
 from __future__ import annotations
@@ -59,13 +61,24 @@ class BestOfArm(_Arm):
     temperature: float = Field(default=0.7, ge=0, le=2)
 
 
+class SelectionDemosArm(_Arm):
+    """What the optimizer can learn from selection: Best-of-``n`` on the train prompts, and the samples that pass
+    every check offered to ``BinEvalOptimizer`` as demonstrations (up to ``demos``), each kept only on val gain."""
+
+    kind: Literal["selection_demos"] = "selection_demos"
+    n: int = Field(default=8, ge=2)
+    temperature: float = Field(default=0.7, ge=0, le=2)
+    demos: int = Field(default=2, ge=1)
+    optimizer: dict[str, Any] = Field(default_factory=dict, description="settings over the config's [optimizer]")
+
+
 class RefineArm(_Arm):
     kind: Literal["refine"] = "refine"
     iterations: int = Field(default=1, ge=1)
 
 
-ArmConfig = Annotated[StartArm | BinEvalArm | GepaArm | BestOfArm | RefineArm, Field(discriminator="kind")]
-GENERATION_ONLY = ("gepa", "best_of", "refine")  # kinds that need a generator (self mode)
+ArmConfig = Annotated[StartArm | BinEvalArm | GepaArm | BestOfArm | SelectionDemosArm | RefineArm, Field(discriminator="kind")]
+GENERATION_ONLY = ("gepa", "best_of", "selection_demos", "refine")  # kinds that need a generator (self mode)
 
 
 class ExperimentConfig(RunConfig):
@@ -89,7 +102,7 @@ class ExperimentConfig(RunConfig):
                 raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} needs a generator (mode = \"self\")")
             if isinstance(arm, GepaArm) and arm.calls_like is not None and arm.calls_like not in names[:index]:
                 raise ValueError(f"arm {arm.name!r}: calls_like {arm.calls_like!r} is not an earlier arm")
-            if isinstance(arm, BinEvalArm):
+            if isinstance(arm, BinEvalArm | SelectionDemosArm):
                 try:
                     arm_settings(self, arm)
                 except ValidationError as exc:
@@ -101,9 +114,10 @@ class ExperimentConfig(RunConfig):
         return self.baseline or self.arms[0].name
 
 
-def arm_settings(config: ExperimentConfig, arm: BinEvalArm) -> OptimizerSettings:
-    """An optimizer arm's settings: its own over the config's ``[optimizer]``."""
-    return OptimizerSettings(**{**config.optimizer.model_dump(exclude_unset=True), **arm.optimizer})
+def arm_settings(config: ExperimentConfig, arm: BinEvalArm | SelectionDemosArm) -> OptimizerSettings:
+    """An optimizer arm's settings: its own over the config's ``[optimizer]`` (a selection arm: its demo budget)."""
+    extra = {"demos": arm.demos} if isinstance(arm, SelectionDemosArm) else {}
+    return OptimizerSettings(**{**config.optimizer.model_dump(exclude_unset=True), **arm.optimizer, **extra})
 
 
 def load_experiment(path: Path) -> ExperimentConfig:

@@ -89,7 +89,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
         context.optimization_calls[arm.name] = cost.lm_calls
         with measuring() as measurement:
             evaluations[arm.name] = scorer.evaluate(program, arm.name)
-        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa") else None
+        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos") else None
         experiment.arms.append(ArmResult(
             name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
             test=scorer.score(evaluations[arm.name]), program=state,

@@ -177,9 +177,14 @@ class InstructionProposer:
 
 class DemoProposer:
     """The best demos plus the shortest demonstration of this train evaluation not shown or tried before (short:
-    a demo counts against the length budget); none when none is left or the run's demo budget is spent."""
+    a demo counts against the length budget); none when none is left or the run's demo budget is spent. ``pool``
+    offers more demonstrations besides the evaluation's own passing outputs (e.g. train samples that a Best-of-N
+    selection found passing every check)."""
 
     kind: CandidateKind = "demo"
+
+    def __init__(self, pool: Sequence[dict] = ()) -> None:
+        self.pool = list(pool)
 
     def propose(self, step: Step) -> Candidate | str:
         record = step.record
@@ -190,14 +195,14 @@ class DemoProposer:
             return "no new demonstration to try"
         return step.keep(demos=record.candidate_demos)
 
-    @staticmethod
-    def _pick(step: Step) -> Demos | None:
+    def _pick(self, step: Step) -> Demos | None:
         audit, target = step.audit, step.target
         current = audit.best.demos.get(target, [])
-        if len(current) >= step.settings.demos or step.evaluation is None:
+        if len(current) >= step.settings.demos:
             return None
         tried = {json.dumps(d, sort_keys=True) for r in audit.iterations if r.candidate_demos for d in r.candidate_demos.get(target, [])}
-        fresh = [d for d in step.evaluation.demo_pool if json.dumps(d, sort_keys=True) not in tried]
+        offered = [*(step.evaluation.demo_pool if step.evaluation is not None else []), *self.pool]
+        fresh = [d for d in offered if json.dumps(d, sort_keys=True) not in tried]
         if not fresh:
             return None
         demo = min(fresh, key=lambda d: len(json.dumps(d)))

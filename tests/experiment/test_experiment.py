@@ -111,6 +111,10 @@ optimizer = {{ accept = "significant" }}
 name = "best-of-2"
 kind = "best_of"
 n = 2
+[[arms]]
+name = "selection-demos"
+kind = "selection_demos"
+n = 2
 """)
     assert cli.main(["experiment", str(config)]) == 0
     results = json.loads((tmp_path / "runs" / "exp" / "results.json").read_text())
@@ -125,6 +129,11 @@ n = 2
     # Best-of-2 samples the start prompt: the scripted generator never writes bullets for it, so nothing to select
     assert arms["best-of-2"]["test"]["accuracy"]["strict_prompt"]["estimate"] == 0.0
     assert arms["best-of-2"]["test_usage"]["lm_calls"] == 2 * 5
+    # nothing passes among the start prompt's samples: no demonstration to offer, the start program stands
+    selection = arms["selection-demos"]
+    assert selection["program"]["demos"] == {} and selection["optimization"]["lm_calls"] >= 2 * 3
+    audit = json.loads((tmp_path / "runs" / "exp" / "arms" / "selection-demos" / "audit.json").read_text())
+    assert audit["iterations"][0]["kind"] == "demo" and audit["stopped"] == "no new demonstration to try"
     table = (tmp_path / "runs" / "exp" / "results.md").read_text()
     assert "strict_prompt minus start [paired 95% CI]" in table and "+1.000 [1.000, 1.000]" in table
     # a rerun resumes every arm: no optimization repeated

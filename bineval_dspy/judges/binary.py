@@ -292,7 +292,7 @@ def _majority(question_id: str, votes: list[Verdict], partial: bool = False) -> 
     answer: Literal["yes", "no", "unanswered"] = "unanswered" if yes == no else ("yes" if yes > no else "no")
     if missing and not partial:
         answer = "unanswered"
-    winner = next((v for v in votes if v.answer == answer), next(v for v in votes if v.answer == "unanswered") if missing else votes[0])
+    winner = next((v for v in votes if v.answer == answer), votes[0])  # its explanation, or a failed sample's reason
     p_yes = yes / (yes + no) if yes + no and answer != "unanswered" else None
     tally = f"{yes} yes / {no} no" + (f" / {missing} unanswered" if missing else "")
     return Verdict(

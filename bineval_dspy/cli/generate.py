@@ -152,11 +152,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if report.failures:
         console.print("failed rows were not written; rerun the same command to retry them", style="yellow")
         return ExitCode.INCOMPLETE
-    partial = [r["key"] for r in records if not _finished(r)]
-    if partial:  # a blank response, or STICK chose or revised it with part of the checklist unanswered: not a clean result
-        console.print(f"{len(partial)} row(s) have a blank response or unanswered checks (first: key {partial[0]}); rerun to retry them", style="yellow")
-        return ExitCode.INCOMPLETE
-    return ExitCode.OK
+    blank = [r["key"] for r in records if not str(r.get("response") or "").strip()]
+    partial = [r["key"] for r in records if unchecked(r)]
+    for keys, what in ((blank, "a blank response"), (partial, "unanswered checks")):
+        if keys:  # no response, or STICK chose or revised it with part of the checklist unanswered: not a clean result
+            console.print(f"{len(keys)} row(s) have {what} (first: key {keys[0]}); rerun to retry them", style="yellow")
+    return ExitCode.INCOMPLETE if blank or partial else ExitCode.OK
 
 
 def add_generate_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

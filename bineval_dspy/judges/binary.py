@@ -8,6 +8,7 @@ verifier is answered by code, never by the LM. Any failure to get a parseable an
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -76,18 +77,31 @@ class VerdictFirstAdapter(dspy.JSONAdapter):
 
     def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
         match = _VERDICT_START.match(completion or "")
-        if match is None:
+        answer = match.group(1) if match else _whole_reply_answer(completion)
+        if answer is None:
             raise AdapterParseError(
                 adapter_name=type(self).__name__,
                 signature=signature,
                 lm_response=completion,
                 message="the reply does not start with the schema's verdict answer",
             )
-        fields: dict[str, Any] = {"verdict": Answer(answer=match.group(1), explanation="")}  # type: ignore[arg-type]
+        fields: dict[str, Any] = {"verdict": Answer(answer=answer, explanation="")}  # type: ignore[arg-type]
         if "reasoning" in signature.output_fields:
             repaired = json_repair.loads(completion)
             fields["reasoning"] = str(repaired.get("reasoning", "")) if isinstance(repaired, dict) else ""
         return fields
+
+
+def _whole_reply_answer(completion: str | None) -> str | None:
+    """The verdict's answer when the whole reply is one JSON object of the schema (a server that ignored the stop
+    and wrote the keys in another order); None for anything else, prose around an object included."""
+    try:
+        obj = json.loads(completion or "")
+    except ValueError:
+        return None
+    verdict = obj.get("verdict") if isinstance(obj, dict) else None
+    answer = verdict.get("answer") if isinstance(verdict, dict) else None
+    return answer if answer in ("yes", "no") else None
 
 
 class BinaryJudge(dspy.Module):

@@ -114,6 +114,14 @@ def test_verdict_first_never_finds_an_answer_in_prose(tmp_path, explanations):
     assert answers(tmp_path / "out.jsonl") == ["unanswered"]
 
 
+def test_verdict_first_reads_a_whole_schema_object_in_any_key_order(tmp_path):
+    write_inputs(tmp_path)
+    reply = json.dumps({"verdict": {"explanation": "it is long", "answer": "no"}})  # the stop ignored, keys reordered
+    with scripted_server(lambda body: reply) as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--explanations", "none")) == ExitCode.OK
+    assert answers(tmp_path / "out.jsonl") == ["no"]
+
+
 def test_verdict_first_reads_a_reply_cut_off_after_the_answer(tmp_path):
     write_inputs(tmp_path)
     with scripted_server(lambda body: '{"verdict": {"answer": "no", ') as server:

@@ -49,7 +49,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         raise
     _summary(config.run_dir, "the whole run, as its audit records it")
     if results.test is not None and (results.test.start.unanswered or results.test.final.unanswered or results.test.final.errors):
-        console.print("[yellow]the test evaluation has unanswered verdicts or failed outputs; rerun to retry them[/]")
+        console.print("the test evaluation has unanswered verdicts or failed outputs; rerun to retry them", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 

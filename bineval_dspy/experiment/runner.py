@@ -17,9 +17,10 @@ from pydantic import BaseModel, Field
 from bineval_dspy.experiment.arms import ARMS, ArmContext
 from bineval_dspy.experiment.config import ExperimentConfig
 from bineval_dspy.lm.usage import Cost, measuring, total
+from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import build, splits_of, test_scorer
 from bineval_dspy.optimize.feedback import Evaluation
-from bineval_dspy.optimize.results import MEASURES, SplitScore, TestScorer
+from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer
 from bineval_dspy.programs.state import ProgramFile, prompt_length
 from bineval_dspy.stats.bootstrap import Interval
 
@@ -47,6 +48,7 @@ class ArmResult(BaseModel):
     vs_baseline: Comparison | None = None
     prompt_chars: int | None = None
     program: ProgramFile | None = None
+    steps: list[StepScore] = Field(default_factory=list)  # optimizer arms: the best program after each accepted step
 
     @property
     def lm_calls(self) -> int:
@@ -87,18 +89,29 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
         say(f"arm {arm.name} ({arm.kind})")
         program, cost = ARMS[arm.kind](arm, context)  # type: ignore[operator]
         context.optimization_calls[arm.name] = cost.lm_calls
+        audit = _audit(context.folder(arm.name))
         with measuring() as measurement:
-            evaluations[arm.name] = scorer.evaluate(program, arm.name)
+            if audit is None:
+                evaluations[arm.name] = scorer.evaluate(program, arm.name)
+            else:  # by state, so the final program and its last accepted step are scored once
+                evaluations[arm.name] = scorer.evaluation((audit.best.instructions, audit.best.demos, audit.best.thresholds), arm.name)
         state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos") else None
         experiment.arms.append(ArmResult(
             name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
             test=scorer.score(evaluations[arm.name]), program=state,
             prompt_chars=prompt_length(state.instructions, state.demos) if state is not None else None,
         ))
+        if audit is not None and config.baseline_arm in evaluations:
+            experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm])
         _compare(experiment, evaluations, scorer)
         save(experiment, config.run_dir)
         say(f"arm {arm.name}: test score {evaluations[arm.name].score:.3f}")
     return experiment
+
+
+def _audit(folder: Path) -> Audit | None:
+    """The optimizer audit an arm left in its folder, if it ran one."""
+    return Audit.load(folder) if (folder / AUDIT_FILE).is_file() else None
 
 
 def _compare(experiment: ExperimentResults, evaluations: dict[str, Evaluation], scorer: TestScorer) -> None:
@@ -148,4 +161,10 @@ def markdown(results: ExperimentResults) -> str:
             cells += [arm.test.accuracy[name].text() for name in MEASURES[1:]]
             cells.append("—" if arm.prompt_chars is None else str(arm.prompt_chars))
         lines.append("| " + " | ".join(cells) + " |")
+    stepped = [arm for arm in results.arms if arm.steps]
+    if stepped:
+        lines += ["", f"Optimizer arms after each accepted step, on test (score minus {results.baseline}, paired):"]
+        for arm in stepped:
+            each = [f"iteration {step.iteration}: {step.difference.text(signed=True)}" for step in arm.steps]
+            lines.append(f"- {arm.name}: " + "; ".join(each))
     return "\n".join(lines)

@@ -65,11 +65,13 @@ class SplitScore(BaseModel):
 
 
 class StepScore(BaseModel):
-    """The best program after an accepted iteration, on test, and its paired difference from the start."""
+    """The best program after an accepted iteration, on test, and its paired difference from the start (the score
+    and, for suites, each accuracy)."""
 
     iteration: int
     score: float
     difference: Interval
+    accuracy_difference: dict[str, Interval] = Field(default_factory=dict)
 
 
 class TestResults(BaseModel):
@@ -208,6 +210,17 @@ class TestScorer:
             kappa=boot.interval(stats["kappa"]) if "kappa" in stats else None,
         )
 
+    def steps(self, audit: Audit, start: Evaluation) -> list[StepScore]:
+        """The best program after each accepted iteration of ``audit`` on test, against ``start``."""
+        out = []
+        for iteration, state in states(audit)[1:]:
+            evaluation = self.evaluation(state, f"iteration {iteration}")
+            out.append(StepScore(
+                iteration=iteration, score=evaluation.score, difference=self.difference(evaluation, start),
+                accuracy_difference={name: self.difference(evaluation, start, name) for name in self.statistics(evaluation) if name in MEASURES},
+            ))
+        return out
+
     def difference(self, after: Evaluation, before: Evaluation, name: str = "score") -> Interval:
         boot = self.bootstrap(before)
         return boot.interval(difference_of(self.statistics(after)[name], self.statistics(before)[name]))
@@ -219,11 +232,7 @@ def score_test(scorer: TestScorer, audit: Audit, *, every_step: bool = False) ->
     start = scorer.evaluation(replayed[0][1], "start")
     final_state: State = (audit.best.instructions, audit.best.demos, audit.best.thresholds)
     final = scorer.evaluation(final_state, "final")
-    steps = []
-    if every_step:
-        for iteration, state in replayed[1:]:
-            evaluation = scorer.evaluation(state, f"iteration {iteration}")
-            steps.append(StepScore(iteration=iteration, score=evaluation.score, difference=scorer.difference(evaluation, start)))
+    steps = scorer.steps(audit, start) if every_step else []
     final_score = scorer.score(final)
     return TestResults(
         start=scorer.score(start),

@@ -124,6 +124,7 @@ n = 2
     assert guard["test"]["accuracy"]["strict_prompt"]["estimate"] == 1.0
     assert guard["vs_baseline"]["accuracy"]["strict_prompt"] == {"estimate": 1.0, "low": 1.0, "high": 1.0}
     assert guard["optimization"]["lm_calls"] > 0 and guard["program"]["instructions"]["generate"].endswith("Use bullet points.")
+    assert [(step["iteration"], step["difference"]["estimate"]) for step in guard["steps"]] == [(1, 1.0)]  # the accepted step
     # the significant guard keeps the same edit here: both validation prompts go from 0 to 1, in every draw
     assert arms["significant"]["program"] == guard["program"]
     # Best-of-2 samples the start prompt: the scripted generator never writes bullets for it, so nothing to select
@@ -136,6 +137,7 @@ n = 2
     assert audit["iterations"][0]["kind"] == "demo" and audit["stopped"] == "no new demonstration to try"
     table = (tmp_path / "runs" / "exp" / "results.md").read_text()
     assert "strict_prompt minus start [paired 95% CI]" in table and "+1.000 [1.000, 1.000]" in table
+    assert "- guard: iteration 1: +1.000 [1.000, 1.000]" in table
     # a rerun resumes every arm: no optimization repeated
     capsys.readouterr()
     assert cli.main(["experiment", str(config)]) == 0

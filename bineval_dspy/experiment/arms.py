@@ -34,7 +34,7 @@ from bineval_dspy.experiment.config import (
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.runtime import lm_identity
 from bineval_dspy.lm.usage import Cost, measuring
-from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint
+from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, splits_of
 from bineval_dspy.optimize.feedback import FeedbackSource
 from bineval_dspy.optimize.proposers import DemoProposer
 from bineval_dspy.programs.refine import BestOfN, SelfRefine
@@ -76,7 +76,8 @@ def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost
     """``BinEvalOptimizer`` on the experiment's splits, its settings over the config's; resumes from its audit."""
     config = context.config
     run = config.model_copy(update={"optimizer": arm_settings(config, arm), "run_dir": context.folder(arm.name)})
-    student, optimizer, _ = build(run, progress=True)
+    student, optimizer, splits = build(run, progress=True)
+    splits_of(run, splits).save(run.run_dir)  # beside program.json: `generate --program ... --split test` finds it
     optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json()}
     program = optimizer.compile(student, trainset=context.train, valset=context.val)
     assert optimizer.audit is not None
@@ -97,7 +98,8 @@ def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[ds
     with measuring() as measurement:
         pool = [d for d in progress_map(passing, context.train, "  train: best-of-n", context.config.program.threads) if d]
     run = context.config.model_copy(update={"optimizer": arm_settings(context.config, arm), "run_dir": context.folder(arm.name)})
-    student, optimizer, _ = build(run, progress=True)
+    student, optimizer, splits = build(run, progress=True)
+    splits_of(run, splits).save(run.run_dir)
     optimizer.proposers = [DemoProposer(pool)]
     optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json()}
     program = optimizer.compile(student, trainset=context.train, valset=context.val)

@@ -138,6 +138,13 @@ n = 2
     table = (tmp_path / "runs" / "exp" / "results.md").read_text()
     assert "strict_prompt minus start [paired 95% CI]" in table and "+1.000 [1.000, 1.000]" in table
     assert "- guard: iteration 1: +1.000 [1.000, 1.000]" in table
+    # an optimizer arm's program.json, with its splits.json beside it, reproduces the arm's test figure
+    responses, graded = tmp_path / "responses.jsonl", tmp_path / "graded.jsonl"
+    program = tmp_path / "runs" / "exp" / "arms" / "guard" / "program.json"
+    assert cli.main(["generate", "--suite", str(suite), "--program", str(program), "--split", "test", "-o", str(responses)]) == 0
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(graded)]) == 0
+    rows = [json.loads(line) for line in graded.read_text().splitlines()]
+    assert len(rows) == 5 and sum(r["follow_all_instructions"] is True for r in rows) / 5 == guard["test"]["accuracy"]["strict_prompt"]["estimate"]
     # a rerun resumes every arm: no optimization repeated
     capsys.readouterr()
     assert cli.main(["experiment", str(config)]) == 0

@@ -29,7 +29,7 @@ from bineval_dspy.experiment.config import (
     RefineArm,
     SelectionDemosArm,
     StartArm,
-    arm_settings,
+    arm_config,
 )
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.runtime import lm_identity
@@ -69,13 +69,17 @@ class SavedArm(BaseModel):
 
 
 def start_arm(arm: StartArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
-    return context.student.deepcopy(), Cost()
+    """The program as the config (and the arm's own ``program`` settings) describe it."""
+    if not arm.program:
+        return context.student.deepcopy(), Cost()
+    student, _, _ = build(arm_config(context.config, arm, context.folder(arm.name)))
+    return student, Cost()
 
 
 def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     """``BinEvalOptimizer`` on the experiment's splits, its settings over the config's; resumes from its audit."""
     config = context.config
-    run = config.model_copy(update={"optimizer": arm_settings(config, arm), "run_dir": context.folder(arm.name)})
+    run = arm_config(config, arm, context.folder(arm.name))
     student, optimizer, splits = build(run, progress=True)
     splits_of(run, splits).save(run.run_dir)  # beside program.json: `generate --program ... --split test` finds it
     optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json()}
@@ -97,7 +101,7 @@ def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[ds
 
     with measuring() as measurement:
         pool = [d for d in progress_map(passing, context.train, "  train: best-of-n", context.config.program.threads) if d]
-    run = context.config.model_copy(update={"optimizer": arm_settings(context.config, arm), "run_dir": context.folder(arm.name)})
+    run = arm_config(context.config, arm, context.folder(arm.name))
     student, optimizer, splits = build(run, progress=True)
     splits_of(run, splits).save(run.run_dir)
     optimizer.proposers = [DemoProposer(pool)]

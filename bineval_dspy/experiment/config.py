@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, load_toml
-from bineval_dspy.optimize.config import RunConfig, resolve_paths
+from bineval_dspy.optimize.config import ProgramConfig, RunConfig, resolve_paths
 from bineval_dspy.optimize.settings import OptimizerSettings
 
 
@@ -35,11 +35,13 @@ class _Arm(BaseModel):
 
 class StartArm(_Arm):
     kind: Literal["start"] = "start"
+    program: dict[str, Any] = Field(default_factory=dict, description="[program] settings over the config's (e.g. judge options)")
 
 
 class BinEvalArm(_Arm):
     kind: Literal["bineval"] = "bineval"
     optimizer: dict[str, Any] = Field(default_factory=dict, description="settings over the config's [optimizer]")
+    program: dict[str, Any] = Field(default_factory=dict, description="[program] settings over the config's")
 
 
 class GepaArm(_Arm):
@@ -107,6 +109,11 @@ class ExperimentConfig(RunConfig):
                     arm_settings(self, arm)
                 except ValidationError as exc:
                     raise ValueError(f"arm {arm.name!r}: optimizer {describe_validation_error(exc)}") from None
+            if isinstance(arm, StartArm | BinEvalArm):
+                try:
+                    arm_program(self, arm)
+                except ValidationError as exc:
+                    raise ValueError(f"arm {arm.name!r}: program {describe_validation_error(exc)}") from None
         return self
 
     @property
@@ -118,6 +125,25 @@ def arm_settings(config: ExperimentConfig, arm: BinEvalArm | SelectionDemosArm) 
     """An optimizer arm's settings: its own over the config's ``[optimizer]`` (a selection arm: its demo budget)."""
     extra = {"demos": arm.demos} if isinstance(arm, SelectionDemosArm) else {}
     return OptimizerSettings(**{**config.optimizer.model_dump(exclude_unset=True), **arm.optimizer, **extra})
+
+
+def arm_program(config: ExperimentConfig, arm: StartArm | BinEvalArm) -> ProgramConfig:
+    """An arm's program settings: its own over the config's ``[program]`` (a judge's options merge key by key)."""
+    base = config.program.model_dump()
+    own = dict(arm.program)
+    if isinstance(own.get("judge"), dict):
+        own["judge"] = {**base["judge"], **own["judge"]}
+    return ProgramConfig(**{**base, **own})
+
+
+def arm_config(config: ExperimentConfig, arm: StartArm | BinEvalArm | SelectionDemosArm, run_dir: Path) -> ExperimentConfig:
+    """The run description one arm runs: its program and optimizer settings over the config's, in its folder."""
+    update: dict[str, Any] = {"run_dir": run_dir}
+    if isinstance(arm, StartArm | BinEvalArm):
+        update["program"] = arm_program(config, arm)
+    if isinstance(arm, BinEvalArm | SelectionDemosArm):
+        update["optimizer"] = arm_settings(config, arm)
+    return config.model_copy(update=update)
 
 
 def load_experiment(path: Path) -> ExperimentConfig:

@@ -94,7 +94,8 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
             if audit is None:
                 evaluations[arm.name] = scorer.evaluate(program, arm.name)
             else:  # by state, so the final program and its last accepted step are scored once
-                evaluations[arm.name] = scorer.evaluation((audit.best.instructions, audit.best.demos, audit.best.thresholds), arm.name)
+                best = (audit.best.instructions, audit.best.demos, audit.best.thresholds)
+                evaluations[arm.name] = scorer.evaluation(best, arm.name, student=program)
         state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos") else None
         experiment.arms.append(ArmResult(
             name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
@@ -102,7 +103,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
             prompt_chars=prompt_length(state.instructions, state.demos) if state is not None else None,
         ))
         if audit is not None and config.baseline_arm in evaluations:
-            experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm])
+            experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm], student=program)
         _compare(experiment, evaluations, scorer)
         save(experiment, config.run_dir)
         say(f"arm {arm.name}: test score {evaluations[arm.name].score:.3f}")

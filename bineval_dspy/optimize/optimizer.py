@@ -104,7 +104,7 @@ class BinEvalOptimizer(Teleprompter):
         self.stopping = list(stopping) if stopping is not None else default_stopping(self.settings)
         self.proposers = list(proposers) if proposers is not None else default_proposers(self.settings, self.feedback.mode, self.note_taker, self.updater)
         if not self.proposers:
-            raise ValueError("proposers must not be empty")
+            raise ValueError(f"no candidate kind left: kinds {self.settings.kinds} with demos = {self.settings.demos}, thresholds = {self.settings.thresholds}")
         self.target_predictor = target_predictor
         self.run_dir = Path(run_dir) if run_dir else None
         self.fingerprint = dict(fingerprint or {})  # what decided the data and LM (the CLI: config, data digest, LM)

@@ -246,10 +246,12 @@ def fit_thresholds(probabilities: Sequence[tuple[str, float, str]]) -> dict[str,
 
 
 def default_proposers(settings: OptimizerSettings, mode: str, note_taker: NoteTaker, updater: PromptUpdater) -> list[Proposer]:
-    """The kinds a run's settings ask for, in the order they take turns."""
+    """The kinds a run's settings ask for (``kinds``, else every kind they allow), in the order they take turns."""
     proposers: list[Proposer] = [InstructionProposer(note_taker, updater)]
     if settings.demos:
         proposers.append(DemoProposer())
     if settings.thresholds and mode == "cross":
         proposers.append(ThresholdProposer())
+    if settings.kinds is not None:
+        proposers = [p for p in proposers if p.kind in settings.kinds]
     return proposers

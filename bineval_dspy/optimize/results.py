@@ -9,7 +9,6 @@ instruction-level accuracy, computed exactly as ``bineval verify`` computes them
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.meta.agreement import kappa_statistic
 from bineval_dspy.optimize.audit import Audit, Demos, ItemResult
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource
-from bineval_dspy.programs.state import set_state
+from bineval_dspy.programs.state import ProgramFile, set_state
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval, Statistic, difference_of, mean_of, ratio_of
 from bineval_dspy.suites.grading import grade
 from bineval_dspy.suites.rows import SuiteRow
@@ -166,12 +165,12 @@ class TestScorer:
         self._memo: dict[str, Evaluation] = {}
         self._boot: Bootstrap | None = None
 
-    def evaluation(self, state: State, label: str) -> Evaluation:
-        """The student in ``state`` on test (each state evaluated once)."""
-        key = json.dumps(state, sort_keys=True, default=str)
+    def evaluation(self, state: State, label: str, student: dspy.Module | None = None) -> Evaluation:
+        """The student (this scorer's, or ``student``) in ``state`` on test; each program evaluated once."""
+        program = (student or self.student).deepcopy()
+        set_state(program, *state)
+        key = ProgramFile.of(program).model_dump_json()
         if key not in self._memo:
-            program = self.student.deepcopy()
-            set_state(program, *state)
             self._memo[key] = self.evaluate(program, label)
         return self._memo[key]
 
@@ -210,11 +209,11 @@ class TestScorer:
             kappa=boot.interval(stats["kappa"]) if "kappa" in stats else None,
         )
 
-    def steps(self, audit: Audit, start: Evaluation) -> list[StepScore]:
+    def steps(self, audit: Audit, start: Evaluation, student: dspy.Module | None = None) -> list[StepScore]:
         """The best program after each accepted iteration of ``audit`` on test, against ``start``."""
         out = []
         for iteration, state in states(audit)[1:]:
-            evaluation = self.evaluation(state, f"iteration {iteration}")
+            evaluation = self.evaluation(state, f"iteration {iteration}", student)
             out.append(StepScore(
                 iteration=iteration, score=evaluation.score, difference=self.difference(evaluation, start),
                 accuracy_difference={name: self.difference(evaluation, start, name) for name in self.statistics(evaluation) if name in MEASURES},

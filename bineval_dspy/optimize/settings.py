@@ -31,6 +31,9 @@ class OptimizerSettings(BaseModel):
         default="min_delta",
         description="significant: also require the paired held-out gain's lower confidence bound above zero",
     )
+    kinds: list[Literal["instructions", "demo", "thresholds"]] | None = Field(
+        default=None, min_length=1, description="only these candidate kinds (default: every kind the settings allow)"
+    )
     resamples: int = Field(default=1000, ge=0, description="bootstrap resamples for the gain's interval")
     confidence: float = Field(default=0.95, gt=0, lt=1, description="the interval's confidence level")
     dedup_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=1, description="lesson merge cosine")

@@ -5,50 +5,30 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from bineval_dspy.analysis.coverage import (
-    DEFAULT_THRESHOLD,
-    CoverageReport,
-    LLMMatcher,
-    Matcher,
-    coverage,
-    embedding_matcher,
-)
-from bineval_dspy.analysis.heatmap import write_heatmaps
-from bineval_dspy.analysis.judged import (
-    JudgedSet,
-    Kind,
-    References,
-    check_judge_checklist,
-    check_meta_checklist,
-    detect_kind,
-    field_references,
-    file_references,
-    load_judge_output,
-    load_meta_scores,
-    merge_references,
-    meta_references,
-    scored_methods,
-)
-from bineval_dspy.analysis.phi import LABELS, PhiReport, phi_csv, phi_report
-from bineval_dspy.analysis.pruning import DEFAULT_MIN_PAIRS, PruningReport, prune
-from bineval_dspy.analysis.pruning import DEFAULT_THRESHOLD as DEFAULT_PHI_THRESHOLD
-from bineval_dspy.analysis.weights import DEFAULT_ALPHA, DEFAULT_FOLDS, WeightsReport, fit_weights
+from bineval_dspy.cli.defaults import ALPHA, COVERAGE_THRESHOLD, DEFAULT_THREADS, FOLDS, MIN_PAIRS, PHI_THRESHOLD
 from bineval_dspy.cli.options import count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.jsonio import check_output_path, load_model, write_json
 from bineval_dspy.core.schema import Checklist
-from bineval_dspy.lm import runtime
-from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads
-from bineval_dspy.meta.runner import SCORES_FILE
+
+if TYPE_CHECKING:  # NumPy, SciPy and DSPy load when a command runs, never for the parser
+    from bineval_dspy.analysis.coverage import Matcher
+    from bineval_dspy.analysis.judged import JudgedSet, Kind, References
+    from bineval_dspy.analysis.phi import PhiReport
+    from bineval_dspy.analysis.pruning import PruningReport
+    from bineval_dspy.analysis.weights import WeightsReport
 
 
 # -- bineval analyze -----------------------------------------------------------------------------------------------
 def _scores_path(value: str) -> Path:
     """The judged rows: a file, or a meta-eval run directory (its ``scores.jsonl``)."""
+    from bineval_dspy.meta.runner import SCORES_FILE
+
     path = Path(value)
     if path.is_dir():
         if not (path / SCORES_FILE).is_file():
@@ -59,6 +39,8 @@ def _scores_path(value: str) -> Path:
 
 def _method(args: argparse.Namespace, kind: Kind, scores: Path) -> str | None:
     """The meta-eval method to analyse: ``--method``, or the run's only one with scorecards."""
+    from bineval_dspy.analysis.judged import scored_methods
+
     if kind == "judge":
         if args.method is not None:
             raise InputError(f"--method: {scores} is `bineval judge` output, not a meta-eval run")
@@ -79,6 +61,8 @@ def _references(values: list[str], kind: Kind, scores: Path) -> tuple[References
     A ``.toml`` is a meta-eval config (its dataset's human scores); a path is JSON Lines of ``{"id", "scores"}``;
     anything else names the field of each `bineval judge` row that holds the scores.
     """
+    from bineval_dspy.analysis.judged import field_references, file_references, merge_references, meta_references
+
     sources: list[tuple[str, References]] = []
     checklists: dict[str, Path] = {}
     for value in values:
@@ -99,6 +83,8 @@ def _references(values: list[str], kind: Kind, scores: Path) -> tuple[References
 def _checklist(args: argparse.Namespace, kind: Kind, scores: Path, method: str | None, named: dict[str, Path]) -> Checklist:
     """``--checklist``, else (meta-eval) the run's generated checklist or the one its config names; checked
     against the run's fingerprint."""
+    from bineval_dspy.analysis.judged import check_judge_checklist, check_meta_checklist
+
     path: Path | None = Path(args.checklist) if args.checklist else None
     if path is None and method is not None:
         generated = scores.parent / f"checklist-{method}.json"
@@ -116,6 +102,8 @@ def _checklist(args: argparse.Namespace, kind: Kind, scores: Path, method: str |
 
 def load_judged(args: argparse.Namespace) -> tuple[JudgedSet, References | None]:
     """The judged set and the references of a parsed ``bineval analyze`` command line, every input checked."""
+    from bineval_dspy.analysis.judged import detect_kind, load_judge_output, load_meta_scores
+
     scores = _scores_path(args.scorecards)
     kind = detect_kind(scores)
     method = _method(args, kind, scores)
@@ -138,6 +126,11 @@ def _output_dir(value: str) -> Path:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Phi per dimension (JSON, CSV, heatmaps), the pruned checklist, and with references the weighted one."""
+    from bineval_dspy.analysis.heatmap import write_heatmaps
+    from bineval_dspy.analysis.phi import phi_csv, phi_report
+    from bineval_dspy.analysis.pruning import prune
+    from bineval_dspy.analysis.weights import fit_weights
+
     if not 0.0 <= args.phi_threshold <= 1.0:
         raise InputError(f"--phi-threshold: must be in [0, 1], got {args.phi_threshold}")
     if args.alpha < 0:
@@ -172,6 +165,8 @@ def _number(value: float | None) -> str:
 
 def print_phi(report: PhiReport, pruning: PruningReport | None) -> None:
     """Per dimension: questions, constant ones, mean |phi|, the most redundant pair and what pruning dropped."""
+    from bineval_dspy.analysis.phi import LABELS
+
     table = Table(title=f"{LABELS[report.statistic]} between the questions of each dimension, over {report.outputs} outputs of {report.source}")
     for column in ("dimension", "questions", "constant", "mean |r|", "most redundant pair", "dropped"):
         table.add_column(column, justify="left" if column in ("dimension", "most redundant pair") else "right")
@@ -221,6 +216,10 @@ def print_weights(report: WeightsReport) -> None:
 # -- bineval coverage ----------------------------------------------------------------------------------------------
 def cmd_coverage(args: argparse.Namespace) -> int:
     """Coverage and Uniqueness of each generated checklist against the gold one; exit 1 if an LM pair went unanswered."""
+    from bineval_dspy.analysis.coverage import CoverageReport, LLMMatcher, coverage, embedding_matcher
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.runtime import effective_threads
+
     gold = load_model(Path(args.gold), Checklist)
     generated = [(name, load_model(Path(name), Checklist)) for name in args.checklists]
     if args.output:
@@ -233,7 +232,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         matcher = LLMMatcher(threads=effective_threads(lm, args.threads or DEFAULT_THREADS, args.threads is not None))
         threshold = None
     else:
-        threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
+        threshold = COVERAGE_THRESHOLD if args.threshold is None else args.threshold
         if not -1.0 <= threshold <= 1.0:
             raise InputError(f"--threshold: a cosine lies in [-1, 1], got {threshold}")
         matcher = embedding_matcher(threshold=threshold)
@@ -272,10 +271,10 @@ def add_analyze_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     analyze.add_argument("--checklist", help="the checklist the outputs were judged with (a meta-eval run's is found from the run or its config)")
     analyze.add_argument("--group", help="`bineval judge` output: the field naming each output's source document (default: input)")
     analyze.add_argument("--values", choices=("answers", "p_yes"), default="answers", help="yes/no answers (phi), or P(yes) of a probability-mode judge (Pearson r)")
-    analyze.add_argument("--phi-threshold", type=float, default=DEFAULT_PHI_THRESHOLD, help="drop a question whose |phi| with a kept one is above this")
-    analyze.add_argument("--min-pairs", type=count(2), default=DEFAULT_MIN_PAIRS, help="outputs answering both questions before a phi may prune")
-    analyze.add_argument("--folds", type=count(2), default=DEFAULT_FOLDS, help="cross-validation folds, by source document")
-    analyze.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="ridge penalty of the non-negative weight fit")
+    analyze.add_argument("--phi-threshold", type=float, default=PHI_THRESHOLD, help="drop a question whose |phi| with a kept one is above this")
+    analyze.add_argument("--min-pairs", type=count(2), default=MIN_PAIRS, help="outputs answering both questions before a phi may prune")
+    analyze.add_argument("--folds", type=count(2), default=FOLDS, help="cross-validation folds, by source document")
+    analyze.add_argument("--alpha", type=float, default=ALPHA, help="ridge penalty of the non-negative weight fit")
     analyze.add_argument("--resamples", type=count(0), default=1000, help="bootstrap resamples over documents for the intervals")
     analyze.add_argument("--seed", type=int, default=0)
     analyze.add_argument("-o", "--output", default="analysis", help="the folder to write into (created)")
@@ -285,6 +284,6 @@ def add_analyze_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     cover.add_argument("--checklists", nargs="+", required=True, metavar="GEN.json", help="the generated checklists")
     cover.add_argument("--gold", required=True, metavar="GOLD.json", help="the reference (expert) checklist")
     cover.add_argument("--match", choices=("embedding", "llm"), default="embedding", help="by MiniLM embedding cosine, or by asking the LM per pair")
-    cover.add_argument("--threshold", type=float, help=f"embedding: the cosine at which two questions match (default {DEFAULT_THRESHOLD})")
+    cover.add_argument("--threshold", type=float, help=f"embedding: the cosine at which two questions match (default {COVERAGE_THRESHOLD})")
     cover.add_argument("-o", "--output", help="write the results (with every match) as JSON")
     cover.set_defaults(func=cmd_coverage)

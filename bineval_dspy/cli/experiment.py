@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bineval_dspy.cli.options import command_line_lm
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode
-from bineval_dspy.experiment.config import (
-    BestOfArm,
-    ExperimentConfig,
-    GepaArm,
-    RefineArm,
-    SelectionDemosArm,
-    load_experiment,
-)
-from bineval_dspy.experiment.runner import RESULTS_FILE, TABLE_FILE, markdown, run_experiment
-from bineval_dspy.lm import runtime
+
+if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
+    from bineval_dspy.experiment.config import ExperimentConfig
 
 TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, "n": 2, "metric_calls": 6}
 
@@ -25,6 +19,8 @@ TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, 
 def tiny(config: ExperimentConfig) -> ExperimentConfig:
     """The same experiment at smoke-test size, in its own run directory: few groups per split (the first of each
     split file), one iteration, short outputs, two samples, a small GEPA budget."""
+    from bineval_dspy.experiment.config import BestOfArm, GepaArm, RefineArm, SelectionDemosArm
+
     data = config.data
     update = {name: min(value, TINY[name]) for name in ("train", "val", "test") if isinstance(value := getattr(data, name), int)}
     arms = []
@@ -48,6 +44,10 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run (or resume) every arm of an experiment; ``--lm`` replaces the config's ``lm``."""
+    from bineval_dspy.experiment.config import load_experiment
+    from bineval_dspy.experiment.runner import RESULTS_FILE, TABLE_FILE, markdown, run_experiment
+    from bineval_dspy.lm import runtime
+
     config = load_experiment(Path(args.config))
     config, source = command_line_lm(args, config)
     if args.tiny:

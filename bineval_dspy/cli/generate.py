@@ -5,23 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from bineval_dspy.cli.defaults import DEFAULT_THREADS, GENERATE_MAX_TOKENS
 from bineval_dspy.cli.options import add_budget_options, budget_meter, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
 from bineval_dspy.core.jsonio import check_output_path, jsonl_lines, read_jsonl, read_text, rewrite_jsonl
 from bineval_dspy.core.terminal import styled
-from bineval_dspy.judges.binary import hybrid_judge
-from bineval_dspy.lm import runtime
-from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads, lm_identity
-from bineval_dspy.optimize.results import SPLITS_FILE, Splits
-from bineval_dspy.programs.generator import Generator, run_generation, unchecked
-from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
-from bineval_dspy.programs.state import demos_of, load_program
-from bineval_dspy.suites.rows import load_suite
+
+if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
+    from bineval_dspy.programs.generator import Generator
 
 
 def _read_instructions(path: Path) -> str:
@@ -43,6 +40,8 @@ def _earlier_records(out: Path) -> list[dict]:
 
 def _finished(record: dict) -> bool:
     """A record a rerun keeps: a non-blank response, every STICK check answered."""
+    from bineval_dspy.programs.generator import unchecked
+
     return bool(str(record.get("response") or "").strip()) and not unchecked(record)
 
 
@@ -61,8 +60,11 @@ def _keep_finished(out: Path) -> None:
 def _program(args: argparse.Namespace, instructions: str | None) -> Generator:
     """The generator: from ``--program`` (its instructions, demos and token limit, unless ``--max-tokens`` is
     given), else the default or ``--instructions``."""
+    from bineval_dspy.programs.generator import Generator
+    from bineval_dspy.programs.state import load_program
+
     if not args.program:
-        return Generator(instructions, max_tokens=args.max_tokens or DEFAULT_MAX_TOKENS)
+        return Generator(instructions, max_tokens=args.max_tokens or GENERATE_MAX_TOKENS)
     program = load_program(Path(args.program), kind="generator").build()
     if args.max_tokens:
         program.max_tokens = args.max_tokens
@@ -71,6 +73,8 @@ def _program(args: argparse.Namespace, instructions: str | None) -> Generator:
 
 def _split_rows(rows: list, args: argparse.Namespace) -> list:
     """The suite rows of one split of an optimizer run (its ``splits.json``, beside ``--program``), in suite order."""
+    from bineval_dspy.optimize.results import SPLITS_FILE, Splits
+
     if not args.program:
         raise InputError("--split needs --program RUN_DIR/program.json: the split is the one that run recorded")
     folder = Path(args.program)
@@ -84,6 +88,13 @@ def _split_rows(rows: list, args: argparse.Namespace) -> list:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate (optionally STICK-improved) responses for a suite; resumable into output made the same way."""
+    from bineval_dspy.judges.binary import hybrid_judge
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.runtime import effective_threads, lm_identity
+    from bineval_dspy.programs.generator import run_generation, unchecked
+    from bineval_dspy.programs.state import demos_of
+    from bineval_dspy.suites.rows import load_suite
+
     suite_path = Path(args.suite)
     rows = load_suite(suite_path)
     if not rows:
@@ -173,7 +184,7 @@ def add_generate_command(sub: argparse._SubParsersAction, common: argparse.Argum
     gen.add_argument("--best-of", type=count(1), default=1, metavar="N", help="STICK best-of-N: keep the best sample")
     gen.add_argument("--limit", type=count(1), metavar="N", help="only the first N suite rows")
     gen.add_argument("--mode", choices=("strict", "loose"), default="strict", help="verifier mode of the STICK judge")
-    gen.add_argument("--max-tokens", type=count(1), help=f"token limit per response (default {DEFAULT_MAX_TOKENS}, or the --program's)")
+    gen.add_argument("--max-tokens", type=count(1), help=f"token limit per response (default {GENERATE_MAX_TOKENS}, or the --program's)")
     gen.add_argument("-o", "--output", default="responses.jsonl", help="JSONL: key, prompt, response (+ STICK records)")
     gen.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
     add_budget_options(gen, "row")

@@ -6,14 +6,11 @@ import argparse
 import json
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from bineval_dspy.checklists.base import ChecklistWriter
-from bineval_dspy.checklists.bineval import BinEvalWriter
-from bineval_dspy.checklists.qworld import QworldWriter
-from bineval_dspy.checklists.writers import METHODS, make_writer, save_checklist_usage
+from bineval_dspy.cli.defaults import CHECKLIST_METHODS, DEFAULT_THREADS
 from bineval_dspy.cli.options import add_budget_options, budget_meter, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
@@ -31,15 +28,10 @@ from bineval_dspy.core.jsonio import (
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join, lineage_scores
 from bineval_dspy.core.terminal import styled
-from bineval_dspy.judges.binary import NO_P_YES, BinaryJudge
-from bineval_dspy.judges.code import check_verifiers
-from bineval_dspy.lm import runtime
-from bineval_dspy.lm.budget import metered_map
-from bineval_dspy.lm.cache import reply_journal
-from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads, lm_identity
-from bineval_dspy.lm.specs import is_local
-from bineval_dspy.lm.usage import Cost, measured, total
-from bineval_dspy.programs.state import load_program
+
+if TYPE_CHECKING:  # DSPy, LiteLLM and llama.cpp load when a command runs, never for the parser
+    from bineval_dspy.checklists.base import ChecklistWriter
+    from bineval_dspy.judges.binary import BinaryJudge
 
 
 def _read_task(value: str) -> str:
@@ -88,6 +80,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     example, whose countable questions (numbers and names found in the article, length, capitals, repeated words,
     the main subject) code answers; ``--write-checklist`` lets the LM write it with BinEval's two steps instead.
     """
+    from bineval_dspy.checklists.bineval import BinEvalWriter
+    from bineval_dspy.judges.binary import BinaryJudge
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.budget import metered_map
+    from bineval_dspy.lm.usage import Cost, measured, total
+
     data = files("bineval_dspy").joinpath("data")
     example = json.loads(data.joinpath("demo.json").read_text(encoding="utf-8"))
     out = Path(args.output)
@@ -136,6 +134,8 @@ def _print_ranking(summaries: list[dict], cards: list[Scorecard]) -> None:
 def _write_checklist(writer: ChecklistWriter, task: str, dimensions: list[str]) -> Checklist:
     """The writer's checklist; an LM that gives nothing usable stops the command in one line, and the replies
     that led there are not replayed from the cache: a rerun asks again."""
+    from bineval_dspy.lm.cache import reply_journal
+
     with reply_journal() as journal:
         try:
             return writer(task=task, dimensions=dimensions)
@@ -165,6 +165,11 @@ def _writer_params(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_checklist(args: argparse.Namespace) -> int:
     """Generate a checklist for a task with the chosen method, save it as JSON, and say what it cost."""
+    from bineval_dspy.checklists.qworld import QworldWriter
+    from bineval_dspy.checklists.writers import make_writer, save_checklist_usage
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.usage import measured
+
     task = _read_task(args.task)
     if not task.strip():
         raise InputError("--task: the task description is empty")
@@ -227,6 +232,9 @@ JUDGE_FLAGS = {"cot": False, "samples": 1, "probability": False, "partial": Fals
 def _judge_of(args: argparse.Namespace) -> BinaryJudge:
     """The judge the flags describe, or the one ``--program`` holds (its instructions, demos, thresholds and
     options: flags that would change them are refused, so the run is the program the optimizer measured)."""
+    from bineval_dspy.judges.binary import BinaryJudge
+    from bineval_dspy.programs.state import load_program
+
     if not args.program:
         return BinaryJudge(
             chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial,
@@ -243,6 +251,14 @@ def _judge_of(args: argparse.Namespace) -> BinaryJudge:
 
 def cmd_judge(args: argparse.Namespace) -> int:
     """Judge every row of a JSONL file against a checklist; resumable (complete rows are kept, the rest redone)."""
+    from bineval_dspy.judges.binary import NO_P_YES
+    from bineval_dspy.judges.code import check_verifiers
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.budget import metered_map
+    from bineval_dspy.lm.runtime import effective_threads, lm_identity
+    from bineval_dspy.lm.specs import is_local
+    from bineval_dspy.lm.usage import Cost
+
     checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
     checklist = load_model(checklist_path, Checklist)
     check_verifiers(checklist, str(checklist_path))
@@ -360,7 +376,7 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
 
     checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")
     checklist.add_argument("--task", required=True, help="the task text, or @FILE")
-    checklist.add_argument("--method", choices=METHODS, default="bineval", help="bineval (two steps), tick (2-8 questions) or qworld (expansion tree)")
+    checklist.add_argument("--method", choices=CHECKLIST_METHODS, default="bineval", help="bineval (two steps), tick (2-8 questions) or qworld (expansion tree)")
     checklist.add_argument("--dimensions", help="comma-separated dimensions (default: bineval chooses them; tick and qworld use one)")
     checklist.add_argument("--max-questions", type=count(1), default=None, help="most questions (bineval 24, tick 8, qworld 60 criteria)")
     for name, rounds in zip(QWORLD_FLAGS, ("scenarios (default 3)", "perspectives (default 4)", "criteria (default 0)")):

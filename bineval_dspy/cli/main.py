@@ -1,4 +1,7 @@
-"""The ``bineval`` command line: the parser and the entry point; each command lives in its own module."""
+"""The ``bineval`` command line: the parser and the entry point; each command lives in its own module.
+
+Building the parser imports no DSPy, LiteLLM or llama.cpp: each command imports what it needs when it runs, so
+``bineval --version`` and ``--help`` answer at once (``tests/cli/test_startup.py``)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pathlib import Path
 
 from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
+from bineval_dspy.cli.defaults import DEFAULT_LM, DEFAULT_THREADS, DEFAULT_TIMEOUT
 from bineval_dspy.cli.experiment import add_experiment_command
 from bineval_dspy.cli.generate import add_generate_command
 from bineval_dspy.cli.judge import add_judge_commands
@@ -24,8 +28,6 @@ from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.core import outputs
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError
-from bineval_dspy.lm.remote import DEFAULT_TIMEOUT
-from bineval_dspy.lm.specs import DEFAULT_LM
 
 
 # -- parser --------------------------------------------------------------------------------
@@ -54,7 +56,7 @@ def _temperature(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--lm", default=None, help=f"{DEFAULT_LM} (embedded default), gemma3-270m, a .gguf path, or a LiteLLM model string")
-    common.add_argument("--threads", type=count(1), default=None, help="parallel LM calls for remote LMs (default 4)")
+    common.add_argument("--threads", type=count(1), default=None, help=f"parallel LM calls for remote LMs (default {DEFAULT_THREADS})")
     common.add_argument("--cache-dir", type=Path, default=None, help="on-disk LM call cache (default $BINEVAL_CACHE_DIR or ~/.cache/bineval_dspy)")
     common.add_argument("--api-base", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     common.add_argument("--api-key-env", metavar="NAME", help="the environment variable holding the server's API key")

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from bineval_dspy.cli.defaults import DEFAULT_THREADS
 from bineval_dspy.cli.options import add_budget_options, budget_meter, command_line_lm, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
-from bineval_dspy.lm import runtime
-from bineval_dspy.lm.runtime import DEFAULT_THREADS
-from bineval_dspy.meta.config import load_config
-from bineval_dspy.meta.report import write_report
-from bineval_dspy.meta.runner import SCORES_FILE, MetaEvalResults, run_meta_eval
+
+if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
+    from bineval_dspy.meta.runner import MetaEvalResults
 
 
 def cmd_meta_eval(args: argparse.Namespace) -> int:
     """Run (or resume) a meta-evaluation; ``--lm`` and ``--limit`` given on the command line replace the config's."""
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.meta.config import load_config
+    from bineval_dspy.meta.runner import SCORES_FILE, run_meta_eval
+
     config = load_config(Path(args.config))
     config, source = command_line_lm(args, config)
     if args.limit is not None and args.limit != config.limit:
@@ -39,6 +43,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
 
 def _report(results: MetaEvalResults) -> None:
     """Write the results, print the table (as results.md has it, on stdout: wide, never cut) and the cost."""
+    from bineval_dspy.meta.report import write_report
+    from bineval_dspy.meta.runner import SCORES_FILE
+
     md, table, full = write_report(results)
     print(md.read_text(encoding="utf-8"), end="")
     console.print(f"wrote {SCORES_FILE}, {md.name}, {table.name} and {full.name} in {results.run_dir}")

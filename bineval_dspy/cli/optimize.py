@@ -6,20 +6,19 @@ import argparse
 from pathlib import Path
 
 from bineval_dspy.cli.options import add_budget_options, budget_meter, command_line_lm
-from bineval_dspy.cli.show import show_run
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
-from bineval_dspy.lm import runtime
-from bineval_dspy.lm.runtime import lm_identity
-from bineval_dspy.lm.specs import make_lm
-from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
-from bineval_dspy.optimize.config import build, load_config, run_fingerprint, splits_of, test_scorer
-from bineval_dspy.optimize.results import RESULTS_FILE, RunResults, score_test
-from bineval_dspy.report.runs import load_runs
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Run (or resume) the optimization a config describes; ``--lm`` given on the command line replaces ``lm``."""
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.runtime import lm_identity
+    from bineval_dspy.lm.specs import make_lm
+    from bineval_dspy.optimize.audit import AUDIT_FILE
+    from bineval_dspy.optimize.config import build, load_config, run_fingerprint, splits_of, test_scorer
+    from bineval_dspy.optimize.results import RunResults, score_test
+
     config = load_config(Path(args.config))
     config, source = command_line_lm(args, config)
     lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir)
@@ -56,6 +55,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 def _summary(run_dir: Path, what: str) -> None:
     """The trajectory (``bineval show``), then the cost line."""
+    from bineval_dspy.cli.show import show_run
+    from bineval_dspy.optimize.audit import Audit
+    from bineval_dspy.optimize.results import RESULTS_FILE, RunResults
+    from bineval_dspy.report.runs import load_runs
+
     for run in load_runs(run_dir):
         show_run(run)
     test_cost = RunResults.load(run_dir).usage if (run_dir / RESULTS_FILE).is_file() else None

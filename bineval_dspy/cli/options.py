@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
-from bineval_dspy.lm.budget import Budget, BudgetMeter
-from bineval_dspy.lm.prices import check_priced
+
+if TYPE_CHECKING:
+    from bineval_dspy.lm.budget import Budget, BudgetMeter
 
 
 def count(minimum: int) -> Callable[[str], int]:
@@ -49,12 +50,17 @@ def add_budget_options(parser: argparse.ArgumentParser, unit: str) -> None:
 
 
 def budget_of(args: argparse.Namespace) -> Budget:
+    from bineval_dspy.lm.budget import Budget  # here, not at import: the parser loads no DSPy
+
     return Budget(max_cost=args.max_cost, max_calls=args.max_calls)
 
 
 def budget_meter(args: argparse.Namespace, models: Iterable[str]) -> BudgetMeter:
     """The meter of the command line's budget for a run on ``models`` (model strings): a dollar budget needs
     their prices."""
+    from bineval_dspy.lm.budget import BudgetMeter
+    from bineval_dspy.lm.prices import check_priced
+
     budget = budget_of(args)
     if budget.max_cost is not None:
         check_priced(models)

@@ -8,12 +8,13 @@ from pathlib import Path
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.jsonio import check_output_path
-from bineval_dspy.report import load_runs, write_report
-from bineval_dspy.report.runs import shown_path
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Read every run (all of them checked before anything is written), then write the one HTML file."""
+    from bineval_dspy.report import load_runs, write_report  # here: the parser loads no plotly or DSPy
+    from bineval_dspy.report.runs import shown_path
+
     out = Path(args.output)
     check_output_path(out, *(Path(path) for path in args.runs))
     if out.exists() and out.suffix.lower() not in (".html", ".htm"):  # e.g. a run's own audit.json or scores.jsonl

@@ -11,32 +11,29 @@ from __future__ import annotations
 import argparse
 import difflib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from bineval_dspy.cli.analyze import print_phi, print_pruning, print_weights
 from bineval_dspy.core.console import console
 from bineval_dspy.core.terminal import printable
-from bineval_dspy.meta.correlation import Estimate
-from bineval_dspy.optimize.audit import EvalSummary
-from bineval_dspy.optimize.results import TestResults
-from bineval_dspy.report.html import TITLES, amount, number
-from bineval_dspy.report.runs import (
-    AnalysisRun,
-    ExperimentRun,
-    JudgeRun,
-    MetaRun,
-    OptimizerRun,
-    Run,
-    Spend,
-    TuneRun,
-    load_runs,
-    shown_path,
-)
-from bineval_dspy.report.stats import dimension_means, method_rates, question_rates, spreads
-from bineval_dspy.tune.report import print_best
+
+if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for the parser
+    from bineval_dspy.meta.correlation import Estimate
+    from bineval_dspy.optimize.audit import EvalSummary
+    from bineval_dspy.optimize.results import TestResults
+    from bineval_dspy.report.runs import (
+        AnalysisRun,
+        ExperimentRun,
+        JudgeRun,
+        MetaRun,
+        OptimizerRun,
+        Run,
+        Spend,
+        TuneRun,
+    )
 
 WORST = 10  # outputs listed for a judge run, lowest overall score first
 
@@ -46,6 +43,8 @@ def _say(text: str) -> None:
 
 
 def _spend(block: Spend) -> None:
+    from bineval_dspy.report.html import amount
+
     if block:
         _say("cost: " + ", ".join(f"{key} {amount(value)}" for key, value in block.items()))
 
@@ -65,6 +64,9 @@ def _row(table: Table, *cells: object) -> None:
 # -- judge output --------------------------------------------------------------------------------------------------
 def show_judge(run: JudgeRun) -> None:
     """Mean scores, pass rate per question, and the lowest-scoring outputs."""
+    from bineval_dspy.report.html import number
+    from bineval_dspy.report.stats import dimension_means, question_rates
+
     cards = [row.card for row in run.rows]
     judges = sorted({card.judge.model for card in cards if card.judge is not None})
     _say(f"{len(cards)} output(s), {sum(len(c.verdicts) for c in cards)} verdict(s), {sum(c.unanswered for c in cards)} unanswered; judge: {', '.join(judges) or '-'}")
@@ -94,6 +96,9 @@ def _estimate(e: Estimate) -> str:
 
 def show_meta(run: MetaRun) -> None:
     """Spearman with the humans (both levels, with intervals), where scores lie on their scale, questions' yes rates."""
+    from bineval_dspy.report.html import number
+    from bineval_dspy.report.stats import method_rates, spreads
+
     outputs, documents = len({s.id for s in run.scores}), len({s.doc_id for s in run.scores})
     _say(f"{outputs} output(s) of {documents} document(s){' from ' + run.dataset if run.dataset else ''}; methods: {', '.join(run.methods)}")
     _spend(run.spend)
@@ -175,6 +180,8 @@ def show_test(test: TestResults) -> None:
 # -- analyses and tune studies -------------------------------------------------------------------------------------
 def show_analysis(run: AnalysisRun) -> None:
     """What ``bineval analyze`` printed: phi per dimension, the pruning, the weights' cross-validation."""
+    from bineval_dspy.cli.analyze import print_phi, print_pruning, print_weights
+
     _spend(run.spend)
     if run.phi is not None:
         print_phi(run.phi, run.pruning)
@@ -186,6 +193,8 @@ def show_analysis(run: AnalysisRun) -> None:
 
 def show_tune(run: TuneRun) -> None:
     """The best trial or the Pareto front, as ``bineval tune`` printed it."""
+    from bineval_dspy.tune.report import print_best
+
     _spend(run.spend)
     print_best(run.results)
 
@@ -206,6 +215,10 @@ def show_experiment(run: ExperimentRun) -> None:
 
 
 def show_run(run: Run) -> None:
+    """The run's title line, then the view of its kind."""
+    from bineval_dspy.report.html import TITLES
+    from bineval_dspy.report.runs import AnalysisRun, ExperimentRun, JudgeRun, MetaRun, OptimizerRun, shown_path
+
     _say(f"== {TITLES[run.kind]}: {shown_path(run.source)}")
     if isinstance(run, JudgeRun):
         show_judge(run)
@@ -222,6 +235,8 @@ def show_run(run: Run) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> None:
+    from bineval_dspy.report.runs import load_runs
+
     runs = [run for path in args.runs for run in load_runs(Path(path))]  # every path read before anything is shown
     for run in runs:
         show_run(run)

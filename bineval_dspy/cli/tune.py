@@ -9,20 +9,23 @@ from pathlib import Path
 from bineval_dspy.cli.options import add_budget_options, budget_of, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
-from bineval_dspy.lm import runtime
-from bineval_dspy.lm.budget import BudgetMeter
-from bineval_dspy.tune.report import collect, print_best, write_results
-from bineval_dspy.tune.study import open_study, prepare, run_workers, work
 
 
 def _study_cache(given: Path | None) -> Path | None:
     """--cache-dir, else $BINEVAL_CACHE_DIR, else None: the study's own DIR/lm-cache."""
+    from bineval_dspy.lm import runtime
+
     env = os.environ.get(runtime.CACHE_ENV)
     return given or (Path(env) if env else None)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     """Run trials until the study has its count (this process, or ``--workers`` processes), then report it."""
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.budget import BudgetMeter
+    from bineval_dspy.tune.report import collect, print_best, write_results
+    from bineval_dspy.tune.study import open_study, prepare, run_workers, work
+
     path = Path(args.config)
     options = runtime.lm_options(args)
     cache_dir = _study_cache(args.cache_dir)

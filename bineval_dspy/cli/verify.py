@@ -10,7 +10,6 @@ from rich.table import Table
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.core.jsonio import check_output_path, rewrite_jsonl
-from bineval_dspy.suites.grading import verify_files
 
 
 def _percent(value: float | None) -> str:
@@ -20,6 +19,8 @@ def _percent(value: float | None) -> str:
 def cmd_verify(args: argparse.Namespace) -> int:
     """Grade a responses file against a suite with the code verifiers; no LM is involved. Exits 1 when an
     instruction is ungraded or a row was skipped: the accuracies then rest on less than the files hold."""
+    from bineval_dspy.suites.grading import verify_files  # here: the parser loads no DSPy
+
     out = Path(args.output)
     check_output_path(out, Path(args.suite), Path(args.responses))
     results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -13,7 +14,6 @@ from bineval_dspy.analysis.coverage import embedding_matcher
 from bineval_dspy.analysis.phi import PhiReport
 from bineval_dspy.analysis.pruning import PruningReport
 from bineval_dspy.analysis.weights import WeightsReport
-from bineval_dspy.cli import analyze as analyze_cli
 from bineval_dspy.core.fingerprint import digest, sidecar
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.meta.config import load_config
@@ -258,7 +258,7 @@ def words_embed(texts: list[str]) -> np.ndarray:
 
 
 def test_coverage_command_by_embedding(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(analyze_cli, "embedding_matcher", lambda threshold: embedding_matcher(words_embed, threshold))
+    monkeypatch.setattr(importlib.import_module("bineval_dspy.analysis.coverage"), "embedding_matcher", lambda threshold: embedding_matcher(words_embed, threshold))
     gold = write_checklist(tmp_path / "gold.json", "Are the facts right?", "Are the numbers right?", "Is it fluent?")
     gen = write_checklist(tmp_path / "gen.json", "Are all facts supported?", "Is it short?")
     out = tmp_path / "coverage.json"

@@ -1,0 +1,38 @@
+"""``bineval --version`` and ``--help`` load no DSPy, LiteLLM or llama.cpp (they answered in 2.6-3.6 s when the
+parser imported every command's modules), and the defaults the parser shows are the library's own."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bineval_dspy.cli import defaults
+
+HEAVY = ("dspy", "litellm", "llama_cpp", "numpy", "scipy", "plotly", "optuna")
+PROBE = """
+import json, sys
+from bineval_dspy.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(name for name in {heavy} if name in sys.modules)), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["judge", "--help"], ["show", "--help"]])
+def test_the_parser_loads_no_lm_library(argv):
+    probe = PROBE.format(heavy=HEAVY)
+    run = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, check=True, timeout=120)
+    assert json.loads(run.stderr.strip().splitlines()[-1]) == []
+    assert run.stdout  # the version or the help text
+
+
+@pytest.mark.parametrize("name", sorted(defaults.SOURCES))
+def test_each_default_the_parser_shows_is_the_library_constant(name):
+    module, attribute = defaults.SOURCES[name]
+    assert getattr(defaults, name) == getattr(importlib.import_module(module), attribute)

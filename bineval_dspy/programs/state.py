@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dspy
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model
 from bineval_dspy.judges.binary import BinaryJudge
-from bineval_dspy.programs.generator import Generator
+
+if TYPE_CHECKING:
+    from bineval_dspy.programs.generator import Generator
 
 PROGRAM_FILE = "program.json"
 Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)
@@ -86,6 +88,8 @@ class ProgramFile(BaseModel):
     @classmethod
     def of(cls, program: dspy.Module) -> ProgramFile:
         """The file for ``program``'s current state."""
+        from bineval_dspy.programs.generator import Generator  # here: the generator's imports lead back to this module
+
         state: dict[str, Any] = {"instructions": instructions_of(program), "demos": demos_of(program)}
         if isinstance(program, Generator):
             return cls(kind="generator", max_tokens=program.max_tokens, **state)
@@ -97,6 +101,8 @@ class ProgramFile(BaseModel):
 
     def build(self) -> dspy.Module:
         """A new generator or judge in this state (a ``module`` file is applied to your own program instead)."""
+        from bineval_dspy.programs.generator import Generator
+
         program: dspy.Module
         if self.kind == "generator":
             program = Generator(max_tokens=self.max_tokens) if self.max_tokens else Generator()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import dspy
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,9 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model
 from bineval_dspy.judges.binary import BinaryJudge
-
-if TYPE_CHECKING:
-    from bineval_dspy.programs.generator import Generator
 
 PROGRAM_FILE = "program.json"
 Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)

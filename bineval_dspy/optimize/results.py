@@ -61,6 +61,8 @@ class SplitScore(BaseModel):
     dimension_scores: dict[str, float] = Field(default_factory=dict)
     accuracy: dict[str, Interval] = Field(default_factory=dict)
     kappa: Interval | None = None
+    item_scores: dict[str, float] = Field(default_factory=dict)  # per item (suite key, or question), for checks by item
+    followed: dict[str, bool | None] = Field(default_factory=dict)  # suites: strict, every instruction followed (None: ungraded)
 
 
 class StepScore(BaseModel):
@@ -207,7 +209,15 @@ class TestScorer:
             dimension_scores=evaluation.dimension_scores,
             accuracy={name: boot.interval(stats[name]) for name in MEASURES if name in stats},
             kappa=boot.interval(stats["kappa"]) if "kappa" in stats else None,
+            item_scores={item.id: item.score for item in evaluation.items},
+            followed=self._followed(evaluation),
         )
+
+    def _followed(self, evaluation: Evaluation) -> dict[str, bool | None]:
+        """Per test prompt, verify's strict ``follow_all_instructions`` (suites only; failed generations left out)."""
+        if self.rows is None:
+            return {}
+        return {item.id: grade(self.rows[item.id], item.output, "strict").follow_all_instructions for item in evaluation.items if item.output is not None}
 
     def steps(self, audit: Audit, start: Evaluation, student: dspy.Module | None = None) -> list[StepScore]:
         """The best program after each accepted iteration of ``audit`` on test, against ``start``."""

@@ -120,6 +120,7 @@ max_iterations = 2
     graded = tmp_path / "graded.jsonl"
     assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(graded)]) == 0
     rows = [json.loads(line) for line in graded.read_text().splitlines()]
+    assert {str(row["key"]): row["follow_all_instructions"] for row in rows} == test["final"]["followed"]  # to the item
     followed = sum(row["follow_all_instructions"] is True for row in rows) / len(rows)
     assert followed == test["final"]["accuracy"]["strict_prompt"]["estimate"]
     capsys.readouterr()

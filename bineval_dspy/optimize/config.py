@@ -57,8 +57,9 @@ class DataConfig(_Strict):
     def _counts_or_files(self) -> DataConfig:
         sizes = {name: getattr(self, name) for name in SPLIT_NAMES}
         files = [name for name, value in sizes.items() if isinstance(value, Path)]
-        if files and len(files) < 2 or (len(files) == 2 and "test" in files):
-            raise ValueError("give train and val (and optionally test) all as files, or all as counts")
+        counted = [name for name, value in sizes.items() if isinstance(value, int) and (value or name != "test")]
+        if files and counted:
+            raise ValueError(f"give train, val and test all as files or all as counts ({', '.join(files)} a file, {', '.join(counted)} a count)")
         for name, value in sizes.items():
             if isinstance(value, int) and value < (0 if name == "test" else 1):
                 raise ValueError(f"{name} must be at least {0 if name == 'test' else 1}, got {value}")

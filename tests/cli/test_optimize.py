@@ -141,3 +141,9 @@ def test_explicit_split_files_and_a_leak_between_them(tmp_path, scripted, capsys
     leaky = write_config(tmp_path, body.replace("files", "leaky").format("tr.jsonl", "va.jsonl", write("te2.jsonl", range(3, 5))))
     assert cli.main(["optimize", str(leaky)]) == 2
     assert "'3' is also in the val split" in capsys.readouterr().err
+
+
+def test_files_and_counts_do_not_mix(tmp_path, scripted, capsys):
+    config = write_config(tmp_path, 'mode = "self"\nrun_dir = "r"\n[data]\ntrain = "tr.jsonl"\nval = "va.jsonl"\ntest = 5\n')
+    assert cli.main(["optimize", str(config)]) == 2
+    assert "all as files or all as counts (train, val a file, test a count)" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import dspy
+import optuna  # noqa: F401  (its log handler keeps the sys.stderr of its first import: not one a test captures and closes)
 import pytest
 from dspy.lm15 import Usage
 

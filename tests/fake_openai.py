@@ -43,21 +43,35 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class ScriptedServer:
-    """Answers every chat request with ``reply(body)``; keeps every request body in ``bodies``."""
+    """Answers every chat request with ``reply(body)``; keeps every request body in ``bodies``, and counts the
+    requests in flight (``most_in_flight``: the most at one time; ``reply`` may sleep to hold them open)."""
 
     def __init__(self, reply: Reply) -> None:
         self.reply = reply
         self.bodies: list[dict] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.headers: dict[int, dict[str, str]] = {}  # response status -> extra headers sent with it
+        self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.bodies.append(body)
-                answer = server.reply(body)
+                with server._lock:
+                    server.bodies.append(body)
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    answer = server.reply(body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
                 status, payload = answer if isinstance(answer, tuple) else (200, completion(body, answer))
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in server.headers.get(status, {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -53,6 +53,17 @@ def _temperature(text: str) -> float:
     return value
 
 
+def _per_minute(text: str) -> float:
+    """An argparse type: a positive rate per minute."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number per minute, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number per minute, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--lm", default=None, help=f"{DEFAULT_LM} (embedded default), gemma3-270m, a .gguf path, or a LiteLLM model string")
@@ -64,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--timeout", type=_seconds, metavar="SECONDS", help=f"per LM call, remote LMs only (default {DEFAULT_TIMEOUT:g})"
     )
+    common.add_argument("--rpm", type=_per_minute, metavar="N", help="at most N requests a minute to the --api-base server (client-side)")
+    common.add_argument("--tpm", type=_per_minute, metavar="N", help="at most N tokens a minute to the --api-base server (estimated before each request)")
     parser = argparse.ArgumentParser(prog="bineval", description="Evaluate LLM outputs with independent binary questions.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -8,34 +8,78 @@ Why an engine of our own around DSPy's native one:
 - Servers spell schema-constrained output differently: OpenAI, vLLM and llama.cpp's ``llama-server`` take
   ``{"type": "json_schema", ...}``; llama-cpp-python's server rejects that type (HTTP 500) and takes
   ``{"type": "json_object", "schema": ...}``. A refused spelling is retried once in the next one and not sent
-  to that server again in this process.
+  to that server again in this process; until a server has accepted a spelling, schema requests to it go one at
+  a time, so the calls in flight together do not each meet the refusal.
+- Retries are ours, not DSPy's: HTTP 429 and 503 honoured with ``Retry-After``, exponential backoff with jitter,
+  all inside the call's ``--timeout`` budget (``bineval_dspy.lm.retry``); optional client-side ``--rpm`` and
+  ``--tpm`` limits; throttled and retried calls counted in ``usage``.
 - The server is part of the model string (``openai/m@http://host:8000/v1``): DSPy leaves ``api_base`` out
   of its cache key, so two servers answering to the same model name would otherwise share cached answers.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import random
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from typing import Any
 from urllib.parse import urlsplit
 
 import dspy
 from dspy.clients.engines.lm15_engine import LM15Engine, timeouts_for
-from dspy.lm15 import InvalidRequestError, LM15Error, Request, Response, RouterConfig, ServerError
+from dspy.lm15 import (
+    InvalidRequestError,
+    LM15Error,
+    RateLimitError,
+    Request,
+    Response,
+    RouterConfig,
+    ServerError,
+    TimeoutError,
+    TransportError,
+)
 
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.lm.retry import DEFAULT_TIMEOUT, RateLimiter, wait_before_retry
+from bineval_dspy.lm.usage import report_retries
 
-DEFAULT_TIMEOUT = 120.0  # seconds to wait for a server's answer to one call
-RETRIES = 1  # one retry of a transient failure: a dead or hung server costs at most 2 x timeout + 1 s per call
-# DSPy sleeps for a server's Retry-After before its retry, however long: "Retry-After: 100000" would stall a run
-# for a day. The wait is capped at the call timeout, so a throttling server costs at most 3 x timeout per call.
+__all__ = ["DEFAULT_TIMEOUT", "RETRIES", "RemoteEngine", "remote_lm"]
+
+RETRIES = 1  # LiteLLM provider models (no --api-base): DSPy's one retry; servers at --api-base: lm.retry's policy
+TRANSIENT = (RateLimitError, ServerError, TimeoutError, TransportError)  # worth another try after a wait
+THROTTLED_STATUS = (429, 503)  # the server says: not now
 
 # Schema spellings in the order tried: OpenAI's, llama-cpp-python's, then JSON mode with the schema left to the prompt.
 _FORMS = ("json_schema", "json_object_schema", "json_object")
-_first_form: dict[str, int] = {}  # api_base -> index in _FORMS of the first spelling that server has not refused
+
+
+@dataclass
+class _ServerForm:
+    """What one server takes: the first spelling it has not refused, and whether one was accepted. Until one is,
+    schema requests to it go one at a time, so a refusal costs one request per process, not one per request in
+    flight."""
+
+    index: int = 0
+    settled: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_server_forms: dict[str, _ServerForm] = {}  # api_base -> what that server takes
+_forms_lock = threading.Lock()
+
+
+def _server_form(api_base: str) -> _ServerForm:
+    with _forms_lock:
+        return _server_forms.setdefault(api_base, _ServerForm())
 
 
 class RemoteEngine:
-    """One OpenAI-compatible server: DSPy's native lm15 client pointed at ``api_base``, plus the schema spelling."""
+    """One OpenAI-compatible server: DSPy's native lm15 client pointed at ``api_base``, plus the schema spelling,
+    retries with backoff inside the call's timeout budget, optional client-side rate limits and a cap on the
+    requests in flight (``limit_in_flight``)."""
 
     in_process = False  # calls run in parallel (see ``bineval_dspy.lm.specs.is_local``)
     supports_response_schema = True
@@ -46,11 +90,21 @@ class RemoteEngine:
     )
 
     def __init__(
-        self, spec: str, api_base: str, *, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT
+        self,
+        spec: str,
+        api_base: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        rpm: float | None = None,
+        tpm: float | None = None,
     ) -> None:
         self.spec = spec
         self.api_base = _checked_url(api_base)
         self.timeout = timeout
+        self.limiter = RateLimiter(rpm, tpm)
+        self._slots: threading.BoundedSemaphore | None = None
+        self._rng = random.Random()
         prefix, _, model = spec.partition("/")
         # lm15's dialect for the server: Ollama's own, else its open-server one (vLLM's). That sends ``max_tokens``,
         # which every server takes, where the ``openai/`` prefix would send api.openai.com's ``max_completion_tokens``
@@ -76,30 +130,69 @@ class RemoteEngine:
     def __deepcopy__(self, memo: dict) -> RemoteEngine:
         return self  # program copies share one connection pool
 
+    def limit_in_flight(self, most: int | None) -> None:
+        """At most ``most`` requests of this engine open at once (``judge --concurrency``); None: no cap."""
+        self._slots = threading.BoundedSemaphore(most) if most else None
+
     def complete(self, request: Request) -> Response:
-        """Send one request (see ``_send``); a server's Retry-After is capped at the call timeout."""
+        """Send one request, again after a transient failure while the call's budget lasts (``lm.retry``); the
+        call's throttling and retries are counted in the ``usage`` of the work around it."""
+        started = time.monotonic()
+        throttled = retried = False
+        retry = 0
         try:
-            return self._send(request)
-        except LM15Error as exc:
-            if exc.retry_after is not None and exc.retry_after > self.timeout:
-                exc.retry_after = self.timeout
-            raise
+            while True:
+                try:
+                    return self._paced(request)
+                except TRANSIENT as exc:
+                    throttled = throttled or _throttles(exc)
+                    remaining = started + self.timeout - time.monotonic()
+                    wait = wait_before_retry(retry, exc.retry_after, remaining, self._rng)
+                    if wait is None:
+                        raise
+                    retried, retry = True, retry + 1
+                    time.sleep(wait)
+        finally:
+            report_retries(throttled, retried)
+
+    def _paced(self, request: Request) -> Response:
+        """One attempt, after the client-side rate limits allow it, in one of the in-flight slots."""
+        estimate = _token_estimate(request) if self.limiter.limited else 0
+        if self.limiter.limited:
+            self.limiter.acquire(estimate)
+        with self._slot():
+            response = self._send(request)
+        if self.limiter.limited:
+            self.limiter.settle(estimate, _tokens_used(response, estimate))
+        return response
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        slots = self._slots
+        with slots if slots is not None else nullcontext():
+            yield
 
     def _send(self, request: Request) -> Response:
-        """One request; a schema goes out in the first spelling this server has not refused."""
+        """One request; a schema goes out in the spelling this server takes, found once per process."""
         request = replace(request, model=self._wire_model)
         schema_format = request.config.response_format
         if not schema_format or schema_format.get("type") != "json_schema":
             return self._client.complete(request)
-        first = _first_form.get(self.api_base, 0)
-        for index in range(first, len(_FORMS) - 1):
-            try:
-                return self._client.complete(_spelled(request, _FORMS[index]))
-            except (InvalidRequestError, ServerError) as exc:
-                if not _refuses_format(exc):
-                    raise
-                _first_form[self.api_base] = index + 1
-        return self._client.complete(_spelled(request, _FORMS[-1]))
+        form = _server_form(self.api_base)
+        if not form.settled:
+            with form.lock:  # one request at a time finds out; the others wait for its answer
+                while not form.settled:
+                    index = form.index
+                    try:
+                        response = self._client.complete(_spelled(request, _FORMS[index]))
+                    except (InvalidRequestError, ServerError) as exc:
+                        if index == len(_FORMS) - 1 or not _refuses_format(exc):
+                            raise
+                        form.index = index + 1
+                        continue
+                    form.settled = True
+                    return response
+        return self._client.complete(_spelled(request, _FORMS[form.index]))
 
 
 def remote_lm(
@@ -111,17 +204,20 @@ def remote_lm(
     temperature: float,
     max_tokens: int,
     cache: bool,
+    rpm: float | None = None,
+    tpm: float | None = None,
     **kwargs,
 ) -> dspy.LM:
-    """A ``dspy.LM`` calling the server at ``api_base`` (DSPy's cache and retries, our engine)."""
-    engine = RemoteEngine(spec, api_base, api_key=api_key, timeout=timeout)
+    """A ``dspy.LM`` calling the server at ``api_base``: DSPy's cache and usage, our engine's retries (DSPy's own
+    are off, so a call is never retried by both)."""
+    engine = RemoteEngine(spec, api_base, api_key=api_key, timeout=timeout, rpm=rpm, tpm=tpm)
     return dspy.LM(
         engine.model,
         engine=engine,
         temperature=temperature,
         max_tokens=max_tokens,
         cache=cache,
-        num_retries=RETRIES,
+        num_retries=0,
         **kwargs,
     )
 
@@ -157,3 +253,22 @@ def _refuses_format(exc: InvalidRequestError | ServerError) -> bool:
     """Whether an error is the server refusing the response_format spelling (servers name the field they reject)."""
     text = str(exc).lower()
     return "response_format" in text or "json_schema" in text
+
+
+def _throttles(exc: LM15Error) -> bool:
+    """Whether a failure is the server throttling (429, or 503 "busy"), not a fault."""
+    return isinstance(exc, RateLimitError) or getattr(exc, "status", None) in THROTTLED_STATUS
+
+
+def _token_estimate(request: Request) -> int:
+    """Tokens a request may bill, before it is sent, for ``--tpm``: about four characters a token of its
+    messages, plus its completion limit."""
+    chars = sum(len(getattr(part, "text", "") or "") for message in request.messages for part in message.parts)
+    return chars // 4 + int(request.config.max_tokens or 0)
+
+
+def _tokens_used(response: Response, estimate: int) -> int:
+    """The tokens a reply says it billed, else the estimate."""
+    usage: Any = getattr(response, "usage", None)
+    total = getattr(usage, "total_tokens", None)
+    return int(total) if isinstance(total, int) and total >= 0 else estimate

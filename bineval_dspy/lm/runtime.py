@@ -35,6 +35,8 @@ class LMOptions(BaseModel):
     temperature: float | None = None
     timeout: float | None = None
     max_tokens: int | None = None
+    rpm: float | None = None  # client-side limits for a server at api_base (lm.retry.RateLimiter)
+    tpm: float | None = None
     source: str = "--lm"  # where the spec came from, for error messages
 
 
@@ -54,6 +56,8 @@ def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = 
         temperature=args.temperature,
         timeout=args.timeout,
         max_tokens=getattr(args, "lm_max_tokens", None),  # only ``judge`` has it; ``generate`` limits per response
+        rpm=getattr(args, "rpm", None),
+        tpm=getattr(args, "tpm", None),
         source=source,
     )
 

@@ -76,15 +76,21 @@ def make_lm(
     api_base: str | None = None,
     api_key: str | None = None,
     timeout: float | None = None,
+    rpm: float | None = None,
+    tpm: float | None = None,
     source: str = "--lm",
     **kwargs,
 ) -> dspy.LM:
     """One call for every LM: embedded GGUF models run in-process, a server at ``api_base`` through our engine
     (``bineval_dspy.lm.remote``), anything else through DSPy (native clients or LiteLLM).
 
-    ``timeout`` (seconds per call, default ``remote.DEFAULT_TIMEOUT``) and ``api_key`` apply to remote LMs only.
+    ``timeout`` (seconds per call, default ``remote.DEFAULT_TIMEOUT``) and ``api_key`` apply to remote LMs only;
+    ``rpm`` and ``tpm`` (client-side limits per minute) to a server at ``api_base`` only, whose engine is ours.
     ``source`` names where the spec came from in error messages (``--lm``, or a config file's field).
     """
+    if (rpm or tpm) and not api_base:
+        flag = "--rpm" if rpm else "--tpm"
+        raise InputError(f"{flag}: a limit for a server at --api-base; {source} {spec} is not called through one")
     if spec in EMBEDDED or spec.endswith(".gguf"):
         if api_base:
             raise InputError(f"--api-base: {source} {spec} runs in this process; name the server's model, e.g. --lm openai/<model>")
@@ -101,7 +107,8 @@ def make_lm(
     timeout = timeout or remote.DEFAULT_TIMEOUT
     if api_base:
         return remote.remote_lm(
-            spec, api_base, api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens, cache=cache, **kwargs
+            spec, api_base, api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens, cache=cache,
+            rpm=rpm, tpm=tpm, **kwargs,
         )
     if api_key:
         kwargs["api_key"] = api_key

@@ -23,6 +23,8 @@ class CallCounter(BaseCallback):
 
     def __init__(self) -> None:
         self.by_model: Counter[str] = Counter()
+        self.throttled = 0  # calls a server throttled (HTTP 429 or 503) at least once
+        self.retried = 0  # calls sent again after a transient failure
         self._lock = threading.Lock()
 
     @property
@@ -37,6 +39,26 @@ class CallCounter(BaseCallback):
         with self._lock:
             return Counter(self.by_model)
 
+    def count_retries(self, throttled: bool, retried: bool) -> None:
+        """Told by the remote engine when one call is over (``report_retries``)."""
+        with self._lock:
+            self.throttled += throttled
+            self.retried += retried
+
+    def retries(self) -> tuple[int, int]:
+        with self._lock:
+            return self.throttled, self.retried
+
+
+def report_retries(throttled: bool, retried: bool) -> None:
+    """Count one finished call's throttling and retries in every ``measuring`` block around it (each has its
+    counter among DSPy's callbacks, which follow the call into worker threads)."""
+    if not (throttled or retried):
+        return
+    for callback in dspy.settings.callbacks or ():
+        if isinstance(callback, CallCounter):
+            callback.count_retries(throttled, retried)
+
 
 class Cost(BaseModel):
     """LM calls, tokens and US dollars spent by one piece of work: the ``usage`` block of every JSON output.
@@ -46,6 +68,8 @@ class Cost(BaseModel):
     ``unpriced_calls`` counts the calls whose model has no price there (embedded models, servers at
     ``--api-base``). A sum keeps the known dollars and the count of unpriced calls, so a total over priced and
     unpriced work says it is ``partial``; ``usd`` is None only when none of the calls has a price (unknown is never 0).
+    ``throttled_calls`` counts the calls a server throttled (HTTP 429 or 503) at least once, ``retried_calls`` those
+    sent again after a transient failure (servers at ``--api-base``; ``bineval_dspy.lm.retry``).
     """
 
     lm_calls: int = 0
@@ -55,6 +79,8 @@ class Cost(BaseModel):
     cached_prompt_tokens: int | None = None
     usd: float | None = None
     unpriced_calls: int = 0
+    throttled_calls: int = 0
+    retried_calls: int = 0
 
     @model_validator(mode="after")
     def _canonical(self) -> Cost:
@@ -96,6 +122,8 @@ class Cost(BaseModel):
             cached_prompt_tokens=cached,
             usd=usd,
             unpriced_calls=self.unpriced_calls + other.unpriced_calls,
+            throttled_calls=self.throttled_calls + other.throttled_calls,
+            retried_calls=self.retried_calls + other.retried_calls,
         )
 
     def price_text(self) -> str:
@@ -109,9 +137,10 @@ class Cost(BaseModel):
     def summary(self) -> str:
         """One line for a console: calls, tokens, dollars."""
         cached = f", {self.cached_prompt_tokens:,} of them cached" if self.cached_prompt_tokens is not None else ""
+        retries = f"; {self.throttled_calls:,} throttled, {self.retried_calls:,} retried" if self.throttled_calls or self.retried_calls else ""
         return (
             f"{self.lm_calls:,} LM call(s), {self.tokens:,} tokens ({self.prompt_tokens:,} prompt{cached}, "
-            f"{self.completion_tokens:,} completion), {self.price_text()}"
+            f"{self.completion_tokens:,} completion), {self.price_text()}{retries}"
         )
 
 
@@ -141,13 +170,15 @@ class Measurement:
 def measuring(counter: CallCounter | None = None) -> Iterator[Measurement]:
     """Count the LM calls, tokens and dollars of the block (tokens as DSPy's usage tracker reports them)."""
     counter = counter or CallCounter()
-    before = counter.snapshot()
+    before, retries_before = counter.snapshot(), counter.retries()
     measurement = Measurement()
     with dspy.context(callbacks=[*dspy.settings.callbacks, counter]), dspy.track_usage() as usage:
         try:
             yield measurement
         finally:
-            measurement.cost = _cost(counter.snapshot() - before, usage.get_total_tokens())
+            throttled, retried = (now - then for now, then in zip(counter.retries(), retries_before))
+            cost = _cost(counter.snapshot() - before, usage.get_total_tokens())
+            measurement.cost = cost.model_copy(update={"throttled_calls": throttled, "retried_calls": retried})
 
 
 def measured(work: Callable[[], T], counter: CallCounter | None = None) -> tuple[T, Cost]:

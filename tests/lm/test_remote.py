@@ -30,7 +30,7 @@ LLAMA_CPP_PYTHON_REFUSAL = (
 @pytest.fixture(autouse=True)
 def fresh_format_memory(monkeypatch):
     """Servers of different tests may get the same port; what one refused must not carry over."""
-    monkeypatch.setattr(remote, "_first_form", {})
+    monkeypatch.setattr(remote, "_server_forms", {})
 
 
 class FakeServer:

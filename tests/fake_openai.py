@@ -38,6 +38,8 @@ def completion(body: dict, content: str | None, *, choices: list | None = None, 
 
 
 class _QuietServer(ThreadingHTTPServer):
+    request_queue_size = 512  # the listen backlog: hundreds of clients connect at once in the concurrency tests
+    daemon_threads = True
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that hung up (a killed run, a timeout) is part of the test, not a server error
 

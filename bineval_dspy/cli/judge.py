@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -255,8 +256,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from bineval_dspy.judges.code import check_verifiers
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.budget import metered_map
-    from bineval_dspy.lm.runtime import effective_threads, lm_identity
-    from bineval_dspy.lm.specs import is_local
+    from bineval_dspy.lm.runtime import lm_identity
     from bineval_dspy.lm.usage import Cost
 
     checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
@@ -266,10 +266,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
     check_output_path(out, data_path, checklist_path)
     if args.calibration != "none" and args.samples > 1:
         raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
+    if args.concurrency is not None and args.threads is not None:
+        raise InputError("--concurrency: give it or --threads, not both (--concurrency counts requests across rows and questions)")
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
     judge = _judge_of(args)
-    judge.threads = None if is_local(lm) else (args.threads or DEFAULT_THREADS)  # in-process: one batch per output
+    row_threads, question_threads = _parallelism(args, lm, checklist)
+    judge.threads = question_threads
     fingerprint = {
         "data": file_digest(data_path),
         "checklist": digest(checklist.model_dump_json()),
@@ -287,10 +290,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
         _, row = item
         return judge(input=row["input"], output=row["output"], checklist=checklist)
 
-    threads = effective_threads(lm, args.threads or DEFAULT_THREADS, args.threads is not None)
     spent, written, stopped = Cost(), 0, None
     try:
-        for (number, row), (card, cost) in zip(todo, metered_map(judge_row, todo, "judging", threads=threads, meter=meter, kind="row", what="row(s)")):
+        for (number, row), (card, cost) in zip(todo, metered_map(judge_row, todo, "judging", threads=row_threads, meter=meter, kind="row", what="row(s)")):
             result = {"line": number, "complete": card.complete, "scorecard": card.model_dump(mode="json"), "usage": cost.model_dump(mode="json")}
             if tracked:  # beside the scorecard: its score per Qworld perspective and scenario
                 result["lineage_scores"] = {key: lineage_scores(checklist, card, key) for key in tracked}
@@ -315,6 +317,29 @@ def cmd_judge(args: argparse.Namespace) -> int:
         console.print(f"{incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
+
+
+def _parallelism(args: argparse.Namespace, lm: Any, checklist: Checklist) -> tuple[int, int | None]:
+    """Rows judged at once and questions of a row asked at once. ``--threads T``: T rows and T questions of each.
+    ``--concurrency N`` (remote LMs): enough rows that N requests are in flight across rows and questions, the
+    engine capping the requests open at N; twice as many rows as fill N, since rows are saved in input order and
+    a slow row would otherwise hold the others' slots. The embedded model batches one row's questions instead."""
+    from bineval_dspy.lm.runtime import effective_threads
+    from bineval_dspy.lm.specs import is_local
+
+    if is_local(lm):
+        effective_threads(lm, args.concurrency or args.threads or DEFAULT_THREADS, args.concurrency is not None or args.threads is not None)
+        return 1, None  # in-process: one batch per output
+    if args.concurrency is None:
+        threads = args.threads or DEFAULT_THREADS
+        return threads, threads
+    most = args.concurrency
+    asked = max(1, sum(q.verifier is None for q in checklist.questions))  # the questions a row sends to the LM
+    limit = getattr(getattr(lm, "engine", None), "limit_in_flight", None)
+    if callable(limit):  # our engine (a server at --api-base) holds the cap
+        limit(most)
+        return 2 * math.ceil(most / asked), min(most, asked)
+    return max(1, most // asked), min(most, asked)  # no engine cap: never more than N open
 
 
 def _print_means(checklist: Checklist, cards: list[Scorecard]) -> None:
@@ -400,6 +425,10 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         choices=("all", "failures", "none"),
         default="all",
         help="explain every verdict, only the 'no' ones, or none (fastest: the answer is decoded first)",
+    )
+    judge.add_argument(
+        "--concurrency", type=count(1), metavar="N",
+        help="remote LMs: up to N requests in flight across rows and questions (in place of --threads); rows are still saved in input order",
     )
     judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
     add_budget_options(judge, "row")

@@ -45,7 +45,8 @@ def kappa_statistic(pairs: Sequence[tuple[str, str]]) -> Statistic:
         total = np.where(total > 0, total, np.nan)
         observed = (weights @ same) / total
         chance = sum(((weights @ t) / total) * ((weights @ r) / total) for t, r in shares)
-        return np.where(chance >= 1.0 - 1e-12, np.nan, (observed - chance) / (1.0 - chance))
+        with np.errstate(invalid="ignore", divide="ignore"):  # chance 1: undefined, set to NaN below
+            return np.where(chance >= 1.0 - 1e-12, np.nan, (observed - chance) / (1.0 - chance))
 
     return statistic
 

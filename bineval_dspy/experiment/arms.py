@@ -82,7 +82,7 @@ def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost
     run = arm_config(config, arm, context.folder(arm.name))
     student, optimizer, splits = build(run, progress=True)
     splits_of(run, splits).save(run.run_dir)  # beside program.json: `generate --program ... --split test` finds it
-    optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json()}
+    optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": _arm_identity(arm)}
     program = optimizer.compile(student, trainset=context.train, valset=context.val)
     assert optimizer.audit is not None
     return program, optimizer.audit.usage
@@ -105,7 +105,7 @@ def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[ds
     student, optimizer, splits = build(run, progress=True)
     splits_of(run, splits).save(run.run_dir)
     optimizer.proposers = [DemoProposer(pool)]
-    optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json()}
+    optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": _arm_identity(arm)}
     program = optimizer.compile(student, trainset=context.train, valset=context.val)
     assert optimizer.audit is not None
     return program, measurement.cost + optimizer.audit.usage
@@ -183,6 +183,14 @@ def _saved(folder: Path, fingerprint: str, student: dspy.Module, optimize: Calla
     state.save(folder / PROGRAM_FILE)
     path.write_text(SavedArm(fingerprint=fingerprint, program=state, usage=measurement.cost).model_dump_json(indent=2), encoding="utf-8")
     return program, measurement.cost
+
+
+LATER_FIELDS = ("program",)  # arm fields added after runs were made: left out while unset, so those runs resume
+
+
+def _arm_identity(arm: BinEvalArm | SelectionDemosArm) -> str:
+    """The arm's settings as its optimizer fingerprint records them."""
+    return arm.model_dump_json(exclude={name for name in LATER_FIELDS if not getattr(arm, name, None)})
 
 
 def _fingerprint(context: ArmContext) -> str:

@@ -179,7 +179,7 @@ def test_show_and_report_read_an_experiment(tmp_path, scripted, capsys):
     run = tmp_path / "runs" / "e"
     capsys.readouterr()
     assert cli.main(["show", str(run)]) == 0
-    err = capsys.readouterr().err
+    err = "".join(capsys.readouterr())  # a table: on stdout or stderr, as the console conventions have it
     assert "== experiment:" in err and "guard" in err and "+1.00 [1.00, 1.00]" in err
     assert cli.main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0
     html = (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from bineval_dspy.cli.defaults import DEFAULT_THREADS, GENERATE_MAX_TOKENS
 from bineval_dspy.cli.options import add_budget_options, budget_meter, count
-from bineval_dspy.core.console import console
+from bineval_dspy.cli.splits import add_split_option, split_rows
+from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
 from bineval_dspy.core.jsonio import check_output_path, jsonl_lines, read_jsonl, read_text, rewrite_jsonl
@@ -71,23 +72,9 @@ def _program(args: argparse.Namespace, instructions: str | None) -> Generator:
     return program
 
 
-def _split_rows(rows: list, args: argparse.Namespace) -> list:
-    """The suite rows of one split of an optimizer run (its ``splits.json``, beside ``--program``), in suite order."""
-    from bineval_dspy.optimize.results import SPLITS_FILE, Splits
-
-    if not args.program:
-        raise InputError("--split needs --program RUN_DIR/program.json: the split is the one that run recorded")
-    folder = Path(args.program)
-    folder = folder if folder.is_dir() else folder.parent
-    wanted = set(getattr(Splits.load(folder), args.split))
-    chosen = [row for row in rows if str(row.key) in wanted]
-    if len(chosen) < len(wanted):
-        raise InputError(f"{args.suite}: {len(wanted) - len(chosen)} key(s) of the {args.split} split in {folder / SPLITS_FILE} are not in the suite")
-    return chosen
-
-
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate (optionally STICK-improved) responses for a suite; resumable into output made the same way."""
+    from bineval_dspy.cli.judge import runtime_priced
     from bineval_dspy.judges.binary import hybrid_judge
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
@@ -99,8 +86,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     rows = load_suite(suite_path)
     if not rows:
         raise InputError(f"{suite_path}: no suite rows")
-    if args.split:
-        rows = _split_rows(rows, args)
+    rows = split_rows(rows, args)
     rows = rows[: args.limit] if args.limit else rows
     if args.program and args.instructions:
         raise InputError("give --program or --instructions, not both: a program file holds its instructions")
@@ -153,11 +139,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
         table.add_column("final score", justify="right")
         row_values.append(_mean([r.get("score") for r in records]))
     table.add_row(*row_values)
-    console.print(table)
+    shown.print(table)
     for key, error in report.failures[:5]:
         console.print(styled(("failed", "red"), f" row {key}: {error}"))
-    console.print(f"wrote {report.written} row(s) to {out}" if report.written else f"nothing new written to {out}")
-    console.print(f"cost: {report.usage.summary()}")
+    shown.print(f"wrote {report.written} row(s) to {out}" if report.written else f"nothing new written to {out}")
+    console.print(f"cost: {report.usage.summary(unknown_price=not runtime_priced(lm.model))}")
     if report.stopped is not None:
         raise report.stopped
     if report.failures:
@@ -179,7 +165,7 @@ def add_generate_command(sub: argparse._SubParsersAction, common: argparse.Argum
     gen.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs")
     gen.add_argument("--instructions", help="a file whose text replaces the default generation instructions")
     gen.add_argument("--program", metavar="PROGRAM", help="an optimizer's program.json (or its run directory): its instructions, demos and token limit")
-    gen.add_argument("--split", choices=("train", "val", "test"), help="only the rows of this split of the --program run (its splits.json)")
+    add_split_option(gen)
     gen.add_argument("--refine", type=count(0), default=0, metavar="K", help="STICK self-refinement: up to K rewrites")
     gen.add_argument("--best-of", type=count(1), default=1, metavar="N", help="STICK best-of-N: keep the best sample")
     gen.add_argument("--limit", type=count(1), metavar="N", help="only the first N suite rows")

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bineval_dspy.core.console import console
+from bineval_dspy.cli.options import add_overwrite_option, refuse_replacing
+from bineval_dspy.cli.splits import add_split_option, split_rows
+from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.core.jsonio import check_output_path, rewrite_jsonl
 
@@ -23,7 +25,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     out = Path(args.output)
     check_output_path(out, Path(args.suite), Path(args.responses))
-    results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid)
+    refuse_replacing(out, args.overwrite)
+    results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid, lambda rows: split_rows(rows, args))
     rewrite_jsonl(out, (r.model_dump() for r in results))
     table = Table(title=f"{stats.mode} verification of {len(results)} response(s)")
     for column in ("level", "followed", "total", "accuracy"):
@@ -32,7 +35,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     table.add_row(
         "instruction", str(stats.instructions_followed), str(stats.instructions), _percent(stats.instruction_accuracy)
     )
-    console.print(table)
+    shown.print(table)
     if stats.ungraded_instructions:
         console.print(
             f"{stats.ungraded_instructions} instruction(s) ungraded (kwargs their verifier rejects; "
@@ -47,9 +50,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
             style="yellow",
         )
     if stats.suite_rows_without_response:
-        console.print(f"{stats.suite_rows_without_response} suite row(s) had no response and were not graded")
-    console.print(f"wrote {len(results)} graded row(s) to {out}")
-    incomplete = stats.ungraded_instructions or stats.skipped_suite_rows or stats.skipped_responses
+        console.print(
+            f"{stats.suite_rows_without_response} suite row(s) had no response and were not graded: the accuracies cover part of the suite",
+            style="yellow",
+        )
+    shown.print(f"wrote {len(results)} graded row(s) to {out}")
+    incomplete = stats.ungraded_instructions or stats.skipped_suite_rows or stats.skipped_responses or stats.suite_rows_without_response
     return ExitCode.INCOMPLETE if incomplete else ExitCode.OK
 
 
@@ -61,10 +67,13 @@ def add_verify_command(sub: argparse._SubParsersAction, common: argparse.Argumen
     verify_cmd.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs")
     verify_cmd.add_argument("--responses", required=True, help="JSONL rows: response, and key or prompt")
     verify_cmd.add_argument("--mode", choices=("strict", "loose"), default="strict", help="IFEval's grading mode")
+    verify_cmd.add_argument("--program", metavar="PROGRAM", help="with --split: the optimizer run (its program.json or folder) whose split to grade")
+    add_split_option(verify_cmd)
     verify_cmd.add_argument(
         "--skip-invalid",
         action="store_true",
         help="skip (and count) invalid or unmatched rows; malformed JSON still stops",
     )
     verify_cmd.add_argument("-o", "--output", default="results.jsonl", help="graded rows, official IFBench format")
+    add_overwrite_option(verify_cmd)
     verify_cmd.set_defaults(func=cmd_verify)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -20,7 +20,7 @@ class ResultRow(BaseModel):
     instruction is ungraded: a guess either way would skew the prompt-level accuracy.
     """
 
-    key: str
+    key: int | str  # as the suite wrote it
     prompt: str
     response: str
     instruction_id_list: list[str]
@@ -100,7 +100,7 @@ def grade(row: SuiteRow, response: str, mode: Mode = "strict") -> ResultRow:
     else:
         follow_all = None if ungraded else True
     return ResultRow(
-        key=row.key,
+        key=row.json_key,
         prompt=row.prompt,
         response=response,
         instruction_id_list=row.instruction_id_list,
@@ -152,12 +152,18 @@ def verify(
 
 
 def verify_files(
-    suite_path: Path, responses_path: Path, mode: Mode = "strict", skip_invalid: bool = False
+    suite_path: Path,
+    responses_path: Path,
+    mode: Mode = "strict",
+    skip_invalid: bool = False,
+    select: Callable[[list[SuiteRow]], list[SuiteRow]] | None = None,
 ) -> tuple[list[ResultRow], VerifyStats]:
-    """Load both files and ``verify``; with ``skip_invalid`` invalid rows of either file are counted, not fatal."""
+    """Load both files and ``verify``; with ``skip_invalid`` invalid rows of either file are counted, not fatal;
+    ``select`` keeps part of the suite (one split of an optimizer run)."""
     bad_suite: list[InputError] | None = [] if skip_invalid else None
     bad_responses: list[InputError] | None = [] if skip_invalid else None
     suite = load_suite(suite_path, bad_suite)
+    suite = select(suite) if select is not None else suite
     if not suite and not bad_suite:
         raise InputError(f"{suite_path}: no suite rows")
     responses = load_responses(responses_path, bad_responses)

@@ -54,7 +54,7 @@ max_iterations = 2
     assert audit["best"]["instructions"]["generate"].endswith("Use bullet points.")
     capsys.readouterr()
     assert cli.main(["show", str(run)]) == 0
-    err = capsys.readouterr().err
+    err = "".join(capsys.readouterr())
     assert "accepted" in err and "+Use bullet points." in err and "iteration 1: held-out gain +1.000" in err
 
 
@@ -118,14 +118,15 @@ max_iterations = 2
     assert cli.main(argv) == 0
     assert sorted(str(json.loads(line)["key"]) for line in responses.read_text().splitlines()) == sorted(splits["test"])
     graded = tmp_path / "graded.jsonl"
-    assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(graded)]) == 0
+    argv = ["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(graded), "--program", str(run), "--split", "test"]
+    assert cli.main(argv) == 0
     rows = [json.loads(line) for line in graded.read_text().splitlines()]
     assert {str(row["key"]): row["follow_all_instructions"] for row in rows} == test["final"]["followed"]  # to the item
     followed = sum(row["follow_all_instructions"] is True for row in rows) / len(rows)
     assert followed == test["final"]["accuracy"]["strict_prompt"]["estimate"]
     capsys.readouterr()
     assert cli.main(["show", str(run)]) == 0
-    assert "test split (4 items" in capsys.readouterr().err
+    assert "test split (4 items" in "".join(capsys.readouterr())
 
 
 def test_explicit_split_files_and_a_leak_between_them(tmp_path, scripted, capsys):

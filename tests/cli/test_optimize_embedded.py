@@ -34,7 +34,7 @@ max_iterations = 1
     cache = str(tmp_path / "cache")
     code = cli.main(["optimize", str(config), "--cache-dir", cache])
     assert code == 0
-    err = capsys.readouterr().err
+    err = "".join(capsys.readouterr())
     assert "test split (3 items" in err and "final - start" in err
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     final = results["test"]["final"]["accuracy"]
@@ -44,7 +44,8 @@ max_iterations = 1
     argv = ["generate", "--suite", str(IFEVAL), "--program", str(tmp_path / "run"), "--split", "test", "-o", str(responses),
             "--cache-dir", str(tmp_path / "fresh-cache")]
     assert cli.main(argv) == 0
-    assert cli.main(["verify", "--suite", str(IFEVAL), "--responses", str(responses), "-o", str(graded)]) == 0
+    argv = ["verify", "--suite", str(IFEVAL), "--responses", str(responses), "-o", str(graded), "--program", str(tmp_path / "run"), "--split", "test"]
+    assert cli.main(argv) == 0
     rows = [json.loads(line) for line in graded.read_text().splitlines()]
     assert {str(r["key"]): r["follow_all_instructions"] for r in rows} == results["test"]["final"]["followed"]  # to the item
     known = [r for r in rows if r["follow_all_instructions"] is not None]

@@ -142,7 +142,7 @@ n = 2
     responses, graded = tmp_path / "responses.jsonl", tmp_path / "graded.jsonl"
     program = tmp_path / "runs" / "exp" / "arms" / "guard" / "program.json"
     assert cli.main(["generate", "--suite", str(suite), "--program", str(program), "--split", "test", "-o", str(responses)]) == 0
-    assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(graded)]) == 0
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(graded), "--program", str(program), "--split", "test"]) == 0
     rows = [json.loads(line) for line in graded.read_text().splitlines()]
     assert len(rows) == 5 and sum(r["follow_all_instructions"] is True for r in rows) / 5 == guard["test"]["accuracy"]["strict_prompt"]["estimate"]
     # a rerun resumes every arm: no optimization repeated

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from bineval_dspy.cli.defaults import ALPHA, COVERAGE_THRESHOLD, DEFAULT_THREADS, FOLDS, MIN_PAIRS, PHI_THRESHOLD
-from bineval_dspy.cli.options import count
+from bineval_dspy.cli.options import add_overwrite_option, count, refuse_replacing
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.jsonio import check_output_path, load_model, write_json
@@ -224,6 +224,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     generated = [(name, load_model(Path(name), Checklist)) for name in args.checklists]
     if args.output:
         check_output_path(Path(args.output), Path(args.gold), *(Path(name) for name in args.checklists))
+        refuse_replacing(Path(args.output), args.overwrite)
     matcher: Matcher
     if args.match == "llm":
         if args.threshold is not None:
@@ -276,7 +277,7 @@ def add_analyze_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     analyze.add_argument("--folds", type=count(2), default=FOLDS, help="cross-validation folds, by source document")
     analyze.add_argument("--alpha", type=float, default=ALPHA, help="ridge penalty of the non-negative weight fit")
     analyze.add_argument("--resamples", type=count(0), default=1000, help="bootstrap resamples over documents for the intervals")
-    analyze.add_argument("--seed", type=int, default=0)
+    analyze.add_argument("--seed", type=int, default=0, help="seed of the folds and the bootstrap")
     analyze.add_argument("-o", "--output", default="analysis", help="the folder to write into (created)")
     analyze.set_defaults(func=cmd_analyze)
 
@@ -285,5 +286,6 @@ def add_analyze_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     cover.add_argument("--gold", required=True, metavar="GOLD.json", help="the reference (expert) checklist")
     cover.add_argument("--match", choices=("embedding", "llm"), default="embedding", help="by MiniLM embedding cosine, or by asking the LM per pair")
     cover.add_argument("--threshold", type=float, help=f"embedding: the cosine at which two questions match (default {COVERAGE_THRESHOLD})")
-    cover.add_argument("-o", "--output", help="write the results (with every match) as JSON")
+    cover.add_argument("-o", "--output", help="write the results (with every match) as JSON (default: the table only)")
+    add_overwrite_option(cover)
     cover.set_defaults(func=cmd_coverage)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bineval_dspy.cli.options import command_line_lm
+from bineval_dspy.cli.options import add_example_option, command_line_lm
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import ExitCode
 
@@ -67,7 +67,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 def add_experiment_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``bineval experiment``."""
     parser = sub.add_parser("experiment", parents=[common], help="arms side by side on one test split, with paired intervals (TOML config)")
-    parser.add_argument("config", help="an optimize run description plus [[arms]] (see bineval_dspy/experiment/config.py); "
+    parser.add_argument("config", help="an optimize run description plus [[arms]] (its keys: bineval experiment --example); "
                         "writes RUN_DIR/results.json, results.md and each arm's folder under RUN_DIR/arms")
+    add_example_option(parser, "bineval_dspy.experiment.config.ExperimentConfig", "bineval experiment: an experiment config")
     parser.add_argument("--tiny", action="store_true", help="the same experiment at smoke-test size, in RUN_DIR-tiny (what the test suite runs)")
     parser.set_defaults(func=cmd_experiment)

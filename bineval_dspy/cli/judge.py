@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from bineval_dspy.cli.defaults import CHECKLIST_METHODS, DEFAULT_THREADS
-from bineval_dspy.cli.options import add_budget_options, budget_meter, count
-from bineval_dspy.core.console import console
+from bineval_dspy.cli.options import add_budget_options, add_overwrite_option, budget_meter, count, refuse_replacing
+from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
 from bineval_dspy.core.jsonio import (
@@ -26,7 +26,7 @@ from bineval_dspy.core.jsonio import (
     write_json,
     write_text_atomic,
 )
-from bineval_dspy.core.schema import Checklist, Scorecard
+from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import join, lineage_scores
 from bineval_dspy.core.terminal import styled
 
@@ -52,7 +52,7 @@ def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
         p = f" ({v.p_yes:.2f})" if v.p_yes is not None else ""
         by = "code" if v.judge.startswith("code:") else "LM"
         table.add_row(q.dimension, q.text, styled((v.answer, colours[v.answer]), p), by, v.explanation)
-    console.print(table)
+    shown.print(table)
     scores = Table(show_header=True)
     for dim in [*card.dimension_scores, "overall"]:
         scores.add_column(dim, justify="right")
@@ -60,7 +60,7 @@ def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
     rescaled = [card.rescaled.get(d) for d in [*card.dimension_scores, "overall"]]
     scores.add_row(*[_fmt(v) for v in values])
     scores.add_row(*[f"{_fmt(v)} / 5" for v in rescaled])
-    console.print(scores)
+    shown.print(scores)
     if card.unanswered:
         how = "scored over the answered ones" if card.partial else "dimensions with one have no score"
         console.print(f"{card.unanswered} question(s) unanswered: never counted as yes; {how}", style="yellow")
@@ -91,6 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     example = json.loads(data.joinpath("demo.json").read_text(encoding="utf-8"))
     out = Path(args.output)
     check_output_path(out)
+    refuse_replacing(out, args.overwrite)
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     console.print(styled(("Task:", "bold"), f" {example['task']}"))
     writing = Cost()
@@ -121,7 +122,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"),
         "results": results, "checklist_usage": writing.model_dump(mode="json"), "usage": spent.model_dump(mode="json"),
     })
-    console.print(f"wrote {out}")
+    shown.print(f"wrote {out}")
     console.print(f"cost: {spent.summary()}")
     return ExitCode.OK if all(card.complete for card in cards) else ExitCode.INCOMPLETE
 
@@ -129,7 +130,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _print_ranking(summaries: list[dict], cards: list[Scorecard]) -> None:
     """One line a newcomer can check: the overall score of each summary, best first."""
     ranked = sorted(zip(summaries, cards), key=lambda pair: -1.0 if pair[1].overall is None else -pair[1].overall)
-    console.print("ranking: " + " > ".join(f"{s['label']} {_fmt(c.overall)}" for s, c in ranked))
+    shown.print("ranking: " + " > ".join(f"{s['label']} {_fmt(c.overall)}" for s, c in ranked))
 
 
 def _write_checklist(writer: ChecklistWriter, task: str, dimensions: list[str]) -> Checklist:
@@ -177,6 +178,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     dims = [d for d in (args.dimensions or "").split(",") if d.strip()]
     out = Path(args.output)
     check_output_path(out, *([Path(args.task[1:])] if args.task.startswith("@") else []))
+    refuse_replacing(out, args.overwrite)
     writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     with console.status(f"writing the checklist ({args.method})"):
@@ -187,7 +189,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
         weight = (f" (weight {q.weight:+g})", "magenta") if q.weight != 1 else ""
         where = (f" ({q.lineage['perspective_text']})", "dim") if "perspective_text" in q.lineage else ""
         by = (f" (code: {q.verifier})", "dim") if q.verifier else ""
-        console.print(styled((f"{q.dimension:>14}", "cyan"), f" {q.text}", weight, where, by))
+        shown.print(styled((f"{q.dimension:>14}", "cyan"), f" {q.text}", weight, where, by))
     if isinstance(writer, QworldWriter) and writer.tree is not None:
         tree = writer.tree
         stats = tree.stats
@@ -195,7 +197,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
             f"qworld tree: {len(tree.scenarios)} scenarios, {len(tree.perspectives)} perspectives, {len(tree.criteria)} criteria; "
             f"merged duplicates {stats.merged}; unparseable answers {stats.unparseable}"
         )
-    console.print(f"wrote {len(checklist.questions)} questions to {out} (its cost to {sidecar.name})")
+    shown.print(f"wrote {len(checklist.questions)} questions to {out} (its cost to {sidecar.name})")
     console.print(f"cost: {cost.summary()}")
     return ExitCode.OK
 
@@ -262,7 +264,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
     checklist = load_model(checklist_path, Checklist)
     check_verifiers(checklist, str(checklist_path))
-    rows = _judge_rows(data_path)
+    rows = _judge_rows(data_path)[: args.limit] if args.limit else _judge_rows(data_path)
     check_output_path(out, data_path, checklist_path)
     if args.calibration != "none" and args.samples > 1:
         raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
@@ -294,23 +296,30 @@ def cmd_judge(args: argparse.Namespace) -> int:
     try:
         for (number, row), (card, cost) in zip(todo, metered_map(judge_row, todo, "judging", threads=row_threads, meter=meter, kind="row", what="row(s)")):
             result = {"line": number, "complete": card.complete, "scorecard": card.model_dump(mode="json"), "usage": cost.model_dump(mode="json")}
+            if not row["output"].strip():
+                result["empty_output"] = True  # judged like any other, but flagged: an empty output is rarely meant
             if tracked:  # beside the scorecard: its score per Qworld perspective and scenario
                 result["lineage_scores"] = {key: lineage_scores(checklist, card, key) for key in tracked}
             append_jsonl(out, {**row, OURS: result})
             spent, written = spent + cost, written + 1
     except BudgetExhausted as exc:
         stopped = exc
-    cards = [Scorecard.model_validate(obj[OURS]["scorecard"]) for _, obj in read_jsonl(out)] if out.exists() else []
+    judged = [obj[OURS] for _, obj in read_jsonl(out)] if out.exists() else []
+    cards = [Scorecard.model_validate(ours["scorecard"]) for ours in judged]
     if cards:
         _print_means(checklist, cards)
+        _print_failures(checklist, [ours["line"] for ours in judged], cards)
     for key in tracked if cards else []:
         _print_lineage_means(checklist, cards, key)
     incomplete = sum(not card.complete for card in cards)
     unread = sum(NO_P_YES in v.explanation for card in cards for v in card.verdicts)
     if unread:
         console.print(f"{unread} verdict(s) without P(yes) (the LM sent no logprobs): scored by their answers, marked in each explanation", style="yellow")
-    console.print(f"wrote {written} row(s) to {out}" if todo else f"nothing to judge: {out} is complete")
-    console.print(f"cost: {spent.summary()}")
+    shown.print(f"wrote {written} row(s) to {out}" if todo else f"nothing to judge: {out} is complete")
+    empty = [ours["line"] for ours in judged if ours.get("empty_output")]
+    if empty:
+        console.print(f"{len(empty)} row(s) have an empty output (data line(s) {_lines(empty)}): judged like any other, flagged 'empty_output'", style="yellow")
+    console.print(f"cost: {spent.summary(unknown_price=not runtime_priced(lm.model))}")
     if stopped is not None:
         raise stopped
     if incomplete:
@@ -354,10 +363,52 @@ def _print_means(checklist: Checklist, cards: list[Scorecard]) -> None:
         known = [v for v in values if v is not None]
         means.append(_fmt(sum(known) / len(known)) if known else "n/a")
     table.add_row(*means, str(sum(c.unanswered for c in cards)))
-    console.print(table)
+    shown.print(table)
     scored = sum(c.overall is not None for c in cards)
     if scored < len(cards):
         console.print(f"means over the {scored} of {len(cards)} row(s) that have a score", style="yellow")
+
+
+def runtime_priced(model: str) -> bool:
+    """Whether the bundled price map knows ``model``: a run that made no call still says "price unknown" then."""
+    from bineval_dspy.lm.prices import price_of
+
+    return price_of(model) is not None
+
+
+def _lines(numbers: list[int], most: int = 5) -> str:
+    shown = ", ".join(map(str, numbers[:most]))
+    return shown + (f" and {len(numbers) - most} more" if len(numbers) > most else "")
+
+
+def _failed(question: Question, verdict: Verdict) -> bool:
+    """A requirement missed: 'no' to a requirement, 'yes' to a penalized flaw (negative weight)."""
+    return verdict.answer == ("yes" if question.weight < 0 else "no")
+
+
+MOST_FAILED = 5  # rows and questions listed after the means
+
+
+def _print_failures(checklist: Checklist, lines: list[int], cards: list[Scorecard]) -> None:
+    """The rows that failed the most questions and the questions failed by the most rows: where to look first."""
+    per_row = [(line, sum(_failed(q, v) for q, v in join(checklist, card.verdicts))) for line, card in zip(lines, cards)]
+    worst = sorted((pair for pair in per_row if pair[1]), key=lambda pair: -pair[1])[:MOST_FAILED]
+    if not worst:
+        shown.print(f"no question failed in {len(cards)} row(s)")
+        return
+    shown.print(f"rows that failed most (data line: failed questions): {', '.join(f'{line}: {n}' for line, n in worst)}")
+    counts = {q.id: 0 for q in checklist.questions}
+    for card in cards:
+        for q, v in join(checklist, card.verdicts):
+            counts[q.id] += _failed(q, v)
+    table = Table(title="questions that failed most")
+    table.add_column("failed", justify="right")
+    table.add_column("dimension", style="cyan")
+    table.add_column("question")
+    for q in sorted(checklist.questions, key=lambda q: -counts[q.id])[:MOST_FAILED]:
+        if counts[q.id]:
+            table.add_row(f"{counts[q.id]}/{len(cards)}", q.dimension, q.text)
+    shown.print(table)
 
 
 LINEAGE_KEYS = ("perspective", "scenario")  # what a Qworld criterion's lineage names, reported in that order
@@ -383,7 +434,7 @@ def _print_lineage_means(checklist: Checklist, cards: list[Scorecard], key: str)
     for value, name in names.items():
         known = [s for scores in per_card if (s := scores.get(value)) is not None]
         table.add_row(value, name, str(sizes[value]), _fmt(sum(known) / len(known)) if known else "n/a")
-    console.print(table)
+    shown.print(table)
 
 
 CALIBRATION_HELP = "content_free: divide out the LM's yes-bias per question, measured on a content-free output (reads logprobs)"
@@ -392,8 +443,9 @@ CALIBRATION_HELP = "content_free: divide out the LM's yes-bias per question, mea
 def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``bineval demo``, ``checklist`` and ``judge``."""
     demo = sub.add_parser("demo", parents=[common], help="judge three bundled summaries with the embedded LM")
-    demo.add_argument("-o", "--output", default="demo-results.json")
-    demo.add_argument("--max-questions", type=count(1), default=12)
+    demo.add_argument("-o", "--output", default="demo-results.json", help="the JSON file of checklist, verdicts and scores")
+    add_overwrite_option(demo)
+    demo.add_argument("--max-questions", type=count(1), default=12, help="with --write-checklist: most questions the LM may write")
     demo.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
     demo.add_argument("--calibration", choices=("none", "content_free"), default="none", help=CALIBRATION_HELP)
     demo.add_argument("--write-checklist", action="store_true", help="let the LM write the checklist (BinEval's two steps)")
@@ -406,14 +458,15 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     checklist.add_argument("--max-questions", type=count(1), default=None, help="most questions (bineval 24, tick 8, qworld 60 criteria)")
     for name, rounds in zip(QWORLD_FLAGS, ("scenarios (default 3)", "perspectives (default 4)", "criteria (default 0)")):
         checklist.add_argument(f"--{name}", type=count(0), default=None, metavar="N", help=f"qworld: horizontal expansion rounds for {rounds}")
-    checklist.add_argument("-o", "--output", default="checklist.json")
+    checklist.add_argument("-o", "--output", default="checklist.json", help="the checklist JSON to write (its cost beside it, in OUTPUT.usage.json)")
+    add_overwrite_option(checklist, "the checklist")
     checklist.set_defaults(func=cmd_checklist)
 
     judge = sub.add_parser("judge", parents=[common], help="judge rows of (input, output) against a checklist")
-    judge.add_argument("--checklist", required=True)
+    judge.add_argument("--checklist", required=True, help="the checklist JSON (bineval checklist writes one)")
     judge.add_argument("--program", metavar="PROGRAM", help="a judge program.json from a cross-model optimize run (or its run directory): instructions, demos, thresholds and options")
     judge.add_argument("--data", required=True, help="JSONL rows with 'input' and 'output'; other fields pass through")
-    judge.add_argument("-o", "--output", default="scorecards.jsonl")
+    judge.add_argument("-o", "--output", default="scorecards.jsonl", help="JSONL: each data row with its results under 'bineval'; resumed when it exists")
     judge.add_argument("--cot", action="store_true", help="reason before answering")
     judge.add_argument("--samples", type=count(1), default=1, help="k-sample majority vote")
     judge.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
@@ -430,6 +483,7 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
         "--concurrency", type=count(1), metavar="N",
         help="remote LMs: up to N requests in flight across rows and questions (in place of --threads); rows are still saved in input order",
     )
+    judge.add_argument("--limit", type=count(1), metavar="N", help="only the first N data rows (default: all); a later run without it resumes")
     judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
     add_budget_options(judge, "row")
     judge.set_defaults(func=cmd_judge)

@@ -24,6 +24,7 @@ from bineval_dspy.cli.options import count
 from bineval_dspy.cli.report import add_report_command
 from bineval_dspy.cli.show import add_show_command
 from bineval_dspy.cli.tune import add_tune_command
+from bineval_dspy.cli.verifiers import add_verifiers_command
 from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.core import outputs
 from bineval_dspy.core.console import console
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_judge_commands(sub, common)
     add_verify_command(sub, common)
+    add_verifiers_command(sub)
     add_optimize_command(sub, common)
     add_experiment_command(sub, common)
     add_show_command(sub)
@@ -91,7 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_meta_command(sub, common)
     add_analyze_commands(sub, common)
     add_tune_command(sub, common)
+    for command in sub.choices.values():
+        show_defaults(command)
     return parser
+
+
+def show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Append "(default: X)" to each option's help whose default is a value the help does not already name, so
+    ``--help`` never hides what a run does without the option."""
+    for action in parser._actions:
+        if action.help in (None, argparse.SUPPRESS) or action.default in (None, False, argparse.SUPPRESS):
+            continue
+        if "default" not in action.help:
+            action.help += " (default: %(default)s)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bineval_dspy.cli.defaults import DEFAULT_THREADS
-from bineval_dspy.cli.options import add_budget_options, budget_meter, command_line_lm, count
+from bineval_dspy.cli.options import add_budget_options, add_example_option, budget_meter, command_line_lm, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
@@ -55,7 +55,8 @@ def _report(results: MetaEvalResults) -> None:
 def add_meta_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``bineval meta-eval``."""
     parser = sub.add_parser("meta-eval", parents=[common], help="correlate judges with human scores on a dataset (TOML config)")
-    parser.add_argument("config", help="run description (TOML); see bineval_dspy/meta/config.py")
+    parser.add_argument("config", help="run description (TOML); its keys: bineval meta-eval --example")
+    add_example_option(parser, "bineval_dspy.meta.config.MetaEvalConfig", "bineval meta-eval: a meta-evaluation config")
     parser.add_argument("--limit", type=count(1), help="score the outputs of this many documents (seeded), replacing the config's")
     parser.add_argument("--overwrite", action="store_true", help="start the run directory afresh instead of resuming it")
     add_budget_options(parser, "score")

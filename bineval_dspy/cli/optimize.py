@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bineval_dspy.cli.options import add_budget_options, budget_meter, command_line_lm
+from bineval_dspy.cli.options import add_budget_options, add_example_option, budget_meter, command_line_lm
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
@@ -70,6 +70,7 @@ def _summary(run_dir: Path, what: str) -> None:
 def add_optimize_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``bineval optimize``."""
     parser = sub.add_parser("optimize", parents=[common], help="optimize a prompt from question-level feedback (TOML config)")
-    parser.add_argument("config", help="run description (TOML); see README. Writes RUN_DIR/audit.json, program.json, splits.json, results.json")
+    parser.add_argument("config", help="run description (TOML); its keys: bineval optimize --example. Writes RUN_DIR/audit.json, program.json, splits.json, results.json")
+    add_example_option(parser, "bineval_dspy.optimize.config.RunConfig", "bineval optimize: a run config")
     add_budget_options(parser, "step (an evaluation, the lessons, the edits)")
     parser.set_defaults(func=cmd_optimize)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import InputError
 
 if TYPE_CHECKING:
     from bineval_dspy.lm.budget import Budget, BudgetMeter
@@ -28,6 +30,44 @@ def count(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def add_overwrite_option(parser: argparse.ArgumentParser, what: str = "the output file") -> None:
+    """``--overwrite`` on a command that writes one file: without it an existing file is never replaced."""
+    parser.add_argument("--overwrite", action="store_true", help=f"replace {what} when it exists (default: refuse, exit 2)")
+
+
+def refuse_replacing(out: Path, overwrite: bool) -> None:
+    """Stop before any work when ``out`` exists and ``--overwrite`` was not given: a hand-written file is never
+    lost to a command that was pointed at the wrong path."""
+    if out.exists() and not overwrite:
+        raise InputError(f"{out}: exists; use --overwrite to replace it, or a new output path")
+
+
+class _PrintExample(argparse.Action):
+    """``--example``: print the commented config of the command's model (imported only now) and exit 0."""
+
+    def __init__(self, option_strings: list[str], dest: str, model: str = "", title: str = "", **kwargs: object) -> None:
+        self.model, self.title = model, title
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: str | None = None) -> None:
+        import importlib
+
+        from bineval_dspy.core.config_doc import commented_toml
+
+        module, name = self.model.rsplit(".", 1)
+        print(commented_toml(getattr(importlib.import_module(module), name), self.title), end="")
+        parser.exit(0)
+
+
+def add_example_option(parser: argparse.ArgumentParser, model: str, title: str) -> None:
+    """``--example`` on a command whose config is the pydantic model at dotted path ``model``: every key of the
+    config with its default, written from the model itself (so it never drifts from what the loader accepts)."""
+    parser.add_argument(
+        "--example", action=_PrintExample, model=model, title=title,
+        help="print a commented config (every key with its default, required keys marked) and exit",
+    )
 
 
 def _usd(text: str) -> float:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bineval_dspy.core.console import console
+from bineval_dspy.cli.options import add_overwrite_option, refuse_replacing
+from bineval_dspy.core.console import shown
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.jsonio import check_output_path
 
@@ -19,10 +20,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_output_path(out, *(Path(path) for path in args.runs))
     if out.exists() and out.suffix.lower() not in (".html", ".htm"):  # e.g. a run's own audit.json or scores.jsonl
         raise InputError(f"{out}: exists and is not an HTML file, which the report would replace; give an .html path")
+    refuse_replacing(out, args.overwrite)
     runs = [run for path in args.runs for run in load_runs(Path(path))]
     write_report(runs, out, title=args.title)
     kinds = ", ".join(f"{run.kind} {shown_path(run.source)}" for run in runs)
-    console.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; {kinds})", markup=False, highlight=False)
+    shown.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; {kinds})", markup=False, highlight=False)
     return ExitCode.OK
 
 
@@ -37,4 +39,5 @@ def add_report_command(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("-o", "--output", default="report.html", help="the HTML file to write (default report.html)")
     parser.add_argument("--title", default="bineval report", help="the page's title")
+    add_overwrite_option(parser, "the HTML file")
     parser.set_defaults(func=cmd_report)

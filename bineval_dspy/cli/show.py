@@ -17,7 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from bineval_dspy.core.console import console
+from bineval_dspy.core.console import console, results_on_stdout
 from bineval_dspy.core.terminal import printable
 
 if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for the parser
@@ -70,6 +70,8 @@ def show_judge(run: JudgeRun) -> None:
     cards = [row.card for row in run.rows]
     judges = sorted({card.judge.model for card in cards if card.judge is not None})
     _say(f"{len(cards)} output(s), {sum(len(c.verdicts) for c in cards)} verdict(s), {sum(c.unanswered for c in cards)} unanswered; judge: {', '.join(judges) or '-'}")
+    if run.task:
+        _say(f"task: {run.task}")
     _spend(run.spend)
     means = _table("mean scores", "dimension", "mean", "lowest", "highest", "scored", "no score", left=("dimension",), wrap=("dimension",))
     for m in dimension_means(cards):
@@ -238,8 +240,9 @@ def cmd_show(args: argparse.Namespace) -> None:
     from bineval_dspy.report.runs import load_runs
 
     runs = [run for path in args.runs for run in load_runs(Path(path))]  # every path read before anything is shown
-    for run in runs:
-        show_run(run)
+    with results_on_stdout():  # what show prints is its result: `bineval show RUN > brief.txt` keeps it
+        for run in runs:
+            show_run(run)
 
 
 def add_show_command(sub: argparse._SubParsersAction) -> None:

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from bineval_dspy.cli.options import add_budget_options, budget_of, count
+from bineval_dspy.cli.options import add_budget_options, add_example_option, budget_of, count
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
@@ -54,7 +54,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``bineval tune``."""
     parser = sub.add_parser("tune", parents=[common], help="tune settings with an Optuna study (TOML config); resumable, several workers")
-    parser.add_argument("config", help="study description (TOML); see README")
+    parser.add_argument("config", help="study description (TOML); its keys: bineval tune --example")
+    add_example_option(parser, "bineval_dspy.tune.config.TuneConfig", "bineval tune: a study config ([run] holds the trial kind's settings)")
     parser.add_argument("--workers", type=count(1), default=1, help="worker processes on the study (default 1); or run the command several times")
     add_budget_options(parser, "trial (each of --workers N gets an N-th of the budget)")
     parser.set_defaults(func=cmd_tune)  # --cache-dir's default (None) is shared by every command: never set it here

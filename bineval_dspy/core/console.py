@@ -11,7 +11,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from bineval_dspy.core.terminal import TextConsole
 
-console = TextConsole(stderr=True)  # data is printed as text: no markup, no control sequences
+console = TextConsole(stderr=True)  # progress, notes, the cost line; data is printed as text: no markup, no control sequences
+shown = TextConsole()  # stdout: what a command found (tables, written paths), so `> file` keeps it
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -26,13 +27,28 @@ def progress_map(fn: Callable[[T], R], items: Sequence[T], label: str, threads: 
     with (progress_bar(label, len(items)) if show else nullcontext(lambda: None)) as advance:
         if threads <= 1:
             for item in items:
-                yield fn(item)
-                advance()
+                result = fn(item)
+                advance()  # before the yield: a consumer that stops at its last item still sees the bar complete
+                yield result
             return
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for result in pool.map(in_caller_context(fn), items):
-                yield result
                 advance()
+                yield result
+
+
+@contextmanager
+def results_on_stdout() -> Iterator[None]:
+    """The block's console output goes to stdout: a command whose whole output is its result (``show``) prints
+    through helpers shared with commands that print notes on stderr."""
+    import sys
+
+    kept = console._file  # None: rich resolves sys.stderr at each print (kept so, for pytest's capture)
+    console.file = sys.stdout
+    try:
+        yield
+    finally:
+        console._file = kept
 
 
 @contextmanager

@@ -37,11 +37,42 @@ def sidecar(out: Path) -> Path:
     return out.with_name(out.name + ".fingerprint.json")
 
 
+_ABSENT = object()
+
+
+def _parsed(value: object) -> object:
+    """A fingerprint value that is a JSON object (a judge spec, an LM identity) as that object, else itself."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _shown(value: object) -> str:
+    return "(none)" if value is _ABSENT else json.dumps(value) if not isinstance(value, str) else repr(value)
+
+
+def _inner_difference(path: str, old: object, new: object) -> str | None:
+    """'path: old -> new' for the first leaf that differs, descending into JSON objects on both sides."""
+    old, new = _parsed(old), _parsed(new)
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            found = _inner_difference(f"{path}.{key}", old.get(key, _ABSENT), new.get(key, _ABSENT))
+            if found:
+                return found
+        return None
+    return None if old == new else f"{path}: {_shown(old)} -> {_shown(new)}"
+
+
 def first_difference(recorded: Fingerprint, current: Fingerprint) -> str | None:
-    """'key: old -> new' for the first setting that differs, or None when both agree."""
+    """'field: old -> new' for the first setting that differs (the field inside a recorded JSON object, such as
+    ``judge.chain_of_thought: false -> true``, never two whole blobs), or None when both agree."""
     for key in sorted(set(recorded) | set(current)):
-        if recorded.get(key) != current.get(key):
-            return f"{key}: {recorded.get(key, '(none)')!r} -> {current.get(key, '(none)')!r}"
+        found = _inner_difference(key, recorded.get(key, _ABSENT), current.get(key, _ABSENT))
+        if found:
+            return found
     return None
 
 

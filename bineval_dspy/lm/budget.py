@@ -173,8 +173,9 @@ def metered_map(
                 pending.append(pool.submit(in_caller_context(unit), item) if pool is not None else _now(unit, item))
             if not pending:
                 break
-            yield pending.popleft().result()
-            advance()
+            result = pending.popleft().result()
+            advance()  # before the yield: a consumer that stops at its last item still sees the bar complete
+            yield result
     if started < len(items):
         raise meter.exhausted(f"{len(items) - started} of {len(items)} {what} not started")
 

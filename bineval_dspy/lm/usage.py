@@ -134,13 +134,14 @@ class Cost(BaseModel):
             return f"{dollars(self.usd)} for {self.lm_calls - self.unpriced_calls} call(s), {self.unpriced_calls} unpriced (partial)"
         return dollars(self.usd)
 
-    def summary(self) -> str:
-        """One line for a console: calls, tokens, dollars."""
+    def summary(self, unknown_price: bool = False) -> str:
+        """One line for a console: calls, tokens, dollars; ``unknown_price`` (the run's LM has no price) says
+        "price unknown" even for no call (a resumed run), as every other run on that LM does."""
         cached = f", {self.cached_prompt_tokens:,} of them cached" if self.cached_prompt_tokens is not None else ""
         retries = f"; {self.throttled_calls:,} throttled, {self.retried_calls:,} retried" if self.throttled_calls or self.retried_calls else ""
         return (
             f"{self.lm_calls:,} LM call(s), {self.tokens:,} tokens ({self.prompt_tokens:,} prompt{cached}, "
-            f"{self.completion_tokens:,} completion), {self.price_text()}{retries}"
+            f"{self.completion_tokens:,} completion), {'price unknown' if unknown_price and not self.lm_calls else self.price_text()}{retries}"
         )
 
 

@@ -127,7 +127,7 @@ def generate_row(
     Best-of-N runs first, then refinement improves the chosen sample."""
     if refine < 0 or best_of < 1:
         raise ValueError("refine must be >= 0 and best_of >= 1")
-    record: dict[str, Any] = {"key": row.key, "prompt": row.prompt}
+    record: dict[str, Any] = {"key": row.json_key, "prompt": row.prompt}  # the key as the suite wrote it
     if not refine and best_of == 1:
         record["response"] = program(prompt=row.prompt).response
         return record

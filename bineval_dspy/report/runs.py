@@ -26,7 +26,7 @@ from bineval_dspy.analysis.pruning import PruningReport
 from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, load_model, read_json_object, read_jsonl, read_text
-from bineval_dspy.core.schema import Scorecard
+from bineval_dspy.core.schema import Scorecard, Verdict
 from bineval_dspy.experiment.runner import ExperimentResults
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate, LevelCorrelation
 from bineval_dspy.meta.runner import SCORES_FILE, OutputScore
@@ -232,7 +232,7 @@ def _validated(model: type[Any], raw: Any, where: str) -> Any:
         raise InputError(f"{where}: {describe_validation_error(exc)}") from None
 
 
-NOT_A_RUN = "not a run the library writes (an optimizer's audit.json, a meta-eval's scores.jsonl, analyze's phi.json, pruning.json or weights.json, tune's or experiment's results.json, judge or demo output)"
+NOT_A_RUN = "not a run the library writes (an optimizer's audit.json, a meta-eval's scores.jsonl, analyze's phi.json, pruning.json or weights.json, tune's or experiment's results.json, judge, demo, verify or generate output)"
 
 
 def _json_run(path: Path, raw: dict[str, Any]) -> Run:
@@ -261,8 +261,62 @@ def _jsonl_run(path: Path) -> Run:
             return _judge(path)
         if "method" in row and "scores" in row:
             return load_meta(path.parent, scores_file=path)
+        if "follow_instruction_list" in row and "instruction_id_list" in row:
+            return _suite_output(path, _verified_card, "`bineval verify` output: each instruction a code-checked verdict")
+        if "key" in row and "response" in row:
+            return _suite_output(path, _generated_card, "`bineval generate` output: each STICK check a verdict (none without STICK)")
         raise InputError(f"{path}:{number}: {NOT_A_RUN}")
     raise InputError(f"{path}: no rows")
+
+
+SUITE_DIMENSION = "instructions"  # the one dimension a suite output's verdicts are shown in
+
+
+def _suite_card(verdicts: list[Verdict]) -> Scorecard:
+    """A card for a suite row's verdicts: the followed fraction, no score while any is unanswered (ungraded)."""
+    answered = [v for v in verdicts if v.answer != "unanswered"]
+    unanswered = len(verdicts) - len(answered)
+    score = None if unanswered or not verdicts else sum(v.answer == "yes" for v in verdicts) / len(verdicts)
+    dims = {SUITE_DIMENSION: score} if verdicts else {}
+    return Scorecard(dimension_scores=dims, overall=score, unanswered=unanswered, verdicts=verdicts,
+                     unanswered_by_dimension={SUITE_DIMENSION: unanswered} if unanswered else {})
+
+
+def _verified_card(row: dict[str, Any], where: str) -> Scorecard:
+    """`verify`'s row: one verdict per instruction, unanswered where its kwargs left it ungraded."""
+    ids, follows = row.get("instruction_id_list"), row.get("follow_instruction_list")
+    if not isinstance(ids, list) or not isinstance(follows, list) or len(ids) != len(follows):
+        raise InputError(f"{where}: fields 'instruction_id_list' and 'follow_instruction_list' must be lists of one length")
+    answers = {True: "yes", False: "no", None: "unanswered"}
+    if any(f not in answers for f in follows):
+        raise InputError(f"{where}: field 'follow_instruction_list': expected true, false or null")
+    return _suite_card([
+        Verdict(question_id=f"i{k}", question=str(i), dimension=SUITE_DIMENSION, answer=answers[f], judge=f"code:{i}")  # type: ignore[arg-type]
+        for k, (i, f) in enumerate(zip(ids, follows))
+    ])
+
+
+def _generated_card(row: dict[str, Any], where: str) -> Scorecard:
+    """`generate`'s row: its STICK checks as verdicts (a plain generation has none)."""
+    checks = row.get("checks", [])
+    if not isinstance(checks, list) or not all(isinstance(c, dict) for c in checks):
+        raise InputError(f"{where}: field 'checks': expected a list of objects")
+    verdicts = []
+    for k, check in enumerate(checks):
+        verdicts.append(_validated(Verdict, {
+            "question_id": f"q{k}", "question": check.get("question"), "dimension": SUITE_DIMENSION, "answer": check.get("answer"),
+            "explanation": check.get("explanation") or "", "judge": check.get("judge") or "",
+        }, f"{where}: in 'checks.{k}'"))
+    return _suite_card(verdicts)
+
+
+def _suite_output(path: Path, card_of: Any, task: str) -> JudgeRun:
+    """`verify` or `generate` output shown as judged rows: the prompt as input, the response as output."""
+    rows = []
+    for number, row in read_jsonl(path, required=("key", "response")):
+        where = f"{path}:{number}"
+        rows.append(JudgedRow(id=str(row["key"]), input=_text(row.get("prompt")), output=_text(row["response"]), card=card_of(row, where), spend=spend_of(row)))
+    return JudgeRun(source=path, rows=rows, task=task)
 
 
 def _judge(path: Path) -> JudgeRun:

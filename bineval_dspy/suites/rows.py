@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import dspy
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, model_validator
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
@@ -28,6 +28,20 @@ class SuiteRow(BaseModel):
     prompt: str
     instruction_id_list: list[str] = Field(min_length=1)
     kwargs: list[dict[str, Any]]
+    written_key: int | str | None = Field(default=None, exclude=True, repr=False)  # the key as the file spells it
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_written_key(cls, data: Any) -> Any:
+        """Remember the key's JSON type (IFEval's integers) before it becomes text, so outputs write it back as given."""
+        if isinstance(data, dict) and "written_key" not in data and isinstance(data.get("key"), int | str) and not isinstance(data.get("key"), bool):
+            data = {**data, "written_key": data["key"]}
+        return data
+
+    @property
+    def json_key(self) -> int | str:
+        """The key for an output file: as the suite wrote it (an integer stays an integer)."""
+        return self.written_key if self.written_key is not None else self.key
 
     def to_example(self) -> dspy.Example:
         """The row as a ``dspy.Example`` whose only input is ``prompt`` (what a generator program sees)."""
@@ -36,7 +50,7 @@ class SuiteRow(BaseModel):
     @classmethod
     def from_example(cls, example: dspy.Example) -> SuiteRow:
         """The suite row an example was made from (``to_example``'s inverse)."""
-        return cls(**{name: example[name] for name in cls.model_fields})
+        return cls(**{name: example[name] for name in SUITE_FIELDS})
 
     def checks(self) -> list[Check | str]:
         """One check per instruction or, where its verifier rejects the kwargs, the reason it is ungraded.
@@ -53,6 +67,9 @@ class SuiteRow(BaseModel):
             except VerifierError as exc:
                 checks.append(f"kwargs.{index}: {exc}")
         return checks
+
+
+SUITE_FIELDS = ("key", "prompt", "instruction_id_list", "kwargs")  # what a suite line must hold
 
 
 class ResponseRow(BaseModel):
@@ -76,7 +93,7 @@ def _suite_row(obj: dict[str, Any], where: str) -> SuiteRow:
 
     Kwargs a verifier rejects do not reject the row: that instruction is reported ungraded when graded.
     """
-    for field in SuiteRow.model_fields:
+    for field in SUITE_FIELDS:
         if field not in obj:
             raise InputError(f"{where}: missing field '{field}'")
     row: SuiteRow = _validated(SuiteRow, obj, where)

@@ -124,6 +124,53 @@ def describe(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str 
     return rule.format(**(defaults | args))
 
 
+@dataclass(frozen=True)
+class VerifierInfo:
+    """One verifier as ``bineval verifiers`` lists it: its id, its rule in words, and the kwargs it takes."""
+
+    instruction_id: str
+    rule: str
+    kwargs: dict[str, str]  # name -> its default as text, or "required"
+
+
+def _kwarg_defaults(factory: Factory) -> dict[str, str]:
+    params = inspect.signature(factory).parameters.items()
+    return {
+        name: "required" if param.default is inspect.Parameter.empty else repr(param.default)
+        for name, param in params
+        if name != "prompt" and param.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    }
+
+
+def _placeholder(name: str, param: inspect.Parameter) -> Any:
+    """``{name}`` where a required kwarg goes, as a one-item list for a kwarg that takes a list (keywords)."""
+    return [f"{{{name}}}"] if any(t in str(param.annotation) for t in ("list", "Sequence")) else f"{{{name}}}"
+
+
+def _rule_text(instruction_id: str) -> str:
+    """The rule with its defaults filled in; where a kwarg is required, the template with ``{name}`` left in it."""
+    try:
+        return describe(instruction_id, {})
+    except (VerifierError, TypeError, ValueError, KeyError):
+        rule = _RULES[instruction_id]
+        if isinstance(rule, str):
+            return rule
+        params = inspect.signature(rule).parameters.items()
+        declared = inspect.signature(_FACTORIES[instruction_id]).parameters  # the rule's kwargs, with their types
+        placeholders = {n: _placeholder(n, declared.get(n, p)) if p.default is inspect.Parameter.empty else p.default for n, p in params}
+        try:
+            return rule(**placeholders)  # a rule with grammar over its kwargs, told their names
+        except Exception:  # one that computes with its kwargs: say which it needs
+            return f"(its rule needs {', '.join(n for n, p in params if p.default is inspect.Parameter.empty)})"
+
+
+def catalog(text: str = "") -> list[VerifierInfo]:
+    """Every verifier whose id or rule holds ``text`` (any case), by id: what a checklist's ``verifier`` may name."""
+    wanted = text.casefold()
+    infos = [VerifierInfo(i, _rule_text(i), _kwarg_defaults(_FACTORIES[i])) for i in known_instruction_ids()]
+    return [info for info in infos if wanted in info.instruction_id.casefold() or wanted in info.rule.casefold()]
+
+
 def loose_variants(response: str) -> list[str]:
     """IFEval's loose mode: the response with first/last/both lines cut, each with and without '*'."""
     lines = response.split("\n")

@@ -54,7 +54,8 @@ def lm(monkeypatch):
 
 def run(args: list[str], capsys) -> tuple[int, str]:
     code = cli.main(args)
-    return code, capsys.readouterr().err
+    captured = capsys.readouterr()
+    return code, captured.err + captured.out  # notes on stderr, results on stdout
 
 
 @pytest.mark.parametrize("method, questions, calls", [("bineval", 2, 1 + 2), ("tick", 2, 1)])

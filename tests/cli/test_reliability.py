@@ -183,7 +183,7 @@ def test_markup_like_dimension_and_question_are_printed_as_text(tmp_path, capsys
     write_inputs(tmp_path, questions=[Question(text="Does it avoid [/INST] and [bold]?", dimension="[/INST]")])
     with scripted_server(lambda body: verdict("no", "it has [/] in it")) as server:
         assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.OK
-    assert "[/INST]" in capsys.readouterr().err
+    assert "[/INST]" in capsys.readouterr().out  # tables are results: stdout
 
 
 def test_an_lm_written_question_holding_markup_is_printed_as_text(tmp_path, capsys):
@@ -191,7 +191,7 @@ def test_an_lm_written_question_holding_markup_is_printed_as_text(tmp_path, caps
     with scripted_server(lambda body: json.dumps(questions)) as server:
         args = ["checklist", "--task", "Write a haiku.", "--method", "tick", "-o", str(tmp_path / "c.json"), "--cache-dir", str(tmp_path / "cache")]
         assert cli.main([*args, *server.lm_args()]) == ExitCode.OK
-    assert "[red]colour[/red]" in capsys.readouterr().err
+    assert "[red]colour[/red]" in capsys.readouterr().out  # the questions written are results: stdout
 
 
 # -- 6, 7. write errors: one line, no torn line, resume repairs; the rewrite is atomic ----------------------------

@@ -24,7 +24,7 @@ def narrow(monkeypatch):
 
 def show(capsys, *paths) -> str:
     assert cli.main(["show", *map(str, paths)]) == 0
-    out = capsys.readouterr().err
+    out = capsys.readouterr().out  # results go to stdout
     too_long = [line for line in out.splitlines() if len(line) > WIDTH]
     assert not too_long, "\n".join(too_long)
     return out

@@ -154,7 +154,7 @@ def test_cli_refine_records_iterations_and_code_judges(tmp_path, monkeypatch, ca
     code = [j for j in judges.values() if j.startswith("code:")]
     assert sorted(code) == ["code:keywords:existence", "code:punctuation:no_comma"]
     assert [j for j in judges.values() if not j.startswith("code:")] == ["custom/scripted"] * 2  # TICK questions
-    assert "score before refine" in capsys.readouterr().err
+    assert "score before refine" in capsys.readouterr().out  # the table is a result: stdout
 
 
 def test_cli_best_of_records_every_sample(tmp_path, monkeypatch):
@@ -188,8 +188,8 @@ def test_cli_exits_1_when_rows_fail(tmp_path, monkeypatch, capsys):
     use_lm(monkeypatch, script)
     code = cli.main(["generate", "--suite", str(write_suite(tmp_path / "s.jsonl")), "-o", str(tmp_path / "o.jsonl")])
     assert code == 1
-    err = capsys.readouterr().err
-    assert "no server" in err and "nothing new written" in err
+    captured = capsys.readouterr()
+    assert "no server" in captured.err and "nothing new written" in captured.out
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,8 @@ def test_plotly_strings_and_inline_code_are_made_safe():
 def test_report_command_writes_one_file_on_every_run(every_kind, tmp_path, capsys):
     out = tmp_path / "all.html"
     assert cli.main(["report", *map(str, every_kind.paths), "-o", str(out), "--title", "<i>mine</i>"]) == 0
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err + captured.out  # notes on stderr, results on stdout
     assert f"wrote {out}" in err and "judge" in err and "tune" in err
     html = out.read_text(encoding="utf-8")
     assert "<title>&lt;i&gt;mine&lt;/i&gt;</title>" in html and html.count('<section id="run-') == 5

@@ -19,6 +19,12 @@ HAS_KEYWORD = "keywords:existence"
 LOWERCASE = "change_case:english_lowercase"
 
 
+def _output(capsys) -> str:
+    """What a command printed: notes on stderr, then its results on stdout."""
+    captured = capsys.readouterr()
+    return captured.err + captured.out
+
+
 def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
     """Rows given as strings are written verbatim (for malformed lines)."""
     path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
@@ -67,7 +73,7 @@ def test_verify_writes_official_rows_and_accuracies(tmp_path, capsys):
     assert code == 0
     assert read_rows(out) == [  # suite order, official field names plus key and ungraded
         {
-            "key": "1",
+            "key": 1,  # as the suite wrote it: IFEval's integer keys stay integers
             "prompt": "Praise apples.",
             "response": "An apple a day.",
             "instruction_id_list": [NO_COMMA, HAS_KEYWORD],
@@ -94,7 +100,7 @@ def test_verify_writes_official_rows_and_accuracies(tmp_path, capsys):
             "ungraded": [],
         },
     ]
-    err = one_line(capsys.readouterr().err)
+    err = one_line(_output(capsys))
     assert "prompt 2 3 66.67%" in err
     assert "instruction 4 5 80.00%" in err
 
@@ -102,9 +108,9 @@ def test_verify_writes_official_rows_and_accuracies(tmp_path, capsys):
 def test_verify_counts_failed_instructions_at_both_levels(tmp_path, capsys):
     responses = [{"key": "3", "response": "No pear here."}, {"key": "1", "response": "Bananas, sadly."}]
     code, out = run_verify(tmp_path, SUITE, responses)
-    assert code == 0
+    assert code == 1  # suite row 2 has no response: the accuracies cover part of the suite
     assert [r["follow_instruction_list"] for r in read_rows(out)] == [[False, False], [False, True]]
-    err = one_line(capsys.readouterr().err)
+    err = one_line(_output(capsys))
     assert "prompt 0 2 0.00%" in err
     assert "instruction 1 4 25.00%" in err
     assert "1 suite row(s) had no response" in err
@@ -115,7 +121,7 @@ def test_loose_mode_forgives_a_chatty_first_line(tmp_path):
     responses = [{"key": "a", "response": "Sure! Here it is:\nhere is the answer, written in lowercase as you asked."}]
     _, strict_out = run_verify(tmp_path, suite, responses)
     strict = read_rows(strict_out)
-    code, loose_out = run_verify(tmp_path, suite, responses, "--mode", "loose")
+    code, loose_out = run_verify(tmp_path, suite, responses, "--mode", "loose", "--overwrite")
     assert code == 0
     assert strict[0]["follow_instruction_list"] == [False]
     assert read_rows(loose_out)[0]["follow_instruction_list"] == [True]
@@ -137,7 +143,7 @@ BAD_SUITE_ROWS = {
 def test_bad_suite_row_is_a_one_line_error_naming_file_and_line(tmp_path, capsys, case):
     row, message = BAD_SUITE_ROWS[case]
     code, _ = run_verify(tmp_path, [SUITE[0], row], [{"key": "1", "response": "apple"}])
-    err = capsys.readouterr().err
+    err = _output(capsys)
     assert code == 2
     assert err.count("\n") == 1
     assert "suite.jsonl:2: " in err
@@ -159,7 +165,7 @@ BAD_RESPONSES = {
 def test_bad_response_is_a_one_line_error_naming_file_and_line(tmp_path, capsys, case):
     row, message = BAD_RESPONSES[case]
     code, _ = run_verify(tmp_path, SUITE, [{"key": "1", "response": "apple"}, row])
-    err = capsys.readouterr().err
+    err = _output(capsys)
     assert code == 2
     assert err.count("\n") == 1
     assert "responses.jsonl:2: " in err
@@ -171,8 +177,8 @@ def test_skip_invalid_grades_the_rest_and_reports_what_it_skipped(tmp_path, caps
     responses = [{"key": "1", "response": "apple"}, {"key": "4", "response": "r"}, {"response": "r"}]
     code, out = run_verify(tmp_path, suite, responses, "--skip-invalid")
     assert code == 1  # graded, but the accuracies rest on less than the files hold
-    assert [r["key"] for r in read_rows(out)] == ["1"]
-    err = one_line(capsys.readouterr().err)
+    assert [r["key"] for r in read_rows(out)] == [1]
+    err = one_line(_output(capsys))
     assert "skipped 1 invalid suite row(s) and 2 invalid or unmatched response(s)" in err
 
 
@@ -199,11 +205,11 @@ def test_bad_kwargs_leave_that_instruction_ungraded_and_grade_the_rest(tmp_path,
     responses = [{"key": "5", "response": "# and # again"}, {"key": "2", "response": "a b"}]
     code, out = run_verify(tmp_path, [*SUITE, UNGRADED_ROW], responses)
     assert code == 1
-    rows = {row["key"]: row for row in read_rows(out)}
+    rows = {str(row["key"]): row for row in read_rows(out)}
     assert rows["5"]["follow_instruction_list"] == [None, True]
     assert rows["5"]["follow_all_instructions"] is None
     assert rows["5"]["ungraded"] == [BAD_LETTER_REASON]
-    err = one_line(capsys.readouterr().err)
+    err = one_line(_output(capsys))
     assert "prompt 1 1 100.00%" in err  # key "5" has no known outcome
     assert "instruction 2 2 100.00%" in err
     assert "1 instruction(s) ungraded" in err
@@ -302,14 +308,14 @@ def test_reproduces_official_ifbench_verdicts(tmp_path):
     for mode in ("strict", "loose"):
         out = tmp_path / f"{mode}.jsonl"
         args = ["verify", "--suite", str(suite_file), "--responses", str(graded_file), "--mode", mode, "-o", str(out)]
-        assert main(args) == 0
+        assert main(args) == (0 if len(official) == len(load_suite(suite_file)) else 1)  # 1: suite rows without a response
         ours = read_rows(out)
         verdicts = f"{mode}_follow_instruction_list"
-        assert {r["key"] for r in ours} == set(official)
+        assert {str(r["key"]) for r in ours} == set(official)
         pairs = [
             (mine, theirs)
             for row in ours
-            for mine, theirs in zip(row["follow_instruction_list"], official[row["key"]][verdicts])
+            for mine, theirs in zip(row["follow_instruction_list"], official[str(row["key"])][verdicts])
         ]
         assert len(pairs) == 226
         agree = sum(mine == theirs for mine, theirs in pairs)

@@ -1,0 +1,230 @@
+"""Issue 20's conventions: results on stdout and notes on stderr, no silent replacement, complete progress, a
+summary of what failed, located resume refusals, honest prices, and suites whose keys keep their JSON type."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from bineval_dspy import cli
+from bineval_dspy.cli.main import build_parser
+from bineval_dspy.core.fingerprint import first_difference
+from bineval_dspy.core.schema import Checklist, Question
+from tests.conftest import question_of, route_cli_lm, verdict_json
+
+
+def write_checklist(path: Path) -> Path:
+    checklist = Checklist(task="t", dimensions=["d"], questions=[Question(text="Is it short?", dimension="d"), Question(text="Is it kind?", dimension="d")])
+    path.write_text(checklist.model_dump_json())
+    return path
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    rows = [{"input": "a", "output": "b"}, {"input": "c", "output": "  "}, {"input": "e", "output": "f"}]
+    return write_checklist(tmp_path / "checklist.json"), write_rows(tmp_path / "rows.jsonl", rows), tmp_path / "out.jsonl"
+
+
+def kind_is_no(request) -> str:
+    """'no' to "Is it kind?", 'yes' to everything else: one question fails on every row."""
+    return verdict_json("no" if "kind" in question_of(request) else "yes")
+
+
+@pytest.fixture
+def lm(monkeypatch):
+    return route_cli_lm(monkeypatch, kind_is_no)
+
+
+def judge(files: tuple[Path, Path, Path], *extra: str) -> list[str]:
+    checklist, data, out = files
+    return ["judge", "--checklist", str(checklist), "--data", str(data), "-o", str(out), *extra]
+
+
+def test_judge_results_go_to_stdout_and_notes_to_stderr(files, lm, capsys):
+    assert cli.main(judge(files)) == 0
+    captured = capsys.readouterr()
+    assert "mean scores over 3 row(s)" in captured.out and "wrote 3 row(s)" in captured.out
+    assert "cost: " in captured.err and "cost: " not in captured.out
+
+
+def test_the_final_progress_frame_is_complete(files, lm, capsys):
+    assert cli.main(judge(files)) == 0
+    err = capsys.readouterr().err
+    assert "3/3" in err and "2/3" not in err.splitlines()[-3:]
+
+
+def test_judge_ends_with_the_rows_and_questions_that_failed_most(files, lm, capsys):
+    assert cli.main(judge(files)) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "rows that failed most (data line: failed questions): 1: 1, 2: 1, 3: 1" in out
+    assert "questions that failed most" in out and "3/3" in out and "Is it kind?" in out
+
+
+def test_empty_outputs_are_flagged_in_rows_and_summary(files, lm, capsys):
+    assert cli.main(judge(files)) == 0
+    rows = [json.loads(line) for line in files[2].read_text().splitlines()]
+    assert [r["bineval"].get("empty_output", False) for r in rows] == [False, True, False]
+    assert "1 row(s) have an empty output (data line(s) 2)" in " ".join(capsys.readouterr().err.split())
+
+
+def test_judge_limit_takes_the_first_rows_and_a_later_run_resumes(files, lm, capsys):
+    assert cli.main(judge(files, "--limit", "2")) == 0
+    assert len(files[2].read_text().splitlines()) == 2
+    assert cli.main(judge(files)) == 0
+    assert len(files[2].read_text().splitlines()) == 3
+    assert "resuming: 2 complete row(s)" in capsys.readouterr().err
+
+
+def test_a_resume_refusal_names_the_field_with_old_and_new_value(files, lm, capsys):
+    assert cli.main(judge(files)) == 0
+    capsys.readouterr()
+    assert cli.main(judge(files, "--cot")) == 2
+    err = capsys.readouterr().err
+    assert "made with other settings (judge.chain_of_thought: false -> true)" in err, err
+    assert err.count("\n") == 1
+
+
+def test_first_difference_descends_into_json_and_names_absent_fields():
+    assert first_difference({"a": "x"}, {"a": "x"}) is None
+    assert first_difference({"a": "x"}, {"a": "y"}) == "a: 'x' -> 'y'"
+    assert first_difference({"j": '{"n": 1, "m": {"k": 2}}'}, {"j": '{"n": 1, "m": {"k": 3}}'}) == "j.m.k: 2 -> 3"
+    assert first_difference({}, {"b": "z"}) == "b: (none) -> 'z'"
+
+
+def test_a_resumed_run_on_an_unpriced_lm_says_price_unknown(files, lm, capsys):
+    assert cli.main(judge(files)) == 0
+    assert "price unknown" in capsys.readouterr().err
+    assert cli.main(judge(files)) == 0  # nothing left to judge: no call, still no price
+    err = capsys.readouterr().err
+    assert "cost: 0 LM call(s)" in err and "price unknown" in err and "$0" not in err
+
+
+def test_checklist_refuses_to_replace_a_file_without_overwrite(tmp_path, monkeypatch, capsys):
+    lm = route_cli_lm(monkeypatch, lambda r: "{}")
+    victim = tmp_path / "victim.json"
+    victim.write_text('{"hand": "written"}')
+    assert cli.main(["checklist", "--task", "Write a haiku", "-o", str(victim)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {victim}: exists; use --overwrite to replace it, or a new output path\n"
+    assert victim.read_text() == '{"hand": "written"}' and not lm.engine.requests
+
+
+SUITE = [
+    {"key": 1, "prompt": "Say hi.", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]},
+    {"key": 2, "prompt": "Say bye.", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]},
+]
+
+
+def test_verify_exits_1_when_a_suite_row_has_no_response_and_keeps_integer_keys(tmp_path, capsys):
+    suite = write_rows(tmp_path / "suite.jsonl", SUITE)
+    responses = write_rows(tmp_path / "responses.jsonl", [{"key": 1, "response": "hi"}])
+    out = tmp_path / "results.jsonl"
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "1 suite row(s) had no response" in " ".join(captured.err.split())
+    assert "prompt" in captured.out and "wrote 1 graded row(s)" in captured.out
+    assert json.loads(out.read_text())["key"] == 1  # an integer key stays an integer
+
+
+@pytest.mark.parametrize("command", ["verify", "report"])
+def test_other_writers_refuse_to_replace_a_file_without_overwrite(tmp_path, capsys, command):
+    suite = write_rows(tmp_path / "suite.jsonl", SUITE)
+    responses = write_rows(tmp_path / "responses.jsonl", [{"key": 1, "response": "hi"}, {"key": 2, "response": "bye"}])
+    results = tmp_path / "results.jsonl"
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(results)]) == 0
+    if command == "verify":
+        args = ["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(results)]
+        kept = results
+    else:
+        kept = tmp_path / "report.html"
+        kept.write_text("<html>mine</html>")
+        args = ["report", str(results), "-o", str(kept)]
+    before = kept.read_text()
+    capsys.readouterr()
+    assert cli.main(args) == 2
+    assert "exists; use --overwrite" in capsys.readouterr().err and kept.read_text() == before
+    assert cli.main([*args, "--overwrite"]) == 0
+
+
+def test_show_and_report_read_verify_and_generate_output(tmp_path, capsys):
+    suite = write_rows(tmp_path / "suite.jsonl", SUITE)
+    generated = write_rows(tmp_path / "responses.jsonl", [
+        {"key": 1, "prompt": "Say hi.", "response": "hi, you"},
+        {"key": 2, "prompt": "Say bye.", "response": "bye", "score": 1.0, "checks": [
+            {"question": "Is there no comma?", "dimension": "d", "answer": "yes", "judge": "code:punctuation:no_comma", "explanation": "none found"}]},
+    ])
+    verified = tmp_path / "results.jsonl"
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(generated), "-o", str(verified)]) == 0
+    capsys.readouterr()
+    assert cli.main(["show", str(verified), str(generated)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "`bineval verify` output" in out and "`bineval generate` output" in out
+    assert "punctuation:no_comma" in out and "Is there no comma?" in out
+    report = tmp_path / "report.html"
+    assert cli.main(["report", str(verified), str(generated), "-o", str(report)]) == 0
+    assert "punctuation:no_comma" in report.read_text()
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_every_option_has_help_and_shows_its_default():
+    missing, hidden = [], []
+    for name, command in _commands().items():
+        for action in command._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            where = f"{name} {'/'.join(action.option_strings) or action.dest}"
+            if not action.help:
+                missing.append(where)
+            elif action.default not in (None, False, argparse.SUPPRESS) and "default" not in action.help:
+                hidden.append(where)
+    assert not missing and not hidden, (missing, hidden)
+    assert "(default: checklist.json)" in _commands()["checklist"].format_help()
+
+
+@pytest.mark.parametrize("command, model", [
+    ("meta-eval", "bineval_dspy.meta.config.MetaEvalConfig"),
+    ("optimize", "bineval_dspy.optimize.config.RunConfig"),
+    ("tune", "bineval_dspy.tune.config.TuneConfig"),
+    ("experiment", "bineval_dspy.experiment.config.ExperimentConfig"),
+])
+def test_config_commands_print_a_commented_example_of_every_key(command, model, capsys):
+    import importlib
+    import tomllib
+
+    assert "--example" in " ".join(_commands()[command].format_help().split())
+    with pytest.raises(SystemExit) as stop:
+        cli.main([command, "--example"])
+    assert stop.value.code == 0
+    text = capsys.readouterr().out
+    tomllib.loads(text)  # valid TOML: a starting point to edit
+    module, name = model.rsplit(".", 1)
+    fields = [f for f, info in getattr(importlib.import_module(module), name).model_fields.items() if not info.exclude]
+    assert [f for f in fields if f"# {f}:" not in text and f"[{f}" not in text] == []
+
+
+def test_verifiers_lists_ids_with_their_rule_and_kwargs(capsys):
+    assert cli.main(["verifiers"]) == 0
+    captured = capsys.readouterr()
+    assert "89 verifier(s)" in captured.err
+    assert len([line for line in captured.out.splitlines() if line and not line.startswith(" ")]) >= 89
+    assert cli.main(["verifiers", "LOWERCASE"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "change_case:english_lowercase" in out and "lowercase" in out and "[no kwargs]" in out
+    assert cli.main(["verifiers", "number_words"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Answer with {relation} {num_words} words." in out and "num_words=required" in out
+    assert cli.main(["verifiers", "no-such-rule"]) == 2
+    assert capsys.readouterr().err.startswith("error: no verifier id or rule holds 'no-such-rule'")

@@ -53,6 +53,7 @@ class TickQuestionWriter(dspy.Module):
         low, high = n_questions
         if not 1 <= low <= high:
             raise ValueError(f"n_questions must satisfy 1 <= low <= high, got {n_questions}")
+        self.n_questions = (low, high)  # what the checklist screen holds the writer to
         signature = TickQuestions
         if (low, high) != DEFAULT_LLM_QUESTIONS:
             bounded = _question_list(low, high)

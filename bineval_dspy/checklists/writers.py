@@ -101,14 +101,15 @@ class ChecklistUsage(BaseModel):
     method: str
     lm: str
     usage: Cost
+    attempts: int = Field(default=1, ge=1, description="writer attempts, retries the checklist screen asked for included (all in usage)")
 
 
 def usage_sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".usage.json")
 
 
-def save_checklist_usage(path: Path, method: str, lm: str, usage: Cost) -> Path:
+def save_checklist_usage(path: Path, method: str, lm: str, usage: Cost, attempts: int = 1) -> Path:
     """Write the usage sidecar of the checklist at ``path``; returns the sidecar's path."""
     sidecar = usage_sidecar(path)
-    write_json(sidecar, ChecklistUsage(checklist=path.name, method=method, lm=lm, usage=usage).model_dump(mode="json"))
+    write_json(sidecar, ChecklistUsage(checklist=path.name, method=method, lm=lm, usage=usage, attempts=attempts).model_dump(mode="json"))
     return sidecar

@@ -168,6 +168,7 @@ def _writer_params(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_checklist(args: argparse.Namespace) -> int:
     """Generate a checklist for a task with the chosen method, save it as JSON, and say what it cost."""
     from bineval_dspy.checklists.qworld import QworldWriter
+    from bineval_dspy.checklists.screen import promised_minimum, write_screened
     from bineval_dspy.checklists.writers import make_writer, save_checklist_usage
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.usage import measured
@@ -181,10 +182,24 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     refuse_replacing(out, args.overwrite)
     writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
+    minimum = promised_minimum(writer, dims)
+    failures: list[tuple[int, RunError]] = []
     with console.status(f"writing the checklist ({args.method})"):
-        checklist, cost = measured(lambda: _write_checklist(writer, task, dims))
+        screened, cost = measured(lambda: write_screened(lambda attempt: _write_attempt(writer, task, dims, lm, attempt, failures), dims, minimum))
+    for line in screened.dropped:
+        console.print(f"left out: {line}", style="yellow")
+    for number, failure in failures if screened.checklist is not None else []:
+        console.print(f"attempt {number + 1} gave no usable checklist: {failure}", style="yellow")
+    checklist = screened.checklist
+    if checklist is None:
+        for problem in screened.problems:
+            console.print(f"problem: {problem}", style="yellow")
+        console.print(f"cost: {cost.summary()} ({screened.attempts} attempt(s))")
+        if len(failures) == screened.attempts:  # no attempt gave a checklist: the first one's reason
+            raise failures[0][1]
+        raise RunError(f"checklist: no question the LM wrote passed the screen in {screened.attempts} attempt(s); nothing written")
     write_text_atomic(out, checklist.model_dump_json(indent=2))
-    sidecar = save_checklist_usage(out, args.method, lm.model, cost)
+    sidecar = save_checklist_usage(out, args.method, lm.model, cost, attempts=screened.attempts)
     for q in checklist.questions:
         weight = (f" (weight {q.weight:+g})", "magenta") if q.weight != 1 else ""
         where = (f" ({q.lineage['perspective_text']})", "dim") if "perspective_text" in q.lineage else ""
@@ -198,8 +213,35 @@ def cmd_checklist(args: argparse.Namespace) -> int:
             f"merged duplicates {stats.merged}; unparseable answers {stats.unparseable}"
         )
     shown.print(f"wrote {len(checklist.questions)} questions to {out} (its cost to {sidecar.name})")
-    console.print(f"cost: {cost.summary()}")
+    retried = f" ({screened.attempts} attempts: the screen asked again)" if screened.attempts > 1 else ""
+    console.print(f"cost: {cost.summary()}{retried}")
+    for problem in screened.problems:
+        console.print(f"problem: {problem}", style="yellow")
+    if screened.problems:
+        console.print(f"{len(screened.problems)} problem(s) left after {screened.attempts} attempt(s): the checklist holds what passed; rerun or edit it", style="yellow")
+        return ExitCode.INCOMPLETE
     return ExitCode.OK
+
+
+def _write_attempt(
+    writer: ChecklistWriter, task: str, dims: list[str], lm: Any, attempt: int, failures: list[tuple[int, RunError]]
+) -> Checklist | None:
+    """One writer attempt: the first as configured, a retry as a new sample (raised temperature, its own cache
+    entry). An LM that gives nothing usable leaves that attempt empty (its reason kept in ``failures``), so the
+    screen's bounded retries also cover an unparseable answer."""
+    import dspy
+
+    from bineval_dspy.checklists.screen import RETRY_TEMPERATURE
+
+    temperature = max(float(lm.kwargs.get("temperature") or 0.0), RETRY_TEMPERATURE)
+    try:
+        if attempt == 0:
+            return _write_checklist(writer, task, dims)
+        with dspy.context(lm=lm.copy(rollout_id=attempt, temperature=temperature)):
+            return _write_checklist(writer, task, dims)
+    except RunError as exc:
+        failures.append((attempt, exc))
+        return None
 
 
 def _judge_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:

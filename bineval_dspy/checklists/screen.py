@@ -1,0 +1,124 @@
+"""The checklist screen: a written checklist is checked against what its writer promises before it is saved.
+
+A small LM can write one question that repeats "I am a haiku" a dozen times, or a TICK list of one question where
+TICK promises 2-8, and the run still looked like a success. ``screen`` names each such problem in one line;
+``write_screened`` asks the writer again (bounded, at a raised temperature so the retry is a new sample, never a
+cache replay), keeps the questions that pass from every attempt, and returns what passed with what is left wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bineval_dspy.core.schema import Checklist, Question
+
+MAX_WORDS = 40  # a question longer than this asks more than one atomic thing (BinEval's questions are one line)
+REPEATED_NGRAM = 3  # a three-word sequence that occurs ...
+REPEATS = 3  # ... this many times makes a question that repeats itself
+RETRIES = 2  # attempts after the first
+RETRY_TEMPERATURE = 0.7  # a retry at temperature 0 would replay the same answer
+AUXILIARIES = frozenset(
+    "is are was were am does do did has have had can could will would should shall may might must".split()
+)
+
+
+def question_problem(text: str) -> str | None:
+    """Why one question is unfit for a yes/no judge, or None: not a yes/no question, several questions, a
+    question that repeats itself, or one past ``MAX_WORDS``."""
+    words = re.findall(r"[\w']+", text.lower())
+    if not words:
+        return "is empty"
+    if len(words) > MAX_WORDS:
+        return f"is too long ({len(words)} words; at most {MAX_WORDS})"
+    grams = Counter(tuple(words[i : i + REPEATED_NGRAM]) for i in range(len(words) - REPEATED_NGRAM + 1))
+    if grams and max(grams.values()) >= REPEATS:
+        phrase, times = grams.most_common(1)[0]
+        return f"repeats itself ('{' '.join(phrase)}' {times} times)"
+    if text.count("?") > 1:
+        return "asks more than one question"
+    first = re.sub(r"^[^\w]+", "", text).split(maxsplit=1)
+    if not text.rstrip().endswith("?") or not first or first[0].lower().strip(",") not in AUXILIARIES:
+        return "is not a yes/no question (it should start like 'Is', 'Does', 'Has' ... and end with '?')"
+    return None
+
+
+@dataclass
+class Screened:
+    """What the screen let through, the problems left, and how many writer attempts it took."""
+
+    checklist: Checklist | None
+    problems: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # one line per question left out, with why
+    attempts: int = 1
+
+
+def checklist_problems(checklist: Checklist, dimensions: list[str], minimum: int) -> list[str]:
+    """Problems of the checklist as a whole: fewer questions than promised, a requested dimension with none."""
+    problems = []
+    if len(checklist.questions) < minimum:
+        problems.append(f"{len(checklist.questions)} question(s); the method promises at least {minimum}")
+    covered = {q.dimension.strip().lower() for q in checklist.questions}
+    problems += [f"dimension '{d}' has no question" for d in dimensions if d.strip().lower() not in covered]
+    return problems
+
+
+def screen(checklist: Checklist, dimensions: list[str], minimum: int) -> list[str]:
+    """Every problem of ``checklist``, one line each: the checklist's own, then each unfit question's."""
+    return checklist_problems(checklist, dimensions, minimum) + [
+        f"question {q.id} {problem}: {q.text[:80]!r}" for q in checklist.questions if (problem := question_problem(q.text))
+    ]
+
+
+def promised_minimum(writer: Any, dimensions: list[str]) -> int:
+    """The fewest questions ``writer`` promises: TICK its lower bound (per dimension), others one per dimension."""
+    from bineval_dspy.checklists.tick import TickWriter
+
+    if isinstance(writer, TickWriter):
+        return writer.write.n_questions[0] * max(1, len(dimensions))
+    return max(1, len(dimensions))
+
+
+def _kept(checklists: list[Checklist]) -> tuple[list[Question], list[str]]:
+    """The fit questions of every attempt (first wins on repeats), and a line per question left out."""
+    kept: dict[str, Question] = {}
+    dropped: dict[str, str] = {}
+    for checklist in checklists:
+        for q in checklist.questions:
+            key = " ".join(q.text.lower().split())
+            problem = question_problem(q.text)
+            if problem:
+                dropped.setdefault(key, f"{q.text[:80]!r} {problem}")
+            elif key not in kept:
+                kept[key] = q
+    return list(kept.values()), list(dropped.values())
+
+
+def _merged(first: Checklist, questions: list[Question]) -> Checklist | None:
+    """The first attempt's task and dimensions with the kept questions, renumbered; None when none is kept."""
+    if not questions:
+        return None
+    renumbered = [q.model_copy(update={"id": f"q{k}"}).model_dump() for k, q in enumerate(questions, start=1)]
+    return Checklist.model_validate({**first.model_dump(), "questions": renumbered})
+
+
+def write_screened(write: Callable[[int], Checklist | None], dimensions: list[str], minimum: int, retries: int = RETRIES) -> Screened:
+    """Write (``write(attempt)``; None: that attempt gave nothing), screen, and write again while problems remain,
+    at most ``retries`` more times; the result holds the fit questions of every attempt and the problems none of
+    them fixed."""
+    attempts: list[Checklist] = []
+    result = Screened(checklist=None)
+    for attempt in range(retries + 1):
+        written = write(attempt)
+        if written is not None:
+            attempts.append(written)
+        questions, dropped = _kept(attempts)
+        merged = _merged(attempts[0], questions) if attempts else None
+        left = checklist_problems(merged, dimensions, minimum) if merged is not None else ["no question passed the screen"]
+        result = Screened(checklist=merged, problems=left, dropped=dropped, attempts=attempt + 1)
+        if not left and (not dropped or attempt > 0):  # a dropped question is worth one retry to replace it
+            break
+    return result

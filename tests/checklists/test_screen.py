@@ -1,0 +1,108 @@
+"""The checklist screen: unfit questions, short checklists and uncovered dimensions are caught before writing; the
+writer is asked again (bounded, counted in usage); what passed is written and the run exits 1 naming what is left."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dspy.lm15 import Request
+
+from bineval_dspy import cli
+from bineval_dspy.checklists.screen import MAX_WORDS, RETRIES, question_problem, screen, write_screened
+from bineval_dspy.checklists.writers import ChecklistUsage
+from bineval_dspy.core.schema import Checklist, Question
+from tests.conftest import route_cli_lm
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("Does the poem have three lines?", None),
+    ("In the response, is the tone formal?", "is not a yes/no question"),
+    ("Is it a haiku? I am a haiku. I am a haiku. I am a haiku.", "repeats itself ("),
+    ("Describe the autumn imagery.", "is not a yes/no question"),
+    ("Does it rhyme? Does it have three lines?", "asks more than one question"),
+    ("Does it " + "mention one more leaf and " * 9 + "stop?", f"is too long (48 words; at most {MAX_WORDS})"),
+])
+def test_question_problem_names_what_is_wrong(text, problem):
+    found = question_problem(text)
+    assert (found is None) if problem is None else (found is not None and found.startswith(problem)), found
+
+
+def checklist(*texts: str, dimension: str = "form") -> Checklist:
+    return Checklist(task="t", dimensions=[dimension], questions=[Question(text=t, dimension=dimension) for t in texts])
+
+
+def test_screen_names_short_checklists_and_dimensions_without_a_question():
+    found = screen(checklist("Does it have three lines?"), ["form", "content"], minimum=2)
+    assert found == ["1 question(s); the method promises at least 2", "dimension 'content' has no question"]
+
+
+def test_write_screened_retries_keeps_what_passed_and_stops_at_its_bound():
+    calls: list[int] = []
+
+    def write(attempt: int) -> Checklist:
+        calls.append(attempt)
+        return checklist("Does it have three lines?", "I am a haiku I am a haiku I am a haiku")
+
+    result = write_screened(write, ["form"], minimum=2)
+    assert calls == list(range(RETRIES + 1))
+    assert [q.text for q in result.checklist.questions] == ["Does it have three lines?"]
+    assert result.problems == ["1 question(s); the method promises at least 2"] and len(result.dropped) == 1
+
+
+TASK = "Write a haiku about autumn."
+GOOD = ["Does the poem have three lines?", "Does the poem mention autumn?"]
+
+
+def tick_script(replies: list[list[str]]):
+    """TICK answers in turn (the last one repeated), and which attempt asked."""
+    asked: list[Request] = []
+
+    def script(request: Request) -> str:
+        asked.append(request)
+        return json.dumps({"questions": {"items": replies[min(len(asked), len(replies)) - 1]}})
+
+    return script, asked
+
+
+def run_checklist(tmp_path: Path, monkeypatch, replies: list[list[str]], *extra: str) -> tuple[int, Path, list[Request]]:
+    script, asked = tick_script(replies)
+    route_cli_lm(monkeypatch, script)
+    out = tmp_path / "c.json"
+    return cli.main(["checklist", "--task", TASK, "--method", "tick", "-o", str(out), *extra]), out, asked
+
+
+def test_a_short_tick_list_is_asked_again_and_the_retry_counts_in_usage(tmp_path, monkeypatch, capsys):
+    code, out, asked = run_checklist(tmp_path, monkeypatch, [["Is it true that the sky is blue?"], GOOD])  # TICK promises 2-8
+    assert code == 0, capsys.readouterr().err
+    assert len(asked) == 2
+    assert [q.text for q in Checklist.model_validate_json(out.read_text()).questions] == GOOD
+    usage = ChecklistUsage.model_validate_json((tmp_path / "c.json.usage.json").read_text())
+    assert (usage.attempts, usage.usage.lm_calls) == (2, 2)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "2 attempts: the screen asked again" in err and "attempt 1 gave no usable checklist: tick: the LM gave no usable questions" in err
+
+
+def test_what_passed_is_written_and_each_problem_named_with_exit_1(tmp_path, monkeypatch, capsys):
+    haiku = "Is it a haiku, I am a haiku, I am a haiku, I am a haiku?"
+    code, out, asked = run_checklist(tmp_path, monkeypatch, [[haiku, GOOD[0]]])
+    assert code == 1 and len(asked) == RETRIES + 1
+    assert [q.text for q in Checklist.model_validate_json(out.read_text()).questions] == [GOOD[0]]
+    err = " ".join(capsys.readouterr().err.split())
+    assert "left out: 'Is it a haiku, I am a haiku" in err and "repeats itself" in err
+    assert "problem: 1 question(s); the method promises at least 2" in err
+    assert "1 problem(s) left after 3 attempt(s)" in err
+
+
+def test_a_requested_dimension_without_a_question_is_a_problem(tmp_path, monkeypatch, capsys):
+    def script(request: Request) -> str:
+        about_form = "aspect only: form" in request.messages[-1].text
+        return json.dumps({"questions": {"items": GOOD if about_form else ["Describe the mood.", "List the seasons."]}})
+
+    route_cli_lm(monkeypatch, script)
+    out = tmp_path / "c.json"
+    assert cli.main(["checklist", "--task", TASK, "--method", "tick", "--dimensions", "form,content", "-o", str(out)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "problem: dimension 'content' has no question" in err  # its answers were no yes/no questions: none parsed
+    assert {q.dimension for q in Checklist.model_validate_json(out.read_text()).questions} == {"form"}

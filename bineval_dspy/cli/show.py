@@ -105,9 +105,10 @@ def show_meta(run: MetaRun) -> None:
     _say(f"{outputs} output(s) of {documents} document(s){' from ' + run.dataset if run.dataset else ''}; methods: {', '.join(run.methods)}")
     _spend(run.spend)
     if run.table:
-        table = _table("Spearman with the human scores (all statistics: results.md)", "method", "dimension", "pairs", "summary", "dataset", left=("method", "dimension"), wrap=("method", "dimension", "summary", "dataset"))
+        levels = ("summary", "system", "dataset")
+        table = _table("Spearman with the human scores (all statistics: results.md)", "method", "dimension", "pairs", *levels, left=("method", "dimension"), wrap=("method", "dimension", *levels))
         for r in run.table:
-            _row(table, r.method, r.dimension, "" if r.pairs is None else r.pairs, _estimate(r.levels["summary"].spearman), _estimate(r.levels["dataset"].spearman))
+            _row(table, r.method, r.dimension, "" if r.pairs is None else r.pairs, *(_estimate(r.levels[level].spearman) for level in levels))
         console.print(table)
     else:
         _say("no results.csv yet (the run has not finished): no correlations")

@@ -2,9 +2,14 @@
 
 Summary level: per source document, the correlation across its outputs, then the mean over documents; a document
 with fewer than two scored outputs, or where either side is constant, has no correlation and is skipped (and
-counted). Dataset level: one correlation over all outputs pooled. Both come with a percentile bootstrap interval
-over documents: documents are drawn with replacement (seeded, ``stats.bootstrap``) and the statistic recomputed
-on each draw.
+counted); a cell resting on fewer than ``MIN_SUMMARY_DOCUMENTS`` documents keeps its value but gets no interval
+and no place in the average over dimensions. System level: each system's mean score against its mean human score
+over the same outputs, correlated across systems (how a metric ranks systems). Dataset level: one correlation over
+all outputs pooled. All three come with a percentile bootstrap interval over documents: documents are drawn with
+replacement (seeded, ``stats.bootstrap``) and the statistic recomputed on each draw.
+
+Ties: Spearman on average ranks and Kendall tau-b, as scipy's ``spearmanr`` and ``kendalltau`` (which the G-Eval
+and UniEval evaluations call) handle them.
 
 Every statistic is computed on integer weights (how often each output is in a draw), so the point estimate (all
 weights 1) and every bootstrap draw share one code path: a weighted Spearman, Kendall tau-b or Pearson equals the
@@ -23,7 +28,8 @@ from pydantic import BaseModel
 from bineval_dspy.stats.bootstrap import percentile_interval, resample_counts
 
 STATISTICS = ("spearman", "kendall", "pearson")
-LEVELS = ("summary", "dataset")
+LEVELS = ("summary", "system", "dataset")
+MIN_SUMMARY_DOCUMENTS = 5  # fewer: a summary-level mean too thin for an interval or the average
 Values = Sequence[float] | np.ndarray
 _CHUNK = 256  # bootstrap draws evaluated together: bounds the (draws x outputs) work arrays
 
@@ -37,7 +43,7 @@ class Estimate(BaseModel):
 
 
 class LevelCorrelation(BaseModel):
-    """Spearman, Kendall (tau-b) and Pearson at one level (summary or dataset)."""
+    """Spearman, Kendall (tau-b) and Pearson at one level (summary, system or dataset)."""
 
     spearman: Estimate
     kendall: Estimate
@@ -50,8 +56,21 @@ class DimensionCorrelation(BaseModel):
     pairs: int  # outputs with both a human and a method score
     documents: int  # documents with at least one such output
     skipped_documents: int  # summary level: fewer than two outputs, or a constant side
+    systems: int = 0  # systems with at least one such output
+    min_documents: int = MIN_SUMMARY_DOCUMENTS  # the summary level needs this many documents for an interval
     summary: LevelCorrelation
+    system: LevelCorrelation | None = None  # None in results written before system level existed
     dataset: LevelCorrelation
+
+    @property
+    def summary_documents(self) -> int:
+        """The documents the summary level rests on (those with a defined correlation)."""
+        return self.documents - self.skipped_documents
+
+    @property
+    def too_few_documents(self) -> bool:
+        """Whether the summary level rests on too few documents for an interval or the average."""
+        return self.summary_documents < self.min_documents
 
 
 # -- the statistics on weighted data ---------------------------------------------------------------------------------
@@ -154,6 +173,32 @@ class Draws:
     pairs: int
     documents: int
     skipped_documents: int
+    systems: int = 0
+    min_documents: int = MIN_SUMMARY_DOCUMENTS
+
+    @property
+    def too_few_documents(self) -> bool:
+        """Whether the summary level rests on fewer than ``min_documents`` documents."""
+        return self.documents - self.skipped_documents < self.min_documents
+
+
+def _system_level(xs: np.ndarray, ys: np.ndarray, system_of: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """Per draw (rows of ``weights``, draws x outputs): the statistics of the systems' mean human and mean metric
+    scores, over the systems with weight in that draw (a system with none is left out of that draw)."""
+    group = np.zeros((xs.size, int(system_of.max()) + 1 if xs.size else 0))
+    group[np.arange(xs.size), system_of] = 1.0
+    mass = weights @ group
+    present = mass > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_x = np.where(present, (weights * xs) @ group / mass, 0.0)
+        mean_y = np.where(present, (weights * ys) @ group / mass, 0.0)
+    out = {name: np.full(weights.shape[0], np.nan) for name in STATISTICS}
+    for d in range(weights.shape[0]):
+        if present[d].sum() >= 2:
+            one = weighted_statistics(mean_x[d], mean_y[d], present[d].astype(float))
+            for name in STATISTICS:
+                out[name][d] = one[name][0]
+    return out
 
 
 def draws(
@@ -162,17 +207,26 @@ def draws(
     documents: Sequence[str],
     order: Sequence[str],
     counts: np.ndarray,
+    systems: Sequence[str] | None = None,
+    min_documents: int = MIN_SUMMARY_DOCUMENTS,
 ) -> Draws:
-    """Summary- and dataset-level statistics of one (method, dimension), on the data and on every resample.
+    """Summary-, system- and dataset-level statistics of one (method, dimension), on the data and every resample.
 
     Outputs where either score is None are left out. ``order`` lists every document of the run (the columns of
-    ``counts``, from ``resample_counts``); a document without scored outputs contributes nothing.
+    ``counts``, from ``resample_counts``); a document without scored outputs contributes nothing. ``systems``
+    names each output's system (None: one system, so the system level is undefined); a summary level resting on
+    fewer than ``min_documents`` documents is marked too thin.
     """
     column = {doc: k for k, doc in enumerate(order)}
-    kept = [(column[d], h, m) for d, h, m in zip(documents, human, metric, strict=True) if h is not None and m is not None]
-    doc_of = np.array([k for k, _, _ in kept], dtype=np.int64)
-    xs = np.array([h for _, h, _ in kept], dtype=float)
-    ys = np.array([m for _, _, m in kept], dtype=float)
+    named = list(systems) if systems is not None else [""] * len(documents)
+    kept = [
+        (column[d], h, m, s) for d, h, m, s in zip(documents, human, metric, named, strict=True) if h is not None and m is not None
+    ]
+    doc_of = np.array([k for k, _, _, _ in kept], dtype=np.int64)
+    xs = np.array([h for _, h, _, _ in kept], dtype=float)
+    ys = np.array([m for _, _, m, _ in kept], dtype=float)
+    system_names = sorted({s for _, _, _, s in kept})
+    system_of = np.array([system_names.index(s) for _, _, _, s in kept], dtype=np.int64)
     point: dict[tuple[str, str], float] = {}
     resampled: dict[tuple[str, str], np.ndarray] = {}
 
@@ -202,7 +256,14 @@ def draws(
     for name in STATISTICS:
         point["dataset", name] = float(pooled[name][0])
         resampled["dataset", name] = np.concatenate(boot[name]) if boot[name] else np.zeros(0)
-    return Draws(point, resampled, pairs=len(kept), documents=len(present), skipped_documents=len(present) - int(defined.sum()))
+
+    by_system = _system_level(xs, ys, system_of, np.ones((1, xs.size)))
+    system_boot = _system_level(xs, ys, system_of, counts[:, doc_of].astype(float))
+    for name in STATISTICS:
+        point["system", name] = float(by_system[name][0])
+        resampled["system", name] = system_boot[name]
+    skipped = len(present) - int(defined.sum())
+    return Draws(point, resampled, pairs=len(kept), documents=len(present), skipped_documents=skipped, systems=len(system_names), min_documents=min_documents)
 
 
 def estimate(value: float, resampled: np.ndarray, confidence: float) -> Estimate:
@@ -215,26 +276,33 @@ def summarize(result: Draws, confidence: float) -> DimensionCorrelation:
     """The typed result of one (method, dimension)."""
 
     def level(name: str) -> LevelCorrelation:
-        return LevelCorrelation(**{s: estimate(result.point[name, s], result.resampled[name, s], confidence) for s in STATISTICS})
+        thin = name == "summary" and result.too_few_documents  # a value, but no interval: too few documents
+        return LevelCorrelation(
+            **{s: estimate(result.point[name, s], np.zeros(0) if thin else result.resampled[name, s], confidence) for s in STATISTICS}
+        )
 
     return DimensionCorrelation(
         pairs=result.pairs,
         documents=result.documents,
         skipped_documents=result.skipped_documents,
+        systems=result.systems,
+        min_documents=result.min_documents,
         summary=level("summary"),
+        system=level("system"),
         dataset=level("dataset"),
     )
 
 
 def average(results: Sequence[Draws], confidence: float) -> dict[str, LevelCorrelation]:
     """The mean over dimensions (the papers' "avg" column) per level, with an interval from the same paired draws;
-    undefined when any dimension is."""
+    undefined when any dimension is, and at summary level when any dimension rests on too few documents."""
     out = {}
     for name in LEVELS:
+        thin = name == "summary" and any(r.too_few_documents for r in results)
         out[name] = LevelCorrelation(
             **{
                 s: estimate(
-                    float(np.mean([r.point[name, s] for r in results])),
+                    np.nan if thin else float(np.mean([r.point[name, s] for r in results])),
                     np.mean([r.resampled[name, s] for r in results], axis=0),
                     confidence,
                 )
@@ -252,7 +320,10 @@ def correlate(
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    systems: Sequence[str] | None = None,
+    min_documents: int = MIN_SUMMARY_DOCUMENTS,
 ) -> DimensionCorrelation:
-    """Summary- and dataset-level correlations of one metric with human scores, with bootstrap intervals."""
+    """Summary-, system- and dataset-level correlations of one metric with human scores, with bootstrap intervals."""
     order = sorted(set(documents))
-    return summarize(draws(human, metric, documents, order, resample_counts(len(order), resamples, seed)), confidence)
+    counts = resample_counts(len(order), resamples, seed)
+    return summarize(draws(human, metric, documents, order, counts, systems, min_documents), confidence)

@@ -4,16 +4,18 @@
   ``BinEvalWriter``, or, for InFoBench, each instruction's own decomposed questions).
 - ``holistic``: a 1-5 rating per dimension, G-Eval style, probability-weighted when the LM gives logprobs.
 - ``unieval``: one yes/no question per dimension, UniEval style, scored by P(yes).
-- ``rouge_l``: ROUGE-L F1 against the references (Google's ``rouge-score`` package), the same for every dimension.
+- ``rouge`` (``rouge_l``: its ROUGE-L form): ROUGE-1, ROUGE-2, ROUGE-L or summary-level ROUGE-L F1 against the
+  references (Google's ``rouge-score`` package), the same for every dimension.
 
 A method that gets no usable answer for a dimension of an output leaves that score None (counted, never guessed).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -44,6 +46,10 @@ class _Method(BaseModel):
 
     def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:
         """Raise MethodProblem when the method cannot score these rows on these dimensions (before any LM call)."""
+
+    def fingerprint_options(self) -> dict[str, Any]:
+        """The options that decide the scores, as the run's fingerprint records them."""
+        return self.model_dump(mode="json")
 
 
 class BinEvalMethod(_Method):
@@ -89,17 +95,39 @@ class UniEvalMethod(_Method):
         _wording(self.questions, QUESTIONS.get(genre, {}), dimensions, "questions")
 
 
-class RougeMethod(_Method):
-    """ROUGE-L F1; with several references, the best one (``rouge-score``'s ``score_multi``)."""
+RougeVariant = Literal["rouge1", "rouge2", "rougeL", "rougeLsum"]
+_ADDED_ROUGE_OPTIONS = {"rouge": "rougeL", "aggregate": "max"}  # options newer than kind = "rouge_l", at their defaults
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
-    kind: Literal["rouge_l"]
+
+class RougeMethod(_Method):
+    """ROUGE F1 against the references. ``rouge``: unigram, bigram or LCS overlap, the LCS over the whole text
+    (``rougeL``) or ROUGE-1.5.5's summary-level LCS, the union over sentences (``rougeLsum``, what published
+    "ROUGE-L" rows report). ``aggregate``: with several references, the best (``max``) or the mean F1 (``mean``,
+    ROUGE-1.5.5's default, which SummEval's published rows use). ``kind = "rouge_l"`` is the ROUGE-L form."""
+
+    kind: Literal["rouge", "rouge_l"]
+    rouge: RougeVariant = "rougeL"
     references: Literal["all", "first"] = "all"
+    aggregate: Literal["max", "mean"] = "max"
     stemmer: bool = True
     uses_lm: ClassVar[bool] = False
 
     def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:
+        if self.kind == "rouge_l" and self.rouge != "rougeL":
+            raise MethodProblem("rouge", f"kind \"rouge_l\" is ROUGE-L; for {self.rouge} use kind = \"rouge\"")
         if not any(row.references for row in rows):
-            raise MethodProblem("kind", "ROUGE-L needs references, and this dataset has none")
+            raise MethodProblem("kind", "ROUGE needs references, and this dataset has none")
+
+    def fingerprint_options(self) -> dict[str, Any]:
+        """Options added after ``rouge_l`` are left out at their defaults, so earlier runs still resume."""
+        options = self.model_dump(mode="json")
+        return {k: v for k, v in options.items() if _ADDED_ROUGE_OPTIONS.get(k, object()) != v}
+
+
+def sentence_lines(text: str) -> str:
+    """One sentence a line (a split after ``.``, ``!`` or ``?`` and a space): ``rougeLsum`` reads sentences from lines."""
+    return "\n".join(part for part in _SENTENCE_END.split(text.strip()) if part)
 
 
 MethodConfig = Annotated[BinEvalMethod | HolisticMethod | UniEvalMethod | RougeMethod, Field(discriminator="kind")]
@@ -185,13 +213,22 @@ def build_scorer(
             return Scored(scores={dim: rating.value for dim, rating in ratings.items()}, ratings=ratings)
 
         return holistic
+    return _rouge_scorer(method, dimensions)
+
+
+def _rouge_scorer(method: RougeMethod, dimensions: Sequence[str]) -> Scorer:
+    """The ROUGE F1 of each output against its references, best or mean over them."""
     from rouge_score import rouge_scorer  # loads nltk's stemmer only (no NLTK data), and only when asked for
 
-    rouge = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=method.stemmer)
+    variant = method.rouge
+    scorer = rouge_scorer.RougeScorer([variant], use_stemmer=method.stemmer)
+    lines = sentence_lines if variant == "rougeLsum" else str.strip
 
-    def rouge_l(row: MetaRow) -> Scored:
+    def rouge(row: MetaRow) -> Scored:
         references = row.references if method.references == "all" else row.references[:1]
-        f1 = rouge.score_multi(references, row.output)["rougeL"].fmeasure if references else None
+        output = lines(row.output)
+        f1s = [scorer.score(lines(ref), output)[variant].fmeasure for ref in references]
+        f1 = (max(f1s) if method.aggregate == "max" else sum(f1s) / len(f1s)) if f1s else None
         return Scored(scores=dict.fromkeys(dimensions, f1))
 
-    return rouge_l
+    return rouge

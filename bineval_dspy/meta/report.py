@@ -7,7 +7,14 @@ import io
 from pathlib import Path
 
 from bineval_dspy.core.jsonio import write_json
-from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate, LevelCorrelation
+from bineval_dspy.meta.correlation import (
+    LEVELS,
+    MIN_SUMMARY_DOCUMENTS,
+    STATISTICS,
+    DimensionCorrelation,
+    Estimate,
+    LevelCorrelation,
+)
 from bineval_dspy.meta.runner import MetaEvalResults
 
 HEADERS = [
@@ -16,6 +23,7 @@ HEADERS = [
     "pairs",
     "missing",
     "skipped docs",
+    "systems",
     *[f"{level} {stat}" for level in LEVELS for stat in ("Spearman", "Kendall", "Pearson")],
     "LM calls / output",
     "s / output",
@@ -29,8 +37,23 @@ def _cell(estimate: Estimate) -> str:
     return f"{estimate.value:.3f}{interval}"
 
 
-def _levels(levels: dict[str, LevelCorrelation]) -> list[str]:
-    return [_cell(getattr(levels[level], stat)) for level in LEVELS for stat in STATISTICS]
+def _levels(levels: dict[str, LevelCorrelation], thin: str = "") -> list[str]:
+    """The cells of every level; ``thin`` marks the summary level's cells (too few documents for an interval)."""
+    return [_cell(getattr(levels[level], stat)) + (thin if level == "summary" else "") for level in LEVELS for stat in STATISTICS]
+
+
+def cell_levels(cell: DimensionCorrelation) -> dict[str, LevelCorrelation]:
+    """A cell's levels by name; a result written before the system level existed has it undefined."""
+    undefined = LevelCorrelation(**{stat: Estimate(value=None) for stat in STATISTICS})
+    return {"summary": cell.summary, "system": cell.system or undefined, "dataset": cell.dataset}
+
+
+def thin_mark(cell: DimensionCorrelation) -> str:
+    """`` (1 doc < 5)`` where the summary level rests on too few documents, else nothing."""
+    if not cell.too_few_documents:
+        return ""
+    docs = cell.summary_documents
+    return f" ({docs} doc{'' if docs == 1 else 's'} < {cell.min_documents})"
 
 
 def table_rows(results: MetaEvalResults) -> list[list[str]]:
@@ -41,12 +64,14 @@ def table_rows(results: MetaEvalResults) -> list[list[str]]:
         for dim in results.dimensions:
             cell = method.correlations.get(dim)
             if cell is None:
-                rows.append([method.name, dim, "0", "-", "-", *["not scored"] * 6, *cost])
+                rows.append([method.name, dim, "0", "-", "-", "-", *["not scored"] * (len(LEVELS) * len(STATISTICS)), *cost])
                 continue
-            levels = {"summary": cell.summary, "dataset": cell.dataset}
-            rows.append([method.name, dim, str(cell.pairs), str(method.missing.get(dim, 0)), str(cell.skipped_documents), *_levels(levels), *cost])
+            counts = [str(cell.pairs), str(method.missing.get(dim, 0)), str(cell.skipped_documents), str(cell.systems)]
+            rows.append([method.name, dim, *counts, *_levels(cell_levels(cell), thin_mark(cell)), *cost])
         if method.average is not None and len(results.dimensions) > 1:
-            rows.append([method.name, "average", "", str(sum(method.missing.values())), "", *_levels(method.average), *cost])
+            thin = [dim for dim, cell in method.correlations.items() if cell.too_few_documents]
+            note = f" ({', '.join(thin)}: too few docs)" if thin else ""
+            rows.append([method.name, "average", "", str(sum(method.missing.values())), "", "", *_levels(_all_levels(method.average), note), *cost])
     return rows
 
 
@@ -59,7 +84,11 @@ def markdown(results: MetaEvalResults) -> str:
         f"{', '.join(results.dimensions)}.",
         "",
         "Summary level: the correlation across each document's outputs, averaged over documents (documents with fewer "
-        "than two scored outputs or a constant side are skipped: `skipped docs`). Dataset level: all outputs pooled. "
+        "than two scored outputs or a constant side are skipped: `skipped docs`); a cell that rests on fewer than "
+        f"{MIN_SUMMARY_DOCUMENTS} documents is marked `(n docs < {MIN_SUMMARY_DOCUMENTS})`, has no interval and leaves the "
+        "summary-level average undefined. System level: each system's mean score against its mean human score over the "
+        "same outputs, correlated across the `systems`. Dataset level: all outputs pooled. Ties: Spearman on average "
+        "ranks, Kendall tau-b (scipy's `spearmanr` and `kendalltau`, as the G-Eval and UniEval evaluations compute them). "
         + (
             f"Intervals: {results.confidence:.0%} percentile bootstrap over documents, {results.resamples} resamples."
             if results.resamples
@@ -98,17 +127,22 @@ def csv_text(results: MetaEvalResults) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     stats = [f"{level}_{stat}{part}" for level in LEVELS for stat in STATISTICS for part in ("", "_low", "_high")]
     writer.writerow(
-        ["method", "kind", "dimension", "pairs", "documents", "skipped_documents", "missing", *stats, "lm_calls_per_output", "seconds_per_output", "method_tokens", "method_usd"]
+        ["method", "kind", "dimension", "pairs", "documents", "skipped_documents", "missing", "systems", *stats, "lm_calls_per_output", "seconds_per_output", "method_tokens", "method_usd"]
     )
     for method in results.methods:
         cost = [_raw(method.lm_calls_per_output), _raw(method.seconds_per_output), str(method.usage.tokens), _raw(method.usage.usd)]
         for dim, cell in method.correlations.items():
-            levels = {"summary": cell.summary, "dataset": cell.dataset}
-            counts = [cell.pairs, cell.documents, cell.skipped_documents, method.missing.get(dim, 0)]
-            writer.writerow([method.name, method.kind, dim, *counts, *_estimates(levels), *cost])
+            counts = [cell.pairs, cell.documents, cell.skipped_documents, method.missing.get(dim, 0), cell.systems]
+            writer.writerow([method.name, method.kind, dim, *counts, *_estimates(cell_levels(cell)), *cost])
         if method.average is not None:
-            writer.writerow([method.name, method.kind, "average", "", "", "", sum(method.missing.values()), *_estimates(method.average), *cost])
+            writer.writerow([method.name, method.kind, "average", "", "", "", sum(method.missing.values()), "", *_estimates(_all_levels(method.average)), *cost])
     return buffer.getvalue()
+
+
+def _all_levels(levels: dict[str, LevelCorrelation]) -> dict[str, LevelCorrelation]:
+    """An average's levels, the system level undefined where an older result lacks it."""
+    undefined = LevelCorrelation(**{stat: Estimate(value=None) for stat in STATISTICS})
+    return {level: levels.get(level, undefined) for level in LEVELS}
 
 
 def _estimates(levels: dict[str, LevelCorrelation]) -> list[str]:

@@ -239,7 +239,7 @@ def run_fingerprint(config: MetaEvalConfig, lm: str | None) -> Fingerprint:
         "lm": lm or "(none)",
     }
     for method in config.methods:
-        options = method.model_dump(mode="json")
+        options = method.fingerprint_options()
         if isinstance(method, BinEvalMethod) and isinstance(method.checklist, Path):
             options["checklist"] = file_digest(method.checklist)
         fingerprint[f"method.{method.name}"] = json.dumps(options, sort_keys=True)
@@ -297,6 +297,7 @@ def results(config: MetaEvalConfig, rows: Sequence[MetaRow], records: dict[tuple
     order = sorted({row.doc_id for row in rows})
     counts = resample_counts(len(order), config.bootstrap.resamples, config.seed)  # one set of draws for every cell
     documents = [row.doc_id for row in rows]
+    systems = [row.system_id for row in rows]
     confidence = config.bootstrap.confidence
     methods = []
     for method in config.methods:
@@ -310,7 +311,7 @@ def results(config: MetaEvalConfig, rows: Sequence[MetaRow], records: dict[tuple
             human = [row.scores.get(dim) for row in rows]
             metric = [r.scores.get(dim) if r is not None else None for r in mine]
             missing[dim] = sum(dim in r.scores and r.scores[dim] is None for r in done)
-            cells[dim] = draws(human, metric, documents, order, counts)
+            cells[dim] = draws(human, metric, documents, order, counts, systems)
         methods.append(
             MethodResult(
                 name=method.name,

@@ -116,7 +116,7 @@ class CorrelationRow(BaseModel):
     documents: int | None
     skipped_documents: int | None
     missing: int | None
-    levels: dict[str, LevelCorrelation]  # "summary" and "dataset"
+    levels: dict[str, LevelCorrelation]  # "summary", "system" (undefined in an older results.csv) and "dataset"
     lm_calls_per_output: float | None
     seconds_per_output: float | None
 
@@ -468,7 +468,8 @@ def _ranges(rows: Iterable[dict[str, float]]) -> dict[str, tuple[float, float]]:
 def _correlations(path: Path) -> list[CorrelationRow]:
     """``results.csv`` as written by ``meta.report.csv_text``; a file of another shape is one located line."""
     reader = csv.DictReader(io.StringIO(read_text(path)))
-    wanted = ["method", "kind", "dimension", *(f"{level}_{stat}" for level in LEVELS for stat in STATISTICS)]
+    required = [level for level in LEVELS if level != "system"]  # a results.csv from before the system level lacks it
+    wanted = ["method", "kind", "dimension", *(f"{level}_{stat}" for level in required for stat in STATISTICS)]
     missing = [name for name in wanted if name not in (reader.fieldnames or [])]
     if missing:
         raise InputError(f"{path}:1: missing column '{missing[0]}' (not a meta-eval results.csv)")

@@ -134,7 +134,7 @@ def expanded(counts_row: np.ndarray, order: list[str]) -> tuple[list[list[int]],
 def test_bootstrap_intervals_are_percentiles_of_the_statistic_on_resampled_documents():
     order = sorted(set(DOCS))
     counts = resample_counts(len(order), 200, seed=5)
-    result = summarize(draws(H, M, DOCS, order, counts), confidence=0.9)
+    result = summarize(draws(H, M, DOCS, order, counts, min_documents=1), confidence=0.9)
     for name in OURS:
         summary, dataset = [], []
         for row in counts:
@@ -147,14 +147,14 @@ def test_bootstrap_intervals_are_percentiles_of_the_statistic_on_resampled_docum
         for level, values in (("summary", summary), ("dataset", dataset)):
             estimate = getattr(getattr(result, level), name)
             assert [estimate.low, estimate.high] == pytest.approx(list(np.percentile(values, [5, 95])), abs=1e-12)
-    assert result == correlate(H, M, DOCS, resamples=200, confidence=0.9, seed=5)
+    assert result == correlate(H, M, DOCS, resamples=200, confidence=0.9, seed=5, min_documents=1)
 
 
 def test_the_average_over_dimensions_uses_the_same_draws():
     order = sorted(set(DOCS))
     counts = resample_counts(len(order), 100, seed=2)
-    first = draws(H, M, DOCS, order, counts)
-    second = draws(H, list(reversed(M)), DOCS, order, counts)
+    first = draws(H, M, DOCS, order, counts, min_documents=1)
+    second = draws(H, list(reversed(M)), DOCS, order, counts, min_documents=1)
     mean = average([first, second], confidence=0.95)
     for level in ("summary", "dataset"):
         for name in OURS:

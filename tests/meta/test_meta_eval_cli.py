@@ -99,13 +99,16 @@ def test_a_run_writes_scores_and_tables_then_resumes_without_the_lm(summeval, mo
     assert float(table["bineval", "consistency"]["summary_spearman"]) == pytest.approx(1.0)
     assert float(table["bineval", "coherence"]["summary_kendall"]) == pytest.approx(2 / 6**0.5)  # fair and bad tied
     assert float(table["rouge-l", "relevance"]["dataset_spearman"]) > 0.8
-    assert table["g-eval", "average"]["summary_spearman"] and table["bineval", "coherence"]["pairs"] == "9"
+    assert table["bineval", "coherence"]["pairs"] == "9" and table["bineval", "coherence"]["systems"] == "3"
+    # three articles: each summary-level cell rests on too few documents, so it has no interval and no average
+    assert table["g-eval", "coherence"]["summary_spearman"] and not table["g-eval", "coherence"]["summary_spearman_low"]
+    assert not table["g-eval", "average"]["summary_spearman"] and table["g-eval", "average"]["system_spearman"]
     assert table["bineval", "coherence"]["lm_calls_per_output"] == "5.0" and table["rouge-l", "fluency"]["lm_calls_per_output"] == "0.0"
     low, high = float(table["g-eval", "fluency"]["dataset_pearson_low"]), float(table["g-eval", "fluency"]["dataset_pearson_high"])
     assert low <= float(table["g-eval", "fluency"]["dataset_pearson"]) <= high
     markdown = (run_dir / "results.md").read_text()
-    assert "| method | dimension | pairs | missing | skipped docs | summary Spearman |" in markdown
-    assert "| g-eval | coherence | 9 | 0 | 0 | 1.000 [1.000, 1.000] |" in markdown
+    assert "| method | dimension | pairs | missing | skipped docs | systems | summary Spearman |" in markdown
+    assert "| g-eval | coherence | 9 | 0 | 0 | 3 | 1.000 (3 docs < 5) |" in markdown
     printed = capsys.readouterr()
     assert printed.out == markdown and "wrote scores.jsonl, results.md, results.csv and results.json" in printed.err  # the table on stdout, where the files are on stderr
 
@@ -211,7 +214,7 @@ def test_limit_on_the_command_line_scores_whole_documents(summeval, monkeypatch,
     "head, dataset, methods, message",
     [
         ('dimensions = ["wit"]', None, METHODS, "meta.toml: field 'dimensions': 'wit' is not rated in this dataset (rated: coherence,"),
-        ("", 'kind = "topical_chat"\npath = "data/tc.jsonl"', '[[methods]]\nname = "r"\nkind = "rouge_l"\n', "field 'methods.0.kind': ROUGE-L needs references"),
+        ("", 'kind = "topical_chat"\npath = "data/tc.jsonl"', '[[methods]]\nname = "r"\nkind = "rouge_l"\n', "field 'methods.0.kind': ROUGE needs references"),
         ("", 'kind = "topical_chat"\npath = "data/tc.jsonl"', '[[methods]]\nname = "b"\nkind = "bineval"\nchecklist = "dataset"\n', "field 'methods.0.checklist': \"dataset\" needs"),
         ('dimensions = ["understandability"]', 'kind = "topical_chat"\npath = "data/tc.jsonl"', '[[methods]]\nname = "h"\nkind = "holistic"\n[[methods]]\nname = "u"\nkind = "unieval"\nquestions = {}\n', None),
         ("", None, METHODS + '[[methods]]\nname = "g-eval"\nkind = "unieval"\n', "two methods are named 'g-eval'"),

@@ -1,0 +1,81 @@
+"""The correlation code against a published table: SummEval's ROUGE rows (UniEval's evaluation, reprinted as Table 1
+of G-Eval, Liu et al. 2023), from the ROUGE scores of the 80 shared articles stored in ``data/`` (numbers only).
+
+The published values were 100 articles; the shared data holds 80 of them, so a row can differ by sampling alone
+(about 0.01 for these correlations): the target is 0.02 per cell, the issue's. The values here are the ones the
+issue quotes for ROUGE-L and the same table's ROUGE-1 and ROUGE-2 rows; they were not checked against the paper's
+text in this session (no access to it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bineval_dspy.meta.correlation import correlate
+from bineval_dspy.meta.datasets import load_summeval
+from bineval_dspy.meta.methods import RougeMethod, build_scorer
+
+DATA = Path(__file__).parent / "data" / "summeval_rouge_scores.json"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "summeval"
+DIMENSIONS = ("coherence", "consistency", "fluency", "relevance")
+METHODS = ("rouge-1", "rouge-2", "rouge-l")
+# summary-level (Spearman, Kendall) per dimension, then the average, as published
+PUBLISHED = {
+    "rouge-1": [(0.167, 0.126), (0.160, 0.130), (0.115, 0.094), (0.326, 0.252), (0.192, 0.150)],
+    "rouge-2": [(0.184, 0.139), (0.187, 0.155), (0.159, 0.128), (0.290, 0.219), (0.205, 0.161)],
+    "rouge-l": [(0.128, 0.099), (0.115, 0.092), (0.105, 0.084), (0.311, 0.237), (0.165, 0.128)],
+}
+# what the harness gives on the 80 shared articles (`bineval meta-eval experiments/meta/summeval_rouge.toml`)
+OURS = {
+    "rouge-1": [(0.173, 0.130), (0.156, 0.126), (0.119, 0.096), (0.329, 0.254), (0.195, 0.152)],
+    "rouge-2": [(0.176, 0.133), (0.190, 0.157), (0.171, 0.138), (0.283, 0.214), (0.205, 0.161)],
+    "rouge-l": [(0.125, 0.096), (0.107, 0.084), (0.120, 0.098), (0.310, 0.238), (0.166, 0.129)],
+}
+SETTINGS = {"rouge-1": "rouge1", "rouge-2": "rouge2", "rouge-l": "rougeLsum"}
+
+
+def stored() -> tuple[list[str], list[list]]:
+    data = json.loads(DATA.read_text())
+    return data["documents"], data["rows"]
+
+
+def summary_level(method: str) -> list[tuple[float, float]]:
+    """Summary-level (Spearman, Kendall) per dimension and their average, from the stored scores."""
+    documents, rows = stored()
+    column = 6 + METHODS.index(method)
+    docs, metric = [documents[r[0]] for r in rows], [r[column] for r in rows]
+    cells = []
+    for k, _ in enumerate(DIMENSIONS):
+        result = correlate([r[2 + k] for r in rows], metric, docs, resamples=0)
+        assert result.summary.spearman.value is not None and result.summary.kendall.value is not None
+        cells.append((result.summary.spearman.value, result.summary.kendall.value))
+    cells.append((sum(c[0] for c in cells) / 4, sum(c[1] for c in cells) / 4))
+    return cells
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_published_rouge_rows_are_reproduced_within_0_02(method):
+    ours = summary_level(method)
+    for got, published, recorded in zip(ours, PUBLISHED[method], OURS[method]):
+        assert got == pytest.approx(recorded, abs=5e-4)
+        assert got == pytest.approx(published, abs=0.02)
+
+
+@pytest.mark.skipif(not (SHARED / "summaries.jsonl").is_file(), reason="the shared SummEval data is not on this machine")
+@pytest.mark.parametrize("method", METHODS)
+def test_the_rouge_method_gives_the_stored_scores_on_two_fixed_articles(method):
+    documents, rows = stored()
+    wanted = set(documents[:2])
+    expected = {(documents[r[0]], r[1]): r[6 + METHODS.index(method)] for r in rows if documents[r[0]] in wanted}
+    options = RougeMethod(name=method, kind="rouge", rouge=SETTINGS[method], aggregate="mean")  # type: ignore[arg-type]
+    scorer = build_scorer(options, ["relevance"], "summary")
+    got = {
+        (row.doc_id, row.system_id): scorer(row).scores["relevance"]
+        for row in load_summeval(SHARED / "summaries.jsonl", SHARED / "articles.jsonl")
+        if row.doc_id in wanted
+    }
+    assert len(got) == len(expected) == 32
+    assert got == pytest.approx(expected, abs=1e-6)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from bineval_dspy.cli.defaults import DEFAULT_THREADS, GENERATE_MAX_TOKENS
-from bineval_dspy.cli.options import add_budget_options, budget_meter, count
+from bineval_dspy.cli.options import add_budget_options, add_dry_run_option, budget_meter, count
 from bineval_dspy.cli.splits import add_split_option, split_rows
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode, InputError
@@ -19,6 +19,7 @@ from bineval_dspy.core.jsonio import check_output_path, jsonl_lines, read_jsonl,
 from bineval_dspy.core.terminal import styled
 
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
+    from bineval_dspy.lm.estimate import Plan
     from bineval_dspy.programs.generator import Generator
 
 
@@ -72,6 +73,35 @@ def _program(args: argparse.Namespace, instructions: str | None) -> Generator:
     return program
 
 
+STICK_QUESTIONS = 8  # the most LM-written (TICK) questions of a row's hybrid checklist: its judge's calls per response
+JUDGE_OVERHEAD_TOKENS = 450  # the judge's instructions and verdict schema (about 450 tokens with smollm2's tokenizer)
+
+
+def _plan(args: argparse.Namespace, rows: list, program: Generator, out: Path) -> Plan:
+    """The LM work of the rows a run would generate (finished rows of earlier output are kept): one response each;
+    with STICK also the TICK writer, every sample's and rewrite's judging and the rewrites, counted at most and
+    then estimated (their prompts depend on responses not yet written)."""
+    from bineval_dspy.lm.estimate import Plan, formatted, message_tokens, token_counter
+    from bineval_dspy.lm.specs import DEFAULT_LM
+
+    spec = args.lm or DEFAULT_LM
+    count, exact = token_counter(spec)
+    kept = {str(r["key"]) for r in _earlier_records(out) if _finished(r)} if out.exists() and not args.overwrite else set()
+    todo = [row for row in rows if str(row.key) not in kept]
+    prompts = [message_tokens(count, formatted(program.generate, program.adapter, {"prompt": row.prompt})) for row in todo]
+    calls, tokens = len(todo), sum(prompts)
+    stick = args.refine or args.best_of > 1
+    if stick:  # each response judged by up to STICK_QUESTIONS LM questions; each rewrite sees the prompt and a response
+        responses = args.best_of + args.refine
+        response_tokens = program.max_tokens
+        judge_prompt = [p + response_tokens + JUDGE_OVERHEAD_TOKENS for p in prompts]
+        calls += len(todo) * (args.best_of - 1 + 1 + responses * STICK_QUESTIONS + args.refine)
+        tokens += sum(p * (args.best_of - 1) + p + j * responses * STICK_QUESTIONS + (p + response_tokens) * args.refine for p, j in zip(prompts, judge_prompt))
+    what = f"generate {len(todo)} row(s)" + (f" with STICK (best of {args.best_of}, refine {args.refine}; at most)" if stick else "")
+    what += f" ({len(kept)} finished row(s) of {out} kept)" if kept else ""
+    return Plan(what, calls, tokens, program.max_tokens, exact and not stick, spec, args.api_base)
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate (optionally STICK-improved) responses for a suite; resumable into output made the same way."""
     from bineval_dspy.cli.judge import runtime_priced
@@ -92,6 +122,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise InputError("give --program or --instructions, not both: a program file holds its instructions")
     instructions = _read_instructions(Path(args.instructions)) if args.instructions else None
     out = Path(args.output)
+    if args.dry_run:
+        shown.print(_plan(args, rows, _program(args, instructions), out).summary())
+        return ExitCode.OK
     check_output_path(out, suite_path, *([Path(args.instructions)] if args.instructions else []))
     if out.exists():
         _earlier_records(out)  # a malformed output file is reported before any LM is loaded
@@ -173,5 +206,6 @@ def add_generate_command(sub: argparse._SubParsersAction, common: argparse.Argum
     gen.add_argument("--max-tokens", type=count(1), help=f"token limit per response (default {GENERATE_MAX_TOKENS}, or the --program's)")
     gen.add_argument("-o", "--output", default="responses.jsonl", help="JSONL: key, prompt, response (+ STICK records)")
     gen.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
+    add_dry_run_option(gen)
     add_budget_options(gen, "row")
     gen.set_defaults(func=cmd_generate)

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from bineval_dspy.cli.defaults import CHECKLIST_METHODS, DEFAULT_THREADS
-from bineval_dspy.cli.options import add_budget_options, add_overwrite_option, budget_meter, count, refuse_replacing
+from bineval_dspy.cli.options import (
+    add_budget_options,
+    add_dry_run_option,
+    add_overwrite_option,
+    budget_meter,
+    count,
+    refuse_replacing,
+)
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
@@ -33,6 +40,7 @@ from bineval_dspy.core.terminal import styled
 if TYPE_CHECKING:  # DSPy, LiteLLM and llama.cpp load when a command runs, never for the parser
     from bineval_dspy.checklists.base import ChecklistWriter
     from bineval_dspy.judges.binary import BinaryJudge
+    from bineval_dspy.lm.estimate import Plan
 
 
 def _read_task(value: str) -> str:
@@ -307,6 +315,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
     checklist = load_model(checklist_path, Checklist)
     check_verifiers(checklist, str(checklist_path))
     rows = _judge_rows(data_path)[: args.limit] if args.limit else _judge_rows(data_path)
+    if args.dry_run:
+        shown.print(_judge_plan(args, checklist, rows, out).summary())
+        return ExitCode.OK
     check_output_path(out, data_path, checklist_path)
     if args.calibration != "none" and args.samples > 1:
         raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
@@ -368,6 +379,32 @@ def cmd_judge(args: argparse.Namespace) -> int:
         console.print(f"{incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
+
+
+def _judge_plan(args: argparse.Namespace, checklist: Checklist, rows: list[tuple[int, dict[str, Any]]], out: Path) -> Plan:
+    """The judge's LM work on the rows a run would judge (complete rows of earlier output are kept): every LM
+    question of every row, ``--samples`` times, plus its content-free prior under calibration."""
+    from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
+    from bineval_dspy.lm.estimate import Plan, completion_limit, formatted, message_tokens, token_counter
+    from bineval_dspy.lm.specs import DEFAULT_LM
+
+    judge = _judge_of(args)
+    spec = args.lm or DEFAULT_LM
+    count, exact = token_counter(spec)
+    kept = {n for n, obj in read_jsonl(out, torn_tail=True) if isinstance(obj.get(OURS), dict) and obj[OURS].get("complete")} if out.exists() and not args.overwrite else set()
+    todo = [row for n, row in rows if n not in kept]
+    asked = [q for q in checklist.questions if q.verifier is None]
+    predictor = judge.named_predictors()[0][1]
+    calls = tokens = 0
+    for row in todo:
+        for q in asked:
+            prompt = message_tokens(count, formatted(predictor, judge.adapter, {"input": row["input"], "output": row["output"], "question": q.text}))
+            calls, tokens = calls + judge.samples, tokens + judge.samples * prompt
+            if judge.calibration == "content_free":
+                prior = formatted(predictor, judge.adapter, {"input": row["input"], "output": CONTENT_FREE_OUTPUT, "question": q.text})
+                calls, tokens = calls + 1, tokens + message_tokens(count, prior)
+    what = f"judge {len(todo)} row(s) x {len(asked)} LM question(s)" + (f" ({len(kept)} complete row(s) of {out} kept)" if kept else "")
+    return Plan(what, calls, tokens, args.lm_max_tokens or completion_limit(), exact, spec, args.api_base)
 
 
 def _parallelism(args: argparse.Namespace, lm: Any, checklist: Checklist) -> tuple[int, int | None]:
@@ -527,5 +564,6 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     )
     judge.add_argument("--limit", type=count(1), metavar="N", help="only the first N data rows (default: all); a later run without it resumes")
     judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
+    add_dry_run_option(judge)
     add_budget_options(judge, "row")
     judge.set_defaults(func=cmd_judge)

@@ -32,6 +32,14 @@ def count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def add_dry_run_option(parser: argparse.ArgumentParser) -> None:
+    """``--dry-run``: print the planned LM calls, prompt tokens and dollars, then exit 0 without calling the LM."""
+    parser.add_argument(
+        "--dry-run", action="store_true",
+        help="print the planned LM calls, prompt tokens (the model's tokenizer where known, else estimated) and dollars, then exit 0 with no LM call",
+    )
+
+
 def add_overwrite_option(parser: argparse.ArgumentParser, what: str = "the output file") -> None:
     """``--overwrite`` on a command that writes one file: without it an existing file is never replaced."""
     parser.add_argument("--overwrite", action="store_true", help=f"replace {what} when it exists (default: refuse, exit 2)")

@@ -228,3 +228,30 @@ def test_verifiers_lists_ids_with_their_rule_and_kwargs(capsys):
     assert "Answer with {relation} {num_words} words." in out and "num_words=required" in out
     assert cli.main(["verifiers", "no-such-rule"]) == 2
     assert capsys.readouterr().err.startswith("error: no verifier id or rule holds 'no-such-rule'")
+
+
+def test_judge_dry_run_plans_every_lm_question_and_calls_no_lm(files, lm, capsys):
+    checklist, data, out = files
+    assert cli.main(judge(files, "--dry-run")) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    assert line.startswith("dry run: judge 3 row(s) x 2 LM question(s): 6 LM call(s), ")
+    assert "counted with smollm2's tokenizer" in line and "price unknown" in line and "no LM was called" in line
+    assert not lm.engine.requests and not out.exists()
+    assert cli.main(judge(files, "--limit", "1")) == 0  # one row done: a dry run plans the rest only
+    capsys.readouterr()
+    assert cli.main(judge(files, "--dry-run", "--samples", "3", "--lm", "openai/gpt-4o-mini")) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    assert "judge 2 row(s) x 2 LM question(s) (1 complete row(s)" in line and ": 12 LM call(s)," in line
+    assert "estimated at ~4 characters a token" in line and "at most $0.00" in line
+
+
+def test_generate_dry_run_plans_each_row_and_calls_no_lm(tmp_path, lm, capsys):
+    suite = write_rows(tmp_path / "suite.jsonl", SUITE)
+    out = tmp_path / "responses.jsonl"
+    assert cli.main(["generate", "--suite", str(suite), "-o", str(out), "--dry-run"]) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    assert line.startswith("dry run: generate 2 row(s): 2 LM call(s), ") and "counted with smollm2's tokenizer" in line
+    assert "at most 1,024 completion tokens a call" in line and not lm.engine.requests and not out.exists()
+    assert cli.main(["generate", "--suite", str(suite), "-o", str(out), "--dry-run", "--best-of", "2"]) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    assert "with STICK (best of 2, refine 0; at most)" in line and "estimated" in line

@@ -1,0 +1,99 @@
+"""``--dry-run``: what a run would ask of its LM (calls, prompt tokens, dollars), worked out without calling it.
+
+Prompts are the messages DSPy's adapter would send, counted with the model's own tokenizer where we hold it (an
+embedded GGUF model, read vocabulary-only: no weights loaded); for any other model the count is estimated at
+``CHARS_PER_TOKEN`` characters a token and says so. Dollars come from the bundled price map (``lm.prices``):
+prompt tokens at the input rate plus each call's completion limit at the output rate, so the figure is an upper
+bound; a model without a price says "price unknown", never $0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from bineval_dspy.lm.usage import dollars
+
+CHARS_PER_TOKEN = 4  # the usual English average; used only where the model's tokenizer is not at hand
+
+Counter = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The LM work of one run: calls, the prompt tokens they send, each call's completion limit, and whether the
+    tokens were counted by the model's tokenizer (else estimated)."""
+
+    what: str
+    calls: int
+    prompt_tokens: int
+    completion_limit: int
+    tokenized: bool
+    model: str
+    api_base: str | None = None
+
+    def usd(self) -> float | None:
+        """The most it costs at the model's list price; None when the model has no price (or is on a server)."""
+        from bineval_dspy.lm.prices import price_of
+
+        price = None if self.api_base else price_of(self.model)
+        if price is None:
+            return None
+        return self.prompt_tokens * price.input + self.calls * self.completion_limit * price.output
+
+    def summary(self) -> str:
+        """The one line ``--dry-run`` prints."""
+        counted = f"counted with {self.model}'s tokenizer" if self.tokenized else f"estimated at ~{CHARS_PER_TOKEN} characters a token"
+        usd = self.usd()
+        price = "price unknown" if usd is None else f"at most {dollars(usd)} (list price, every call using its completion limit)"
+        return (
+            f"dry run: {self.what}: {self.calls:,} LM call(s), {self.prompt_tokens:,} prompt tokens ({counted}), "
+            f"at most {self.completion_limit:,} completion tokens a call; {price}; no LM was called"
+        )
+
+
+@cache
+def _embedded_counter(path: str) -> Counter:
+    import llama_cpp
+
+    vocab = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
+    return lambda text: len(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+
+def token_counter(spec: str) -> tuple[Counter, bool]:
+    """A function counting the tokens of a text for the model ``spec``, and whether it is the model's own
+    tokenizer (an embedded GGUF model) rather than the character estimate."""
+    from bineval_dspy.lm.specs import EMBEDDED, embedded_model_path
+
+    if spec in EMBEDDED or spec.endswith(".gguf"):
+        from pathlib import Path
+
+        path = embedded_model_path(spec) if spec in EMBEDDED else Path(spec)
+        try:
+            return _embedded_counter(str(path)), True
+        except Exception:  # a file llama.cpp cannot read: estimate rather than fail the plan
+            pass
+    return (lambda text: math.ceil(len(text) / CHARS_PER_TOKEN)), False
+
+
+def message_tokens(count: Counter, messages: Iterable[dict[str, Any]]) -> int:
+    """The tokens of a chat prompt: each message's text (a few template tokens per message besides)."""
+    return sum(count(str(m.get("content", ""))) + 4 for m in messages)
+
+
+def formatted(predictor: Any, adapter: Any, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages ``adapter`` would send for ``predictor`` on ``inputs`` (its demos included), with no call."""
+    demos = [d.toDict() if hasattr(d, "toDict") else dict(d) for d in getattr(predictor, "demos", [])]
+    return adapter.format(predictor.signature, demos=demos, inputs=inputs)
+
+
+def completion_limit() -> int:
+    """The completion tokens an LM call may take unless a command sets it (``make_lm``'s ``max_tokens``)."""
+    import inspect
+
+    from bineval_dspy.lm.specs import make_lm
+
+    return int(inspect.signature(make_lm).parameters["max_tokens"].default)

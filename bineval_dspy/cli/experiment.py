@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bineval_dspy.cli.options import add_example_option, command_line_lm
-from bineval_dspy.core.console import console
+from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm
+from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
@@ -52,6 +52,11 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     config, source = command_line_lm(args, config)
     if args.tiny:
         config = tiny(config)
+    if args.dry_run:  # every arm at its most; nothing is called or written
+        from bineval_dspy.cli.dry_run import experiment_plan
+
+        shown.print(experiment_plan(config, config.lm, args.api_base).summary())
+        return ExitCode.OK
     cache = args.cache_dir or config.run_dir / "cache"
     lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), cache)
     results = run_experiment(config, lm, say=console.print)
@@ -70,5 +75,6 @@ def add_experiment_command(sub: argparse._SubParsersAction, common: argparse.Arg
     parser.add_argument("config", help="an optimize run description plus [[arms]] (its keys: bineval experiment --example); "
                         "writes RUN_DIR/results.json, results.md and each arm's folder under RUN_DIR/arms")
     add_example_option(parser, "bineval_dspy.experiment.config.ExperimentConfig", "bineval experiment: an experiment config")
+    add_dry_run_option(parser)
     parser.add_argument("--tiny", action="store_true", help="the same experiment at smoke-test size, in RUN_DIR-tiny (what the test suite runs)")
     parser.set_defaults(func=cmd_experiment)

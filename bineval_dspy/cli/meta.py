@@ -7,8 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bineval_dspy.cli.defaults import DEFAULT_THREADS
-from bineval_dspy.cli.options import add_budget_options, add_example_option, budget_meter, command_line_lm, count
-from bineval_dspy.core.console import console
+from bineval_dspy.cli.options import (
+    add_budget_options,
+    add_dry_run_option,
+    add_example_option,
+    budget_meter,
+    command_line_lm,
+    count,
+)
+from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
@@ -26,6 +33,11 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit != config.limit:
         console.print(f"--limit {args.limit} replaces limit = {config.limit} of {config.source}")
         config = config.model_copy(update={"limit": args.limit})
+    if args.dry_run:  # every LM method on every sampled output; nothing is called or written
+        from bineval_dspy.cli.dry_run import meta_plan
+
+        shown.print(meta_plan(config, config.lm, args.api_base).summary())
+        return ExitCode.OK
     lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir) if config.uses_lm else None
     models = [m.lm or lm.model for m in config.methods if m.uses_lm] if lm is not None else []
     meter = budget_meter(args, models)
@@ -59,5 +71,6 @@ def add_meta_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
     add_example_option(parser, "bineval_dspy.meta.config.MetaEvalConfig", "bineval meta-eval: a meta-evaluation config")
     parser.add_argument("--limit", type=count(1), help="score the outputs of this many documents (seeded), replacing the config's")
     parser.add_argument("--overwrite", action="store_true", help="start the run directory afresh instead of resuming it")
+    add_dry_run_option(parser)
     add_budget_options(parser, "score")
     parser.set_defaults(func=cmd_meta_eval)

@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bineval_dspy.cli.options import add_budget_options, add_example_option, budget_meter, command_line_lm
-from bineval_dspy.core.console import console
+from bineval_dspy.cli.options import (
+    add_budget_options,
+    add_dry_run_option,
+    add_example_option,
+    budget_meter,
+    command_line_lm,
+)
+from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
 
@@ -21,6 +27,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
     config = load_config(Path(args.config))
     config, source = command_line_lm(args, config)
+    if args.dry_run:  # the most the run may ask of its LM; nothing is called or written
+        from bineval_dspy.cli.dry_run import optimize_plan
+
+        shown.print(optimize_plan(config, config.lm, args.api_base).summary())
+        return ExitCode.OK
     lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir)
     meter = budget_meter(args, [lm.model, *(spec for spec in (config.lesson_lm, config.reference.lm) if spec)])
     student, optimizer, (train, val, test) = build(config, progress=True)
@@ -72,5 +83,6 @@ def add_optimize_command(sub: argparse._SubParsersAction, common: argparse.Argum
     parser = sub.add_parser("optimize", parents=[common], help="optimize a prompt from question-level feedback (TOML config)")
     parser.add_argument("config", help="run description (TOML); its keys: bineval optimize --example. Writes RUN_DIR/audit.json, program.json, splits.json, results.json")
     add_example_option(parser, "bineval_dspy.optimize.config.RunConfig", "bineval optimize: a run config")
+    add_dry_run_option(parser)
     add_budget_options(parser, "step (an evaluation, the lessons, the edits)")
     parser.set_defaults(func=cmd_optimize)

@@ -6,8 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from bineval_dspy.cli.options import add_budget_options, add_example_option, budget_of, count
-from bineval_dspy.core.console import console
+from bineval_dspy.cli.options import add_budget_options, add_dry_run_option, add_example_option, budget_of, count
+from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
 
@@ -31,6 +31,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     cache_dir = _study_cache(args.cache_dir)
     budget = budget_of(args)
     tuning = prepare(path, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, priced=budget.max_cost is not None)
+    if args.dry_run:  # every trial at its base settings; no study is opened, no LM called
+        from bineval_dspy.cli.dry_run import tune_plan
+
+        shown.print(tune_plan(tuning, args.lm, args.api_base).summary())
+        return ExitCode.OK
     study = open_study(tuning)
     code: int = ExitCode.OK
     stopped: BudgetExhausted | None = None
@@ -57,5 +62,6 @@ def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("config", help="study description (TOML); its keys: bineval tune --example")
     add_example_option(parser, "bineval_dspy.tune.config.TuneConfig", "bineval tune: a study config ([run] holds the trial kind's settings)")
     parser.add_argument("--workers", type=count(1), default=1, help="worker processes on the study (default 1); or run the command several times")
+    add_dry_run_option(parser)
     add_budget_options(parser, "trial (each of --workers N gets an N-th of the budget)")
     parser.set_defaults(func=cmd_tune)  # --cache-dir's default (None) is shared by every command: never set it here

@@ -255,3 +255,66 @@ def test_generate_dry_run_plans_each_row_and_calls_no_lm(tmp_path, lm, capsys):
     assert cli.main(["generate", "--suite", str(suite), "-o", str(out), "--dry-run", "--best-of", "2"]) == 0
     line = " ".join(capsys.readouterr().out.split())
     assert "with STICK (best of 2, refine 0; at most)" in line and "estimated" in line
+
+
+def test_optimize_dry_run_bounds_the_whole_loop_and_calls_no_lm(tmp_path, lm, monkeypatch, capsys):
+    from bineval_dspy.optimize import lessons
+
+    monkeypatch.setattr(lessons, "minilm_embedder", lambda: pytest.fail("a dry run loads no embedder"))
+    row = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+    write_rows(tmp_path / "suite.jsonl", [{"key": i, "prompt": f"Name a fruit ({i}).", **row} for i in range(6)])
+    config = tmp_path / "run.toml"
+    config.write_text('mode = "self"\nrun_dir = "runs/demo"\n[data]\nsuite = "suite.jsonl"\ntrain = 3\nval = 2\ntest = 1\n'
+                      '[program]\nllm_questions = [2, 3]\n[optimizer]\nmax_iterations = 2\nmax_failures = 4\nlessons_per_iteration = 1\n')
+    assert cli.main(["optimize", str(config), "--dry-run"]) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    # evaluations: val 2 + 2 x (train 3 + val 2) + test 2 x 1 = 14 examples x (1 response + 3 questions + 1 writer) + 2 x (4 + 1) notes
+    assert "optimize (self) at most: 2 iteration(s) over 3 train, 2 val and 1 test example(s), 5 call(s) an example: 80 LM call(s)" in line
+    assert "estimated" in line and "no LM was called" in line
+    assert not lm.engine.requests and not (tmp_path / "runs").exists()
+
+
+def test_meta_eval_dry_run_counts_each_method_on_each_output(tmp_path, lm, capsys):
+    from tests.meta.fixtures import CHECKLIST, summeval_files
+
+    (tmp_path / "data").mkdir()
+    summeval_files(tmp_path / "data")
+    (tmp_path / "checklist.json").write_text(json.dumps(CHECKLIST))
+    config = tmp_path / "meta.toml"
+    config.write_text('run_dir = "runs/meta"\n[dataset]\nkind = "summeval"\nsummaries = "data/summaries.jsonl"\narticles = "data/articles.jsonl"\n'
+                      '[[methods]]\nname = "b"\nkind = "bineval"\nchecklist = "checklist.json"\nsamples = 2\n'
+                      '[[methods]]\nname = "g"\nkind = "holistic"\n[[methods]]\nname = "r"\nkind = "rouge_l"\n')
+    assert cli.main(["meta-eval", str(config), "--dry-run"]) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    # 9 outputs x (5 questions x 2 samples + 4 dimensions); rouge calls no LM
+    assert line.startswith("dry run: meta-eval: 2 LM method(s) on 9 output(s) (a resume skips finished scores): 126 LM call(s),"), line
+    assert not lm.engine.requests and not (tmp_path / "runs").exists()
+
+
+def _run_config(tmp_path: Path, extra: str = "") -> Path:
+    row = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+    write_rows(tmp_path / "suite.jsonl", [{"key": i, "prompt": f"Name a fruit ({i}).", **row} for i in range(6)])
+    config = tmp_path / "run.toml"
+    config.write_text('mode = "self"\nrun_dir = "runs/demo"\n[data]\nsuite = "suite.jsonl"\ntrain = 3\nval = 2\ntest = 1\n'
+                      f'[optimizer]\nmax_iterations = 1\nmax_failures = 2\nlessons_per_iteration = 1\n{extra}')
+    return config
+
+
+def test_experiment_and_tune_dry_runs_add_up_their_parts(tmp_path, lm, capsys):
+    # optimize alone: evaluations val 2 + 1 x (3 + 2) + test 2 x 1 = 9 examples, 1 call each (code-checked), + 3 notes
+    assert cli.main(["optimize", str(_run_config(tmp_path)), "--dry-run"]) == 0
+    assert ": 12 LM call(s)," in " ".join(capsys.readouterr().out.split())
+    experiment = _run_config(tmp_path, '[[arms]]\nname = "start"\nkind = "start"\n[[arms]]\nname = "opt"\nkind = "bineval"\n'
+                                       '[[arms]]\nname = "best"\nkind = "best_of"\nn = 4\n').rename(tmp_path / "exp.toml")
+    assert cli.main(["experiment", str(experiment), "--dry-run"]) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    assert "experiment at most: 3 arm(s), 1 test example(s)" in line and ": 17 LM call(s)," in line  # 1 + 12 + 4
+    _run_config(tmp_path)
+    study = tmp_path / "tune.toml"
+    study.write_text('name = "s"\ntrials = 3\n[objectives]\nval_score = "maximize"\n[space.min_delta]\ntype = "float"\nlow = 0.0\nhigh = 0.1\n'
+                     '[run]\nkind = "optimizer"\nconfig = "run.toml"\n')
+    code = cli.main(["tune", str(study), "--dry-run"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "tune: 3 optimizer trial(s) at most" in " ".join(captured.out.split()) and ": 36 LM call(s)," in " ".join(captured.out.split())
+    assert not lm.engine.requests and not (tmp_path / "runs").exists()

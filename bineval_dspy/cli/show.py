@@ -108,7 +108,8 @@ def show_meta(run: MetaRun) -> None:
         levels = ("summary", "system", "dataset")
         table = _table("Spearman with the human scores (all statistics: results.md)", "method", "dimension", "pairs", *levels, left=("method", "dimension"), wrap=("method", "dimension", *levels))
         for r in run.table:
-            _row(table, r.method, r.dimension, "" if r.pairs is None else r.pairs, *(_estimate(r.levels[level].spearman) for level in levels))
+            cells = [_estimate(r.levels[level].spearman) + (" (few docs)" if level == "summary" and r.too_few_documents else "") for level in levels]
+            _row(table, r.method, r.dimension, "" if r.pairs is None else r.pairs, *cells)
         console.print(table)
     else:
         _say("no results.csv yet (the run has not finished): no correlations")

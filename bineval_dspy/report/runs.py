@@ -28,7 +28,7 @@ from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, load_model, read_json_object, read_jsonl, read_text
 from bineval_dspy.core.schema import Scorecard, Verdict
 from bineval_dspy.experiment.runner import ExperimentResults
-from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate, LevelCorrelation
+from bineval_dspy.meta.correlation import LEVELS, MIN_SUMMARY_DOCUMENTS, STATISTICS, Estimate, LevelCorrelation
 from bineval_dspy.meta.runner import SCORES_FILE, OutputScore
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.results import RESULTS_FILE as OPTIMIZE_RESULTS_FILE
@@ -119,6 +119,13 @@ class CorrelationRow(BaseModel):
     levels: dict[str, LevelCorrelation]  # "summary", "system" (undefined in an older results.csv) and "dataset"
     lm_calls_per_output: float | None
     seconds_per_output: float | None
+
+    @property
+    def too_few_documents(self) -> bool:
+        """Whether the summary level rests on fewer documents than an interval needs (``results.md`` marks it)."""
+        if self.documents is None or self.skipped_documents is None:
+            return False
+        return self.documents - self.skipped_documents < MIN_SUMMARY_DOCUMENTS
 
 
 @dataclass(frozen=True)

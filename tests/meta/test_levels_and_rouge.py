@@ -174,7 +174,12 @@ def test_show_and_report_read_the_system_level_and_an_older_table_without_it(tmp
     assert cli.main(["meta-eval", str(tiny("summeval_rouge.toml", tmp_path))]) == 0
     capsys.readouterr()
     assert cli.main(["show", str(tmp_path / "run")]) == 0
-    assert "system" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert " system " in shown and "1.00 (few" in shown  # three articles: too few for the summary level (cell wraps)
+    page = tmp_path / "report.html"
+    assert cli.main(["report", str(tmp_path / "run"), "-o", str(page)]) == 0
+    html = page.read_text()
+    assert '<th colspan="3">system</th>' in html and 'data-stat="system-spearman"' in html and "(too few docs)" in html
     table = tmp_path / "run" / "results.csv"
     rows = _correlations(table)
     assert rows[0].levels["system"].spearman.value is not None

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from bineval_dspy.cli.options import add_budget_options, add_dry_run_option, add_example_option, budget_of, count
-from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.console import console, results_on_stdout, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
 
@@ -47,9 +47,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     else:
         code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, budget=budget)
     results = collect(tuning.config, study)
-    print_best(results)
     saved, plot = write_results(results, tuning.folder)
-    console.print(f"wrote {saved} and {plot}")
+    with results_on_stdout():  # the best trials and the written paths are the study's result
+        print_best(results)
+        console.print(f"wrote {saved} and {plot}")
     console.print(f"cost: {results.usage.summary()} (every trial of the study)")
     if stopped is not None:
         raise stopped

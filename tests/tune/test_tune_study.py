@@ -56,8 +56,9 @@ def test_a_study_runs_its_trials_then_saves_the_best_and_a_plot(tmp_path, capsys
     assert best.values is not None and best.values["loss"] == min(t.values["loss"] for t in saved.trials if t.values)
     assert best.run_dir is not None and (tmp_path / "runs" / "demo" / best.run_dir / CALLS_FILE).is_file()
     assert (tmp_path / "runs" / "demo" / "trials.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    err = capsys.readouterr().err
-    assert "best trial" in err and "4 complete" in err and "wrote" in err
+    captured = capsys.readouterr()
+    err = captured.err + captured.out  # the best trials and written paths on stdout, progress on stderr
+    assert "best trial" in captured.out and "4 complete" in err and "wrote" in captured.out
 
 
 def test_rerunning_continues_the_study_and_counts_finished_trials(tmp_path):

@@ -116,10 +116,17 @@ def load_judged(args: argparse.Namespace) -> tuple[JudgedSet, References | None]
     return load_meta_scores(scores, method, checklist), references
 
 
-def _output_dir(value: str) -> Path:
+ANALYSIS_OUTPUTS = ("phi.json", "phi.csv", "pruning.json", "checklist-pruned.json", "weights.json", "checklist-weighted.json")
+
+
+def _output_dir(value: str, overwrite: bool = False) -> Path:
+    """The folder to write into; one already holding an analysis is refused without ``--overwrite``."""
     folder = Path(value)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{folder}: not a folder (-o names the folder the analysis is written into)")
+    earlier = [name for name in ANALYSIS_OUTPUTS if (folder / name).exists()]
+    if earlier and not overwrite:
+        raise InputError(f"{folder}: holds an earlier analysis ({earlier[0]}); use --overwrite to replace it, or a new folder")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -136,7 +143,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.alpha < 0:
         raise InputError(f"--alpha: must be non-negative, got {args.alpha}")
     judged, references = load_judged(args)
-    out = _output_dir(args.output)
+    out = _output_dir(args.output, args.overwrite)
     report = phi_report(judged, args.values)
     pruned, pruning = prune(judged.checklist, report, args.phi_threshold, args.min_pairs)
     written = [out / "phi.json", out / "phi.csv"]
@@ -279,6 +286,7 @@ def add_analyze_commands(sub: argparse._SubParsersAction, common: argparse.Argum
     analyze.add_argument("--resamples", type=count(0), default=1000, help="bootstrap resamples over documents for the intervals")
     analyze.add_argument("--seed", type=int, default=0, help="seed of the folds and the bootstrap")
     analyze.add_argument("-o", "--output", default="analysis", help="the folder to write into (created)")
+    add_overwrite_option(analyze, "an earlier analysis in the folder")
     analyze.set_defaults(func=cmd_analyze)
 
     cover = sub.add_parser("coverage", parents=[common], help="Coverage and Uniqueness of generated checklists against a gold one")

@@ -97,6 +97,17 @@ def test_without_a_reference_no_weights_are_fitted(tmp_path, capsys):
     assert "weights not fitted" in capsys.readouterr().err
 
 
+def test_an_earlier_analysis_is_replaced_only_with_overwrite(tmp_path, capsys):
+    rows, checklist, _ = judge_rows(tmp_path)
+    assert analyze(rows, "--checklist", checklist, "-o", tmp_path / "b") == 0
+    before = (tmp_path / "b" / "phi.json").read_text()
+    capsys.readouterr()
+    assert analyze(rows, "--checklist", checklist, "-o", tmp_path / "b") == 2
+    assert "holds an earlier analysis (phi.json); use --overwrite" in capsys.readouterr().err
+    assert (tmp_path / "b" / "phi.json").read_text() == before
+    assert analyze(rows, "--checklist", checklist, "-o", tmp_path / "b", "--overwrite") == 0
+
+
 @pytest.fixture
 def meta_run(tmp_path: Path) -> Path:
     """A real meta-eval run over three SummEval-format articles, judged by the scripted judge."""

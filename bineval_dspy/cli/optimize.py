@@ -12,7 +12,7 @@ from bineval_dspy.cli.options import (
     budget_meter,
     command_line_lm,
 )
-from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.console import console, results_on_stdout, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
 
@@ -71,8 +71,9 @@ def _summary(run_dir: Path, what: str) -> None:
     from bineval_dspy.optimize.results import RESULTS_FILE, RunResults
     from bineval_dspy.report.runs import load_runs
 
-    for run in load_runs(run_dir):
-        show_run(run)
+    with results_on_stdout():  # the trajectory and the prompt diff are the run's result; the cost line stays on stderr
+        for run in load_runs(run_dir):
+            show_run(run)
     test_cost = RunResults.load(run_dir).usage if (run_dir / RESULTS_FILE).is_file() else None
     extra = f"; test evaluation: {test_cost.summary()}" if test_cost is not None and test_cost.lm_calls else ""
     console.print(f"cost: {Audit.load(run_dir).usage.summary()} ({what}){extra}")

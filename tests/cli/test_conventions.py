@@ -318,3 +318,15 @@ def test_experiment_and_tune_dry_runs_add_up_their_parts(tmp_path, lm, capsys):
     assert code == 0, captured.err
     assert "tune: 3 optimizer trial(s) at most" in " ".join(captured.out.split()) and ": 36 LM call(s)," in " ".join(captured.out.split())
     assert not lm.engine.requests and not (tmp_path / "runs").exists()
+
+
+def test_optimize_prints_its_trajectory_on_stdout_and_its_cost_on_stderr(tmp_path, monkeypatch, capsys):
+    from bineval_dspy.optimize import lessons
+    from tests.optimize.test_optimizer import World, bag_of_words
+
+    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
+    route_cli_lm(monkeypatch, World())
+    assert cli.main(["optimize", str(_run_config(tmp_path))]) == 0
+    captured = capsys.readouterr()
+    assert "== optimizer run:" in captured.out and "as its audit records it" not in captured.out
+    assert "as its audit records it" in " ".join(captured.err.split()) and "== optimizer run:" not in captured.err

@@ -31,6 +31,7 @@ STATISTICS = ("spearman", "kendall", "pearson")
 LEVELS = ("summary", "system", "dataset")
 MIN_SUMMARY_DOCUMENTS = 5  # fewer: a summary-level mean too thin for an interval or the average
 Values = Sequence[float] | np.ndarray
+_DIGITS = 10  # system means are compared at this precision (floating-point noise must not break a tie)
 _CHUNK = 256  # bootstrap draws evaluated together: bounds the (draws x outputs) work arrays
 
 
@@ -189,9 +190,9 @@ def _system_level(xs: np.ndarray, ys: np.ndarray, system_of: np.ndarray, weights
     group[np.arange(xs.size), system_of] = 1.0
     mass = weights @ group
     present = mass > 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_x = np.where(present, (weights * xs) @ group / mass, 0.0)
-        mean_y = np.where(present, (weights * ys) @ group / mass, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):  # rounded: equal means summed in another order stay tied
+        mean_x = np.where(present, np.round((weights * xs) @ group / mass, _DIGITS), 0.0)
+        mean_y = np.where(present, np.round((weights * ys) @ group / mass, _DIGITS), 0.0)
     out = {name: np.full(weights.shape[0], np.nan) for name in STATISTICS}
     for d in range(weights.shape[0]):
         if present[d].sum() >= 2:

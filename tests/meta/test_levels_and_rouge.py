@@ -68,6 +68,24 @@ def test_the_rouge_l_kind_is_rouge_l_only_and_keeps_its_fingerprint():
         RougeMethod(name="r", kind="rouge_l", rouge="rouge2").check(["relevance"], "summary", [ROW])
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ('kind = "rouge_l"\nrouge = "rouge2"', "field 'methods.0.rouge': kind \"rouge_l\" is ROUGE-L; for rouge2 use kind = \"rouge\""),
+        ('kind = "rouge"\naggregate = "median"', "field 'methods.0.rouge.aggregate': Input should be 'max' or 'mean'"),
+    ],
+)
+def test_a_bad_rouge_option_is_one_located_line(tmp_path, capsys, options, message):
+    data = tmp_path / "data"
+    data.mkdir()
+    summaries, articles = summeval_files(data)
+    config = tmp_path / "meta.toml"
+    config.write_text(f'run_dir = "run"\n[dataset]\nkind = "summeval"\nsummaries = "{summaries}"\narticles = "{articles}"\n[[methods]]\nname = "r"\n{options}\n')
+    assert cli.main(["meta-eval", str(config)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {config}: ") and message in err and len(err.splitlines()) == 1
+
+
 # -- the system level --------------------------------------------------------------------------------------------
 DOCS = [d for d in "abcdef" for _ in range(3)]
 SYSTEMS = ["x", "y", "z"] * 6
@@ -83,7 +101,8 @@ SCIPY = {
 def system_means(human, metric, systems, keep):
     names = sorted(set(systems))
     pairs = [[(h, m) for h, m, s, k in zip(human, metric, systems, keep) for _ in range(k) if s == name] for name in names]
-    return [np.mean([h for h, _ in p]) for p in pairs if p], [np.mean([m for _, m in p]) for p in pairs if p]
+    means = [(round(float(np.mean([h for h, _ in p])), 10), round(float(np.mean([m for _, m in p])), 10)) for p in pairs if p]
+    return [h for h, _ in means], [m for _, m in means]
 
 
 def test_system_level_correlates_each_systems_mean_score_with_its_mean_human_score():
@@ -94,15 +113,19 @@ def test_system_level_correlates_each_systems_mean_score_with_its_mean_human_sco
         assert getattr(result.system, name).value == pytest.approx(reference(x, y), abs=1e-12)
 
 
-def test_system_level_intervals_are_percentiles_over_resampled_documents():
+SPARSE = ["x", "y", "y", "z", "w", "w", "x", "z", "w", "y", "y", "z", "x", "w", "z", "z", "y", "x"]  # not in every document
+
+
+@pytest.mark.parametrize("systems", [SYSTEMS, SPARSE])
+def test_system_level_intervals_are_percentiles_over_resampled_documents(systems):
     order = sorted(set(DOCS))
     counts = resample_counts(len(order), 200, seed=3)
-    result = summarize(draws(HUMAN, METRIC, DOCS, order, counts, SYSTEMS), confidence=0.9)
+    result = summarize(draws(HUMAN, METRIC, DOCS, order, counts, systems), confidence=0.9)
     for name, reference in SCIPY.items():
         values = []
         for row in counts:
             keep = [int(row[order.index(d)]) for d in DOCS]
-            x, y = system_means(HUMAN, METRIC, SYSTEMS, keep)
+            x, y = system_means(HUMAN, METRIC, systems, keep)  # a system no drawn document holds is left out
             if len(set(x)) > 1 and len(set(y)) > 1:
                 values.append(reference(x, y))
         estimate = getattr(result.system, name)

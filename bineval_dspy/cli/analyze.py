@@ -11,7 +11,7 @@ from rich.table import Table
 
 from bineval_dspy.cli.defaults import ALPHA, COVERAGE_THRESHOLD, DEFAULT_THREADS, FOLDS, MIN_PAIRS, PHI_THRESHOLD
 from bineval_dspy.cli.options import add_overwrite_option, count, refuse_replacing
-from bineval_dspy.core.console import console
+from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.jsonio import check_output_path, load_model, write_json
 from bineval_dspy.core.schema import Checklist
@@ -162,7 +162,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print_weights(weights)
     else:
         console.print("no --reference: weights not fitted")
-    console.print(f"wrote {', '.join(p.name for p in written)} in {out}")
+    shown.print(f"wrote {', '.join(p.name for p in written)} in {out}")
     return ExitCode.OK
 
 
@@ -184,14 +184,14 @@ def print_phi(report: PhiReport, pruning: PruningReport | None) -> None:
         dropped = [label[c.id] for c in pruning.dropped if c.dimension == dim.dimension] if pruning else []
         constant = sum(q.constant for q in dim.questions)
         table.add_row(dim.dimension, str(len(dim.questions)), str(constant), _number(dim.mean_abs_phi), pair, " ".join(dropped) or "-")
-    console.print(table)
+    shown.print(table)
     if pruning is not None:
         print_pruning(pruning)
 
 
 def print_pruning(pruning: PruningReport) -> None:
     """The pruning rule and what it saved, in one line."""
-    console.print(
+    shown.print(
         f"pruning at |{pruning.statistic}| > {pruning.threshold:g} (at least {pruning.min_pairs} outputs per pair): "
         f"{pruning.questions_before} -> {pruning.questions_after} questions, LM calls per output "
         f"{pruning.lm_calls_per_output_before} -> {pruning.lm_calls_per_output_after} ({pruning.lm_calls_saved_per_output} saved)"
@@ -212,8 +212,8 @@ def print_weights(report: WeightsReport) -> None:
             values = [cell.summary.spearman, cell.dataset.spearman, cell.summary.pearson, cell.dataset.pearson]
             first = name == "unweighted"
             table.add_row(dim.dimension if first else "", str(dim.outputs) if first else "", name, *[_number(e.value) for e in values], end_section=not first)
-    console.print(table)
-    console.print("weights: " + "; ".join(f"{d.dimension} " + " ".join(f"{q.weight:.2f}" for q in d.questions) for d in report.dimensions))
+    shown.print(table)
+    shown.print("weights: " + "; ".join(f"{d.dimension} " + " ".join(f"{q.weight:.2f}" for q in d.questions) for d in report.dimensions))
     for name, why in report.skipped.items():
         console.print(f"{name}: not fitted ({why})", style="yellow")
     if report.unused_references:
@@ -251,11 +251,11 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         table.add_column(column, justify="left" if column == "checklist" else "right")
     for result in results:
         table.add_row(result.name, str(result.questions), f"{result.coverage:.2f}", f"{result.uniqueness:.2f}", str(result.unanswered))
-    console.print(table)
+    shown.print(table)
     report = CoverageReport(gold=args.gold, mode=args.match, threshold=threshold, checklists=results)
     if args.output:
         write_json(Path(args.output), report.model_dump(mode="json"))
-        console.print(f"wrote {args.output}")
+        shown.print(f"wrote {args.output}")
     console.print(f"cost: {report.usage.summary()}")
     unanswered = sum(r.unanswered for r in results)
     if unanswered:

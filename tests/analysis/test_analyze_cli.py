@@ -25,6 +25,12 @@ from tests.meta.fixtures import CHECKLIST, judge_script, summeval_files, write_j
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
+def _output(capsys) -> str:
+    """What a command printed: notes on stderr, then its results (tables, written paths) on stdout."""
+    captured = capsys.readouterr()
+    return captured.err + captured.out
+
+
 def judge_rows(tmp_path: Path, docs: int = 4, per_doc: int = 5) -> tuple[Path, Path, list[dict]]:
     """`bineval judge` output and its checklist: coherence-1 and -2 always agree; relevance-1 carries the reference."""
     checklist = make_checklist({"coherence": 3, "relevance": 3})
@@ -49,7 +55,7 @@ def analyze(*args: str | Path) -> int:
 
 
 def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err.strip()
+    err = _output(capsys).strip()
     assert len(err.splitlines()) == 1, err
     return err
 
@@ -76,7 +82,7 @@ def test_analyze_judge_output_writes_phi_pruning_and_weights(tmp_path, capsys):
     assert max(relevance.questions, key=lambda q: q.weight).id == "relevance-1"
     weighted = Checklist.model_validate_json((out / "checklist-weighted.json").read_text())
     assert all(q.weight > 0 for q in weighted.questions)
-    err = capsys.readouterr().err
+    err = _output(capsys)
     assert "12 -> 11" not in err and "6 -> 5 questions" in err and "held-out correlation" in err
 
 
@@ -94,7 +100,7 @@ def test_without_a_reference_no_weights_are_fitted(tmp_path, capsys):
     rows, checklist, _ = judge_rows(tmp_path)
     assert analyze(rows, "--checklist", checklist, "-o", tmp_path / "b") == 0
     assert not (tmp_path / "b" / "weights.json").exists()
-    assert "weights not fitted" in capsys.readouterr().err
+    assert "weights not fitted" in _output(capsys)
 
 
 def test_an_earlier_analysis_is_replaced_only_with_overwrite(tmp_path, capsys):
@@ -103,7 +109,7 @@ def test_an_earlier_analysis_is_replaced_only_with_overwrite(tmp_path, capsys):
     before = (tmp_path / "b" / "phi.json").read_text()
     capsys.readouterr()
     assert analyze(rows, "--checklist", checklist, "-o", tmp_path / "b") == 2
-    assert "holds an earlier analysis (phi.json); use --overwrite" in capsys.readouterr().err
+    assert "holds an earlier analysis (phi.json); use --overwrite" in _output(capsys)
     assert (tmp_path / "b" / "phi.json").read_text() == before
     assert analyze(rows, "--checklist", checklist, "-o", tmp_path / "b", "--overwrite") == 0
 
@@ -138,7 +144,7 @@ def test_analyze_a_meta_eval_run_with_the_human_scores_of_its_config(meta_run, t
     consistency_fit = weights.dimensions[1].cross_validation
     assert consistency_fit is not None  # 1, 0.5 and 0 for good, fair and bad summaries: their human order exactly
     assert consistency_fit.weighted.summary.spearman.value == pytest.approx(1.0) == consistency_fit.unweighted.summary.spearman.value
-    assert "method bineval" in capsys.readouterr().err
+    assert "method bineval" in _output(capsys)
 
 
 @pytest.mark.parametrize(
@@ -280,7 +286,7 @@ def test_coverage_command_by_embedding(tmp_path, monkeypatch, capsys):
     assert (first["coverage"], first["uniqueness"]) == (pytest.approx(1 / 3), 0.5)
     assert (itself["coverage"], itself["uniqueness"]) == (1.0, 0.0)
     assert report["usage"]["lm_calls"] == 0 and report["usage"]["usd"] == 0  # embeddings ask no LM
-    assert "coverage" in capsys.readouterr().err
+    assert "coverage" in _output(capsys)
 
 
 def test_coverage_command_by_llm_exits_1_on_unanswered_pairs(tmp_path, monkeypatch, capsys):
@@ -294,7 +300,7 @@ def test_coverage_command_by_llm_exits_1_on_unanswered_pairs(tmp_path, monkeypat
     result = report["checklists"][0]
     assert (result["coverage"], result["uniqueness"], result["unanswered"]) == (0.5, 0.5, 1)
     assert report["usage"]["lm_calls"] == result["usage"]["lm_calls"] == len(lm.engine.requests) and report["usage"]["usd"] is None
-    err = capsys.readouterr().err
+    err = _output(capsys)
     assert "1 pair(s) without a usable LM answer" in err and "price unknown" in err
     assert cli.main(["coverage", "--checklists", str(gen), "--gold", str(gold), "--match", "llm", "--threshold", "0.5"]) == 2
     assert "--threshold: only for --match embedding" in one_error_line(capsys)

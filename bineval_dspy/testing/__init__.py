@@ -14,6 +14,7 @@ Record once (from a script, as here, or from a real ``dspy.LM``), then replay wi
 Commit the cassette next to the test; record it again when the program's prompts change.
 """
 
+from bineval_dspy.testing.assertions import BinevalAssertionError, assert_passes
 from bineval_dspy.testing.replay import (
     CassetteEntry,
     CassetteMiss,
@@ -30,6 +31,7 @@ from bineval_dspy.testing.replay import (
 from bineval_dspy.testing.scripted import Script, ScriptedEngine, question_of, scripted_lm, verdict_json
 
 __all__ = [
+    "BinevalAssertionError",
     "CassetteEntry",
     "CassetteMiss",
     "CompletionEngine",
@@ -39,6 +41,7 @@ __all__ = [
     "ReplayEngine",
     "Script",
     "ScriptedEngine",
+    "assert_passes",
     "load_cassette",
     "question_of",
     "recording_lm",

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 from langdetect import DetectorFactory, detect
-from langdetect.detector_factory import PROFILES_DIRECTORY
+from langdetect.detector_factory import PROFILES_DIRECTORY, init_factory
 from langdetect.lang_detect_exception import LangDetectException
 
 from bineval_dspy.verifiers.kwargs import comparison, nonblank_text, single_letter, whole_number, word_list
@@ -65,9 +66,18 @@ def _langdetect_languages() -> frozenset[str]:
     return frozenset(path.name for path in Path(PROFILES_DIRECTORY).iterdir())
 
 
+_FACTORY_LOCK = threading.Lock()
+
+
 def _detect_language(text: str) -> str | None:
-    """langdetect's language code for ``text`` (seeded for determinism); None when undetectable."""
+    """langdetect's language code for ``text`` (seeded for determinism); None when undetectable.
+
+    langdetect loads its profiles lazily into a global on the first call, unguarded: a second thread arriving while
+    the first loads sees a half-filled factory and detects wrongly (responses graded in parallel got different
+    verdicts in one run than in the next). The profiles are loaded once under a lock first."""
     DetectorFactory.seed = 0
+    with _FACTORY_LOCK:
+        init_factory()
     try:
         return detect(text)
     except LangDetectException:

@@ -345,3 +345,29 @@ def test_bad_kwargs_error_names_the_instruction_and_the_kwarg() -> None:
 
 def test_counts_may_be_integral_floats_as_in_ifbench_rows() -> None:
     assert passes("length_constraints:number_words", "one two three", num_words=3.0, relation="at least")
+
+
+def test_language_detection_is_the_same_when_threads_start_it_together():
+    """langdetect fills its global factory on first use; threads arriving meanwhile must not detect from half of it."""
+    import threading
+
+    import langdetect.detector_factory as factory
+
+    from bineval_dspy.verifiers.ifeval import _detect_language
+
+    texts = ["Ceci est une phrase en français, assez longue pour être reconnue.", "Das ist ein deutscher Satz, lang genug."] * 4
+    expected = [_detect_language(t) for t in texts]
+    factory._factory = None  # as in a fresh process
+    barrier = threading.Barrier(len(texts))
+    found: list[str | None] = [None] * len(texts)
+
+    def one(k: int) -> None:
+        barrier.wait()
+        found[k] = _detect_language(texts[k])
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(len(texts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert found == expected == ["fr", "de"] * 4

@@ -15,6 +15,7 @@ from pathlib import Path
 from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
 from bineval_dspy.cli.defaults import DEFAULT_LM, DEFAULT_THREADS, DEFAULT_TIMEOUT
+from bineval_dspy.cli.eval import add_eval_command
 from bineval_dspy.cli.experiment import add_experiment_command
 from bineval_dspy.cli.generate import add_generate_command
 from bineval_dspy.cli.judge import add_judge_commands
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_verifiers_command(sub)
     add_optimize_command(sub, common)
     add_experiment_command(sub, common)
+    add_eval_command(sub, common)
     add_show_command(sub)
     add_report_command(sub)
     add_generate_command(sub, common)

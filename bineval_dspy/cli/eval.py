@@ -1,0 +1,171 @@
+"""``bineval eval CONFIG.toml``: prompts x LMs on one suite, one matrix, each column's paired difference from a
+baseline with its interval; resumable column by column."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bineval_dspy.cli.options import add_dry_run_option, add_example_option
+from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.errors import ExitCode
+
+if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
+    from bineval_dspy.core.schema import Checklist
+    from bineval_dspy.evalmatrix import Cell, EvalConfig
+    from bineval_dspy.lm.usage import Cost
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Generate every column (resuming each), grade and judge every response, then write and print the matrix."""
+    from bineval_dspy.core.jsonio import load_model
+    from bineval_dspy.core.schema import Checklist
+    from bineval_dspy.evalmatrix import load_eval_config
+    from bineval_dspy.judges.code import check_verifiers
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.suites.rows import load_suite
+
+    config = load_eval_config(Path(args.config))
+    rows = load_suite(config.suite)[: config.limit] if config.limit else load_suite(config.suite)
+    checklist = load_model(config.checklist, Checklist) if config.checklist else None
+    if checklist is not None:
+        check_verifiers(checklist, str(config.checklist))
+    if args.dry_run:
+        shown.print(_plan(config, rows, checklist, args.api_base).summary())
+        return ExitCode.OK
+    judge_lm = runtime.configure(runtime.lm_options(args, spec=config.judge_lm, source=f"{config.source}: field 'judge_lm' ="), args.cache_dir or config.run_dir / "cache")
+    columns: dict[str, dict[str, Cell]] = {}
+    spent: dict[str, Cost] = {}
+    for name, prompt, lm_spec in config.columns():
+        columns[name], spent[name] = _column(config, name, prompt, lm_spec, rows, checklist, judge_lm, args.overwrite)
+    return _report(config, [row.key for row in rows], columns, spent, checklist is not None)
+
+
+def _column(config: EvalConfig, name: str, prompt: Any, lm_spec: Any, rows: list, checklist: Checklist | None, judge_lm: Any, overwrite: bool) -> tuple[dict[str, Cell], Cost]:
+    """One column: its responses (generated or resumed), each graded by code and judged by the checklist."""
+    import dspy
+
+    from bineval_dspy.cli.generate import _keep_finished
+    from bineval_dspy.core.fingerprint import open_for_resume
+    from bineval_dspy.core.jsonio import read_jsonl
+    from bineval_dspy.evalmatrix import Cell, build_program, column_fingerprint, row_score
+    from bineval_dspy.judges.binary import hybrid_judge
+    from bineval_dspy.lm.runtime import lm_identity
+    from bineval_dspy.lm.specs import make_lm
+    from bineval_dspy.programs.generator import run_generation
+    from bineval_dspy.suites.grading import grade
+
+    program = build_program(prompt, lm_spec.max_tokens)
+    lm = make_lm(lm_spec.lm, max_tokens=lm_spec.max_tokens, source=f"{config.source}: field 'lms' ({lm_spec.name}) =")
+    out = config.run_dir / "columns" / name / "responses.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if open_for_resume(out, column_fingerprint(config.suite, program, lm_identity(lm)), overwrite):
+        _keep_finished(out)
+    console.print(f"column {name}")
+    with dspy.context(lm=lm):
+        report = run_generation(rows, program, out)
+    cost = report.usage
+    records = {str(r["key"]): r for _, r in read_jsonl(out)}
+    failures = dict(report.failures)
+    judge = hybrid_judge()
+    cells: dict[str, Cell] = {}
+    for row in rows:
+        record = records.get(row.key)
+        if record is None or not str(record.get("response") or "").strip():
+            cells[row.key] = Cell(key=row.key, error=failures.get(row.key, "no response"))
+            continue
+        followed = grade(row, record["response"]).follow_instruction_list
+        overall = None
+        if checklist is not None:
+            card, judged = _judged(judge, judge_lm, row.prompt, str(record["response"]), checklist)
+            overall, cost = card.overall, cost + judged
+        cells[row.key] = Cell(key=row.key, followed=followed, checklist=overall, score=row_score(followed, overall, checklist is not None))
+    return cells, cost
+
+
+def _judged(judge: Any, lm: Any, prompt: str, response: str, checklist: Checklist) -> tuple[Any, Cost]:
+    """One response judged against the checklist on the judge's LM, with what it cost."""
+    import dspy
+
+    from bineval_dspy.lm.usage import measured
+
+    with dspy.context(lm=lm):
+        return measured(lambda: judge(input=prompt, output=response, checklist=checklist))
+
+
+def _report(config: EvalConfig, keys: list[str], columns: dict[str, dict[str, Cell]], spent: dict[str, Cost], judged: bool) -> int:
+    """results.json (one experiment arm per column), matrix.md, the matrix on stdout; exit 1 when a cell is
+    incomplete (rerun to retry it)."""
+    from bineval_dspy.core.jsonio import write_json, write_text_atomic
+    from bineval_dspy.evalmatrix import MATRIX_FILE, matrix_markdown
+    from bineval_dspy.experiment.runner import ArmResult, Comparison, ExperimentResults
+    from bineval_dspy.lm.usage import Cost, total
+    from bineval_dspy.optimize.results import SplitScore
+    from bineval_dspy.stats.bootstrap import Bootstrap
+
+    baseline = config.baseline or next(iter(columns))
+    base = columns[baseline]
+    arms, summary = [], {}
+    for name, cells in columns.items():
+        scored = [k for k in keys if cells[k].score is not None]
+        boot = Bootstrap(scored, resamples=config.resamples, seed=config.seed)
+        mean = boot.mean([cells[k].score or 0.0 for k in scored])
+        paired = [k for k in scored if base[k].score is not None]
+        diff = None
+        if name != baseline:
+            pairs = Bootstrap(paired, resamples=config.resamples, seed=config.seed)
+            diff = Comparison(score=pairs.difference([cells[k].score or 0.0 for k in paired], [base[k].score or 0.0 for k in paired]))
+        test = SplitScore(
+            score=mean.estimate or 0.0, interval=mean, items=len(keys),
+            unanswered=sum(cells[k].score is None and not cells[k].error for k in keys), errors=sum(bool(cells[k].error) for k in keys),
+            item_scores={k: float(cells[k].score or 0.0) for k in scored},
+            followed={k: (all(cells[k].followed) if None not in cells[k].followed else None) for k in keys if cells[k].followed},
+        )
+        arms.append(ArmResult(name=name, kind="eval", optimization=Cost(), test_usage=spent[name], test=test, vs_baseline=diff))
+        summary[name] = mean.text() + ("" if diff is None else f"; vs {baseline} {diff.score.text(signed=True)}")
+    results = ExperimentResults(name=Path(config.source).stem, mode="eval", splits={"test": len(keys)}, baseline=baseline, arms=arms)
+    config.run_dir.mkdir(parents=True, exist_ok=True)
+    write_json(config.run_dir / "results.json", results.model_dump(mode="json"))
+    table = matrix_markdown(keys, columns, summary)
+    write_text_atomic(config.run_dir / MATRIX_FILE, table)
+    print(table, end="")  # the matrix, on stdout, wide: never cut
+    what = "Y followed, n not, ? ungraded" + ("; then the checklist score" if judged else "")
+    shown.print(f"wrote results.json and {MATRIX_FILE} in {config.run_dir} ({what}; mean score with 95% interval, paired difference from {baseline})")
+    console.print(f"cost: {total(spent.values()).summary()}")
+    incomplete = sum(arm.test.unanswered + arm.test.errors for arm in arms)
+    if incomplete:
+        console.print(f"{incomplete} cell(s) incomplete (failed, ungraded or unanswered): rerun the same command to retry them", style="yellow")
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
+
+
+def _plan(config: EvalConfig, rows: list, checklist: Checklist | None, api_base: str | None) -> Any:
+    """Every column's responses, and with a checklist each response's LM questions (judge prompts estimated)."""
+    from bineval_dspy.cli.dry_run import JUDGE_OVERHEAD_TOKENS
+    from bineval_dspy.evalmatrix import build_program
+    from bineval_dspy.lm.estimate import Plan, formatted, message_tokens, token_counter
+
+    calls = tokens = 0
+    asked = [q for q in checklist.questions if q.verifier is None] if checklist is not None else []
+    exact = not asked
+    for _, prompt, lm_spec in config.columns():
+        program = build_program(prompt, lm_spec.max_tokens)
+        count, counted = token_counter(lm_spec.lm)
+        exact = exact and counted
+        for row in rows:
+            prompt_tokens = message_tokens(count, formatted(program.generate, program.adapter, {"prompt": row.prompt}))
+            calls, tokens = calls + 1 + len(asked), tokens + prompt_tokens + len(asked) * (prompt_tokens + lm_spec.max_tokens + JUDGE_OVERHEAD_TOKENS)
+    what = f"eval: {len(config.columns())} column(s) x {len(rows)} row(s), {len(asked)} checklist LM question(s) a response"
+    limit = max(m.max_tokens for m in config.lms)
+    return Plan(what, calls, tokens, limit, exact, config.lms[0].lm if len(config.lms) == 1 else config.lms[0].lm, api_base)
+
+
+def add_eval_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``bineval eval``."""
+    parser = sub.add_parser("eval", parents=[common], help="prompts x LMs on one suite: a matrix with paired intervals against a baseline (TOML config)")
+    parser.add_argument("config", help="an eval matrix description (TOML; its keys: bineval eval --example); writes RUN_DIR/results.json, matrix.md, columns/")
+    add_example_option(parser, "bineval_dspy.evalmatrix.EvalConfig", "bineval eval: an eval matrix config")
+    parser.add_argument("--overwrite", action="store_true", help="generate every column afresh instead of resuming it")
+    add_dry_run_option(parser)
+    parser.set_defaults(func=cmd_eval)

@@ -1,0 +1,80 @@
+"""`bineval eval`: prompts x LMs on one suite, graded by code, a matrix with paired intervals; resumable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bineval_dspy import cli
+from bineval_dspy.lm import specs
+from bineval_dspy.testing import scripted_lm, verdict_json
+from tests.conftest import route_cli_lm
+
+ROW = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+
+
+@pytest.fixture
+def lms(monkeypatch):
+    """Scripted LMs by spec: 'custom/comma' always writes a comma, 'custom/plain' never does."""
+    made = {"custom/comma": scripted_lm(lambda r: "hi, there", model="custom/comma"), "custom/plain": scripted_lm(lambda r: "hi there", model="custom/plain")}
+    monkeypatch.setattr(specs, "make_lm", lambda spec, **kwargs: made[spec])
+    route_cli_lm(monkeypatch, lambda r: verdict_json("yes"))  # the judge LM: no checklist here, never asked
+    return made
+
+
+def write_config(tmp_path: Path) -> Path:
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps({"key": i, "prompt": f"Say hi ({i}).", **ROW}) + "\n" for i in range(4)))
+    config = tmp_path / "eval.toml"
+    config.write_text('run_dir = "runs/eval"\nsuite = "suite.jsonl"\nresamples = 200\n'
+                      '[[prompts]]\nname = "start"\ninstructions = "Answer."\n'
+                      '[[lms]]\nname = "comma"\nlm = "custom/comma"\n[[lms]]\nname = "plain"\nlm = "custom/plain"\n')
+    return config
+
+
+def test_the_matrix_shows_every_verdict_and_the_paired_difference(tmp_path, lms, capsys):
+    config = write_config(tmp_path)
+    assert cli.main(["eval", str(config)]) == 0
+    captured = capsys.readouterr()
+    assert "| row | start@comma | start@plain |" in captured.out and "| 0 | n | Y |" in captured.out
+    assert "vs start@comma +1.000" in captured.out and "cost: " in captured.err
+    results = json.loads((tmp_path / "runs" / "eval" / "results.json").read_text())
+    assert [a["name"] for a in results["arms"]] == ["start@comma", "start@plain"] and results["baseline"] == "start@comma"
+    assert results["arms"][1]["vs_baseline"]["score"]["estimate"] == 1.0
+    requests = len(lms["custom/plain"].engine.requests)
+    assert cli.main(["eval", str(config)]) == 0  # resumed: every column complete, no new generation
+    assert len(lms["custom/plain"].engine.requests) == requests
+    capsys.readouterr()
+    assert cli.main(["show", str(tmp_path / "runs" / "eval")]) == 0
+    assert "start@plain" in capsys.readouterr().out
+
+
+def test_eval_dry_run_and_example(tmp_path, lms, capsys):
+    config = write_config(tmp_path)
+    assert cli.main(["eval", str(config), "--dry-run"]) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    assert line.startswith("dry run: eval: 2 column(s) x 4 row(s), 0 checklist LM question(s) a response: 8 LM call(s),")
+    assert not lms["custom/plain"].engine.requests and not (tmp_path / "runs").exists()
+    with pytest.raises(SystemExit):
+        cli.main(["eval", "--example"])
+    assert "[[prompts]]" in capsys.readouterr().out
+
+
+def test_a_bad_config_is_one_located_line(tmp_path, lms, capsys):
+    config = write_config(tmp_path)
+    config.write_text(config.read_text().replace('name = "plain"', 'name = "comma"'))
+    assert cli.main(["eval", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "eval.toml" in err and "column 'start@comma' appears twice" in err and err.count("\n") == 1
+
+
+def test_a_checklist_judges_every_response_beside_the_verifiers(tmp_path, lms, capsys):
+    config = write_config(tmp_path)
+    (tmp_path / "checklist.json").write_text(json.dumps({"task": "t", "dimensions": ["d"], "questions": [{"text": "Is it friendly?", "dimension": "d"}]}))
+    config.write_text(config.read_text().replace('resamples = 200\n', 'resamples = 200\nchecklist = "checklist.json"\n'))
+    assert cli.main(["eval", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "| 0 | n 1.00 | Y 1.00 |" in out  # the judge LM says yes; scores (0 + 1) / 2 and (1 + 1) / 2
+    arms = json.loads((tmp_path / "runs" / "eval" / "results.json").read_text())["arms"]
+    assert [a["test"]["score"] for a in arms] == [0.5, 1.0] and arms[0]["test_usage"]["lm_calls"] == 4 + 4

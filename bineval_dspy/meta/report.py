@@ -99,6 +99,7 @@ def markdown(results: MetaEvalResults) -> str:
         "",
         _markdown_table(HEADERS, table_rows(results)),
     ]
+    lines += _rankings(results)
     measured = [(m.name, m.agreement) for m in results.methods if m.agreement is not None]
     if measured:
         lines += ["", "## Question-level agreement with the reference labels", ""]
@@ -109,6 +110,40 @@ def markdown(results: MetaEvalResults) -> str:
     costs.append(["all", f"{results.usage.lm_calls:,}", f"{results.usage.tokens:,}", results.usage.price_text()])
     lines.append(_markdown_table(["method", "LM calls", "tokens", "USD"], costs))
     return "\n".join(lines) + "\n"
+
+
+def _ranks(means: dict[str, float]) -> dict[str, int]:
+    """1 for the highest mean; tied systems share the better rank."""
+    ordered = sorted(means.values(), reverse=True)
+    return {system: ordered.index(value) + 1 for system, value in means.items()}
+
+
+def _rankings(results: MetaEvalResults) -> list[str]:
+    """Per dimension, every system's mean human score and each method's mean score, with ranks: what the system
+    level correlates (nothing where the run has fewer than two systems)."""
+    lines: list[str] = []
+    for dim in results.dimensions:
+        human = results.human_system_means.get(dim, {})
+        if len(human) < 2:
+            continue
+        scored = [m for m in results.methods if len(m.system_means.get(dim, {})) >= 2]
+        ranks = {m.name: _ranks(m.system_means[dim]) for m in scored}
+        human_ranks = _ranks(human)
+        rows = []
+        for system in sorted(human, key=lambda name: human_ranks[name]):
+            cells = [f"{human[system]:.3f} ({human_ranks[system]})"]
+            for m in scored:
+                value = m.system_means[dim].get(system)
+                cells.append("-" if value is None else f"{value:.3f} ({ranks[m.name][system]})")
+            rows.append([system, *cells])
+        lines += ["", f"### {dim}", "", _markdown_table(["system", "human", *[m.name for m in scored]], rows)]
+    if lines:
+        head = (
+            "Each system's mean score (its rank, 1 = highest) over its outputs, for the humans and each method, by "
+            "the humans' ranking; the system level above correlates these columns."
+        )
+        lines = ["", "## System rankings", "", head, *lines]
+    return lines
 
 
 def _number(value: float | None) -> str:

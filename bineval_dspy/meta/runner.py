@@ -94,6 +94,7 @@ class MethodResult(BaseModel):
     seconds_per_output: float
     agreement: QuestionAgreement | None = None
     usage: Cost = Field(default_factory=Cost, description="the method's scores of these outputs, and its generated checklist")
+    system_means: dict[str, dict[str, float]] = Field(default_factory=dict, description="dimension -> system -> mean score")
 
 
 class MetaEvalResults(BaseModel):
@@ -108,6 +109,7 @@ class MetaEvalResults(BaseModel):
     confidence: float
     run_dir: Path
     methods: list[MethodResult]
+    human_system_means: dict[str, dict[str, float]] = Field(default_factory=dict, description="dimension -> system -> mean")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -324,6 +326,7 @@ def results(config: MetaEvalConfig, rows: Sequence[MetaRow], records: dict[tuple
                 seconds_per_output=float(np.mean([r.seconds for r in done])) if done else 0.0,
                 agreement=_agreement(rows, mine),
                 usage=_checklist_usage(config, method) + total(r.usage for r in done),
+                system_means={dim: _system_means(rows, [r.scores.get(dim) if r is not None else None for r in mine], dim) for dim in cells},
             )
         )
     return MetaEvalResults(
@@ -336,7 +339,18 @@ def results(config: MetaEvalConfig, rows: Sequence[MetaRow], records: dict[tuple
         confidence=confidence,
         run_dir=config.run_dir,
         methods=methods,
+        human_system_means={dim: _system_means(rows, [row.scores.get(dim) for row in rows], dim) for dim in dimensions},
     )
+
+
+def _system_means(rows: Sequence[MetaRow], values: Sequence[float | None], dimension: str) -> dict[str, float]:
+    """Each system's mean of ``values`` over its outputs that people rated on ``dimension`` and that have a value:
+    the ranking the system level correlates."""
+    sums: dict[str, list[float]] = {}
+    for row, value in zip(rows, values, strict=True):
+        if value is not None and dimension in row.scores:
+            sums.setdefault(row.system_id, []).append(value)
+    return {system: float(np.mean(v)) for system, v in sorted(sums.items())}
 
 
 def _agreement(rows: Sequence[MetaRow], records: Sequence[OutputScore | None]) -> QuestionAgreement | None:

@@ -211,3 +211,17 @@ def test_show_and_report_read_the_system_level_and_an_older_table_without_it(tmp
     table.write_text("\n".join(",".join(line.split(",")[k] for k in keep) for line in lines) + "\n")
     older = _correlations(table)
     assert older[0].levels["system"].spearman.value is None and older[0].levels["summary"] == rows[0].levels["summary"]
+
+
+def test_results_rank_the_systems_by_their_means_and_skip_a_single_system(tmp_path, monkeypatch):
+    assert cli.main(["meta-eval", str(tiny("summeval_rouge.toml", tmp_path))]) == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["human_system_means"]["coherence"] == {"M0": 5.0, "M1": 3.0, "M2": 1.0}
+    rouge_1 = next(m for m in results["methods"] if m["name"] == "rouge-1")["system_means"]["coherence"]
+    assert rouge_1["M0"] > rouge_1["M1"] > rouge_1["M2"]
+    markdown = (tmp_path / "run" / "results.md").read_text()
+    assert "## System rankings" in markdown and "| M0 | 5.000 (1) |" in markdown and "| M2 | 1.000 (3) |" in markdown
+    qags = tmp_path / "qags"
+    qags.mkdir()
+    assert cli.main(["meta-eval", str(tiny("qags_xsum_rouge.toml", qags))]) == 0
+    assert "## System rankings" not in (qags / "run" / "results.md").read_text()  # one system: nothing to rank

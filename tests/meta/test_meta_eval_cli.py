@@ -155,12 +155,12 @@ def test_a_changed_checklist_file_or_data_file_is_a_difference(summeval, monkeyp
     changed = {**CHECKLIST, "questions": CHECKLIST["questions"][:-1] + [{"text": "Is it on topic?", "dimension": "relevance"}]}
     (summeval.parent / "checklist.json").write_text(json.dumps(changed))
     assert run(summeval) == 2
-    assert "(method.bineval:" in capsys.readouterr().err
+    assert "(method.bineval.checklist:" in capsys.readouterr().err  # the field inside the method that changed
     (summeval.parent / "checklist.json").write_text(json.dumps(CHECKLIST))
     summaries = summeval.parent / "data" / "summaries.jsonl"
     summaries.write_text(summaries.read_text().replace('"coherence": 5.0', '"coherence": 4.0', 1))
     assert run(summeval) == 2
-    assert "(dataset:" in capsys.readouterr().err
+    assert "(dataset.summaries:" in capsys.readouterr().err  # the data file that changed
 
 
 def test_missing_scores_exit_1_are_counted_and_retried_on_rerun(summeval, monkeypatch, capsys):

@@ -48,7 +48,7 @@ class ArmResult(BaseModel):
     vs_baseline: Comparison | None = None
     prompt_chars: int | None = None
     program: ProgramFile | None = None
-    steps: list[StepScore] = Field(default_factory=list)  # optimizer arms: the best program after each accepted step
+    steps: list[StepScore] = Field(default_factory=list)  # with test_every: the best program after each accepted step
 
     @property
     def lm_calls(self) -> int:
@@ -102,7 +102,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
             test=scorer.score(evaluations[arm.name]), program=state,
             prompt_chars=prompt_length(state.instructions, state.demos) if state is not None else None,
         ))
-        if audit is not None and config.baseline_arm in evaluations:
+        if audit is not None and config.test_every and config.baseline_arm in evaluations:
             experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm], student=program)
         _compare(experiment, evaluations, scorer)
         save(experiment, config.run_dir)

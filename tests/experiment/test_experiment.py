@@ -88,6 +88,7 @@ def test_arms_side_by_side_with_paired_intervals_against_the_start(tmp_path, scr
 name = "fruits"
 mode = "self"
 run_dir = "runs/exp"
+test_every = true
 [data]
 suite = "{suite.name}"
 train = 3

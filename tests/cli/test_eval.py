@@ -78,3 +78,13 @@ def test_a_checklist_judges_every_response_beside_the_verifiers(tmp_path, lms, c
     assert "| 0 | n 1.00 | Y 1.00 |" in out  # the judge LM says yes; scores (0 + 1) / 2 and (1 + 1) / 2
     arms = json.loads((tmp_path / "runs" / "eval" / "results.json").read_text())["arms"]
     assert [a["test"]["score"] for a in arms] == [0.5, 1.0] and arms[0]["test_usage"]["lm_calls"] == 4 + 4
+
+
+def test_the_report_shows_the_matrix_row_by_row(tmp_path, lms, capsys):
+    config = write_config(tmp_path)
+    assert cli.main(["eval", str(config)]) == 0
+    report = tmp_path / "report.html"
+    assert cli.main(["report", str(tmp_path / "runs" / "eval"), "-o", str(report)]) == 0
+    html = report.read_text()
+    assert "(eval matrix): 2 columns (prompt@LM) on 4 suite rows" in html
+    assert "0.00 (missed)" in html and "1.00 (all followed)" in html

@@ -89,7 +89,7 @@ def run_demo(tmp_path: Path, *extra: str) -> dict:
         [sys.executable, "-m", "bineval_dspy.cli", "demo", "-o", str(out), *extra], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "ranking: " in done.stderr
+    assert "ranking: " in done.stdout  # a result: on stdout
     result = json.loads(out.read_text())
     questions = {q["id"] for q in result["checklist"]["questions"]}
     assert questions

@@ -131,11 +131,15 @@ def test_two_workers_share_a_study_and_a_killed_one_is_resumed(tmp_path, postgre
     assert victim is not None, logs[0].read_text()[-3000:]
     a.send_signal(signal.SIGKILL)
     a.wait(timeout=30)
+    # the trial the killed worker left running (the one seen may have finished just before the kill)
+    left = [t.number for t in trials(postgres) if t.state == TrialState.RUNNING and t.user_attrs.get("worker", "").endswith(f":{a.pid}")]
+    victim = left[0] if left else victim
     c = worker(config, logs[2])  # the rerun
     finish([b, c], logs[1:])
 
     final = trials(postgres)
     check_no_duplicates(final)
+    assert left, "the killed worker left no running trial"
     assert final[victim].state == TrialState.FAIL  # failed by its stale heartbeat, not counted
     assert sum(t.state == TrialState.COMPLETE for t in final) == 20 and not [t for t in final if t.state == TrialState.RUNNING]
     assert [t.params for t in final[:8]] == [t.params for t in first[:8]]  # finished trials are kept

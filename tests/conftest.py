@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import copy
 import os
+import tempfile
 from pathlib import Path
+
+# DSPy builds its default disk cache on first read of `dspy.cache` (the fixture below reads it): in a temporary
+# folder, never in $HOME/.dspy_cache
+os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="bineval-tests-dspy-cache-"))
 
 import dspy
 import optuna  # noqa: F401  (its log handler keeps the sys.stderr of its first import: not one a test captures and closes)

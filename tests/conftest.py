@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 # DSPy builds its default disk cache on first read of `dspy.cache` (the fixture below reads it): in a temporary
@@ -12,13 +13,15 @@ from pathlib import Path
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="bineval-tests-dspy-cache-"))
 
 import dspy
+import numpy as np
 import optuna  # noqa: F401  (its log handler keeps the sys.stderr of its first import: not one a test captures and closes)
 import pytest
 from dspy.lm15 import Usage
 
+from bineval_dspy.core.embeddings import Embedder, use_embedder
 from bineval_dspy.testing import Script, ScriptedEngine, question_of, scripted_lm, verdict_json
 
-__all__ = ["SHARED_DATA", "ScriptedEngine", "question_of", "route_cli_lm", "scripted_lm", "verdict_json"]  # tests import them from here
+__all__ = ["SHARED_DATA", "ScriptedEngine", "bag_of_words", "question_of", "route_cli_lm", "scripted_lm", "verdict_json"]  # tests import them from here
 
 # The project's shared data lies beside the checkout (CI lays it there too); BINEVAL_SHARED_DATA overrides.
 SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -36,6 +39,20 @@ def route_cli_lm(monkeypatch: pytest.MonkeyPatch, script: Script, *, model: str 
 
     monkeypatch.setattr(runtime, "configure", configure)
     return lm
+
+
+def bag_of_words(texts: list[str]) -> np.ndarray:
+    """A fake embedder: word counts over the batch's vocabulary, unit rows (texts sharing no word: cosine 0)."""
+    vocab = sorted({w for t in texts for w in t.lower().split()} | {"_"})
+    vectors = np.array([[t.lower().split().count(w) for w in vocab] for t in texts], dtype=float)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def words_embedder() -> Iterator[Embedder]:
+    """Every component built in the test without its own embedder embeds with ``bag_of_words``, not MiniLM."""
+    with use_embedder(bag_of_words) as embed:
+        yield embed
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 
 import bineval_dspy
-from bineval_dspy.optimize import lessons
 from tests.conftest import scripted_lm
-from tests.optimize.test_optimizer import World, bag_of_words
+from tests.optimize.test_optimizer import World
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SUITE_ROW = {"instruction_id_list": ["detectable_format:number_bullet_lists"], "kwargs": [{"num_bullets": 2}]}
@@ -21,11 +20,10 @@ def python_block(containing: str) -> str:
     return block
 
 
-def test_the_compile_snippet_runs(tmp_path, monkeypatch, capsys):
+def test_the_compile_snippet_runs(tmp_path, monkeypatch, capsys, words_embedder):
     suite = tmp_path / "suite.jsonl"
     suite.write_text("\n".join(json.dumps({"key": f"k{i}", "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(8)) + "\n")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
     monkeypatch.setattr(bineval_dspy, "make_lm", lambda spec: scripted_lm(World()), raising=False)
     namespace: dict = {}
     exec(compile(python_block("optimizer.compile("), str(README), "exec"), namespace)

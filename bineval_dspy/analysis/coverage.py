@@ -4,7 +4,7 @@ Coverage: the share of gold questions that at least one generated question match
 ask the generator found). Uniqueness: the share of generated questions that match no gold question (how much
 it adds beyond them). Both lie in [0, 1]. Questions match by what they check, whatever their dimension (two
 writers may file one check under different names): by sentence-embedding cosine at or above a threshold
-(``embedding_matcher``; the default embedder is the offline MiniLM of ``optimize.lessons``), or by asking an LM
+(``embedding_matcher``; the default embedder is ``core.embeddings``'s offline MiniLM), or by asking an LM
 whether the two check the same thing (``LLMMatcher``). A pair the LM gave no usable answer for is counted as no
 match and reported (``unanswered``): coverage is then a lower bound, uniqueness an upper one.
 """
@@ -14,19 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import dspy
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
 from bineval_dspy.core.console import in_caller_context
+from bineval_dspy.core.embeddings import Embedder, default_embedder, unit_rows
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.lm.usage import Cost, measured, total
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval
-
-if TYPE_CHECKING:
-    from bineval_dspy.optimize.lessons import Embedder
 
 DEFAULT_THRESHOLD = 0.7  # MiniLM cosine: paraphrased checks ~0.77, related-but-different ones ~0.6 (as LessonBank)
 MatchMode = Literal["embedding", "llm"]
@@ -52,12 +50,8 @@ def embedding_matcher(embed: Embedder | None = None, threshold: float = DEFAULT_
     def match(generated: Sequence[str], gold: Sequence[str]) -> Matches:
         nonlocal embed
         if embed is None:
-            from bineval_dspy.optimize.lessons import minilm_embedder  # loads the model only when asked
-
-            embed = minilm_embedder()
-        vectors = np.asarray(embed([*generated, *gold]), dtype=np.float64)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        unit = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+            embed = default_embedder()  # loads the model only when asked
+        unit = unit_rows(embed([*generated, *gold]))
         similarity = unit[: len(generated)] @ unit[len(generated) :].T
         return Matches(matched=similarity >= threshold, unanswered=np.zeros(similarity.shape, dtype=bool), similarity=similarity)
 

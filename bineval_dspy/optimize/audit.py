@@ -10,7 +10,9 @@ from pydantic import BaseModel, Field, computed_field, model_validator
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model
 from bineval_dspy.lm.usage import Cost, total
-from bineval_dspy.optimize.lessons import Discarded, Edit, Failure, Lesson
+from bineval_dspy.optimize.edits import Edit
+from bineval_dspy.optimize.lessons import Failure, Lesson
+from bineval_dspy.optimize.notes import Discarded
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.stats.bootstrap import Interval
 

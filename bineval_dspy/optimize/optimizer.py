@@ -33,8 +33,10 @@ from bineval_dspy.optimize.audit import (
     IterationRecord,
     StartRecord,
 )
+from bineval_dspy.optimize.edits import PromptUpdater
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdateFeedback
-from bineval_dspy.optimize.lessons import Failure, LessonBank, NoteTaker, PromptUpdater
+from bineval_dspy.optimize.lessons import Failure, LessonBank
+from bineval_dspy.optimize.notes import NoteTaker
 from bineval_dspy.optimize.policies import AcceptancePolicy, StoppingRule, default_acceptance, default_stopping
 from bineval_dspy.optimize.proposers import Candidate, Proposer, Step, default_proposers
 from bineval_dspy.optimize.settings import OptimizerSettings

@@ -19,22 +19,14 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from bineval_dspy.core.console import progress_map
+from bineval_dspy.core.embeddings import text_key
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.audit import Audit, CandidateKind, Demos, IterationRecord
+from bineval_dspy.optimize.edits import Edit, PromptUpdater
 from bineval_dspy.optimize.feedback import Evaluation
-from bineval_dspy.optimize.lessons import (
-    Discarded,
-    Edit,
-    Failure,
-    Lesson,
-    LessonBank,
-    NoteTaker,
-    PromptUpdater,
-    lesson_problem,
-    normalize,
-    rule_lesson,
-)
+from bineval_dspy.optimize.lessons import Failure, Lesson, LessonBank
+from bineval_dspy.optimize.notes import Discarded, NoteTaker, lesson_problem, rule_lesson
 from bineval_dspy.optimize.settings import OptimizerSettings
 
 T = TypeVar("T")
@@ -157,11 +149,11 @@ class InstructionProposer:
     def _select(step: Step, touched: set[str], instructions: str) -> list[Lesson]:
         """Lessons this iteration produced or reinforced, not yet applied nor retired nor already stated
         in the instructions, by support."""
-        present = normalize(instructions)
+        present = text_key(instructions)
         fresh = [
             lesson
             for lesson in step.bank.active()
-            if lesson.id in touched and not lesson.applied and normalize(lesson.text) not in present
+            if lesson.id in touched and not lesson.applied and text_key(lesson.text) not in present
         ]
         return fresh[: step.settings.lessons_per_iteration]
 

@@ -13,8 +13,8 @@ import pytest
 from dspy.lm15 import Request
 
 from bineval_dspy import cli
-from bineval_dspy.checklists import qworld
 from bineval_dspy.checklists.writers import ChecklistUsage
+from bineval_dspy.core.embeddings import use_embedder
 from bineval_dspy.core.schema import Checklist, Question
 from tests.checklists.qworld_script import OPS, always_new, fake_embed
 from tests.conftest import question_of, route_cli_lm, verdict_json
@@ -48,8 +48,8 @@ def script_for_every_method():
 
 @pytest.fixture
 def lm(monkeypatch):
-    monkeypatch.setattr(qworld, "minilm_embedder", lambda: fake_embed)  # no MiniLM load in unit tests
-    return route_cli_lm(monkeypatch, script_for_every_method())
+    with use_embedder(fake_embed):  # no MiniLM load in unit tests
+        yield route_cli_lm(monkeypatch, script_for_every_method())
 
 
 def run(args: list[str], capsys) -> tuple[int, str]:
@@ -106,8 +106,8 @@ def test_checklist_bad_flags_are_one_line(tmp_path, lm, capsys, args, message):
     code, err = run(["checklist", "--task", TASK, *args, "-o", str(tmp_path / "c.json")], capsys)
     assert code == 2 and err.startswith(message)
     assert err.count("\n") == 1 and len(lm.engine.requests) == 0
-    with pytest.raises(SystemExit):
-        cli.main(["checklist", "--task", TASK, "--method", "gepa"])
+    code, err = run(["checklist", "--task", TASK, "--method", "gepa", "-o", str(tmp_path / "c.json")], capsys)
+    assert code == 2 and err.startswith("error: method: unknown checklist method 'gepa' (choose from bineval, tick, qworld, checkeval")
 
 
 def test_judge_reports_scores_per_perspective_and_scenario(tmp_path, lm, capsys):

@@ -258,15 +258,15 @@ def test_generate_dry_run_plans_each_row_and_calls_no_lm(tmp_path, lm, capsys):
 
 
 def test_optimize_dry_run_bounds_the_whole_loop_and_calls_no_lm(tmp_path, lm, monkeypatch, capsys):
-    from bineval_dspy.optimize import lessons
+    from bineval_dspy.core.embeddings import use_embedder
 
-    monkeypatch.setattr(lessons, "minilm_embedder", lambda: pytest.fail("a dry run loads no embedder"))
     row = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
     write_rows(tmp_path / "suite.jsonl", [{"key": i, "prompt": f"Name a fruit ({i}).", **row} for i in range(6)])
     config = tmp_path / "run.toml"
     config.write_text('mode = "self"\nrun_dir = "runs/demo"\n[data]\nsuite = "suite.jsonl"\ntrain = 3\nval = 2\ntest = 1\n'
                       '[program]\nllm_questions = [2, 3]\n[optimizer]\nmax_iterations = 2\nmax_failures = 4\nlessons_per_iteration = 1\n')
-    assert cli.main(["optimize", str(config), "--dry-run"]) == 0
+    with use_embedder(lambda texts: pytest.fail("a dry run embeds nothing")):
+        assert cli.main(["optimize", str(config), "--dry-run"]) == 0
     line = " ".join(capsys.readouterr().out.split())
     # evaluations: val 2 + 2 x (train 3 + val 2) + test 2 x 1 = 14 examples x (1 response + 3 questions + 1 writer) + 2 x (4 + 1) notes
     assert "optimize (self) at most: 2 iteration(s) over 3 train, 2 val and 1 test example(s), 5 call(s) an example: 80 LM call(s)" in line
@@ -320,11 +320,9 @@ def test_experiment_and_tune_dry_runs_add_up_their_parts(tmp_path, lm, capsys):
     assert not lm.engine.requests and not (tmp_path / "runs").exists()
 
 
-def test_optimize_prints_its_trajectory_on_stdout_and_its_cost_on_stderr(tmp_path, monkeypatch, capsys):
-    from bineval_dspy.optimize import lessons
-    from tests.optimize.test_optimizer import World, bag_of_words
+def test_optimize_prints_its_trajectory_on_stdout_and_its_cost_on_stderr(tmp_path, monkeypatch, capsys, words_embedder):
+    from tests.optimize.test_optimizer import World
 
-    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
     route_cli_lm(monkeypatch, World())
     assert cli.main(["optimize", str(_run_config(tmp_path))]) == 0
     captured = capsys.readouterr()

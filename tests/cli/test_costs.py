@@ -15,11 +15,10 @@ from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.lm.prices import price_of
 from bineval_dspy.lm.usage import Cost, total
-from bineval_dspy.optimize import lessons
 from bineval_dspy.tune import KINDS
 from tests.conftest import route_cli_lm, verdict_json
 from tests.meta.fixtures import CHECKLIST, judge_script, summeval_files
-from tests.optimize.test_optimizer import World, bag_of_words
+from tests.optimize.test_optimizer import World
 from tests.programs.test_generator import echo, write_suite
 from tests.programs.test_refine import stick_script
 from tests.tune.fakes import fake_runner
@@ -152,8 +151,7 @@ def optimize_config(tmp_path: Path, run_dir: str) -> Path:
     return path
 
 
-def test_optimize_records_cost_per_iteration_and_a_budget_stop_resumes_with_no_call_repeated(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
+def test_optimize_records_cost_per_iteration_and_a_budget_stop_resumes_with_no_call_repeated(tmp_path, monkeypatch, capsys, words_embedder):
     whole = route_cli_lm(monkeypatch, World(), model=PRICED, usage=USAGE)
     assert cli.main(["optimize", str(optimize_config(tmp_path, "whole"))]) == ExitCode.OK
     audit = json.loads((tmp_path / "whole" / "audit.json").read_text())

@@ -40,13 +40,12 @@ class Switch:
 
 
 @pytest.fixture
-def use(monkeypatch):
+def use(monkeypatch, words_embedder):
     """Route the CLI's LM set-up to a scripted LM; returns a function taking the script."""
 
     def install(script) -> dspy.LM:
         return route_cli_lm(monkeypatch, script)
 
-    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
     return install
 
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.optimize import lessons
 from tests.conftest import route_cli_lm
-from tests.optimize.test_optimizer import World, bag_of_words
+from tests.optimize.test_optimizer import World
 
 SUITE_ROW = {"instruction_id_list": ["detectable_format:number_bullet_lists"], "kwargs": [{"num_bullets": 2}]}
 
@@ -23,8 +22,7 @@ def suite(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def scripted(monkeypatch):
-    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
+def scripted(monkeypatch, words_embedder):
     return route_cli_lm(monkeypatch, World())
 
 

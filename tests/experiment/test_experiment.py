@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.optimize import lessons
 from bineval_dspy.testing.scripted import Reply
 from tests.conftest import SHARED_DATA, route_cli_lm, verdict_json
-from tests.optimize.test_optimizer import World, bag_of_words
+from tests.optimize.test_optimizer import World
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 CONFIGS = sorted(path for path in EXPERIMENTS.glob("*.toml") if "[[arms]]" in path.read_text())
@@ -33,8 +32,7 @@ class JudgingWorld(World):
 
 
 @pytest.fixture
-def scripted(monkeypatch):
-    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
+def scripted(monkeypatch, words_embedder):
     return route_cli_lm(monkeypatch, JudgingWorld())
 
 

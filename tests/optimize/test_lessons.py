@@ -12,18 +12,10 @@ import numpy as np
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.optimize.lessons import (
-    DEFAULT_THRESHOLD,
-    Edit,
-    Failure,
-    Lesson,
-    LessonBank,
-    NoteTaker,
-    NoteTakingError,
-    PromptUpdater,
-    lesson_id,
-    minilm_embedder,
-)
+from bineval_dspy.core.embeddings import minilm_embedder
+from bineval_dspy.optimize.edits import Edit, PromptUpdater
+from bineval_dspy.optimize.lessons import DEFAULT_THRESHOLD, Failure, Lesson, LessonBank, lesson_id
+from bineval_dspy.optimize.notes import NoteTaker, NoteTakingError
 from tests.conftest import ScriptedEngine
 
 FAILURE = Failure(

@@ -17,8 +17,9 @@ from dspy.lm15 import Request
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.judges.binary import hybrid_judge
-from bineval_dspy.optimize.lessons import LessonBank, lesson_problem
+from bineval_dspy.optimize.lessons import LessonBank
 from bineval_dspy.optimize.metric import bineval_metric
+from bineval_dspy.optimize.notes import lesson_problem
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.suites.rows import SuiteRow

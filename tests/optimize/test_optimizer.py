@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import dspy
-import numpy as np
 import pytest
 from dspy.lm15 import Request
 
@@ -18,15 +17,9 @@ from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.state import instructions_of
 from bineval_dspy.suites.rows import SuiteRow
-from tests.conftest import scripted_lm, verdict_json
+from tests.conftest import bag_of_words, scripted_lm, verdict_json
 
 START = "Answer the request."
-
-
-def bag_of_words(texts: list[str]) -> np.ndarray:
-    vocab = sorted({w for t in texts for w in t.lower().split()} | {"_"})
-    vectors = np.array([[t.lower().split().count(w) for w in vocab] for t in texts], dtype=float)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 class World:
@@ -238,7 +231,8 @@ def test_a_lesson_that_names_no_constraint_is_discarded_and_the_rule_takes_its_p
 
 
 def test_a_lesson_that_restates_the_response_is_discarded():
-    from bineval_dspy.optimize.lessons import Failure, lesson_problem
+    from bineval_dspy.optimize.lessons import Failure
+    from bineval_dspy.optimize.notes import lesson_problem
 
     failure = Failure(id="k:q", example_id="k", question="Does it use two bullet points?", dimension="format", input="List fruits.",
                       output="Apples and pears grow in the orchard behind the house.", explanation="found 0 bullets", got="no",

@@ -6,7 +6,8 @@ import dspy
 
 from bineval_dspy.judges.binary import hybrid_judge
 from bineval_dspy.optimize.audit import Audit, BestRecord, Decision, EvalSummary, IterationRecord, StartRecord
-from bineval_dspy.optimize.lessons import Edit, LessonBank
+from bineval_dspy.optimize.edits import Edit
+from bineval_dspy.optimize.lessons import LessonBank
 from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.optimize.policies import AcceptAll, BloatGuard, MaxIterations, Patience, TargetScore

@@ -10,8 +10,8 @@ import pytest
 from dspy.lm15 import Request
 
 from bineval_dspy import cli
+from bineval_dspy.core.embeddings import use_embedder
 from bineval_dspy.core.schema import Checklist, Question
-from bineval_dspy.optimize import lessons
 from bineval_dspy.tune.report import RESULTS_FILE, TrialRecord, TuneResults
 from tests.analysis.test_analyze_cli import judge_rows
 from tests.conftest import question_of, route_cli_lm, verdict_json
@@ -101,9 +101,9 @@ def optimizer_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         'mode = "self"\nrun_dir = "runs/opt"\n[data]\nsuite = "suite.jsonl"\ntrain = 3\nval = 2\ntest = 1\n'
         '[program]\ninstructions = "Answer the request."\n[optimizer]\nmax_iterations = 2\n'
     )
-    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
     route_cli_lm(monkeypatch, World())
-    assert cli.main(["optimize", str(config)]) == 0
+    with use_embedder(bag_of_words):
+        assert cli.main(["optimize", str(config)]) == 0
     return tmp_path / "runs" / "opt"
 
 

@@ -9,12 +9,11 @@ import pytest
 from optuna.trial import TrialState
 
 from bineval_dspy import cli
-from bineval_dspy.optimize import lessons
 from bineval_dspy.optimize.audit import Audit
 from bineval_dspy.tune import TuneResults, open_study, prepare, work
 from bineval_dspy.tune.optimizer_trials import PRUNED
 from tests.conftest import route_cli_lm
-from tests.optimize.test_optimizer import World, bag_of_words
+from tests.optimize.test_optimizer import World
 
 SUITE_ROW = {"instruction_id_list": ["detectable_format:number_bullet_lists"], "kwargs": [{"num_bullets": 2}]}
 # helps on held-out, and is 300 characters long: within a 4000-character budget, over a 200-character one
@@ -48,10 +47,9 @@ config = "run.toml"
 
 
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch) -> World:
+def world(tmp_path: Path, monkeypatch, words_embedder) -> World:
     (tmp_path / "suite.jsonl").write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(6)) + "\n")
     (tmp_path / "run.toml").write_text(RUN)
-    monkeypatch.setattr(lessons, "minilm_embedder", lambda: bag_of_words)
     scripted = World(rewrite=LONG_EDIT)
     route_cli_lm(monkeypatch, scripted)
     return scripted

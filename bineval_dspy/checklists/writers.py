@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bineval_dspy.checklists.base import ChecklistWriter
 from bineval_dspy.checklists.bineval import BinEvalWriter
+from bineval_dspy.checklists.published import PUBLISHED
 from bineval_dspy.checklists.qworld import QworldConfig, QworldWriter
+from bineval_dspy.checklists.templates import TEMPLATES, TemplateWriter
 from bineval_dspy.checklists.tick import DEFAULT_LLM_QUESTIONS, TickWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import write_json
@@ -45,6 +47,20 @@ class TickParams(_Params):
         return self
 
 
+class TemplateParams(_Params):
+    """What every template writer takes: its inputs beside the task, and the usual caps."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    code_checks: bool | None = None
+    max_questions: int | None = Field(default=None, ge=1)
+    dimension: str | None = Field(default=None, min_length=1)
+    definitions: dict[str, str] | None = None
+    reference: str | None = None
+    candidates: list[str] | None = None
+    observations: list[str] | None = None
+
+
 def _bineval(params: dict[str, Any]) -> ChecklistWriter:
     return BinEvalWriter(**_set(BinEvalParams.model_validate(params)))
 
@@ -67,15 +83,35 @@ WRITERS: dict[str, tuple[Callable[[dict[str, Any]], ChecklistWriter], tuple[str,
     "tick": (_tick, tuple(TickParams.model_fields)),
     "qworld": (_qworld, (*QworldConfig.model_fields, "embed")),
 }
-METHODS = tuple(WRITERS)
+TEMPLATES.update({template.name: template for template in PUBLISHED})
+METHODS = (*WRITERS, *(template.name for template in PUBLISHED))  # the built-in writers and published templates
+
+
+def methods() -> tuple[str, ...]:
+    """Every method ``make_writer`` builds now: the built-in ones and every registered template."""
+    return (*WRITERS, *TEMPLATES)
+
+
+def _template(name: str) -> Callable[[dict[str, Any]], ChecklistWriter]:
+    def build(params: dict[str, Any]) -> ChecklistWriter:
+        embed = params.pop("embed", None)
+        if embed is not None and not callable(embed):
+            raise InputError(f"{name} writer: field 'embed': must be a callable (texts -> vectors)")
+        return TemplateWriter(TEMPLATES[name], embed=embed, **_set(TemplateParams.model_validate(params)))
+
+    return build
 
 
 def make_writer(method: str, **params: Any) -> ChecklistWriter:
-    """A checklist writer for ``method`` (bineval, tick, qworld) with ``params`` (see each params model; qworld
-    takes ``QworldConfig``'s fields and ``embed``)."""
-    if method not in WRITERS:
-        raise InputError(f"method: unknown checklist method {method!r} (choose from {', '.join(METHODS)})")
-    build, names = WRITERS[method]
+    """A checklist writer for ``method`` (bineval, tick, qworld, or a registered template such as checkeval) with
+    ``params`` (see each params model; qworld takes ``QworldConfig``'s fields and ``embed``, templates
+    ``TemplateParams``' and ``embed``)."""
+    if method in WRITERS:
+        build, names = WRITERS[method]
+    elif method in TEMPLATES:
+        build, names = _template(method), (*TemplateParams.model_fields, "embed")
+    else:
+        raise InputError(f"method: unknown checklist method {method!r} (choose from {', '.join(methods())})")
     unknown = [name for name in params if name not in names]
     if unknown:
         raise InputError(f"{method} writer: field {unknown[0]!r}: not a parameter of this method (it takes {', '.join(names)})")

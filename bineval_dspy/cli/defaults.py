@@ -7,7 +7,7 @@ from __future__ import annotations
 DEFAULT_LM = "smollm2"  # bineval_dspy.lm.specs.DEFAULT_LM
 DEFAULT_TIMEOUT = 120.0  # bineval_dspy.lm.remote.DEFAULT_TIMEOUT
 DEFAULT_THREADS = 4  # bineval_dspy.lm.runtime.DEFAULT_THREADS
-CHECKLIST_METHODS = ("bineval", "tick", "qworld")  # bineval_dspy.checklists.writers.METHODS
+CHECKLIST_METHODS = ("bineval", "tick", "qworld", "checkeval", "rocketeval", "rlcf", "rlcf-contrastive", "feedback")  # bineval_dspy.checklists.writers.METHODS
 GENERATE_MAX_TOKENS = 1024  # bineval_dspy.programs.refine.DEFAULT_MAX_TOKENS
 PHI_THRESHOLD = 0.8  # bineval_dspy.analysis.pruning.DEFAULT_THRESHOLD
 MIN_PAIRS = 10  # bineval_dspy.analysis.pruning.DEFAULT_MIN_PAIRS

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from bineval_dspy.cli.defaults import CHECKLIST_METHODS, DEFAULT_THREADS
+from bineval_dspy.cli.defaults import CHECKLIST_METHODS
 from bineval_dspy.cli.options import (
     add_budget_options,
     add_dry_run_option,
@@ -27,19 +27,21 @@ from bineval_dspy.core.jsonio import (
     append_jsonl,
     check_output_path,
     load_model,
+    read_json,
     read_jsonl,
     read_text,
     rewrite_jsonl,
     write_json,
     write_text_atomic,
 )
-from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
-from bineval_dspy.core.scoring import join, lineage_scores
+from bineval_dspy.core.schema import Checklist, JudgeSpec, Scorecard
+from bineval_dspy.core.scoring import join
 from bineval_dspy.core.terminal import styled
 
 if TYPE_CHECKING:  # DSPy, LiteLLM and llama.cpp load when a command runs, never for the parser
     from bineval_dspy.checklists.base import ChecklistWriter
     from bineval_dspy.judges.binary import BinaryJudge
+    from bineval_dspy.judges.rows import JudgedSummary
     from bineval_dspy.lm.estimate import Plan
 
 
@@ -79,9 +81,6 @@ def _fmt(value: float | None) -> str:
 
 
 # -- commands ----------------------------------------------------------------------------
-OURS = "bineval"  # judge output rows keep the user's fields and put ours under this one key
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     """Judge three bundled summaries (good, mediocre, bad) against a checklist, print and save everything.
 
@@ -116,7 +115,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"checklist: {len(checklist.questions)} questions over {', '.join(checklist.dimensions)}, {source}; "
         f"{coded} answered by code, {len(checklist.questions) - coded} by the LM ({lm.model})"
     )
-    judge = BinaryJudge(probability=args.probability, calibration=args.calibration)
+    judge = BinaryJudge.from_spec(JudgeSpec(model=lm.model, probability=args.probability, calibration=args.calibration))
     summaries = example["summaries"]
     judged = list(metered_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
     cards = [card for card, _ in judged]
@@ -170,6 +169,32 @@ def _writer_params(args: argparse.Namespace) -> dict[str, Any]:
     params: dict[str, Any] = {name: getattr(args, name) for name in given}
     if args.max_questions is not None:
         params["max_criteria" if args.method == "qworld" else "max_questions"] = args.max_questions
+    return params | _template_inputs(args)
+
+
+TEMPLATE_FLAGS = ("reference", "candidates", "observations", "definitions")
+
+
+def _template_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """A template writer's inputs from their flags: a reference (text or @FILE), candidates (JSONL, field 'output'),
+    observations (JSONL, field 'text'), definitions (a JSON object: dimension -> definition)."""
+    from bineval_dspy.checklists.templates import TEMPLATES
+
+    given = [name for name in TEMPLATE_FLAGS if getattr(args, name) is not None]
+    if given and args.method not in TEMPLATES:
+        raise InputError(f"--{given[0]}: only with a template writer ({', '.join(TEMPLATES)})")
+    params: dict[str, Any] = {}
+    if args.reference is not None:
+        params["reference"] = _read_task(args.reference)
+    for name, field in (("candidates", "output"), ("observations", "text")):
+        if getattr(args, name) is not None:
+            rows = read_jsonl(Path(getattr(args, name)), required=(field,), standard=True)
+            params[name] = [str(row[field]) for _, row in rows]
+    if args.definitions is not None:
+        definitions = read_json(Path(args.definitions))
+        if not isinstance(definitions, dict) or not all(isinstance(v, str) for v in definitions.values()):
+            raise InputError(f"{args.definitions}: must be one JSON object of dimension -> definition text")
+        params["definitions"] = definitions
     return params
 
 
@@ -188,6 +213,10 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     out = Path(args.output)
     check_output_path(out, *([Path(args.task[1:])] if args.task.startswith("@") else []))
     refuse_replacing(out, args.overwrite)
+    if args.writer_file:
+        from bineval_dspy.checklists.templates import load_templates
+
+        load_templates(Path(args.writer_file))
     writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     minimum = promised_minimum(writer, dims)
@@ -252,47 +281,72 @@ def _write_attempt(
         return None
 
 
-def _judge_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    rows = list(read_jsonl(path, required=("input", "output"), standard=True))  # its text goes to the LM and the output
-    if not rows:
-        raise InputError(f"{path}: no rows to judge")
-    for number, row in rows:
+def _data_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The data rows (data line, row), read as they are judged; a bad one is one located line."""
+    from bineval_dspy.judges.rows import JUDGE_KEY
+
+    for index, (number, row) in enumerate(read_jsonl(path, required=("input", "output"), standard=True)):  # its text goes to the LM and the output
+        if limit is not None and index >= limit:
+            return
         for field in ("input", "output"):
             if not isinstance(row[field], str):
                 raise InputError(f"{path}:{number}: field '{field}' must be a string")
-        if OURS in row:
-            raise InputError(f"{path}:{number}: field '{OURS}' is reserved for the judge's results; rename it")
-    return rows
+        if JUDGE_KEY in row:
+            raise InputError(f"{path}:{number}: field '{JUDGE_KEY}' is reserved for the judge's results; rename it")
+        yield number, row
 
 
-def _finished_rows(out: Path) -> dict[int, dict[str, Any]]:
-    """Complete rows of earlier output by data line, once each; incomplete rows, a torn last line (a killed run)
-    and repeats are dropped from the file, rewritten atomically, to be judged again."""
-    kept: dict[int, dict[str, Any]] = {}
-    for number, obj in read_jsonl(out, required=(OURS,), torn_tail=True):
-        ours = obj[OURS]
+def _count_rows(path: Path, limit: int | None) -> int:
+    """How many rows a run judges (at most ``limit``), every row checked first, before any LM loads."""
+    rows = sum(1 for _ in _data_rows(path))
+    if not rows:
+        raise InputError(f"{path}: no rows to judge")
+    return min(rows, limit) if limit else rows
+
+
+def _finished_rows(out: Path) -> set[int]:
+    """The data lines of complete rows of earlier output. Incomplete rows, a torn last line (a killed run) and
+    repeats are dropped from the file, rewritten atomically, to be judged again; a file with none is left as is."""
+    from bineval_dspy.judges.rows import JUDGE_KEY
+
+    kept: dict[int, int] = {}  # data line -> the output line that holds it
+    read = 0
+    for number, obj in read_jsonl(out, required=(JUDGE_KEY,), torn_tail=True):
+        ours = obj[JUDGE_KEY]
         if not isinstance(ours, dict) or not isinstance(ours.get("line"), int) or "complete" not in ours:
-            raise InputError(f"{out}:{number}: field '{OURS}' is not a judge result; use --overwrite or a new output path")
+            raise InputError(f"{out}:{number}: field '{JUDGE_KEY}' is not a judge result; use --overwrite or a new output path")
+        read += 1
         if ours["complete"]:
-            kept.setdefault(ours["line"], obj)
-    rewrite_jsonl(out, kept.values())
-    return kept
+            kept.setdefault(ours["line"], number)
+    if len(kept) < read or not _ends_whole(out):
+        rewrite_jsonl(out, (obj for number, obj in read_jsonl(out, torn_tail=True) if kept.get(obj[JUDGE_KEY]["line"]) == number))
+    return set(kept)
+
+
+def _ends_whole(path: Path) -> bool:
+    """Whether a file is empty or ends with its last line's "\n" (a killed run may leave a torn line)."""
+    with path.open("rb") as handle:
+        if handle.seek(0, 2) == 0:
+            return True
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
 
 
 JUDGE_FLAGS = {"cot": False, "samples": 1, "probability": False, "partial": False, "explanations": "all", "calibration": "none"}
 
 
-def _judge_of(args: argparse.Namespace) -> BinaryJudge:
-    """The judge the flags describe, or the one ``--program`` holds (its instructions, demos, thresholds and
-    options: flags that would change them are refused, so the run is the program the optimizer measured)."""
+def _judge_of(args: argparse.Namespace, model: str) -> BinaryJudge:
+    """The judge the flags describe (on the LM named ``model``), or the one ``--program`` holds (its instructions,
+    demos, thresholds and options: flags that would change them are refused, so the run is the program the
+    optimizer measured)."""
     from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.programs.state import load_program
 
     if not args.program:
-        return BinaryJudge(
-            chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial,
+        return BinaryJudge.from_spec(JudgeSpec(
+            model=model, chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial,
             explanations=args.explanations, calibration=args.calibration,
-        )
+        ))
     changed = [name for name, default in JUDGE_FLAGS.items() if getattr(args, name) != default]
     if changed:
         flag = "--" + changed[0].replace("_", "-")
@@ -303,20 +357,22 @@ def _judge_of(args: argparse.Namespace) -> BinaryJudge:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    """Judge every row of a JSONL file against a checklist; resumable (complete rows are kept, the rest redone)."""
+    """Judge every row of a JSONL file against a checklist; resumable (complete rows are kept, the rest redone).
+    The rows stream through the library's judging runner (``judges.runner``) and are saved in input order."""
     from bineval_dspy.judges.binary import NO_P_YES
     from bineval_dspy.judges.code import check_verifiers
+    from bineval_dspy.judges.rows import JUDGE_KEY, JudgedSummary, JudgeResult
+    from bineval_dspy.judges.runner import judge_rows, parallelism
     from bineval_dspy.lm import runtime
-    from bineval_dspy.lm.budget import metered_map
     from bineval_dspy.lm.runtime import lm_identity
     from bineval_dspy.lm.usage import Cost
 
     checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
     checklist = load_model(checklist_path, Checklist)
     check_verifiers(checklist, str(checklist_path))
-    rows = _judge_rows(data_path)[: args.limit] if args.limit else _judge_rows(data_path)
+    rows = _count_rows(data_path, args.limit)
     if args.dry_run:
-        shown.print(_judge_plan(args, checklist, rows, out).summary())
+        shown.print(_judge_plan(args, checklist, data_path, out).summary())
         return ExitCode.OK
     check_output_path(out, data_path, checklist_path)
     if args.calibration != "none" and args.samples > 1:
@@ -325,127 +381,88 @@ def cmd_judge(args: argparse.Namespace) -> int:
         raise InputError("--concurrency: give it or --threads, not both (--concurrency counts requests across rows and questions)")
     lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
-    judge = _judge_of(args)
-    row_threads, question_threads = _parallelism(args, lm, checklist)
-    judge.threads = question_threads
+    judge = _judge_of(args, lm.model)
+    plan = parallelism(lm, sum(q.verifier is None for q in checklist.questions), concurrency=args.concurrency, threads=args.threads)
     fingerprint = {
         "data": file_digest(data_path),
         "checklist": digest(checklist.model_dump_json()),
         "judge": judge.spec().model_dump_json(),
         "lm": lm_identity(lm),  # with the sampling settings (--temperature, --max-tokens) the spec leaves out
     }
-    finished = _finished_rows(out) if open_for_resume(out, fingerprint, args.overwrite) else {}
-    todo = [(n, r) for n, r in rows if n not in finished]
+    finished = _finished_rows(out) if open_for_resume(out, fingerprint, args.overwrite) else set()
+    todo = rows - sum(1 for n, _ in _data_rows(data_path, args.limit) if n in finished) if finished else rows
     if finished:
-        console.print(f"resuming: {len(finished)} complete row(s) kept in {out}, {len(todo)} to judge")
-
-    tracked = list(LINEAGE_KEYS) if _has_qworld_lineage(checklist) else []
-
-    def judge_row(item: tuple[int, dict]) -> Scorecard:
-        _, row = item
-        return judge(input=row["input"], output=row["output"], checklist=checklist)
+        console.print(f"resuming: {len(finished)} complete row(s) kept in {out}, {todo} to judge")
 
     spent, written, stopped = Cost(), 0, None
     try:
-        for (number, row), (card, cost) in zip(todo, metered_map(judge_row, todo, "judging", threads=row_threads, meter=meter, kind="row", what="row(s)")):
-            result = {"line": number, "complete": card.complete, "scorecard": card.model_dump(mode="json"), "usage": cost.model_dump(mode="json")}
-            if not row["output"].strip():
-                result["empty_output"] = True  # judged like any other, but flagged: an empty output is rarely meant
-            if tracked:  # beside the scorecard: its score per Qworld perspective and scenario
-                result["lineage_scores"] = {key: lineage_scores(checklist, card, key) for key in tracked}
-            append_jsonl(out, {**row, OURS: result})
-            spent, written = spent + cost, written + 1
+        stream = ((n, row) for n, row in _data_rows(data_path, args.limit) if n not in finished)
+        for row, result in judge_rows(judge, checklist, stream, total=todo, plan=plan, meter=meter):
+            append_jsonl(out, result.row(row))
+            spent, written = spent + result.usage, written + 1
     except BudgetExhausted as exc:
         stopped = exc
-    judged = [obj[OURS] for _, obj in read_jsonl(out)] if out.exists() else []
-    cards = [Scorecard.model_validate(ours["scorecard"]) for ours in judged]
-    if cards:
-        _print_means(checklist, cards)
-        _print_failures(checklist, [ours["line"] for ours in judged], cards)
-    for key in tracked if cards else []:
-        _print_lineage_means(checklist, cards, key)
-    incomplete = sum(not card.complete for card in cards)
-    unread = sum(NO_P_YES in v.explanation for card in cards for v in card.verdicts)
-    if unread:
-        console.print(f"{unread} verdict(s) without P(yes) (the LM sent no logprobs): scored by their answers, marked in each explanation", style="yellow")
+    summary = JudgedSummary(checklist, NO_P_YES)
+    for _, obj in read_jsonl(out) if out.exists() else ():
+        summary.add(JudgeResult.model_validate(obj[JUDGE_KEY]))
+    if summary.rows:
+        _print_means(checklist, summary)
+        _print_failures(summary)
+    for key in summary.tracked if summary.rows else []:
+        _print_lineage_means(summary, key)
+    if summary.unread:
+        console.print(f"{summary.unread} verdict(s) without P(yes) (the LM sent no logprobs): scored by their answers, marked in each explanation", style="yellow")
     shown.print(f"wrote {written} row(s) to {out}" if todo else f"nothing to judge: {out} is complete")
-    empty = [ours["line"] for ours in judged if ours.get("empty_output")]
-    if empty:
-        console.print(f"{len(empty)} row(s) have an empty output (data line(s) {_lines(empty)}): judged like any other, flagged 'empty_output'", style="yellow")
+    if summary.empty_lines:
+        console.print(f"{len(summary.empty_lines)} row(s) have an empty output (data line(s) {_lines(summary.empty_lines)}): judged like any other, flagged 'empty_output'", style="yellow")
     console.print(f"cost: {spent.summary(unknown_price=not runtime_priced(lm.model))}")
     if stopped is not None:
         raise stopped
-    if incomplete:
-        console.print(f"{incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again", style="yellow")
+    if summary.incomplete:
+        console.print(f"{summary.incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 
 
-def _judge_plan(args: argparse.Namespace, checklist: Checklist, rows: list[tuple[int, dict[str, Any]]], out: Path) -> Plan:
+def _judge_plan(args: argparse.Namespace, checklist: Checklist, data_path: Path, out: Path) -> Plan:
     """The judge's LM work on the rows a run would judge (complete rows of earlier output are kept): every LM
     question of every row, ``--samples`` times, plus its content-free prior under calibration."""
     from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
+    from bineval_dspy.judges.rows import JUDGE_KEY
     from bineval_dspy.lm.estimate import Plan, completion_limit, formatted, message_tokens, token_counter
     from bineval_dspy.lm.specs import DEFAULT_LM
 
-    judge = _judge_of(args)
     spec = args.lm or DEFAULT_LM
+    judge = _judge_of(args, spec)
     count, exact = token_counter(spec)
-    kept = {n for n, obj in read_jsonl(out, torn_tail=True) if isinstance(obj.get(OURS), dict) and obj[OURS].get("complete")} if out.exists() and not args.overwrite else set()
-    todo = [row for n, row in rows if n not in kept]
+    kept = {obj[JUDGE_KEY]["line"] for n, obj in read_jsonl(out, torn_tail=True) if isinstance(obj.get(JUDGE_KEY), dict) and obj[JUDGE_KEY].get("complete")} if out.exists() and not args.overwrite else set()
     asked = [q for q in checklist.questions if q.verifier is None]
     predictor = judge.named_predictors()[0][1]
-    calls = tokens = 0
-    for row in todo:
+    rows = calls = tokens = 0
+    for n, row in _data_rows(data_path, args.limit):
+        if n in kept:
+            continue
+        rows += 1
         for q in asked:
             prompt = message_tokens(count, formatted(predictor, judge.adapter, {"input": row["input"], "output": row["output"], "question": q.text}))
             calls, tokens = calls + judge.samples, tokens + judge.samples * prompt
             if judge.calibration == "content_free":
                 prior = formatted(predictor, judge.adapter, {"input": row["input"], "output": CONTENT_FREE_OUTPUT, "question": q.text})
                 calls, tokens = calls + 1, tokens + message_tokens(count, prior)
-    what = f"judge {len(todo)} row(s) x {len(asked)} LM question(s)" + (f" ({len(kept)} complete row(s) of {out} kept)" if kept else "")
+    what = f"judge {rows} row(s) x {len(asked)} LM question(s)" + (f" ({len(kept)} complete row(s) of {out} kept)" if kept else "")
     return Plan(what, calls, tokens, args.lm_max_tokens or completion_limit(), exact, spec, args.api_base)
 
 
-def _parallelism(args: argparse.Namespace, lm: Any, checklist: Checklist) -> tuple[int, int | None]:
-    """Rows judged at once and questions of a row asked at once. ``--threads T``: T rows and T questions of each.
-    ``--concurrency N`` (remote LMs): enough rows that N requests are in flight across rows and questions, the
-    engine capping the requests open at N; twice as many rows as fill N, since rows are saved in input order and
-    a slow row would otherwise hold the others' slots. The embedded model batches one row's questions instead."""
-    from bineval_dspy.lm.runtime import effective_threads
-    from bineval_dspy.lm.specs import is_local
-
-    if is_local(lm):
-        effective_threads(lm, args.concurrency or args.threads or DEFAULT_THREADS, args.concurrency is not None or args.threads is not None)
-        return 1, None  # in-process: one batch per output
-    if args.concurrency is None:
-        threads = args.threads or DEFAULT_THREADS
-        return threads, threads
-    most = args.concurrency
-    asked = max(1, sum(q.verifier is None for q in checklist.questions))  # the questions a row sends to the LM
-    limit = getattr(getattr(lm, "engine", None), "limit_in_flight", None)
-    if callable(limit):  # our engine (a server at --api-base) holds the cap
-        limit(most)
-        return 2 * math.ceil(most / asked), min(most, asked)
-    return max(1, most // asked), min(most, asked)  # no engine cap: never more than N open
-
-
-def _print_means(checklist: Checklist, cards: list[Scorecard]) -> None:
-    table = Table(title=f"mean scores over {len(cards)} row(s)")
+def _print_means(checklist: Checklist, summary: JudgedSummary) -> None:
+    table = Table(title=f"mean scores over {summary.rows} row(s)")
     dims = [*checklist.by_dimension(), "overall"]
     for d in dims:
         table.add_column(d, justify="right")
     table.add_column("unanswered", justify="right")
-    means = []
-    for d in dims:
-        values = [c.overall if d == "overall" else c.dimension_scores.get(d) for c in cards]
-        known = [v for v in values if v is not None]
-        means.append(_fmt(sum(known) / len(known)) if known else "n/a")
-    table.add_row(*means, str(sum(c.unanswered for c in cards)))
+    table.add_row(*[_fmt(summary.mean(d)) for d in dims], str(summary.unanswered))
     shown.print(table)
-    scored = sum(c.overall is not None for c in cards)
-    if scored < len(cards):
-        console.print(f"means over the {scored} of {len(cards)} row(s) that have a score", style="yellow")
+    if summary.scored < summary.rows:
+        console.print(f"means over the {summary.scored} of {summary.rows} row(s) that have a score", style="yellow")
 
 
 def runtime_priced(model: str) -> bool:
@@ -460,59 +477,35 @@ def _lines(numbers: list[int], most: int = 5) -> str:
     return shown + (f" and {len(numbers) - most} more" if len(numbers) > most else "")
 
 
-def _failed(question: Question, verdict: Verdict) -> bool:
-    """A requirement missed: 'no' to a requirement, 'yes' to a penalized flaw (negative weight)."""
-    return verdict.answer == ("yes" if question.weight < 0 else "no")
-
-
-MOST_FAILED = 5  # rows and questions listed after the means
-
-
-def _print_failures(checklist: Checklist, lines: list[int], cards: list[Scorecard]) -> None:
+def _print_failures(summary: JudgedSummary) -> None:
     """The rows that failed the most questions and the questions failed by the most rows: where to look first."""
-    per_row = [(line, sum(_failed(q, v) for q, v in join(checklist, card.verdicts))) for line, card in zip(lines, cards)]
-    worst = sorted((pair for pair in per_row if pair[1]), key=lambda pair: -pair[1])[:MOST_FAILED]
-    if not worst:
-        shown.print(f"no question failed in {len(cards)} row(s)")
+    if not summary.worst:
+        shown.print(f"no question failed in {summary.rows} row(s)")
         return
-    shown.print(f"rows that failed most (data line: failed questions): {', '.join(f'{line}: {n}' for line, n in worst)}")
-    counts = {q.id: 0 for q in checklist.questions}
-    for card in cards:
-        for q, v in join(checklist, card.verdicts):
-            counts[q.id] += _failed(q, v)
+    shown.print(f"rows that failed most (data line: failed questions): {', '.join(f'{line}: {n}' for line, n in summary.worst)}")
     table = Table(title="questions that failed most")
     table.add_column("failed", justify="right")
     table.add_column("dimension", style="cyan")
     table.add_column("question")
-    for q in sorted(checklist.questions, key=lambda q: -counts[q.id])[:MOST_FAILED]:
-        if counts[q.id]:
-            table.add_row(f"{counts[q.id]}/{len(cards)}", q.dimension, q.text)
+    for q, failed in summary.most_failed_questions():
+        table.add_row(f"{failed}/{summary.rows}", q.dimension, q.text)
     shown.print(table)
 
 
-LINEAGE_KEYS = ("perspective", "scenario")  # what a Qworld criterion's lineage names, reported in that order
-
-
-def _has_qworld_lineage(checklist: Checklist) -> bool:
-    return any("perspective" in q.lineage and "scenario" in q.lineage for q in checklist.questions)
-
-
-def _print_lineage_means(checklist: Checklist, cards: list[Scorecard], key: str) -> None:
+def _print_lineage_means(summary: JudgedSummary, key: str) -> None:
     """Mean score per perspective (or scenario) over the rows, with its name and how many questions it has."""
     names: dict[str, str] = {}
     sizes: dict[str, int] = {}
-    for q in checklist.questions:
+    for q in summary.checklist.questions:
         if key in q.lineage:
             value = q.lineage[key]
             names.setdefault(value, q.lineage.get(f"{key}_text", ""))
             sizes[value] = sizes.get(value, 0) + 1
-    table = Table(title=f"mean scores per {key} over {len(cards)} row(s)")
+    table = Table(title=f"mean scores per {key} over {summary.rows} row(s)")
     for column in (key, "name", "questions", "score"):
         table.add_column(column, justify="right" if column in ("questions", "score") else "left")
-    per_card = [lineage_scores(checklist, card, key) for card in cards]
     for value, name in names.items():
-        known = [s for scores in per_card if (s := scores.get(value)) is not None]
-        table.add_row(value, name, str(sizes[value]), _fmt(sum(known) / len(known)) if known else "n/a")
+        table.add_row(value, name, str(sizes[value]), _fmt(summary.lineage_mean(key, value)))
     shown.print(table)
 
 
@@ -532,7 +525,15 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
 
     checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")
     checklist.add_argument("--task", required=True, help="the task text, or @FILE")
-    checklist.add_argument("--method", choices=CHECKLIST_METHODS, default="bineval", help="bineval (two steps), tick (2-8 questions) or qworld (expansion tree)")
+    checklist.add_argument(
+        "--method", "--writer", dest="method", default="bineval", metavar="NAME",
+        help=f"bineval (two steps), tick (2-8 questions), qworld (expansion tree), a published template ({', '.join(CHECKLIST_METHODS[3:])}; docs/checklist_methods.md) or one from --writer-file",
+    )
+    checklist.add_argument("--writer-file", metavar="FILE", help="TOML or JSON of template writers ([[templates]]: name, steps with prompt and schema) to choose from")
+    checklist.add_argument("--reference", help="template writers: a reference answer, or @FILE (rocketeval)")
+    checklist.add_argument("--candidates", metavar="FILE", help="template writers: JSONL of sampled responses, field 'output' (rlcf-contrastive)")
+    checklist.add_argument("--observations", metavar="FILE", help="template writers: JSONL of feedback notes, field 'text' (feedback)")
+    checklist.add_argument("--definitions", metavar="FILE", help="template writers: a JSON object of dimension -> definition (checkeval)")
     checklist.add_argument("--dimensions", help="comma-separated dimensions (default: bineval chooses them; tick and qworld use one)")
     checklist.add_argument("--max-questions", type=count(1), default=None, help="most questions (bineval 24, tick 8, qworld 60 criteria)")
     for name, rounds in zip(QWORLD_FLAGS, ("scenarios (default 3)", "perspectives (default 4)", "criteria (default 0)")):

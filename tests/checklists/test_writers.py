@@ -72,7 +72,7 @@ def test_tick_writer_routes_grounded_questions_to_code():
 
 
 def test_make_writer_builds_each_method_with_its_params():
-    assert METHODS == ("bineval", "tick", "qworld")
+    assert METHODS == ("bineval", "tick", "qworld", "checkeval", "rocketeval", "rlcf", "rlcf-contrastive", "feedback")
     for method in METHODS:
         assert isinstance(make_writer(method), ChecklistWriter)
     bineval = make_writer("bineval", max_questions=5, questions_per_requirement=2, code_checks=False)
@@ -91,7 +91,8 @@ def test_make_writer_builds_each_method_with_its_params():
 @pytest.mark.parametrize(
     "method, params, message",
     [
-        ("gepa", {}, "method: unknown checklist method 'gepa' (choose from bineval, tick, qworld)"),
+        ("gepa", {}, "method: unknown checklist method 'gepa' (choose from bineval, tick, qworld, checkeval, rocketeval, rlcf, rlcf-contrastive, feedback)"),
+        ("checkeval", {"definitions": "x"}, "checkeval writer: field 'definitions': Input should be a valid dictionary"),
         ("tick", {"w1": 2}, "tick writer: field 'w1': not a parameter of this method"),
         ("qworld", {"w1": -1}, "qworld writer: field 'w1': Input should be greater than or equal to 0"),
         ("qworld", {"threshold": "high"}, "qworld writer: field 'threshold': Input should be a valid number"),

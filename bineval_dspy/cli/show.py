@@ -97,7 +97,8 @@ def _estimate(e: Estimate) -> str:
 
 
 def show_meta(run: MetaRun) -> None:
-    """Spearman with the humans (both levels, with intervals), where scores lie on their scale, questions' yes rates."""
+    """Spearman with the humans (all three levels, with intervals), each method's system ranks beside the humans', where
+    scores lie on their scale, questions' yes rates."""
     from bineval_dspy.report.html import number
     from bineval_dspy.report.stats import method_rates, spreads
 
@@ -113,6 +114,12 @@ def show_meta(run: MetaRun) -> None:
         console.print(table)
     else:
         _say("no results.csv yet (the run has not finished): no correlations")
+    for ranking in run.rankings:
+        names = list(ranking.methods)
+        table = _table(f"system ranks on {ranking.dimension} (1 = highest mean)", "system", "human", *names, left=("system",), wrap=tuple(names))
+        for system, (mean, rank) in ranking.human.items():
+            _row(table, system, f"{rank} ({mean:.2f})", *[ranks[system][1] if system in ranks else "-" for ranks in ranking.methods.values()])
+        console.print(table)
     table = _table("scores on their scale: share at the top (the ceiling effect)", "dimension", "source", "scale", "mean", "distinct", "at top", left=("dimension", "source"), wrap=("dimension", "source"))
     for dim in run.dimensions:
         for k, s in enumerate(spreads(run, dim)):

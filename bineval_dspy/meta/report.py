@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
 from pathlib import Path
 
 from bineval_dspy.core.jsonio import write_json
@@ -112,31 +113,47 @@ def markdown(results: MetaEvalResults) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ranks(means: dict[str, float]) -> dict[str, int]:
-    """1 for the highest mean; tied systems share the better rank."""
+@dataclass(frozen=True)
+class SystemRanking:
+    """One dimension's systems in the humans' order, each with the humans' and every method's mean score and rank:
+    the columns the system level correlates, shown so a reader sees which systems a method misplaces."""
+
+    dimension: str
+    human: dict[str, tuple[float, int]]  # system -> (mean, rank), 1 = highest; in the humans' order
+    methods: dict[str, dict[str, tuple[float, int]]]  # method -> system -> (mean, rank); a system it did not score is absent
+
+
+def _ranked(means: dict[str, float]) -> dict[str, tuple[float, int]]:
+    """Each system's mean and rank (1 for the highest; tied systems share the better rank)."""
     ordered = sorted(means.values(), reverse=True)
-    return {system: ordered.index(value) + 1 for system, value in means.items()}
+    return {system: (value, ordered.index(value) + 1) for system, value in means.items()}
+
+
+def system_rankings(results: MetaEvalResults) -> list[SystemRanking]:
+    """Per dimension with at least two systems, the humans' ranking and every method's that scored two or more of
+    them (nothing for a run of one system, such as QAGS)."""
+    rankings = []
+    for dim in results.dimensions:
+        human = _ranked(results.human_system_means.get(dim, {}))
+        if len(human) < 2:
+            continue
+        order = sorted(human, key=lambda system: (human[system][1], system))
+        scored = {m.name: _ranked(m.system_means[dim]) for m in results.methods if len(m.system_means.get(dim, {})) >= 2}
+        rankings.append(SystemRanking(dimension=dim, human={system: human[system] for system in order}, methods=scored))
+    return rankings
 
 
 def _rankings(results: MetaEvalResults) -> list[str]:
-    """Per dimension, every system's mean human score and each method's mean score, with ranks: what the system
-    level correlates (nothing where the run has fewer than two systems)."""
+    """The ``System rankings`` section of ``results.md``: one table per dimension, systems in the humans' order."""
     lines: list[str] = []
-    for dim in results.dimensions:
-        human = results.human_system_means.get(dim, {})
-        if len(human) < 2:
-            continue
-        scored = [m for m in results.methods if len(m.system_means.get(dim, {})) >= 2]
-        ranks = {m.name: _ranks(m.system_means[dim]) for m in scored}
-        human_ranks = _ranks(human)
+    for ranking in system_rankings(results):
         rows = []
-        for system in sorted(human, key=lambda name: human_ranks[name]):
-            cells = [f"{human[system]:.3f} ({human_ranks[system]})"]
-            for m in scored:
-                value = m.system_means[dim].get(system)
-                cells.append("-" if value is None else f"{value:.3f} ({ranks[m.name][system]})")
+        for system, (mean, rank) in ranking.human.items():
+            cells = [f"{mean:.3f} ({rank})"]
+            for ranks in ranking.methods.values():
+                cells.append(f"{ranks[system][0]:.3f} ({ranks[system][1]})" if system in ranks else "-")
             rows.append([system, *cells])
-        lines += ["", f"### {dim}", "", _markdown_table(["system", "human", *[m.name for m in scored]], rows)]
+        lines += ["", f"### {ranking.dimension}", "", _markdown_table(["system", "human", *ranking.methods], rows)]
     if lines:
         head = (
             "Each system's mean score (its rank, 1 = highest) over its outputs, for the humans and each method, by "

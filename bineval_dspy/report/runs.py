@@ -29,7 +29,8 @@ from bineval_dspy.core.jsonio import describe_validation_error, load_model, read
 from bineval_dspy.core.schema import Scorecard, Verdict
 from bineval_dspy.experiment.runner import ExperimentResults
 from bineval_dspy.meta.correlation import LEVELS, MIN_SUMMARY_DOCUMENTS, STATISTICS, Estimate, LevelCorrelation
-from bineval_dspy.meta.runner import SCORES_FILE, OutputScore
+from bineval_dspy.meta.report import SystemRanking, system_rankings
+from bineval_dspy.meta.runner import SCORES_FILE, MetaEvalResults, OutputScore
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.results import RESULTS_FILE as OPTIMIZE_RESULTS_FILE
 from bineval_dspy.optimize.results import RunResults
@@ -38,6 +39,7 @@ from bineval_dspy.tune.report import RESULTS_FILE, TuneResults
 Kind = Literal["judge", "meta", "optimizer", "analysis", "tune", "experiment"]
 ANALYSIS_FILES = {"phi": "phi.json", "pruning": "pruning.json", "weights": "weights.json"}
 META_RESULTS = "results.csv"
+META_RESULTS_JSON = "results.json"  # the same results with each system's means, for the rankings
 
 # A cost block flattened to its numeric leaves ("lm_calls", "tokens", "usd", "by_model.gpt.usd", ...): the report
 # shows whatever the block holds, so it needs no schema, and blocks of many rows add up key by key.
@@ -143,6 +145,7 @@ class MetaRun:
     human_range: dict[str, tuple[float, float]]  # dimension -> lowest and highest human score in the whole dataset
     dataset: str | None = None
     lm: str | None = None
+    rankings: list[SystemRanking] = field(default_factory=list)  # from results.json; empty before it is written
     kind: Kind = "meta"
 
     @property
@@ -403,6 +406,8 @@ def load_meta(folder: Path, scores_file: Path | None = None, config: Path | None
         ids = {s.id for s in scores}
         human = {oid: values for oid, values in reference.scores.items() if oid in ids}
     dataset = _recorded_object(recorded, "dataset").get("kind")
+    full = folder / META_RESULTS_JSON
+    rankings = system_rankings(load_model(full, MetaEvalResults)) if full.is_file() else []
     return MetaRun(
         source=folder,
         scores=scores,
@@ -414,6 +419,7 @@ def load_meta(folder: Path, scores_file: Path | None = None, config: Path | None
         human_range=span,
         dataset=str(dataset) if dataset is not None else None,
         lm=recorded.get("lm"),
+        rankings=rankings,
     )
 
 

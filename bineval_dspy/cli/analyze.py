@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from bineval_dspy.cli.defaults import ALPHA, COVERAGE_THRESHOLD, DEFAULT_THREADS, FOLDS, MIN_PAIRS, PHI_THRESHOLD
-from bineval_dspy.cli.options import add_overwrite_option, count, refuse_replacing
+from bineval_dspy.cli.options import add_overwrite_option, count, lm_options, refuse_replacing
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.jsonio import check_output_path, load_model, write_json
@@ -236,7 +236,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     if args.match == "llm":
         if args.threshold is not None:
             raise InputError("--threshold: only for --match embedding (the LM decides each pair)")
-        lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
+        lm = runtime.configure(lm_options(args), args.cache_dir)
         matcher = LLMMatcher(threads=effective_threads(lm, args.threads or DEFAULT_THREADS, args.threads is not None))
         threshold = None
     else:

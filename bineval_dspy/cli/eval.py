@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bineval_dspy.cli.options import add_dry_run_option, add_example_option
+from bineval_dspy.cli.options import add_dry_run_option, add_example_option, lm_options
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
@@ -34,7 +34,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.dry_run:
         shown.print(_plan(config, rows, checklist, args.api_base).summary())
         return ExitCode.OK
-    judge_lm = runtime.configure(runtime.lm_options(args, spec=config.judge_lm, source=f"{config.source}: field 'judge_lm' ="), args.cache_dir or config.run_dir / "cache")
+    judge_lm = runtime.configure(lm_options(args, spec=config.judge_lm, source=f"{config.source}: field 'judge_lm' ="), args.cache_dir or config.run_dir / "cache")
     columns: dict[str, dict[str, Cell]] = {}
     spent: dict[str, Cost] = {}
     for name, prompt, lm_spec in config.columns():

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm
+from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm, lm_options
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
@@ -58,7 +58,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         shown.print(experiment_plan(config, config.lm, args.api_base).summary())
         return ExitCode.OK
     cache = args.cache_dir or config.run_dir / "cache"
-    lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), cache)
+    lm = runtime.configure(lm_options(args, spec=config.lm, source=source), cache)
     results = run_experiment(config, lm, say=console.print)
     print(markdown(results))  # the table, on stdout
     console.print(f"wrote {RESULTS_FILE} and {TABLE_FILE} in {config.run_dir}")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from bineval_dspy.cli.defaults import DEFAULT_THREADS, GENERATE_MAX_TOKENS
-from bineval_dspy.cli.options import add_budget_options, add_dry_run_option, budget_meter, count
+from bineval_dspy.cli.options import add_budget_options, add_dry_run_option, budget_meter, count, lm_options
 from bineval_dspy.cli.splits import add_split_option, split_rows
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode, InputError
@@ -128,7 +128,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     check_output_path(out, suite_path, *([Path(args.instructions)] if args.instructions else []))
     if out.exists():
         _earlier_records(out)  # a malformed output file is reported before any LM is loaded
-    lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
+    lm = runtime.configure(lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
     program = _program(args, instructions)
     judge = hybrid_judge(args.mode) if (args.refine or args.best_of > 1) else None

@@ -18,6 +18,7 @@ from bineval_dspy.cli.options import (
     add_overwrite_option,
     budget_meter,
     count,
+    lm_options,
     refuse_replacing,
 )
 from bineval_dspy.core.console import console, shown
@@ -99,7 +100,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.output)
     check_output_path(out)
     refuse_replacing(out, args.overwrite)
-    lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
+    lm = runtime.configure(lm_options(args), args.cache_dir)
     console.print(styled(("Task:", "bold"), f" {example['task']}"))
     writing = Cost()
     if args.write_checklist:
@@ -218,7 +219,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
 
         load_templates(Path(args.writer_file))
     writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
-    lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
+    lm = runtime.configure(lm_options(args), args.cache_dir)
     minimum = promised_minimum(writer, dims)
     failures: list[tuple[int, RunError]] = []
     with console.status(f"writing the checklist ({args.method})"):
@@ -379,7 +380,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
     if args.concurrency is not None and args.threads is not None:
         raise InputError("--concurrency: give it or --threads, not both (--concurrency counts requests across rows and questions)")
-    lm = runtime.configure(runtime.lm_options(args), args.cache_dir)
+    lm = runtime.configure(lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
     judge = _judge_of(args, lm.model)
     plan = parallelism(lm, sum(q.verifier is None for q in checklist.questions), concurrency=args.concurrency, threads=args.threads)

@@ -14,6 +14,7 @@ from bineval_dspy.cli.options import (
     budget_meter,
     command_line_lm,
     count,
+    lm_options,
 )
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
@@ -38,7 +39,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
 
         shown.print(meta_plan(config, config.lm, args.api_base).summary())
         return ExitCode.OK
-    lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir) if config.uses_lm else None
+    lm = runtime.configure(lm_options(args, spec=config.lm, source=source), args.cache_dir) if config.uses_lm else None
     models = [m.lm or lm.model for m in config.methods if m.uses_lm] if lm is not None else []
     meter = budget_meter(args, models)
     try:

@@ -11,6 +11,7 @@ from bineval_dspy.cli.options import (
     add_example_option,
     budget_meter,
     command_line_lm,
+    lm_options,
 )
 from bineval_dspy.core.console import console, results_on_stdout, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
@@ -32,7 +33,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
         shown.print(optimize_plan(config, config.lm, args.api_base).summary())
         return ExitCode.OK
-    lm = runtime.configure(runtime.lm_options(args, spec=config.lm, source=source), args.cache_dir)
+    lm = runtime.configure(lm_options(args, spec=config.lm, source=source), args.cache_dir)
     meter = budget_meter(args, [lm.model, *(spec for spec in (config.lesson_lm, config.reference.lm) if spec)])
     student, optimizer, (train, val, test) = build(config, progress=True)
     optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -15,6 +16,7 @@ from bineval_dspy.core.errors import InputError
 
 if TYPE_CHECKING:
     from bineval_dspy.lm.budget import Budget, BudgetMeter
+    from bineval_dspy.lm.runtime import LMOptions
 
 
 def count(minimum: int) -> Callable[[str], int]:
@@ -127,3 +129,28 @@ def command_line_lm(args: argparse.Namespace, config: Config) -> tuple[Config, s
         return config, source
     console.print(f"--lm {args.lm} replaces lm = {current!r} of {getattr(config, 'source', '')}")
     return config.model_copy(update={"lm": args.lm}), "--lm"
+
+
+def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = "--lm") -> LMOptions:
+    """The LM options of a parsed command line; ``spec`` (a run config's LM, from ``source``) stands in for ``--lm``."""
+    from bineval_dspy.lm.runtime import LMOptions
+    from bineval_dspy.lm.specs import DEFAULT_LM
+
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if api_key is None:
+            raise InputError(f"--api-key-env {args.api_key_env}: environment variable {args.api_key_env} is not set")
+    if args.lm is not None and not args.lm.strip():
+        raise InputError("--lm: empty; name a model (smollm2, gemma3-270m, a .gguf path or a LiteLLM string) or leave it out")
+    return LMOptions(
+        spec=spec or args.lm or DEFAULT_LM,
+        api_base=args.api_base,
+        api_key=api_key,
+        temperature=args.temperature,
+        timeout=args.timeout,
+        max_tokens=getattr(args, "lm_max_tokens", None),  # only ``judge`` has it; ``generate`` limits per response
+        rpm=getattr(args, "rpm", None),
+        tpm=getattr(args, "tpm", None),
+        source=source,
+    )

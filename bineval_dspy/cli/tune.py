@@ -6,7 +6,14 @@ import argparse
 import os
 from pathlib import Path
 
-from bineval_dspy.cli.options import add_budget_options, add_dry_run_option, add_example_option, budget_of, count
+from bineval_dspy.cli.options import (
+    add_budget_options,
+    add_dry_run_option,
+    add_example_option,
+    budget_of,
+    count,
+    lm_options,
+)
 from bineval_dspy.core.console import console, results_on_stdout, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
@@ -21,13 +28,12 @@ def _study_cache(given: Path | None) -> Path | None:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     """Run trials until the study has its count (this process, or ``--workers`` processes), then report it."""
-    from bineval_dspy.lm import runtime
     from bineval_dspy.lm.budget import BudgetMeter
     from bineval_dspy.tune.report import collect, print_best, write_results
     from bineval_dspy.tune.study import open_study, prepare, run_workers, work
 
     path = Path(args.config)
-    options = runtime.lm_options(args)
+    options = lm_options(args)
     cache_dir = _study_cache(args.cache_dir)
     budget = budget_of(args)
     tuning = prepare(path, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, priced=budget.max_cost is not None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
@@ -25,7 +24,7 @@ def default_cache_dir() -> Path:
 
 
 class LMOptions(BaseModel):
-    """The LM options the commands share, from the command line (``lm_options``) to ``make_lm``; None: its default."""
+    """The LM options the commands share, from the command line (``cli.options.lm_options``) to ``make_lm``; None: its default."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -38,28 +37,6 @@ class LMOptions(BaseModel):
     rpm: float | None = None  # client-side limits for a server at api_base (lm.retry.RateLimiter)
     tpm: float | None = None
     source: str = "--lm"  # where the spec came from, for error messages
-
-
-def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = "--lm") -> LMOptions:
-    """The LM options of a parsed command line; ``spec`` (a run config's LM, from ``source``) stands in for ``--lm``."""
-    api_key = None
-    if args.api_key_env:
-        api_key = os.environ.get(args.api_key_env)
-        if api_key is None:
-            raise InputError(f"--api-key-env {args.api_key_env}: environment variable {args.api_key_env} is not set")
-    if args.lm is not None and not args.lm.strip():
-        raise InputError("--lm: empty; name a model (smollm2, gemma3-270m, a .gguf path or a LiteLLM string) or leave it out")
-    return LMOptions(
-        spec=spec or args.lm or DEFAULT_LM,
-        api_base=args.api_base,
-        api_key=api_key,
-        temperature=args.temperature,
-        timeout=args.timeout,
-        max_tokens=getattr(args, "lm_max_tokens", None),  # only ``judge`` has it; ``generate`` limits per response
-        rpm=getattr(args, "rpm", None),
-        tpm=getattr(args, "tpm", None),
-        source=source,
-    )
 
 
 def configure(options: LMOptions | str | None = None, cache_dir: Path | None = None) -> dspy.LM:

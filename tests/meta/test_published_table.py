@@ -3,9 +3,10 @@ of G-Eval, Liu et al. 2023) and QAGS's (UniEval's table), from the ROUGE scores 
 ``data/`` (numbers only).
 
 SummEval's published values were on 100 articles; the shared data holds 80 of them, so a row can differ by sampling alone
-(about 0.01 for these correlations): the target is 0.02 per cell, the issue's. The values here are the ones the
-issue quotes for ROUGE-L and the same table's ROUGE-1 and ROUGE-2 rows, and QAGS's all three; none was checked against a paper's
-text in this session (no access to it).
+(about 0.01 for these correlations): the target is 0.02 per cell, the issue's. Every SummEval value here (30) and
+QAGS's ROUGE-2 and ROUGE-L rows (12) were checked against the text of G-Eval's EMNLP 2023 version (Table 1 and Table 3,
+Proceedings pages 2514 and 2516): they agree digit for digit. QAGS's ROUGE-1 row is not in G-Eval's Table 3 (it is
+UniEval's own table) and was not found: those 6 values are unconfirmed (experiments/README.md).
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def test_the_rouge_method_gives_the_stored_scores_on_two_fixed_articles(method):
     assert got == pytest.approx(expected, abs=1e-6)
 
 
-# QAGS, dataset level (Spearman, Kendall, Pearson): UniEval's table as recalled (not confirmed), and the harness's values
+# QAGS, dataset level (Spearman, Kendall, Pearson): ROUGE-2 and ROUGE-L as G-Eval's Table 3 prints them (its columns
+# are r, rho, tau), ROUGE-1 from UniEval's table as recalled (not confirmed); and the harness's values
 QAGS = Path(__file__).parent / "data" / "qags_rouge_scores.json"
 QAGS_PUBLISHED = {
     "cnndm": {"rouge-1": (0.318, 0.248, 0.338), "rouge-2": (0.418, 0.333, 0.459), "rouge-l": (0.324, 0.254, 0.357)},

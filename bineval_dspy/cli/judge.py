@@ -333,7 +333,7 @@ def _ends_whole(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-JUDGE_FLAGS = {"cot": False, "samples": 1, "probability": False, "partial": False, "explanations": "all", "calibration": "none"}
+JUDGE_FLAGS = {"cot": False, "samples": 1, "probability": False, "partial": False, "explanations": "all", "calibration": "none", "scoring": "per_question"}
 
 
 def _judge_of(args: argparse.Namespace, model: str) -> BinaryJudge:
@@ -346,7 +346,7 @@ def _judge_of(args: argparse.Namespace, model: str) -> BinaryJudge:
     if not args.program:
         return BinaryJudge.from_spec(JudgeSpec(
             model=model, chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial,
-            explanations=args.explanations, calibration=args.calibration,
+            explanations=args.explanations, calibration=args.calibration, scoring=args.scoring,
         ))
     changed = [name for name, default in JUDGE_FLAGS.items() if getattr(args, name) != default]
     if changed:
@@ -554,6 +554,10 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     judge.add_argument("--calibration", choices=("none", "content_free"), default="none", help=CALIBRATION_HELP)
     judge.add_argument("--max-tokens", dest="lm_max_tokens", type=count(1), metavar="N", help="token limit per verdict (default 256)")
     judge.add_argument("--partial", action="store_true", help="score dimensions over answered questions only")
+    judge.add_argument(
+        "--scoring", choices=("per_question", "batch"), default="per_question",
+        help="one LM call per question (default), or all of an output's questions in one call (a missing verdict is unanswered)",
+    )
     judge.add_argument(
         "--explanations",
         choices=("all", "failures", "none"),

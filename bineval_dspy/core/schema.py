@@ -129,6 +129,7 @@ class JudgeSpec(BaseModel):
     explanations: Literal["all", "failures", "none"] = "all"
     calibration: Literal["none", "content_free"] = "none"
     thresholds: dict[str, float] = Field(default_factory=dict)  # per-dimension P(yes) decision thresholds
+    scoring: Literal["per_question", "batch"] = "per_question"  # one call per question, or one per output
 
 
 class Scorecard(BaseModel):

@@ -1,4 +1,5 @@
-"""BinaryJudge: answer every checklist question independently, one LM call per question.
+"""BinaryJudge: answer every checklist question independently, one LM call per question (or, with
+``scoring="batch"``, all questions of one output in one call: ``judges.batch``).
 
 The shared context (input, output) precedes the question in every prompt, so an in-process
 model reuses its KV cache across the questions of one output. A question with a code
@@ -25,6 +26,7 @@ from bineval_dspy.core.console import in_caller_context
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import met, score
+from bineval_dspy.judges import batch
 from bineval_dspy.judges.base import CodeRouter
 from bineval_dspy.judges.code import make_code_router
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
@@ -54,6 +56,7 @@ class AnswerQuestion(dspy.Signature):
 
 Explanations = Literal["all", "failures", "none"]
 Calibration = Literal["none", "content_free"]
+Scoring = Literal["per_question", "batch"]
 # What the judge sees in place of the output when it measures its own bias for a question (contextual calibration,
 # Zhao et al. 2021): an output with no content, so whatever P(yes) it gets is the question's prior, not evidence.
 CONTENT_FREE_OUTPUT = "N/A"
@@ -114,7 +117,9 @@ class BinaryJudge(dspy.Module):
     question about a content-free output; the answer becomes yes exactly when P(yes) beats that prior, and the
     score uses the answers, or the calibrated P(yes) with ``probability``), ``thresholds`` (per dimension: the answer
     is yes exactly when P(yes) reaches the dimension's threshold instead of the LM's own choice; the optimizer fits
-    them against a reference judge).
+    them against a reference judge), ``scoring`` (``per_question``: one independent call per question; ``batch``:
+    one call per output with one verdict per question in its schema, a missing verdict unanswered; a failure's
+    explanation, a calibration prior and each sample are one batch call too).
     Questions that name a code verifier are answered by it (``verifier_mode`` strict or loose), never by
     the LM; ``code_router`` replaces that routing.
 
@@ -139,8 +144,13 @@ class BinaryJudge(dspy.Module):
         threads: int | None = None,
         calibration: Calibration = "none",
         thresholds: dict[str, float] | None = None,
+        scoring: Scoring = "per_question",
     ) -> None:
         super().__init__()
+        if scoring not in ("per_question", "batch"):
+            raise ValueError(f"scoring must be per_question or batch, got {scoring!r}")
+        if scoring == "batch" and chain_of_thought:
+            raise ValueError("batch scoring answers without chain of thought (one reasoning for many verdicts is no per-question reasoning)")
         if samples < 1:
             raise ValueError("samples must be at least 1")
         if calibration not in ("none", "content_free"):
@@ -164,12 +174,33 @@ class BinaryJudge(dspy.Module):
         self.calibration = calibration
         self.thresholds = dict(thresholds or {})
         self._verdict_adapter = VerdictFirstAdapter()
+        self.scoring = scoring
+        # only a batch judge has the batch predictor: a per-question judge's predictors (what optimizers and saved
+        # programs name) stay the one ``answer``
+        self.answer_all = dspy.Predict(batch.AnswerQuestions.append("verdicts", dspy.OutputField(), type_=dict)) if scoring == "batch" else None
+        self._batch_adapter = batch.BatchAdapter()
+
+    @classmethod
+    def from_spec(cls, spec: JudgeSpec, **runtime: Any) -> BinaryJudge:
+        """The judge ``spec`` describes (what ``spec()`` returns; its ``model`` is a record: the judge calls the
+        configured LM). ``runtime``: what no spec records (``threads``, ``adapter``, ``code_router``)."""
+        if spec.sample_temperature is not None:
+            runtime = {"sample_temperature": spec.sample_temperature, **runtime}
+        return cls(
+            chain_of_thought=spec.chain_of_thought, samples=spec.samples, probability=spec.probability,
+            verifier_mode=spec.verifier_mode, partial=spec.partial, explanations=spec.explanations,
+            calibration=spec.calibration, thresholds=spec.thresholds, scoring=spec.scoring, **runtime,
+        )
 
     def forward(self, input: str, output: str, checklist: Checklist) -> Scorecard:
         routed = {q.id: self.code_router(q, input, output) for q in checklist.questions}
         asked = [q for q in checklist.questions if routed[q.id] is None]
-        answers = self._each(asked, lambda q: self._ask_votes(input, output, q))
-        priors = self._each(asked, lambda q: self._prior(input, q)) if self.calibration == "content_free" else {}
+        if self.scoring == "batch":
+            answers = self._batch_votes(input, output, asked)
+            priors = self._batch(input, CONTENT_FREE_OUTPUT, asked, 0, False) if self.calibration == "content_free" else {}
+        else:
+            answers = self._each(asked, lambda q: self._ask_votes(input, output, q))
+            priors = self._each(asked, lambda q: self._prior(input, q)) if self.calibration == "content_free" else {}
         answers = {q.id: self._decided(answers[q.id], priors.get(q.id), q) for q in asked}
         if self.explanations == "failures":
             failed = [q for q in asked if met(q, answers[q.id]) is False]
@@ -229,6 +260,7 @@ class BinaryJudge(dspy.Module):
             explanations=self.explanations,
             calibration=self.calibration,
             thresholds=self.thresholds,
+            scoring=self.scoring,
         )
 
     def judge_question(self, input: str, output: str, question: Question) -> Verdict:
@@ -264,6 +296,47 @@ class BinaryJudge(dspy.Module):
             if verdict.answer == "unanswered":
                 journal.forget()  # a reply that gave no verdict is not replayed: a rerun asks again
         return verdict
+
+    def _batch_votes(self, input: str, output: str, questions: Sequence[Question]) -> dict[str, Verdict]:
+        """Every question's verdict from one batch call per sample (a majority per question when several)."""
+        explain = self.explanations == "all"
+        votes = [self._batch(input, output, questions, i, explain) for i in range(self.samples)]
+        if self.samples == 1:
+            return votes[0]
+        return {q.id: _majority(q.id, [vote[q.id] for vote in votes], self.partial) for q in questions}
+
+    def _batch(self, input: str, output: str, questions: Sequence[Question], sample: int, explain: bool) -> dict[str, Verdict]:
+        """One LM call answering every question; an error or a reply with no verdicts leaves them all unanswered."""
+        if not questions:
+            return {}
+        lm = self.answer_lm()
+        judge_name = getattr(lm, "model", "unknown-lm")
+        config: dict = {"max_tokens": batch.max_tokens(len(questions), explain, int((getattr(lm, "kwargs", None) or {}).get("max_tokens") or 0))}
+        if self.samples > 1:
+            config.update(temperature=self.sample_temperature, rollout_id=sample)
+        reads_p = self.probability or self.calibration != "none" or bool(self.thresholds)
+        if reads_p:
+            config.update(logprobs=True, top_logprobs=10)
+        assert self.answer_all is not None  # built with scoring="batch"
+        signature = batch.batch_signature(len(questions), explain).with_instructions(self.answer_all.signature.instructions)
+        with reply_journal() as journal:
+            try:
+                with dspy.context(adapter=self._batch_adapter):
+                    pred = self.answer_all(input=input, output=output, questions=batch.numbered(questions), config=config, signature=signature)
+                verdicts = batch.read_batch(pred.verdicts, questions, getattr(pred, "logprobs", None), judge_name, reads_p)
+            except LMAuthError as exc:
+                raise InputError(f"{judge_name}: the LM refused the API key ({one_line(exc)}); check --api-key-env") from None
+            except Exception as exc:  # any other LM or parse failure leaves every question unanswered, never yes
+                why = f"no usable batch answer: {one_line(exc)}"
+                verdicts = {q.id: Verdict(question_id=q.id, answer="unanswered", explanation=why, judge=judge_name) for q in questions}
+            if any(v.answer == "unanswered" for v in verdicts.values()):
+                journal.forget()  # a reply that left a verdict out is not replayed: a rerun asks again
+        if self._needs_p_yes():
+            verdicts = {
+                qid: v.model_copy(update={"explanation": f"{v.explanation} {NO_P_YES}".strip()}) if v.p_yes is None and v.answer != "unanswered" else v
+                for qid, v in verdicts.items()
+            }
+        return verdicts
 
     def _read(self, input: str, output: str, question: Question, config: dict, explain: bool, judge_name: str) -> Verdict:
         """The LM's verdict for one call, or an unanswered one saying why (an error, a reply that does not parse);

@@ -11,13 +11,14 @@ from typing import Any
 _ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
 
 
-def p_yes_from_logprobs(logprobs: Any) -> float | None:
-    """P(yes)/(P(yes)+P(no)) at the verdict token: the first token of the value of the last ``"answer"`` key.
+def p_yes_from_logprobs(logprobs: Any, key: re.Pattern[str] = _ANSWER_KEY) -> float | None:
+    """P(yes)/(P(yes)+P(no)) at the verdict token: the first token of the value of the last ``"answer"`` key (or
+    the last match of ``key``: a batch reply's answer to one question).
 
     Reads the raw top candidates there, so "Yes"/"No" variants add to the mass. None when the generated text
     has no such key, or the token there is not a yes/no word.
     """
-    entry = value_token(logprobs, _ANSWER_KEY)
+    entry = value_token(logprobs, key)
     if entry is None or _word(entry_field(entry, "token") or "") not in ("yes", "no"):
         return None
     return yes_share(entry_field(entry, "top_logprobs") or [])

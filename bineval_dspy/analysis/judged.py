@@ -23,8 +23,8 @@ from bineval_dspy.core.fingerprint import Fingerprint, digest, file_digest, side
 from bineval_dspy.core.jsonio import read_json_object, read_jsonl
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import verdict_value
+from bineval_dspy.judges.rows import JUDGE_KEY, JudgeResult
 
-JUDGE_KEY = "bineval"  # where `bineval judge` puts its results in a row (cli.judge.OURS)
 Values = Literal["answers", "p_yes"]
 References = dict[str, dict[str, float]]  # output id -> dimension -> reference score
 Kind = Literal["judge", "meta"]
@@ -100,11 +100,9 @@ def _check_verdicts(checklist: Checklist, verdicts: list[Verdict], where: str, f
         raise InputError(f"{where}: field '{field}.verdicts': no verdict for question {missing[0]!r} of the checklist")
 
 
-def _judge_row_id(row: dict[str, Any], number: int, where: str) -> str:
-    """A judged row's id: its ``id`` field, else the line of the data file it was judged from."""
-    ours = row.get(JUDGE_KEY)
-    line = ours.get("line") if isinstance(ours, dict) else None
-    key = row.get("id", number if line is None else line)
+def _judge_row_id(row: dict[str, Any], line: int, where: str) -> str:
+    """A judged row's id: its ``id`` field, else ``line``: the line of the data file it was judged from."""
+    key = row.get("id", line)
     if isinstance(key, bool) or not isinstance(key, str | int):
         raise InputError(f"{where}: field 'id': expected a string or an integer")
     return str(key)
@@ -120,11 +118,12 @@ def load_judge_output(path: Path, checklist: Checklist, group: str = "input") ->
         ours = row[JUDGE_KEY]
         if not isinstance(ours, dict) or "scorecard" not in ours:
             raise InputError(f"{where}: missing field '{JUDGE_KEY}.scorecard': not a `bineval judge` row")
-        card: Scorecard = _validated(Scorecard, ours["scorecard"], where, f"{JUDGE_KEY}.scorecard")
+        result: JudgeResult = _validated(JudgeResult, ours, where, JUDGE_KEY)
+        card = result.scorecard
         _check_verdicts(checklist, card.verdicts, where, f"{JUDGE_KEY}.scorecard")
         if group not in row:
             raise InputError(f"{where}: missing field '{group}' (the --group field: the source document of the output)")
-        oid = _judge_row_id(row, number, where)
+        oid = _judge_row_id(row, result.line, where)
         if oid in lines:
             raise InputError(f"{where}: field 'id': {oid!r} repeats line {lines[oid]}")
         lines[oid] = number
@@ -216,7 +215,9 @@ def field_references(path: Path, field: str) -> References:
         where = f"{path}:{number}"
         if field not in row:
             raise InputError(f"{where}: missing field '{field}' (named by --reference)")
-        out[_judge_row_id(row, number, where)] = _scores(row[field], where, field)
+        ours = row[JUDGE_KEY]
+        line: int = ours["line"] if isinstance(ours, dict) and isinstance(ours.get("line"), int) else number
+        out[_judge_row_id(row, line, where)] = _scores(row[field], where, field)
     return out
 
 

@@ -94,15 +94,13 @@ def read_jsonl(
     out of disk space mid-write leaves in its own output, which a resume rewrites without it. ``standard``: data a
     run passes on (to an LM, to its output) must be standard JSON text: no NaN or Infinity, no lone surrogate.
     """
-    text = read_text(path)
-    lines = jsonl_lines(text)
-    for number, line in enumerate(lines, start=1):
+    for number, line, last in _file_lines(path):
         if not line.strip():
             continue
         try:
             obj = loads(line, allow_nan=not standard)
         except ValueError as exc:
-            if torn_tail and number == len(lines) and not text.endswith("\n"):
+            if torn_tail and last and not line.endswith("\n"):
                 return
             raise InputError(f"{path}:{number}: malformed JSON ({_reason(exc)})") from None
         if not isinstance(obj, dict):
@@ -114,6 +112,28 @@ def read_jsonl(
         if missing:
             raise InputError(f"{path}:{number}: missing field '{missing[0]}'")
         yield number, obj
+
+
+def _file_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """(number, line with its "\n", whether it is the last) for each line of a UTF-8 file, read as it goes (memory
+    flat in the file's size), split on "\n" only; errors are ``read_text``'s."""
+    try:
+        handle = path.open("rb")
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, expected a file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    with handle:
+        raw = handle.readline()
+        number = 1
+        while raw:
+            following = handle.readline()
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+            yield number, line.removeprefix("\ufeff") if number == 1 else line, not following
+            raw, number = following, number + 1
 
 
 def _reason(exc: ValueError) -> str:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -132,20 +132,27 @@ class BudgetMeter:
 
 def metered_map(
     fn: Callable[[T], R],
-    items: Sequence[T],
+    items: Iterable[T],
     label: str,
     *,
     threads: int = 1,
     meter: BudgetMeter | None = None,
     kind: str = "unit",
     what: str = "unit(s)",
+    total: int | None = None,
 ) -> Iterator[tuple[R, Cost]]:
     """``fn`` on each item with its ``Cost``, in order, with a progress bar (``threads`` at once when > 1).
 
-    Each unit starts only when ``meter`` lets it. When the meter says stop, the units in flight finish and are
-    yielded, then ``BudgetExhausted`` is raised naming how many of ``what`` were not started.
+    Items are drawn as units start: a stream (``total`` says its length) is never held whole, only the units in
+    flight. Each unit starts only when ``meter`` lets it. When the meter says stop, the units in flight finish and
+    are yielded, then ``BudgetExhausted`` is raised naming how many of ``what`` were not started.
     """
     meter = meter or BudgetMeter()
+    if total is None:
+        if not isinstance(items, Sized):
+            raise TypeError("metered_map: a stream of items needs its total")
+        total = len(items)
+    source = iter(items)
 
     def unit(item: T) -> tuple[R, Cost]:
         measurement: Measurement | None = None
@@ -158,17 +165,20 @@ def metered_map(
 
     pending: deque[Future[tuple[R, Cost]]] = deque()
     started, stopped = 0, False
-    with progress_bar(label, len(items)) as advance, (ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext()) as pool:
+    with progress_bar(label, total) as advance, (ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext()) as pool:
         while True:
-            while not stopped and started < len(items) and len(pending) < max(threads, 1):
+            while not stopped and started < total and len(pending) < max(threads, 1):
                 decision = meter.decide(kind)
                 if decision == "wait":
                     break
                 if decision == "stop":
                     stopped = True
                     break
+                item = next(source, _END)
+                if item is _END:
+                    total = started
+                    break
                 meter.begin(kind)
-                item = items[started]
                 started += 1
                 pending.append(pool.submit(in_caller_context(unit), item) if pool is not None else _now(unit, item))
             if not pending:
@@ -176,8 +186,11 @@ def metered_map(
             result = pending.popleft().result()
             advance()  # before the yield: a consumer that stops at its last item still sees the bar complete
             yield result
-    if started < len(items):
-        raise meter.exhausted(f"{len(items) - started} of {len(items)} {what} not started")
+    if started < total:
+        raise meter.exhausted(f"{total - started} of {total} {what} not started")
+
+
+_END: Any = object()  # the end of a stream of items
 
 
 def _now(fn: Callable[[T], R], item: T) -> Future[R]:

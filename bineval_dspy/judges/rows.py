@@ -1,0 +1,129 @@
+"""Judged rows as ``bineval judge`` writes them: each data row with its result under one key, and what a run's rows
+add up to (means, failures, lineage), summed one row at a time so a report on any number of rows holds none of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
+
+from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
+from bineval_dspy.core.scoring import join, lineage_scores
+from bineval_dspy.lm.usage import Cost
+
+JUDGE_KEY = "bineval"  # judge output rows keep the user's fields and put ours under this one key
+LINEAGE_KEYS = ("perspective", "scenario")  # what a Qworld criterion's lineage names, reported in that order
+MOST_FAILED = 5  # rows and questions a summary lists as failing most
+
+
+class JudgeResult(BaseModel):
+    """What the judge adds to one data row (under ``JUDGE_KEY``): the data line it judged, whether every question
+    was answered (a resume judges incomplete rows again), the scorecard and its cost. ``empty_output``: the output
+    was empty (judged like any other, but rarely meant); ``lineage_scores``: the card's score per Qworld perspective
+    and scenario. Both are left out of the row when not set."""
+
+    line: int
+    complete: bool
+    scorecard: Scorecard
+    usage: Cost = Cost()
+    empty_output: bool | None = None
+    lineage_scores: dict[str, dict[str, float | None]] | None = None
+
+    @model_serializer(mode="wrap")
+    def _unset_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        for name in ("empty_output", "lineage_scores"):
+            if isinstance(data, dict) and data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+    def row(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The output line: the data row's fields, then this result under ``JUDGE_KEY``."""
+        return {**data, JUDGE_KEY: self.model_dump(mode="json")}
+
+
+def judge_result(line: int, output: str, checklist: Checklist, card: Scorecard, cost: Cost) -> JudgeResult:
+    """The result of judging one row's ``output``: with its lineage scores when the checklist is a Qworld tree's."""
+    tracked = LINEAGE_KEYS if has_qworld_lineage(checklist) else ()
+    return JudgeResult(
+        line=line, complete=card.complete, scorecard=card, usage=cost, empty_output=True if not output.strip() else None,
+        lineage_scores={key: lineage_scores(checklist, card, key) for key in tracked} or None,
+    )
+
+
+def has_qworld_lineage(checklist: Checklist) -> bool:
+    return any("perspective" in q.lineage and "scenario" in q.lineage for q in checklist.questions)
+
+
+def failed(question: Question, verdict: Verdict) -> bool:
+    """A requirement missed: 'no' to a requirement, 'yes' to a penalized flaw (negative weight)."""
+    return verdict.answer == ("yes" if question.weight < 0 else "no")
+
+
+class _Mean:
+    """A running mean over the values that are known."""
+
+    def __init__(self) -> None:
+        self.total, self.count = 0.0, 0
+
+    def add(self, value: float | None) -> None:
+        if value is not None:
+            self.total, self.count = self.total + value, self.count + 1
+
+    @property
+    def value(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+
+class JudgedSummary:
+    """What a run's judged rows add up to, fed one result at a time (``add``): memory flat in the number of rows.
+
+    Means per dimension and overall (over the rows that have a score), unanswered and incomplete counts, verdicts
+    without the P(yes) they were to be scored by, the rows with an empty output, the rows and questions that failed
+    most, and with a Qworld checklist the mean score per perspective and scenario.
+    """
+
+    def __init__(self, checklist: Checklist, unread_mark: str) -> None:
+        self.checklist = checklist
+        self.unread_mark = unread_mark
+        self.rows = self.scored = self.unanswered = self.incomplete = self.unread = 0
+        self.means = {d: _Mean() for d in [*checklist.by_dimension(), "overall"]}
+        self.empty_lines: list[int] = []
+        self.worst: list[tuple[int, int]] = []  # (data line, failed questions), most failed first, input order on ties
+        self.failed_by_question = {q.id: 0 for q in checklist.questions}
+        self.tracked = list(LINEAGE_KEYS) if has_qworld_lineage(checklist) else []
+        self.lineage = {key: {q.lineage[key]: _Mean() for q in checklist.questions if key in q.lineage} for key in self.tracked}
+
+    def add(self, result: JudgeResult) -> None:
+        card = result.scorecard
+        self.rows += 1
+        self.scored += card.overall is not None
+        self.unanswered += card.unanswered
+        self.incomplete += not card.complete
+        self.unread += sum(self.unread_mark in v.explanation for v in card.verdicts)
+        if result.empty_output:
+            self.empty_lines.append(result.line)
+        for dim, mean in self.means.items():
+            mean.add(card.overall if dim == "overall" else card.dimension_scores.get(dim))
+        misses = 0
+        for q, v in join(self.checklist, card.verdicts):
+            miss = failed(q, v)
+            self.failed_by_question[q.id] += miss
+            misses += miss
+        if misses:
+            self.worst = sorted([*self.worst, (result.line, misses)], key=lambda pair: -pair[1])[:MOST_FAILED]
+        for key in self.tracked:
+            for value, score in lineage_scores(self.checklist, card, key).items():
+                self.lineage[key][value].add(score)
+
+    def mean(self, dimension: str) -> float | None:
+        """The mean score of ``dimension`` (or ``overall``) over the rows that have one."""
+        return self.means[dimension].value
+
+    def most_failed_questions(self) -> list[tuple[Question, int]]:
+        ranked = sorted(self.checklist.questions, key=lambda q: -self.failed_by_question[q.id])[:MOST_FAILED]
+        return [(q, self.failed_by_question[q.id]) for q in ranked if self.failed_by_question[q.id]]
+
+    def lineage_mean(self, key: str, value: str) -> float | None:
+        return self.lineage[key][value].value

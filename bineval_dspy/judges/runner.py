@@ -1,0 +1,100 @@
+"""The judging runner: one judge over a stream of rows, results in input order, many LM requests in flight.
+
+Rows and their questions run together: a remote LM gets up to ``concurrency`` requests open at once across rows
+and questions (threads; DSPy's cache, our usage accounting and budgets see each row as one unit). Results come
+back in input order, so whoever saves them (``bineval judge``, meta-eval) resumes, fingerprints and stops on a
+budget exactly as one row at a time would. Rows are drawn from the stream as they start: only those in flight are
+held, so memory is flat in the number of rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import dspy
+
+from bineval_dspy.core.schema import Checklist, Scorecard
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.rows import JudgeResult, judge_result
+from bineval_dspy.lm.budget import BudgetMeter, metered_map
+from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads
+from bineval_dspy.lm.specs import is_local
+from bineval_dspy.lm.usage import Cost
+
+Row = dict[str, Any]  # a data row: its "input" and "output" are judged, its other fields pass through
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How many rows are judged at once, and how many questions of each row are asked at once (None: the judge's
+    own choice: an in-process model decodes one row's questions as one batch)."""
+
+    rows: int
+    questions: int | None
+
+
+def parallelism(lm: dspy.LM, asked: int, *, concurrency: int | None = None, threads: int | None = None) -> Parallelism:
+    """The parallelism for ``asked`` LM questions a row on ``lm``. ``threads`` T: T rows and T questions of each.
+    ``concurrency`` N (remote LMs): enough rows that N requests are in flight across rows and questions, the
+    engine capping the requests open at N; twice as many rows as fill N, since results come in input order and a
+    slow row would otherwise hold the others' slots. An in-process model: ``embedded_parallelism``."""
+    if is_local(lm):
+        return embedded_parallelism(lm, asked=concurrency is not None or threads is not None)
+    if concurrency is None:
+        threads = threads or DEFAULT_THREADS
+        return Parallelism(rows=threads, questions=threads)
+    asked = max(1, asked)
+    limit = getattr(getattr(lm, "engine", None), "limit_in_flight", None)
+    if callable(limit):  # our engine (a server at --api-base) holds the cap
+        limit(concurrency)
+        return Parallelism(rows=2 * math.ceil(concurrency / asked), questions=min(concurrency, asked))
+    return Parallelism(rows=max(1, concurrency // asked), questions=min(concurrency, asked))  # no engine cap: never more than N open
+
+
+def embedded_parallelism(lm: dspy.LM, asked: bool) -> Parallelism:
+    """The embedded (in-process) model: one row at a time, its questions sent together and decoded as one batch
+    (``asked``: the user gave ``--threads`` or ``--concurrency``, which it ignores, and is told so)."""
+    effective_threads(lm, 2, asked)
+    return Parallelism(rows=1, questions=None)
+
+
+def ordered_map(
+    fn: Callable[[T], Any],
+    items: Iterable[T],
+    label: str,
+    *,
+    total: int,
+    rows: int,
+    meter: BudgetMeter | None = None,
+    kind: str = "row",
+    what: str = "row(s)",
+) -> Iterator[tuple[T, Any, Cost]]:
+    """``fn`` on each item of a stream, ``rows`` at once, yielding (item, result, cost) in input order; each starts
+    only when ``meter`` lets it (``BudgetExhausted`` after the ones in flight, naming how many of ``what`` were left)."""
+    for (item, result), cost in metered_map(lambda item: (item, fn(item)), items, label, threads=rows, meter=meter, kind=kind, what=what, total=total):
+        yield item, result, cost
+
+
+def judge_rows(
+    judge: BinaryJudge,
+    checklist: Checklist,
+    rows: Iterable[tuple[int, Row]],
+    *,
+    total: int,
+    plan: Parallelism,
+    meter: BudgetMeter | None = None,
+) -> Iterator[tuple[Row, JudgeResult]]:
+    """Each (data line, row) of the stream judged against ``checklist``, as (row, result) in input order; ``total``
+    is how many the stream holds (for the progress bar and a budget stop's message). The judge asks
+    ``plan.questions`` of a row's questions at once."""
+    judge.threads = plan.questions
+
+    def one(item: tuple[int, Row]) -> Scorecard:
+        return judge(input=item[1]["input"], output=item[1]["output"], checklist=checklist)
+
+    for (line, row), card, cost in ordered_map(one, rows, "judging", total=total, rows=plan.rows, meter=meter):
+        yield row, judge_result(line, row["output"], checklist, card, cost)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # DSPy, LiteLLM and llama.cpp load when a command runs, never
     from bineval_dspy.checklists.base import ChecklistWriter
     from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.judges.rows import JudgedSummary
+    from bineval_dspy.lm.batches import BatchTarget
     from bineval_dspy.lm.estimate import Plan
 
 
@@ -372,8 +373,14 @@ def cmd_judge(args: argparse.Namespace) -> int:
     checklist = load_model(checklist_path, Checklist)
     check_verifiers(checklist, str(checklist_path))
     rows = _count_rows(data_path, args.limit)
+    target = _batch_target(args) if args.batch else None
     if args.dry_run:
-        shown.print(_judge_plan(args, checklist, data_path, out).summary())
+        plan_of_calls = _judge_plan(args, checklist, data_path, out)
+        shown.print(plan_of_calls.summary())
+        if target is not None:
+            from bineval_dspy.lm.batches import batch_plan
+
+            shown.print(batch_plan(target, plan_of_calls))
         return ExitCode.OK
     check_output_path(out, data_path, checklist_path)
     if args.calibration != "none" and args.samples > 1:
@@ -394,6 +401,15 @@ def cmd_judge(args: argparse.Namespace) -> int:
     todo = rows - sum(1 for n, _ in _data_rows(data_path, args.limit) if n in finished) if finished else rows
     if finished:
         console.print(f"resuming: {len(finished)} complete row(s) kept in {out}, {todo} to judge")
+    if target is not None and todo:  # the replies come from batches; the rows are then judged and saved as usual
+        from bineval_dspy.lm.batches import collect_replies
+
+        def judge_pending() -> None:
+            for n, row in _data_rows(data_path, args.limit):
+                if n not in finished:
+                    judge(input=row["input"], output=row["output"], checklist=checklist)
+
+        collect_replies(lm, target, judge_pending, out, fingerprint, args.overwrite)
 
     spent, written, stopped = Cost(), 0, None
     try:
@@ -423,6 +439,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
         console.print(f"{summary.incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
+
+
+def _batch_target(args: argparse.Namespace) -> BatchTarget:
+    """``--batch``: the LM's batch API, refused in one line before any work where there is none."""
+    from bineval_dspy.lm.batches import batch_target
+
+    return batch_target(lm_options(args), budgeted=args.max_cost is not None or args.max_calls is not None)
 
 
 def _judge_plan(args: argparse.Namespace, checklist: Checklist, data_path: Path, out: Path) -> Plan:
@@ -570,6 +593,11 @@ def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.Argumen
     )
     judge.add_argument("--limit", type=count(1), metavar="N", help="only the first N data rows (default: all); a later run without it resumes")
     judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
+    judge.add_argument(
+        "--batch", action="store_true",
+        help="send the calls as OpenAI-style batches (/v1/files + /v1/batches: about half the price, done within 24 h); "
+        "waits for them, and a rerun after Ctrl-C collects the batch it submitted (OUTPUT.batch.json)",
+    )
     add_dry_run_option(judge)
     add_budget_options(judge, "row")
     judge.set_defaults(func=cmd_judge)

@@ -2,8 +2,10 @@
 
 The map is read as a file through LiteLLM's distribution record, so looking a price up imports no LiteLLM and
 never fetches the newer map LiteLLM publishes online: a price is the installed package's, offline and the same on
-every run. Base rates only (no batch, priority or long-context tiers). A model the map lacks, an embedded model
-and a model behind ``--api-base`` (whose server sets its own price) have no price: ``None``, never 0.
+every run. Base rates, and batch rates for a model string ending in ``BATCH_SUFFIX`` (``judge --batch``: the map's
+batch rates where it has them, else half the base rates); no priority or long-context tiers. A model the map
+lacks, an embedded model and a model behind ``--api-base`` (whose server sets its own price) have no price:
+``None``, never 0.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pydantic import BaseModel, ConfigDict
 from bineval_dspy.core.errors import InputError
 
 COST_MAP = "litellm/model_prices_and_context_window_backup.json"
+BATCH_SUFFIX = "+batch"  # a model string answered through a provider's batch API (``bineval_dspy.lm.batches``)
+BATCH_DISCOUNT = 0.5  # batch rates where the map gives none: OpenAI's and Anthropic's batch APIs bill half
 
 
 class Price(BaseModel):
@@ -62,11 +66,14 @@ def _rate(entry: dict[str, Any], key: str) -> float | None:
 
 @functools.cache
 def price_of(model: str) -> Price | None:
-    """The price of an LM by its model string (``openai/gpt-4o-mini``), or None when it is unknown.
+    """The price of an LM by its model string (``openai/gpt-4o-mini``), or None when it is unknown; a string
+    ending in ``BATCH_SUFFIX`` is priced at the model's batch rates.
 
     The map names most models without their provider (``gpt-4o-mini``, provider ``openai``), some with it
     (``gemini/gemini-2.5-flash``); a name found without its prefix counts only when the entry's provider is it.
     """
+    batch = model.endswith(BATCH_SUFFIX)
+    model = model.removesuffix(BATCH_SUFFIX)
     if "@" in model or "/" not in model:  # embedded (``local/...@sha256-...``) or on a server of its own
         return None
     provider, name = model.split("/", 1)
@@ -78,14 +85,31 @@ def price_of(model: str) -> Price | None:
         rates = [_rate(entry, k) for k in ("input_cost_per_token", "output_cost_per_token")]
         if rates[0] is None or rates[1] is None:
             continue
-        return Price(
+        price = Price(
             entry=key,
             input=rates[0],
             output=rates[1],
             cache_read=_rate(entry, "cache_read_input_token_cost"),
             cache_write=_rate(entry, "cache_creation_input_token_cost"),
         )
+        return _batched(price, entry) if batch else price
     return None
+
+
+def _batched(price: Price, entry: dict[str, Any]) -> Price:
+    """The batch rates of a priced model: the map's where it has them, else ``BATCH_DISCOUNT`` of each rate."""
+
+    def rate(key: str, base: float) -> float:
+        stated = _rate(entry, key)
+        return base * BATCH_DISCOUNT if stated is None else stated
+
+    return Price(
+        entry=f"{price.entry}{BATCH_SUFFIX}",
+        input=rate("input_cost_per_token_batches", price.input),
+        output=rate("output_cost_per_token_batches", price.output),
+        cache_read=None if price.cache_read is None else rate("cache_read_input_token_cost_batches", price.cache_read),
+        cache_write=None if price.cache_write is None else rate("cache_creation_input_token_cost_batches", price.cache_write),
+    )
 
 
 def check_priced(models: Iterable[str]) -> None:

@@ -366,7 +366,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from bineval_dspy.judges.rows import JUDGE_KEY, JudgedSummary, JudgeResult
     from bineval_dspy.judges.runner import judge_rows, parallelism
     from bineval_dspy.lm import runtime
-    from bineval_dspy.lm.runtime import lm_identity
+    from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.lm.usage import Cost
 
     checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
@@ -391,6 +391,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     meter = budget_meter(args, [lm.model])
     judge = _judge_of(args, lm.model)
     plan = parallelism(lm, sum(q.verifier is None for q in checklist.questions), concurrency=args.concurrency, threads=args.threads)
+    effective_threads(lm, args.concurrency or args.threads or 1, asked=True)  # the embedded model says it ignores them
     fingerprint = {
         "data": file_digest(data_path),
         "checklist": digest(checklist.model_dump_json()),

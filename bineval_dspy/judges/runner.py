@@ -20,7 +20,7 @@ from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.rows import JudgeResult, judge_result
 from bineval_dspy.lm.budget import BudgetMeter, metered_map
-from bineval_dspy.lm.runtime import DEFAULT_THREADS, effective_threads
+from bineval_dspy.lm.runtime import DEFAULT_THREADS
 from bineval_dspy.lm.specs import is_local
 from bineval_dspy.lm.usage import Cost
 
@@ -43,7 +43,7 @@ def parallelism(lm: dspy.LM, asked: int, *, concurrency: int | None = None, thre
     engine capping the requests open at N; twice as many rows as fill N, since results come in input order and a
     slow row would otherwise hold the others' slots. An in-process model: ``embedded_parallelism``."""
     if is_local(lm):
-        return embedded_parallelism(lm, asked=concurrency is not None or threads is not None)
+        return embedded_parallelism()
     if concurrency is None:
         threads = threads or DEFAULT_THREADS
         return Parallelism(rows=threads, questions=threads)
@@ -55,10 +55,8 @@ def parallelism(lm: dspy.LM, asked: int, *, concurrency: int | None = None, thre
     return Parallelism(rows=max(1, concurrency // asked), questions=min(concurrency, asked))  # no engine cap: never more than N open
 
 
-def embedded_parallelism(lm: dspy.LM, asked: bool) -> Parallelism:
-    """The embedded (in-process) model: one row at a time, its questions sent together and decoded as one batch
-    (``asked``: the user gave ``--threads`` or ``--concurrency``, which it ignores, and is told so)."""
-    effective_threads(lm, 2, asked)
+def embedded_parallelism() -> Parallelism:
+    """The embedded (in-process) model: one row at a time, its questions sent together and decoded as one batch."""
     return Parallelism(rows=1, questions=None)
 
 

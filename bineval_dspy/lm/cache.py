@@ -104,11 +104,16 @@ class ReplyCache(Cache):
 _install_lock = threading.Lock()
 
 
+MEMORY_ENTRIES = 4096  # replies kept in memory as well: the disk keeps every one, so a long run's memory stays flat
+
+
 def install(cache_dir: Path | None) -> ReplyCache:
-    """Make a ``ReplyCache`` DSPy's cache: memory, plus disk at ``cache_dir`` when given."""
+    """Make a ``ReplyCache`` DSPy's cache: memory (the latest ``MEMORY_ENTRIES`` replies), plus disk at
+    ``cache_dir`` when given."""
     cache = ReplyCache(
         enable_disk_cache=cache_dir is not None,
         enable_memory_cache=True,
+        memory_max_entries=MEMORY_ENTRIES,
         disk_cache_dir=str(cache_dir) if cache_dir is not None else None,
         disk_size_limit_bytes=DISK_CACHE_LIMIT,
     )

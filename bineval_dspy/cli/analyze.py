@@ -18,123 +18,16 @@ from bineval_dspy.core.schema import Checklist
 
 if TYPE_CHECKING:  # NumPy, SciPy and DSPy load when a command runs, never for the parser
     from bineval_dspy.analysis.coverage import Matcher
-    from bineval_dspy.analysis.judged import JudgedSet, Kind, References
     from bineval_dspy.analysis.phi import PhiReport
     from bineval_dspy.analysis.pruning import PruningReport
     from bineval_dspy.analysis.weights import WeightsReport
 
 
 # -- bineval analyze -----------------------------------------------------------------------------------------------
-def _scores_path(value: str) -> Path:
-    """The judged rows: a file, or a meta-eval run directory (its ``scores.jsonl``)."""
-    from bineval_dspy.meta.runner import SCORES_FILE
-
-    path = Path(value)
-    if path.is_dir():
-        if not (path / SCORES_FILE).is_file():
-            raise InputError(f"{path}: a folder without {SCORES_FILE} (a meta-eval run directory holds one)")
-        return path / SCORES_FILE
-    return path
-
-
-def _method(args: argparse.Namespace, kind: Kind, scores: Path) -> str | None:
-    """The meta-eval method to analyse: ``--method``, or the run's only one with scorecards."""
-    from bineval_dspy.analysis.judged import scored_methods
-
-    if kind == "judge":
-        if args.method is not None:
-            raise InputError(f"--method: {scores} is `bineval judge` output, not a meta-eval run")
-        return None
-    methods = scored_methods(scores)
-    if args.method is None:
-        if len(methods) != 1:
-            raise InputError(f"--method: {scores} holds scorecards of {len(methods)} methods ({', '.join(methods) or 'none'}); choose one")
-        return methods[0]
-    if args.method not in methods:
-        raise InputError(f"--method {args.method}: no scorecards of it in {scores} (methods with scorecards: {', '.join(methods) or 'none'})")
-    return str(args.method)
-
-
-def _references(values: list[str], kind: Kind, scores: Path) -> tuple[References | None, dict[str, Path]]:
-    """Merged reference scores of every ``--reference``, and the checklist files a meta-eval config names.
-
-    A ``.toml`` is a meta-eval config (its dataset's human scores); a path is JSON Lines of ``{"id", "scores"}``;
-    anything else names the field of each `bineval judge` row that holds the scores.
-    """
-    from bineval_dspy.analysis.judged import field_references, file_references, merge_references, meta_references
-
-    sources: list[tuple[str, References]] = []
-    checklists: dict[str, Path] = {}
-    for value in values:
-        path = Path(value)
-        if path.suffix == ".toml":
-            meta = meta_references(path, scores if kind == "meta" else None)
-            sources.append((value, meta.scores))
-            checklists.update(meta.checklists)
-        elif path.suffix in (".jsonl", ".json") or path.exists() or "/" in value:
-            sources.append((value, file_references(path)))
-        elif kind == "judge":
-            sources.append((value, field_references(scores, value)))
-        else:
-            raise InputError(f"--reference {value}: no such file (a field name works on `bineval judge` output only)")
-    return (merge_references(sources) if sources else None), checklists
-
-
-def _checklist(args: argparse.Namespace, kind: Kind, scores: Path, method: str | None, named: dict[str, Path]) -> Checklist:
-    """``--checklist``, else (meta-eval) the run's generated checklist or the one its config names; checked
-    against the run's fingerprint."""
-    from bineval_dspy.analysis.judged import check_judge_checklist, check_meta_checklist
-
-    path: Path | None = Path(args.checklist) if args.checklist else None
-    if path is None and method is not None:
-        generated = scores.parent / f"checklist-{method}.json"
-        path = generated if generated.is_file() else named.get(method)
-    if path is None:
-        wanted = "the checklist the rows were judged with" if kind == "judge" else f"the checklist of method {method!r}, or the run's config as --reference CONFIG.toml"
-        raise InputError(f"--checklist: needed ({wanted})")
-    checklist = load_model(path, Checklist)
-    if method is None:
-        check_judge_checklist(scores, checklist, path)
-    else:
-        check_meta_checklist(scores, method, path)
-    return checklist
-
-
-def load_judged(args: argparse.Namespace) -> tuple[JudgedSet, References | None]:
-    """The judged set and the references of a parsed ``bineval analyze`` command line, every input checked."""
-    from bineval_dspy.analysis.judged import detect_kind, load_judge_output, load_meta_scores
-
-    scores = _scores_path(args.scorecards)
-    kind = detect_kind(scores)
-    method = _method(args, kind, scores)
-    if kind == "meta" and args.group is not None:
-        raise InputError("--group: a meta-eval run's outputs are grouped by their doc_id")
-    references, named = _references(args.reference or [], kind, scores)
-    checklist = _checklist(args, kind, scores, method, named)
-    if method is None:
-        return load_judge_output(scores, checklist, args.group or "input"), references
-    return load_meta_scores(scores, method, checklist), references
-
-
-ANALYSIS_OUTPUTS = ("phi.json", "phi.csv", "pruning.json", "checklist-pruned.json", "weights.json", "checklist-weighted.json")
-
-
-def _output_dir(value: str, overwrite: bool = False) -> Path:
-    """The folder to write into; one already holding an analysis is refused without ``--overwrite``."""
-    folder = Path(value)
-    if folder.exists() and not folder.is_dir():
-        raise InputError(f"{folder}: not a folder (-o names the folder the analysis is written into)")
-    earlier = [name for name in ANALYSIS_OUTPUTS if (folder / name).exists()]
-    if earlier and not overwrite:
-        raise InputError(f"{folder}: holds an earlier analysis ({earlier[0]}); use --overwrite to replace it, or a new folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Phi per dimension (JSON, CSV, heatmaps), the pruned checklist, and with references the weighted one."""
-    from bineval_dspy.analysis.heatmap import write_heatmaps
-    from bineval_dspy.analysis.phi import phi_csv, phi_report
+    from bineval_dspy.analysis.files import analysis_folder, load_judged, write_analysis
+    from bineval_dspy.analysis.phi import phi_report
     from bineval_dspy.analysis.pruning import prune
     from bineval_dspy.analysis.weights import fit_weights
 
@@ -142,24 +35,20 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         raise InputError(f"--phi-threshold: must be in [0, 1], got {args.phi_threshold}")
     if args.alpha < 0:
         raise InputError(f"--alpha: must be non-negative, got {args.alpha}")
-    judged, references = load_judged(args)
-    out = _output_dir(args.output, args.overwrite)
+    judged, references = load_judged(
+        Path(args.scorecards), method=args.method, checklist=Path(args.checklist) if args.checklist else None, group=args.group, references=args.reference or []
+    )
+    out = analysis_folder(Path(args.output), args.overwrite)
     report = phi_report(judged, args.values)
     pruned, pruning = prune(judged.checklist, report, args.phi_threshold, args.min_pairs)
-    written = [out / "phi.json", out / "phi.csv"]
-    write_json(written[0], report.model_dump(mode="json"))
-    written[1].write_text(phi_csv(report), encoding="utf-8")
-    written += write_heatmaps(report, out)
-    written += [out / "pruning.json", out / "checklist-pruned.json"]
-    write_json(written[-2], pruning.model_dump(mode="json"))
-    write_json(written[-1], pruned.model_dump(mode="json"))
     print_phi(report, pruning)
+    fitted = None
     if references is not None:
         weighted, weights = fit_weights(judged, references, values=args.values, alpha=args.alpha, folds=args.folds, seed=args.seed, resamples=args.resamples)
-        written += [out / "weights.json", out / "checklist-weighted.json"]
-        write_json(written[-2], weights.model_dump(mode="json"))
-        write_json(written[-1], weighted.model_dump(mode="json"))
-        print_weights(weights)
+        fitted = (weights, weighted)
+    written = write_analysis(out, report, pruning, pruned, fitted)
+    if fitted is not None:
+        print_weights(fitted[0])
     else:
         console.print("no --reference: weights not fitted")
     shown.print(f"wrote {', '.join(p.name for p in written)} in {out}")

@@ -23,6 +23,7 @@ from bineval_dspy.core.terminal import printable
 if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for the parser
     from bineval_dspy.meta.correlation import Estimate
     from bineval_dspy.optimize.audit import EvalSummary
+    from bineval_dspy.lm.usage import Cost
     from bineval_dspy.optimize.results import TestResults
     from bineval_dspy.report.runs import (
         AnalysisRun,
@@ -31,7 +32,6 @@ if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for
         MetaRun,
         OptimizerRun,
         Run,
-        Spend,
         TuneRun,
     )
 
@@ -42,11 +42,13 @@ def _say(text: str) -> None:
     console.print(text, markup=False, highlight=False)
 
 
-def _spend(block: Spend) -> None:
+def _spend(cost: Cost) -> None:
     from bineval_dspy.report.html import amount
+    from bineval_dspy.report.spend import spend_entries
 
-    if block:
-        _say("cost: " + ", ".join(f"{key} {amount(value)}" for key, value in block.items()))
+    entries = spend_entries(cost)
+    if entries:
+        _say("cost: " + ", ".join(f"{key} {amount(value)}" for key, value in entries.items()))
 
 
 def _table(title: str, *columns: str, left: tuple[str, ...] = (), wrap: tuple[str, ...] = ()) -> Table:
@@ -113,7 +115,7 @@ def show_meta(run: MetaRun) -> None:
             _row(table, r.method, r.dimension, "" if r.pairs is None else r.pairs, *cells)
         console.print(table)
     else:
-        _say("no results.csv yet (the run has not finished): no correlations")
+        _say("no results.json yet (the run has not finished): no correlations")
     for ranking in run.rankings:
         names = list(ranking.methods)
         table = _table(f"system ranks on {ranking.dimension} (1 = highest mean)", "system", "human", *names, left=("system",), wrap=tuple(names))

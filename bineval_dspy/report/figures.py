@@ -18,7 +18,8 @@ from plotly.subplots import make_subplots
 
 from bineval_dspy.analysis.phi import LABELS, DimensionPhi
 from bineval_dspy.analysis.weights import WeightsReport
-from bineval_dspy.report.runs import CorrelationRow, JudgeRun
+from bineval_dspy.report.judged_runs import JudgeRun
+from bineval_dspy.report.meta_runs import CorrelationRow
 from bineval_dspy.report.stats import QuestionRate, Spread, Step, dimension_means
 from bineval_dspy.tune.report import TuneResults
 

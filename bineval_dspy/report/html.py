@@ -42,6 +42,7 @@ from bineval_dspy.report.runs import (
     TuneRun,
     shown_path,
 )
+from bineval_dspy.report.spend import spend_entries
 from bineval_dspy.report.stats import audit_cost, dimension_means, method_rates, question_rates, spreads, trajectory
 
 ASSETS = files("bineval_dspy.report").joinpath("assets")
@@ -147,7 +148,7 @@ def _meta_view(run: MetaRun, charts: Charts) -> dict[str, Any]:
         "spreads": {dim: (charts.add(figures.spread(values, dim)), values) for dim, values in by_dim.items() if values},
         "rates": rates,
         "rates_chart": charts.add(figures.method_pass_rates(rates)) if rates else None,
-        "spend_keys": list(dict.fromkeys(k for block in run.spends.values() for k in block)),
+        "spend_keys": list(dict.fromkeys(k for block in run.spends.values() for k in spend_entries(block))),
     }
 
 
@@ -227,7 +228,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(number=number, interval=interval, amount=amount)
+    env.filters.update(number=number, interval=interval, amount=amount, entries=spend_entries)
     return env
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from bineval_dspy.core.schema import Scorecard
 from bineval_dspy.optimize.audit import Audit
-from bineval_dspy.report.runs import MetaRun
+from bineval_dspy.report.meta_runs import MetaRun
 
 HUMAN = "human"  # the name of the human scores beside the methods in a meta-eval's distributions
 SCALES = {"bineval": (0.0, 1.0), "unieval": (0.0, 1.0), "rouge_l": (0.0, 1.0), "holistic": (1.0, 5.0)}  # by method kind

@@ -191,8 +191,10 @@ def test_every_full_size_config_runs_at_a_tiny_size(config, tmp_path, monkeypatc
     assert "system Spearman" in results and "Ties: Spearman on average ranks, Kendall tau-b" in results
 
 
-def test_show_and_report_read_the_system_level_and_an_older_table_without_it(tmp_path, monkeypatch, capsys):
-    from bineval_dspy.report.runs import _correlations
+def test_show_and_report_read_the_system_level_and_older_results_without_it(tmp_path, monkeypatch, capsys):
+    from bineval_dspy.core.jsonio import load_model
+    from bineval_dspy.meta.runner import MetaEvalResults
+    from bineval_dspy.report.meta_runs import correlation_rows
 
     assert cli.main(["meta-eval", str(tiny("summeval_rouge.toml", tmp_path))]) == 0
     capsys.readouterr()
@@ -203,13 +205,17 @@ def test_show_and_report_read_the_system_level_and_an_older_table_without_it(tmp
     assert cli.main(["report", str(tmp_path / "run"), "-o", str(page)]) == 0
     html = page.read_text()
     assert '<th colspan="3">system</th>' in html and 'data-stat="system-spearman"' in html and "(too few docs)" in html
-    table = tmp_path / "run" / "results.csv"
-    rows = _correlations(table)
+    path = tmp_path / "run" / "results.json"
+    rows = correlation_rows(load_model(path, MetaEvalResults))
     assert rows[0].levels["system"].spearman.value is not None
-    lines = table.read_text().splitlines()
-    keep = [k for k, name in enumerate(lines[0].split(",")) if not name.startswith("system")]
-    table.write_text("\n".join(",".join(line.split(",")[k] for k in keep) for line in lines) + "\n")
-    older = _correlations(table)
+    raw = json.loads(path.read_text())
+    for method in raw["methods"]:
+        for cell in method["correlations"].values():
+            del cell["system"]
+        if method["average"] is not None:
+            del method["average"]["system"]
+    path.write_text(json.dumps(raw))
+    older = correlation_rows(load_model(path, MetaEvalResults))
     assert older[0].levels["system"].spearman.value is None and older[0].levels["summary"] == rows[0].levels["summary"]
 
 

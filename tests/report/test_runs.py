@@ -9,7 +9,9 @@ import pytest
 
 from bineval_dspy import cli
 from bineval_dspy.report import AnalysisRun, JudgeRun, MetaRun, OptimizerRun, TuneRun, load_runs, render
-from bineval_dspy.report.runs import spend_of, total_spend
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.lm.usage import Cost
+from bineval_dspy.report.spend import spend_entries, spend_of
 from bineval_dspy.report.stats import HUMAN, spreads, trajectory
 from tests.conftest import route_cli_lm, verdict_json
 from tests.report import builders
@@ -19,7 +21,7 @@ def test_each_kind_is_found_from_its_folder_or_its_file(tmp_path, monkeypatch):
     judged = builders.judge_run(tmp_path, monkeypatch)
     (run,) = load_runs(judged)
     assert isinstance(run, JudgeRun) and [r.id for r in run.rows] == ["r0", "r1", "r2"]
-    assert run.rows[0].card.verdicts[0].question == "Is it short?" and run.spend["lm_calls"] == 9
+    assert run.rows[0].card.verdicts[0].question == "Is it short?" and run.spend.lm_calls == 9
 
     config = builders.meta_run(tmp_path, monkeypatch)
     folder = config.parent / "runs" / "meta"
@@ -63,13 +65,15 @@ def test_demo_output_and_a_single_objective_study(tmp_path, monkeypatch):
     assert "best so far" in html and html.count('<article class="output"') == 3
 
 
-def test_a_cost_block_is_read_whatever_its_fields():
-    assert spend_of({"cost": {"lm_calls": 2, "usd": 0.5, "by_model": {"gpt": {"usd": 0.5}}, "note": "x", "unknown": None}}) == {
-        "lm_calls": 2.0, "usd": 0.5, "by_model.gpt.usd": 0.5,
-    }
-    assert spend_of({"usage": {"lm_calls": 3, "tokens": 10}}) == {"lm_calls": 3.0, "tokens": 10.0}
-    assert spend_of({"scores": {}}) == {} and spend_of([1]) == {}
-    assert total_spend([{"lm_calls": 1, "usd": 0.25}, {"lm_calls": 2}]) == {"lm_calls": 3.0, "usd": 0.25}
+def test_a_usage_block_is_read_as_a_typed_cost_and_a_malformed_one_is_located():
+    cost = spend_of({"usage": {"lm_calls": 3, "tokens": 10, "usd": None}}, "out.jsonl:4")
+    assert (cost.lm_calls, cost.tokens, cost.usd, cost.unpriced_calls) == (3, 10, None, 3)  # no price: unknown, not $0
+    assert spend_of({"scores": {}}, "x") == Cost() and spend_of([1], "x") == Cost()
+    with pytest.raises(InputError, match=r"out.jsonl:4: in 'usage': .*lm_calls"):
+        spend_of({"usage": {"lm_calls": "many"}}, "out.jsonl:4")
+    entries = spend_entries(cost)
+    assert entries["lm_calls"] == 3 and "usd" not in entries and "cached_prompt_tokens" not in entries  # unknowns left out
+    assert spend_entries(Cost()) == {}
 
 
 def write(path: Path, text: str) -> Path:
@@ -108,15 +112,19 @@ def test_a_path_that_is_no_run_is_one_line_and_nothing_is_written(tmp_path, caps
     assert not out.exists()
 
 
-def test_a_results_table_of_another_shape_is_located(tmp_path, monkeypatch, capsys):
+def test_results_of_another_shape_are_located(tmp_path, monkeypatch, capsys):
     config = builders.meta_run(tmp_path, monkeypatch)
     folder = config.parent / "runs" / "meta"
-    write(folder / "results.csv", "method,kind\nx,y\n")
+    results = json.loads((folder / "results.json").read_text())
+    del results["methods"][0]["correlations"]
+    write(folder / "results.json", json.dumps(results))
+    capsys.readouterr()
     assert cli.main(["report", str(folder), "-o", str(tmp_path / "r.html")]) == 2
-    assert "results.csv:1: missing column 'dimension'" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.endswith("results.json: field 'methods.0.correlations': Field required")
     lines = (folder / "scores.jsonl").read_text().splitlines()
     write(folder / "scores.jsonl", lines[0] + "\n" + json.dumps({"method": "m", "scores": {}}) + "\n")
-    write(folder / "results.csv", "")
+    (folder / "results.json").unlink()
     assert cli.main(["show", str(config)]) == 2
     assert "scores.jsonl:2: field 'id'" in capsys.readouterr().err
 

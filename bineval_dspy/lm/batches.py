@@ -140,8 +140,6 @@ class BatchEngine:
     """A DSPy engine answering from batch replies by request key; with ``recording`` on, a request without one is
     kept for the next batch (and its call fails)."""
 
-    in_process = False  # not the embedded model (``lm.specs.is_local``)
-
     def __init__(self, target: BatchTarget, declared: Capabilities) -> None:
         self.target = target
         self.supports_function_calling = declared.function_calling  # what the adapter asks of the normal LM
@@ -178,12 +176,6 @@ class BatchEngine:
         if reply.body is None:
             raise BatchReplyMissing(f"request {key} failed in the batch: {reply.error}")
         return response_from_openai_chat(reply.body, model=self.target.model, response_format=request.config.response_format)
-
-    def stream(self, request: Request) -> Iterator[Any]:
-        raise BatchReplyMissing("a batch reply is not streamed")
-
-    def close(self) -> None:
-        pass
 
 
 class BatchLM(dspy.LM):
@@ -461,7 +453,7 @@ def _submit(api: BatchAPI, lines: dict[str, str], out: Path, number: int) -> Sub
     file_id = api.upload(requests.name, data)
     info = api.create(file_id)
     console.print(
-        f"--batch: submitted batch {info.id}: {len(lines):,} request(s) ({len(data) / 1e6:.1f} MB, {requests.name}); "
+        f"--batch: submitted batch {info.id}: {len(lines):,} request(s) ({len(data):,} bytes, {requests.name}); "
         "waiting for it (Ctrl-C leaves it running: rerun to collect it)"
     )
     return SubmittedBatch(id=info.id, number=number, input_file_id=file_id, keys=list(lines), status=info.status)

@@ -6,19 +6,24 @@ a yes. The real DSPy LM, our batch client and DSPy's cache run; only the provide
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import dspy
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.core.errors import ExitCode
-from bineval_dspy.core.schema import Question
-from bineval_dspy.lm.batches import state_path
-from bineval_dspy.lm.prices import BATCH_SUFFIX, price_of
+from bineval_dspy.core.errors import ExitCode, InputError
+from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm.batches import OPENAI_BASE, batch_lm, batch_target, state_path
+from bineval_dspy.lm.prices import BATCH_DISCOUNT, BATCH_SUFFIX, price_of
+from bineval_dspy.lm.runtime import LMOptions
+from bineval_dspy.lm.specs import make_lm
 from tests.batch_server import batch_server
 from tests.cli.test_reliability import answers, judge_args, results, write_inputs
 from tests.fake_openai import verdict
@@ -182,3 +187,35 @@ def test_batch_prices_are_the_maps_batch_rates_or_half():
     assert base is not None and batched is not None
     assert batched.input == pytest.approx(base.input / 2) and batched.output == pytest.approx(base.output / 2)
     assert price_of(f"openai/m@http://127.0.0.1:1/v1{BATCH_SUFFIX}") is None  # a server's own price stays unknown
+
+
+def test_a_model_without_batch_rates_in_the_map_is_billed_half():
+    base, batched = price_of("openai/gpt-3.5-turbo"), price_of("openai/gpt-3.5-turbo" + BATCH_SUFFIX)
+    assert base is not None and batched is not None and batched.input == pytest.approx(base.input * BATCH_DISCOUNT)
+
+
+def test_openai_models_go_to_openais_batch_api_in_its_own_dialect(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    target = batch_target(LMOptions(spec="openai/gpt-4o-mini"))
+    assert target.base_url == OPENAI_BASE and target.api_key == "sk-test"
+    lm, engine = batch_lm(make_lm("openai/gpt-4o-mini"), target)
+    checklist = Checklist(task="t", dimensions=["d"], questions=QUESTIONS[:1])
+    with dspy.context(lm=lm):
+        card = BinaryJudge()(input="a", output="b", checklist=checklist)
+    assert [v.answer for v in card.verdicts] == ["unanswered"]  # recorded for the batch, never a yes
+    (body,) = engine.recorded.values()
+    assert body["model"] == "gpt-4o-mini" and body["max_completion_tokens"] == 256 and "max_tokens" not in body
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(InputError, match="no API key: set OPENAI_API_KEY"):
+        batch_target(LMOptions(spec="openai/gpt-4o-mini"))
+
+
+def test_batch_dry_run_prices_the_calls_at_batch_rates(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    write_inputs(tmp_path, QUESTIONS, ROWS)
+    assert cli.main(judge_args(tmp_path, "--lm", "openai/gpt-4o-mini", "--batch", "--dry-run")) == ExitCode.OK
+    said = " ".join(capsys.readouterr().out.split())
+    listed = float(re.search(r"at most \$([0-9.]+) \(list price", said).group(1))
+    batched = float(re.search(r"at most \$([0-9.]+) at batch rates", said).group(1))
+    assert batched == pytest.approx(listed / 2, rel=0.02)
+    assert f"to {OPENAI_BASE}/files and {OPENAI_BASE}/batches" in said

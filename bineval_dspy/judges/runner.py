@@ -70,10 +70,13 @@ def ordered_map(
     meter: BudgetMeter | None = None,
     kind: str = "row",
     what: str = "row(s)",
+    show: bool = True,
 ) -> Iterator[tuple[T, Any, Cost]]:
     """``fn`` on each item of a stream, ``rows`` at once, yielding (item, result, cost) in input order; each starts
-    only when ``meter`` lets it (``BudgetExhausted`` after the ones in flight, naming how many of ``what`` were left)."""
-    for (item, result), cost in metered_map(lambda item: (item, fn(item)), items, label, threads=rows, meter=meter, kind=kind, what=what, total=total):
+    only when ``meter`` lets it (``BudgetExhausted`` after the ones in flight, naming how many of ``what`` were left).
+    ``show``: a progress bar on the console."""
+    pairs = metered_map(lambda item: (item, fn(item)), items, label, threads=rows, meter=meter, kind=kind, what=what, total=total, show=show)
+    for (item, result), cost in pairs:
         yield item, result, cost
 
 

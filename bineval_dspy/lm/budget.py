@@ -140,8 +140,10 @@ def metered_map(
     kind: str = "unit",
     what: str = "unit(s)",
     total: int | None = None,
+    show: bool = True,
 ) -> Iterator[tuple[R, Cost]]:
-    """``fn`` on each item with its ``Cost``, in order, with a progress bar (``threads`` at once when > 1).
+    """``fn`` on each item with its ``Cost``, in order, with a progress bar (``threads`` at once when > 1; none with
+    ``show=False``: library calls that must not print).
 
     Items are drawn as units start: a stream (``total`` says its length) is never held whole, only the units in
     flight. Each unit starts only when ``meter`` lets it. When the meter says stop, the units in flight finish and
@@ -165,7 +167,7 @@ def metered_map(
 
     pending: deque[Future[tuple[R, Cost]]] = deque()
     started, stopped = 0, False
-    with progress_bar(label, total) as advance, (ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext()) as pool:
+    with (progress_bar(label, total) if show else nullcontext(lambda: None)) as advance, (ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext()) as pool:
         while True:
             while not stopped and started < total and len(pending) < max(threads, 1):
                 decision = meter.decide(kind)

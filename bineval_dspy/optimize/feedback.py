@@ -13,10 +13,10 @@ from typing import Any, Literal, Protocol
 
 import dspy
 
-from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.schema import Question, Verdict
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.runner import ordered_map
 from bineval_dspy.optimize.audit import EvalSummary, ItemResult
 from bineval_dspy.optimize.lessons import Failure
 from bineval_dspy.optimize.metric import default_example_id
@@ -126,8 +126,8 @@ class SelfUpdateFeedback:
         demo_pool: list[dict[str, Any]] = []
         errors = answered = unanswered = 0
         problem = ""
-        runs = progress_map(lambda ex: self._run(program, ex), examples, label, self.threads, show=self.progress)
-        for example, (output, result) in zip(examples, runs):
+        runs = ordered_map(lambda ex: self._run(program, ex), examples, label, total=len(examples), rows=self.threads, kind="example", what="example(s)", show=self.progress)
+        for example, (output, result), _ in runs:
             example_id = self.example_id(example)
             if result is None:  # a program failure scores 0 and is counted; it is not a lesson
                 errors += 1
@@ -248,8 +248,8 @@ class CrossModelFeedback:
         errors = answered = unanswered = 0
         problem = ""
         items: list[ItemResult] = []
-        runs = progress_map(lambda ex: self._judge(program, ex), examples, label, show=self.progress)
-        for example, (question, reference, verdict, error) in zip(examples, runs):
+        runs = ordered_map(lambda ex: self._judge(program, ex), examples, label, total=len(examples), rows=1, kind="example", what="example(s)", show=self.progress)
+        for example, (question, reference, verdict, error), _ in runs:
             if reference is None:
                 errors += 1
                 continue

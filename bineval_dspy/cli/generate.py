@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from bineval_dspy.cli.defaults import DEFAULT_THREADS, GENERATE_MAX_TOKENS
+from bineval_dspy.cli.defaults import GENERATE_MAX_TOKENS
 from bineval_dspy.cli.options import add_budget_options, add_dry_run_option, budget_meter, count, lm_options
 from bineval_dspy.cli.splits import add_split_option, split_rows
 from bineval_dspy.core.console import console, shown
@@ -106,6 +106,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Generate (optionally STICK-improved) responses for a suite; resumable into output made the same way."""
     from bineval_dspy.cli.judge import runtime_priced
     from bineval_dspy.judges.binary import hybrid_judge
+    from bineval_dspy.judges.runner import parallelism
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.programs.generator import run_generation, unchecked
@@ -144,11 +145,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
     }
     if open_for_resume(out, fingerprint, args.overwrite):
         _keep_finished(out)
+    plan = parallelism(lm, 0, threads=args.threads)  # rows generated at once, as the judging runner runs rows
+    effective_threads(lm, args.threads or 1, asked=True)  # the embedded model says it ignores --threads
+    if judge is not None:
+        judge.threads = plan.questions
     report = run_generation(
         rows,
         program,
         out,
-        threads=effective_threads(lm, args.threads or DEFAULT_THREADS, args.threads is not None),
+        threads=plan.rows,
         refine=args.refine,
         best_of=args.best_of,
         judge=judge,

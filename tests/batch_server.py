@@ -3,7 +3,9 @@
 The real client (``bineval_dspy.lm.batches``), DSPy's LM and cache run against it; only the provider is a fake.
 A batch's input lines are answered by ``reply(body)`` when the batch completes: a message content, or a whole
 ``(status, payload)`` for a request the provider fails (it lands in the batch's error file, as OpenAI puts it).
-While ``hold`` is set a batch stays ``in_progress``; ``created`` counts the batches made.
+While ``hold`` is set a batch stays ``in_progress``; ``created`` counts the batches made. ``broken_polls`` status
+checks answer HTTP 503 first, ``invalid`` batches fail validation (status ``failed``, no results), and with
+``key`` set a request without that bearer key is refused (401).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ class BatchServer:
     def __init__(self, reply: Reply) -> None:
         self.reply = reply
         self.hold = False
+        self.broken_polls = 0
+        self.invalid = False
+        self.key: str | None = None
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.created = 0
@@ -42,7 +47,9 @@ class BatchServer:
             def do_POST(self) -> None:
                 server.authorization.add(self.headers.get("Authorization", ""))
                 data = self.rfile.read(int(self.headers["Content-Length"]))
-                if self.path == "/v1/files":
+                if server.key is not None and self.headers.get("Authorization") != f"Bearer {server.key}":
+                    self._send(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+                elif self.path == "/v1/files":
                     self._send(200, server.upload(self.headers["Content-Type"], data))
                 elif self.path == "/v1/batches":
                     self._send(200, server.create(json.loads(data)))
@@ -51,7 +58,10 @@ class BatchServer:
 
             def do_GET(self) -> None:
                 parts = self.path.strip("/").split("/")
-                if parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in server.batches:
+                if parts[:2] == ["v1", "batches"] and server.broken_polls > 0:
+                    server.broken_polls -= 1
+                    self._send(503, {"error": {"message": "try again", "type": "server_error"}})
+                elif parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in server.batches:
                     self._send(200, server.status(parts[2]))
                 elif parts[:2] == ["v1", "files"] and len(parts) == 4 and parts[3] == "content" and parts[2] in server.files:
                     self._send(200, server.files[parts[2]])
@@ -98,11 +108,14 @@ class BatchServer:
         with self._lock:
             self.polls += poll
             batch = self.batches[batch_id]
-            if batch["status"] != "completed":
+            if batch["status"] not in ("completed", "failed"):
                 batch["status"] = "in_progress" if self.hold else self._complete(batch)
             return dict(batch)
 
     def _complete(self, batch: dict[str, Any]) -> str:
+        if self.invalid:
+            batch["errors"] = {"object": "list", "data": [{"code": "invalid_json_line", "message": "line 1 is not valid", "line": 1}]}
+            return "failed"
         answered, failed = [], []
         for line in self.files[batch["input_file_id"]].decode().splitlines():
             request = json.loads(line)

@@ -62,7 +62,7 @@ ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"  # the only window OpenAI's batch API offers
 MAX_REQUESTS = 50_000  # a batch's limits at OpenAI: requests, and bytes of its input file
 MAX_BYTES = 190 * 1024 * 1024
-MAX_SUBMISSIONS = 4  # batches one run submits at most: a reply-dependent request needs one round after its reply
+MAX_ROUNDS = 4  # rounds of batches one run submits at most: a request that depends on a reply needs one more
 POLL_FIRST, POLL_GROWTH, POLL_CAP = 1.0, 1.5, 60.0  # seconds between status checks: 1, 1.5, 2.25 ... up to a minute
 DONE = ("completed", "failed", "expired", "cancelled")  # a batch in one of these will not change again
 TRANSIENT_STATUS = (429, 500, 502, 503, 504)
@@ -236,6 +236,9 @@ class BatchAPI:
         self._client = httpx.Client(headers={"Authorization": f"Bearer {target.api_key}"}, timeout=target.timeout)
         self._rng = random.Random()
 
+    def close(self) -> None:
+        self._client.close()
+
     def upload(self, name: str, data: bytes) -> str:
         """POST /files (purpose batch): the input file's id."""
         reply = self._call("POST", "/files", idempotent=False, data={"purpose": "batch"}, files={"file": (name, data, "application/jsonl")})
@@ -378,8 +381,8 @@ def collect_replies(
     return it.
 
     ``judge_all`` judges the rows still to do with DSPy's configured LM (its results are thrown away): it runs
-    once per round, recording the requests without a reply, until a pass records none or ``MAX_SUBMISSIONS``
-    batches were sent. ``fingerprint`` (the run's, plus the batch API's address) ties ``OUT.batch.json`` to these
+    once per round, recording the requests without a reply, until a pass records none or ``MAX_ROUNDS``
+    rounds of batches were sent. ``fingerprint`` (the run's, plus the batch API's address) ties ``OUT.batch.json`` to these
     settings. The returned LM answers what the batches answered; any other call fails (an unanswered verdict).
     """
     batched, engine = batch_lm(lm, target)
@@ -390,26 +393,29 @@ def collect_replies(
     _save(path, state)
     earlier = {b.id for b in state.batches if b.collected}  # their failures are asked again
     fetched: set[str] = set()
-    submitted = 0
-    while True:
-        engine.recorded.clear()
-        with dspy.context(lm=batched):
-            judge_all()
-        if not engine.recorded:
-            break
-        unread = [b for b in state.batches if b.id not in fetched]  # of an earlier or interrupted run: first
-        if not unread:
-            if submitted == MAX_SUBMISSIONS:
-                console.print(f"--batch: {len(engine.recorded)} request(s) still unasked after {submitted} batches: unanswered", style="yellow")
+    rounds = 0
+    try:
+        while True:
+            engine.recorded.clear()
+            with dspy.context(lm=batched):
+                judge_all()
+            if not engine.recorded:
                 break
-            for chunk in _chunks(engine.recorded):
-                unread.append(_submit(api, chunk, out, len(state.batches)))
-                state.batches.append(unread[-1])
-                _save(path, state)
-            submitted += 1
-        for batch in unread:
-            _collect(api, engine, batch, keep_failures=batch.id not in earlier, path=path, state=state)
-            fetched.add(batch.id)
+            unread = [b for b in state.batches if b.id not in fetched]  # of an earlier or interrupted run: first
+            if not unread:
+                if rounds == MAX_ROUNDS:
+                    console.print(f"--batch: {len(engine.recorded)} request(s) still unasked after {rounds} rounds of batches: unanswered", style="yellow")
+                    break
+                for chunk in _chunks(engine.recorded):
+                    unread.append(_submit(api, chunk, out, len(state.batches)))
+                    state.batches.append(unread[-1])
+                    _save(path, state)
+                rounds += 1
+            for batch in unread:
+                _collect(api, engine, batch, keep_failures=batch.id not in earlier, path=path, state=state)
+                fetched.add(batch.id)
+    finally:
+        api.close()
     engine.recording = False
     answered = sum(r.body is not None for r in engine.replies.values())
     failed = len(engine.replies) - answered

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -219,3 +220,34 @@ def test_batch_dry_run_prices_the_calls_at_batch_rates(tmp_path, capsys, monkeyp
     batched = float(re.search(r"at most \$([0-9.]+) at batch rates", said).group(1))
     assert batched == pytest.approx(listed / 2, rel=0.02)
     assert f"to {OPENAI_BASE}/files and {OPENAI_BASE}/batches" in said
+
+
+def test_a_batch_that_fails_validation_leaves_every_question_unanswered(tmp_path, capsys):
+    write_inputs(tmp_path, QUESTIONS, ROWS[:1])
+    with batch_server(yes_to_short) as server:
+        server.invalid = True
+        assert cli.main(batch_args(tmp_path, server)) == ExitCode.INCOMPLETE
+    assert answers(tmp_path / "out.jsonl") == ["unanswered", "unanswered"]
+    assert "batch batch_1 failed: line 1 is not valid; its requests are unanswered" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_status_check_the_api_refuses_for_a_moment_is_tried_again(tmp_path):
+    write_inputs(tmp_path, QUESTIONS, ROWS[:1])
+    with batch_server(yes_to_short) as server:
+        server.hold = True  # the batch is in progress at creation: the client polls
+        server.broken_polls = 2
+        threading.Timer(1.0, lambda: setattr(server, "hold", False)).start()
+        assert cli.main(batch_args(tmp_path, server, "--timeout", "30")) == ExitCode.OK
+    assert server.broken_polls == 0 and server.created == 1
+    assert answers(tmp_path / "out.jsonl") == ["yes", "no"]
+
+
+def test_a_refused_key_is_one_line_naming_the_call(tmp_path, capsys, monkeypatch):
+    write_inputs(tmp_path, QUESTIONS, ROWS[:1])
+    monkeypatch.setenv("BATCH_KEY", "sk-wrong")
+    with batch_server(yes_to_short) as server:
+        server.key = "sk-right"
+        assert cli.main(batch_args(tmp_path, server, "--api-key-env", "BATCH_KEY")) == ExitCode.LM_FAILURE
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert line == f"error: POST {server.url}/files: HTTP 401: Incorrect API key provided"
+    assert server.created == 0

@@ -22,7 +22,6 @@ __version__ = "0.2.0"
 _EXPORTS = {
     "BinaryJudge": "bineval_dspy.judges.binary",
     "BinEvalWriter": "bineval_dspy.checklists.bineval",
-    "ChecklistGenerator": "bineval_dspy.checklists.bineval",
     "ChecklistWriter": "bineval_dspy.checklists.base",
     "QworldWriter": "bineval_dspy.checklists.qworld",
     "TickWriter": "bineval_dspy.checklists.tick",
@@ -61,7 +60,6 @@ __all__ = [
     "BinaryJudge",
     "Bootstrap",
     "Checklist",
-    "ChecklistGenerator",
     "ChecklistWriter",
     "CrossModelFeedback",
     "Generator",
@@ -90,7 +88,7 @@ assert sorted(__all__) == sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from bineval_dspy.checklists.base import ChecklistWriter
-    from bineval_dspy.checklists.bineval import BinEvalWriter, ChecklistGenerator
+    from bineval_dspy.checklists.bineval import BinEvalWriter
     from bineval_dspy.checklists.hybrid import hybrid_checklist
     from bineval_dspy.checklists.qworld import QworldWriter
     from bineval_dspy.checklists.tick import TickWriter

@@ -2,7 +2,7 @@
 ``make_writer`` to pick one by name), TICK questions and hybrid (code + TICK) checklists."""
 
 from bineval_dspy.checklists.base import ChecklistWriter
-from bineval_dspy.checklists.bineval import BinEvalWriter, ChecklistGenerator
+from bineval_dspy.checklists.bineval import BinEvalWriter
 from bineval_dspy.checklists.hybrid import constraint_question, hybrid_checklist
 from bineval_dspy.checklists.qworld import QworldConfig, QworldTree, QworldWriter
 from bineval_dspy.checklists.tick import TickQuestionWriter, TickWriter
@@ -11,7 +11,6 @@ from bineval_dspy.checklists.writers import METHODS, make_writer
 __all__ = [
     "METHODS",
     "BinEvalWriter",
-    "ChecklistGenerator",
     "ChecklistWriter",
     "QworldConfig",
     "QworldTree",

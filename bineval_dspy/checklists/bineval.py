@@ -171,6 +171,3 @@ def _unique(requirements: list) -> list:
             seen.add(key)
             kept.append(req)
     return kept
-
-
-ChecklistGenerator = BinEvalWriter  # the name of earlier releases

@@ -50,7 +50,7 @@ def _column(config: EvalConfig, name: str, prompt: Any, lm_spec: Any, rows: list
     from bineval_dspy.core.fingerprint import open_for_resume
     from bineval_dspy.core.jsonio import read_jsonl
     from bineval_dspy.evalmatrix import Cell, build_program, column_fingerprint, row_score
-    from bineval_dspy.judges.binary import hybrid_judge
+    from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.lm.runtime import lm_identity
     from bineval_dspy.lm.specs import make_lm
     from bineval_dspy.programs.generator import run_generation
@@ -68,7 +68,7 @@ def _column(config: EvalConfig, name: str, prompt: Any, lm_spec: Any, rows: list
     cost = report.usage
     records = {str(r["key"]): r for _, r in read_jsonl(out)}
     failures = dict(report.failures)
-    judge = hybrid_judge()
+    judge = BinaryJudge()
     cells: dict[str, Cell] = {}
     for row in rows:
         record = records.get(row.key)

@@ -105,7 +105,7 @@ def _plan(args: argparse.Namespace, rows: list, program: Generator, out: Path) -
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate (optionally STICK-improved) responses for a suite; resumable into output made the same way."""
     from bineval_dspy.cli.judge import runtime_priced
-    from bineval_dspy.judges.binary import hybrid_judge
+    from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.judges.runner import parallelism
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
@@ -132,7 +132,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     lm = runtime.configure(lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
     program = _program(args, instructions)
-    judge = hybrid_judge(args.mode) if (args.refine or args.best_of > 1) else None
+    judge = BinaryJudge(verifier_mode=args.mode) if (args.refine or args.best_of > 1) else None
     fingerprint = {
         "suite": file_digest(suite_path),
         "instructions": digest(program.generate.signature.instructions),

@@ -21,9 +21,9 @@ from bineval_dspy.core.console import console, results_on_stdout
 from bineval_dspy.core.terminal import printable
 
 if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for the parser
+    from bineval_dspy.lm.usage import Cost
     from bineval_dspy.meta.correlation import Estimate
     from bineval_dspy.optimize.audit import EvalSummary
-    from bineval_dspy.lm.usage import Cost
     from bineval_dspy.optimize.results import TestResults
     from bineval_dspy.report.runs import (
         AnalysisRun,
@@ -116,11 +116,16 @@ def show_meta(run: MetaRun) -> None:
         console.print(table)
     else:
         _say("no results.json yet (the run has not finished): no correlations")
-    for ranking in run.rankings:
-        names = list(ranking.methods)
-        table = _table(f"system ranks on {ranking.dimension} (1 = highest mean)", "system", "human", *names, left=("system",), wrap=tuple(names))
-        for system, (mean, rank) in ranking.human.items():
-            _row(table, system, f"{rank} ({mean:.2f})", *[ranks[system][1] if system in ranks else "-" for ranks in ranking.methods.values()])
+    for ranking in run.rankings:  # one row per source, one column per system: 16 systems still fit 80 columns
+        systems = list(ranking.human)
+        title = Text(printable(f"system ranks on {ranking.dimension} (1 = highest mean; means: results.md)"))
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
+        table.add_column("by", overflow="fold")
+        for system in systems:  # no padding: the box's separator is the one space between rank columns
+            table.add_column(Text(printable(system)), justify="right", no_wrap=True)
+        _row(table, "human", *[rank for _, rank in ranking.human.values()])
+        for name, ranks in ranking.methods.items():
+            _row(table, name, *[ranks[system][1] if system in ranks else "-" for system in systems])
         console.print(table)
     table = _table("scores on their scale: share at the top (the ceiling effect)", "dimension", "source", "scale", "mean", "distinct", "at top", left=("dimension", "source"), wrap=("dimension", "source"))
     for dim in run.dimensions:

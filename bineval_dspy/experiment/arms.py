@@ -37,7 +37,7 @@ from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, splits_of
 from bineval_dspy.optimize.feedback import FeedbackSource
 from bineval_dspy.optimize.proposers import DemoProposer
-from bineval_dspy.programs.refine import BestOfN, SelfRefine
+from bineval_dspy.programs.refine import ChecklistBestOfN, SelfRefine
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
 
 ARM_FILE = "arm.json"
@@ -95,7 +95,7 @@ def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[ds
 
     def passing(example: dspy.Example) -> dict | None:
         checklist = metric.checklist_for(example)  # type: ignore[union-attr]
-        pick = BestOfN(context.student, judge, arm.n, arm.temperature)(prompt=example.prompt, checklist=checklist)
+        pick = ChecklistBestOfN(context.student, judge, arm.n, arm.temperature)(prompt=example.prompt, checklist=checklist)
         card = pick.scorecard
         return {"prompt": example.prompt, "response": pick.response} if card.complete and card.overall == 1.0 else None
 
@@ -158,7 +158,7 @@ class Stick(dspy.Module):
         checklist = self._checklist_for(self.checklists[prompt])
         card = None
         if self.best_of > 1:
-            pick = BestOfN(self.program, self.judge, self.best_of, self.temperature)(prompt=prompt, checklist=checklist)
+            pick = ChecklistBestOfN(self.program, self.judge, self.best_of, self.temperature)(prompt=prompt, checklist=checklist)
             response, card = pick.response, pick.scorecard
         else:
             response = self.program(prompt=prompt).response

@@ -407,7 +407,3 @@ def calibrated(verdict: Verdict, prior: Verdict) -> Verdict:
     update = {"answer": answer, "p_yes": p_cal, "p_yes_content_free": c, "explanation": f"{verdict.explanation} {note}".strip()}
     return verdict.model_copy(update=update)
 
-
-def hybrid_judge(mode: Mode = "strict", **judge_options) -> BinaryJudge:
-    """A ``BinaryJudge`` that answers verifier questions by code (``mode``) and the rest with the LM."""
-    return BinaryJudge(verifier_mode=mode, **judge_options)

@@ -24,7 +24,7 @@ from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, file_digest
 from bineval_dspy.core.jsonio import load_toml, read_jsonl
 from bineval_dspy.core.schema import Checklist
-from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.specs import DEFAULT_LM, make_lm
 from bineval_dspy.optimize.feedback import JUDGE_EXAMPLE_FIELDS, CrossModelFeedback, FeedbackSource, SelfUpdateFeedback
 from bineval_dspy.optimize.metric import bineval_metric
@@ -187,7 +187,7 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
                 checklists[example.key] = hybrid_checklist(row, generator=writer, n_llm_questions=config.program.llm_questions)
             return checklists[example.key]
 
-        feedback = SelfUpdateFeedback(bineval_metric(hybrid_judge(), checklist_for), threads=config.program.threads)
+        feedback = SelfUpdateFeedback(bineval_metric(BinaryJudge(), checklist_for), threads=config.program.threads)
         student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens)
     else:
         if config.data.split_files:

@@ -1,6 +1,6 @@
 """Programs that produce outputs: the generator, STICK self-refinement and Best-of-N."""
 
 from bineval_dspy.programs.generator import Generator, PlainChatAdapter, generate_row, run_generation
-from bineval_dspy.programs.refine import BestOfN, SelfRefine
+from bineval_dspy.programs.refine import ChecklistBestOfN, SelfRefine
 
-__all__ = ["BestOfN", "Generator", "PlainChatAdapter", "SelfRefine", "generate_row", "run_generation"]
+__all__ = ["ChecklistBestOfN", "Generator", "PlainChatAdapter", "SelfRefine", "generate_row", "run_generation"]

@@ -23,10 +23,10 @@ from bineval_dspy.core.errors import BudgetExhausted, one_line
 from bineval_dspy.core.jsonio import append_jsonl, read_jsonl
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join
-from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import BudgetMeter, metered_map
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, BestOfN, SelfRefine
+from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, ChecklistBestOfN, SelfRefine
 from bineval_dspy.suites.rows import SuiteRow
 
 
@@ -131,11 +131,11 @@ def generate_row(
     if not refine and best_of == 1:
         record["response"] = program(prompt=row.prompt).response
         return record
-    judge = hybrid_judge() if judge is None else judge
+    judge = BinaryJudge() if judge is None else judge
     checklist = hybrid_checklist(row, generator=writer)
     card: Scorecard | None = None
     if best_of > 1:
-        pick = BestOfN(program, judge, best_of)(prompt=row.prompt, checklist=checklist)
+        pick = ChecklistBestOfN(program, judge, best_of)(prompt=row.prompt, checklist=checklist)
         response, card = pick.response, pick.scorecard
         record["selection"] = {"n": best_of, "candidates": pick.candidates, "chosen": pick.chosen}
     else:
@@ -211,7 +211,7 @@ def run_generation(
     if report.resumed:
         console.print(f"resuming: {report.resumed} row(s) already in {out_path}, {len(todo)} to go")
     if refine or best_of > 1:
-        judge = hybrid_judge() if judge is None else judge
+        judge = BinaryJudge() if judge is None else judge
         writer = TickQuestionWriter() if writer is None else writer
 
     def one(row: SuiteRow) -> tuple[SuiteRow, dict[str, Any] | None, str]:

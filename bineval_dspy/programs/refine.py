@@ -2,7 +2,7 @@
 
 ``SelfRefine`` turns the failed checks of a response into a plan and a rewrite that must fix them
 while keeping what passed, re-judges, and keeps the best version seen (never a lower-scoring one).
-``BestOfN`` samples N responses and keeps the one the checklist scores highest.
+``ChecklistBestOfN`` samples N responses and keeps the one the checklist scores highest.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class SelfRefine(dspy.Module):
         return revised, plan
 
 
-class BestOfN(dspy.Module):
+class ChecklistBestOfN(dspy.Module):
     """STICK Best-of-N: ``forward(prompt, checklist) -> Prediction(response, scorecard, candidates, chosen)``.
 
     Samples ``n`` responses from ``program`` (called as ``program(prompt=..., config=...)``, returning a

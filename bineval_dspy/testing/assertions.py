@@ -74,7 +74,7 @@ def assert_passes(
     every failed or unanswered question. ``lm`` (else the DSPy context's) answers questions code cannot."""
     import dspy
 
-    from bineval_dspy.judges.binary import hybrid_judge
+    from bineval_dspy.judges.binary import BinaryJudge
 
     if not isinstance(output, str):
         raise TypeError(f"assert_passes: output must be a string, got {type(output).__name__}")
@@ -82,7 +82,7 @@ def assert_passes(
     needs_lm = any(q.verifier is None for q in judged.questions)
     if needs_lm and lm is None and dspy.settings.lm is None:
         raise InputError("assert_passes: the checklist has questions for an LM and none is configured (pass lm=, or use the bineval fixture)")
-    judge = hybrid_judge(mode)
+    judge = BinaryJudge(verifier_mode=mode)
     with dspy.context(lm=lm) if lm is not None else dspy.context():
         card = judge(input=input or prompt or "", output=output, checklist=judged)
     if any(_missed(q, v) for q, v in zip(judged.questions, _ordered(judged, card))):

@@ -537,20 +537,24 @@ def number_paragraphs(num_paragraphs: int) -> Check:
     return check
 
 
+def _counted(unit: str, count_of: Callable[[str], int], threshold: int, relation: str) -> Check:
+    """The one length checker: ``count_of`` units in the response, compared with ``threshold`` by ``relation``."""
+
+    def check(response: str) -> Finding:
+        count = count_of(response)
+        asked = f"asked for {_fewer(relation)} {plural(threshold, unit)}"
+        return Finding(_compare(count, relation, threshold), f"{asked}; found {count}")
+
+    return check
+
+
 @register(
     "length_constraints:number_sentences",
     rule=lambda num_sentences, relation: f"Answer with {_fewer(relation)} {plural(num_sentences, 'sentence')}.",
 )
 def number_sentences(num_sentences: int, relation: str) -> Check:
-    threshold = whole_number("num_sentences", num_sentences)
-    relation = comparison("relation", relation)
-
-    def check(response: str) -> Finding:
-        count = len(split_sentences_punkt(response))
-        asked = f"asked for {_fewer(relation)} {plural(threshold, 'sentence')}"
-        return Finding(_compare(count, relation, threshold), f"{asked}; found {count}")
-
-    return check
+    threshold, relation = whole_number("num_sentences", num_sentences), comparison("relation", relation)
+    return _counted("sentence", lambda response: len(split_sentences_punkt(response)), threshold, relation)
 
 
 @register(
@@ -558,15 +562,8 @@ def number_sentences(num_sentences: int, relation: str) -> Check:
     rule=lambda num_words, relation: f"Answer with {_fewer(relation)} {plural(num_words, 'word')}.",
 )
 def number_words(num_words: int, relation: str) -> Check:
-    threshold = whole_number("num_words", num_words)
-    relation = comparison("relation", relation)
-
-    def check(response: str) -> Finding:
-        count = len(word_runs(response))
-        asked = f"asked for {_fewer(relation)} {plural(threshold, 'word')}"
-        return Finding(_compare(count, relation, threshold), f"{asked}; found {count}")
-
-    return check
+    threshold, relation = whole_number("num_words", num_words), comparison("relation", relation)
+    return _counted("word", lambda response: len(word_runs(response)), threshold, relation)
 
 
 @register("punctuation:no_comma", rule="Do not use any commas in the response.")

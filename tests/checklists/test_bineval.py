@@ -8,7 +8,7 @@ import dspy
 import pytest
 from dspy.lm15 import Request
 
-from bineval_dspy.checklists.bineval import ChecklistGenerator
+from bineval_dspy.checklists.bineval import BinEvalWriter
 from bineval_dspy.core.errors import InputError
 from tests.conftest import scripted_lm
 
@@ -45,7 +45,7 @@ def script(request: Request) -> str:
 def test_two_steps_requirements_then_questions():
     lm = scripted_lm(script)
     dspy.configure(lm=lm)
-    generator = ChecklistGenerator()
+    generator = BinEvalWriter()
     checklist = generator(task="Summarize the article.", dimensions=["Relevance", "consistency", "fluency"])
     assert checklist.dimensions == ["relevance", "consistency", "fluency"]
     texts = [q.text for q in checklist.questions]
@@ -67,18 +67,18 @@ def test_dimensions_come_from_the_task_when_not_given():
     step1 = {"requirements": {"items": [{"requirement": "Uses a friendly tone throughout.", "dimension": "Tone"}]}}
     lm = scripted_lm(lambda r: json.dumps(step1) if "[[ ## requirement ## ]]" not in r.messages[-1].text else json.dumps(step2("x")))
     dspy.configure(lm=lm)
-    checklist = ChecklistGenerator()(task="Write a birthday card.")
+    checklist = BinEvalWriter()(task="Write a birthday card.")
     assert checklist.dimensions == ["tone"]
     assert "choose 2 to 5" in lm.engine.requests[0].messages[-1].text
 
 
 def test_max_questions_caps_the_checklist():
     dspy.configure(lm=scripted_lm(lambda r: json.dumps(STEP1) if "[[ ## requirement ## ]]" not in r.messages[-1].text else json.dumps(step2("x"))))
-    checklist = ChecklistGenerator(max_questions=1)(task="t", dimensions=["relevance", "consistency"])
+    checklist = BinEvalWriter(max_questions=1)(task="t", dimensions=["relevance", "consistency"])
     assert len(checklist.questions) == 1
 
 
 @pytest.mark.parametrize("task", ["", "   \n"])
 def test_empty_task_is_a_clear_error(task):
     with pytest.raises(InputError, match="task description is empty"):
-        ChecklistGenerator()(task=task)
+        BinEvalWriter()(task=task)

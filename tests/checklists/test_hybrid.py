@@ -12,7 +12,7 @@ from bineval_dspy.checklists.hybrid import CODE_DIMENSION, LLM_DIMENSION, hybrid
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.schema import Question
-from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.code import make_code_router
 from bineval_dspy.suites.rows import SuiteRow
 from tests.conftest import question_of, scripted_lm, verdict_json
@@ -89,7 +89,7 @@ def test_code_checked_questions_never_call_the_lm():
     dspy.configure(lm=lm)
     checklist = hybrid_checklist(ROW)
     lm.engine.requests.clear()
-    card = hybrid_judge()(input=ROW.prompt, output="The ocean is wide, and deep.", checklist=checklist)
+    card = BinaryJudge()(input=ROW.prompt, output="The ocean is wide, and deep.", checklist=checklist)
     judged = [question_of(r) for r in lm.engine.requests]
     assert judged == TICK  # only the TICK questions reached the LM
     verdicts = {v.question_id: v for v in card.verdicts}

@@ -6,7 +6,7 @@ import dspy
 import pytest
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.optimize.lessons import LessonBank
 from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
@@ -25,7 +25,7 @@ class Summarize(dspy.Signature):
 def test_a_missing_input_field_is_named_before_any_lm_call():
     world = World()
     dspy.configure(lm=scripted_lm(world))
-    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for, input_field="question"), bank=LessonBank(embed=bag_of_words))
+    opt = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for, input_field="question"), bank=LessonBank(embed=bag_of_words))
     with pytest.raises(InputError, match=r"train example 0 \(0\): no field 'question' \(the metric's input_field"):
         opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
     assert world.generator_calls == 0
@@ -33,19 +33,19 @@ def test_a_missing_input_field_is_named_before_any_lm_call():
 
 def test_a_program_without_the_output_field_is_named():
     dspy.configure(lm=scripted_lm(World()))
-    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words))
+    opt = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), bank=LessonBank(embed=bag_of_words))
     with pytest.raises(InputError, match="produces no field 'response'.*produce summary.*output_field="):
         opt.compile(dspy.Predict(Summarize), trainset=rows(2))
 
 
 def test_teacher_and_unknown_arguments_are_refused():
-    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for))
+    opt = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for))
     with pytest.raises(ValueError, match="takes no teacher"):
         opt.compile(Generator(START), trainset=rows(1), teacher=Generator(START))
     with pytest.raises(TypeError):
         opt.compile(Generator(START), trainset=rows(1), num_trials=3)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="unknown setting"):
-        BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for), max_iteration=3)
+        BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), max_iteration=3)
 
 
 def test_any_dspy_metric_works_and_compile_prints_nothing(capsys):

@@ -16,7 +16,7 @@ import pytest
 from dspy.lm15 import Request
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
-from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.optimize.lessons import LessonBank
 from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.notes import lesson_problem
@@ -87,7 +87,7 @@ def note_lm() -> dspy.LM:
 def test_the_embedded_note_takers_drafts_are_screened_and_rules_fill_in():
     dspy.configure(lm=scripted_lm(generator_and_updater))
     optimizer = BinEvalOptimizer(
-        bineval_metric(hybrid_judge(), checklist_for), bank=LessonBank(embed=hashed_words),
+        bineval_metric(BinaryJudge(), checklist_for), bank=LessonBank(embed=hashed_words),
         max_iterations=1, lessons_per_iteration=5,
     )
     optimizer.note_taker.set_lm(note_lm())

@@ -9,7 +9,7 @@ import pytest
 from dspy.lm15 import Request
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
-from bineval_dspy.judges.binary import BinaryJudge, hybrid_judge
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
 from bineval_dspy.optimize.lessons import LessonBank
 from bineval_dspy.optimize.metric import bineval_metric
@@ -62,7 +62,7 @@ def checklist_for(example: dspy.Example):
 
 def optimizer(world: World, tmp_path=None, **kwargs) -> BinEvalOptimizer:
     dspy.configure(lm=scripted_lm(world))
-    feedback = bineval_metric(hybrid_judge(), checklist_for)
+    feedback = bineval_metric(BinaryJudge(), checklist_for)
     return BinEvalOptimizer(feedback, bank=LessonBank(embed=bag_of_words), run_dir=tmp_path, **kwargs)
 
 
@@ -105,7 +105,7 @@ def test_harmful_edit_is_rolled_back_and_lessons_retired():
     world2 = World(lesson="Keep answers short.", rewrite="HARM")
     opt2 = optimizer(world2, max_iterations=3, patience=1)
     strict = lambda ex: hybrid_checklist(SuiteRow(key=ex.key, prompt=ex.prompt, instruction_id_list=["detectable_format:number_bullet_lists"], kwargs=[{"num_bullets": 3}]), n_llm_questions=(0, 0))  # noqa: E731
-    opt2.feedback = SelfUpdateFeedback(bineval_metric(hybrid_judge(), lambda ex: strict(ex) if ex.key.startswith("t") else checklist_for(ex)))
+    opt2.feedback = SelfUpdateFeedback(bineval_metric(BinaryJudge(), lambda ex: strict(ex) if ex.key.startswith("t") else checklist_for(ex)))
     train = [ex.copy(key="t" + ex.key) for ex in rows(2)]
     program = opt2.compile(student, trainset=train, valset=rows(2))
     it = opt2.audit.model_dump()["iterations"][0]
@@ -191,7 +191,7 @@ def test_gepa_metric_protocol_and_determinism():
     import inspect
 
     dspy.configure(lm=scripted_lm(World()))
-    metric = bineval_metric(hybrid_judge(), checklist_for)
+    metric = bineval_metric(BinaryJudge(), checklist_for)
     inspect.signature(metric).bind(None, None, None, None, None)  # GEPA's arity check
     gold = rows(1)[0]
     bad = metric(gold, dspy.Prediction(response="one and two"))
@@ -250,7 +250,7 @@ def test_an_unusable_note_falls_back_to_the_rule():
         return World()(request)
 
     dspy.configure(lm=scripted_lm(broken_notes))
-    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words), max_iterations=1)
+    opt = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), bank=LessonBank(embed=bag_of_words), max_iterations=1)
     opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
     first = opt.audit.iterations[0]
     assert first.note_errors == 2 and first.rule_lessons == 2 and not first.lessons_discarded
@@ -272,7 +272,7 @@ def test_a_demo_candidate_without_held_out_gain_is_rolled_back(tmp_path):
     dspy.configure(lm=scripted_lm(world))
     train = rows(3)
     train[0] = train[0].copy(prompt="List two fruits, bullets please.")
-    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words), run_dir=tmp_path / "run",
+    opt = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), bank=LessonBank(embed=bag_of_words), run_dir=tmp_path / "run",
                            max_iterations=2, patience=3, demos=1, min_allowance=200)
     program = opt.compile(Generator(START), trainset=train, valset=rows(2))
     audit = opt.audit
@@ -297,7 +297,7 @@ def test_a_demo_with_held_out_gain_is_kept_and_shown_to_the_generator():
     dspy.configure(lm=scripted_lm(world))
     train = rows(3)
     train[0] = train[0].copy(prompt="List two fruits, bullets please.")
-    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for), bank=LessonBank(embed=bag_of_words),
+    opt = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), bank=LessonBank(embed=bag_of_words),
                            max_iterations=2, patience=3, demos=1, min_allowance=200)
     program = opt.compile(Generator(START), trainset=train, valset=rows(2))
     second = opt.audit.iterations[1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dspy
 
-from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.optimize.audit import Audit, BestRecord, Decision, EvalSummary, IterationRecord, StartRecord
 from bineval_dspy.optimize.edits import Edit
 from bineval_dspy.optimize.lessons import LessonBank
@@ -69,7 +69,7 @@ def test_a_user_policy_replaces_the_guard_and_a_user_rule_stops_the_run():
 
     dspy.configure(lm=scripted_lm(World()))
     opt = BinEvalOptimizer(
-        bineval_metric(hybrid_judge(), checklist_for),
+        bineval_metric(BinaryJudge(), checklist_for),
         bank=LessonBank(embed=bag_of_words),
         acceptance=AlwaysRollBack(),
         stopping=[AfterOne()],
@@ -96,6 +96,6 @@ def test_the_audit_round_trips_through_json(tmp_path):
 
 
 def test_settings_are_one_model_for_constructor_toml_and_audit():
-    opt = BinEvalOptimizer(bineval_metric(hybrid_judge(), checklist_for), max_iterations=7)
+    opt = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), max_iterations=7)
     assert opt.settings.max_iterations == 7
     assert opt.get_params_summary() == opt.settings.model_dump()

@@ -10,9 +10,9 @@ import pytest
 from dspy.lm15 import Request
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
-from bineval_dspy.judges.binary import hybrid_judge
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.programs.generator import Generator
-from bineval_dspy.programs.refine import BestOfN, SelfRefine
+from bineval_dspy.programs.refine import ChecklistBestOfN, SelfRefine
 from tests.checklists.test_hybrid import ROW, TICK, tick_reply
 from tests.conftest import ScriptedEngine, scripted_lm, verdict_json
 
@@ -57,7 +57,7 @@ def kinds(engine: ScriptedEngine) -> list[str]:
 def test_all_passing_response_is_returned_unchanged_without_lm_calls():
     lm = scripted_lm(stick_script())
     dspy.configure(lm=lm)
-    judge = hybrid_judge()
+    judge = BinaryJudge()
     card = judge(input=ROW.prompt, output=GOOD, checklist=CODE_ONLY)
     result = SelfRefine(judge, max_iterations=3)(prompt=ROW.prompt, response=GOOD, checklist=CODE_ONLY, scorecard=card)
     assert result.response == GOOD and result.iterations == []
@@ -67,7 +67,7 @@ def test_all_passing_response_is_returned_unchanged_without_lm_calls():
 def test_refine_fixes_a_failing_constraint_and_stops():
     lm = scripted_lm(stick_script(rewrite=lambda text: GOOD))
     dspy.configure(lm=lm)
-    result = SelfRefine(hybrid_judge(), max_iterations=3)(prompt=ROW.prompt, response=BAD, checklist=CODE_ONLY)
+    result = SelfRefine(BinaryJudge(), max_iterations=3)(prompt=ROW.prompt, response=BAD, checklist=CODE_ONLY)
     assert result.response == GOOD
     assert result.initial_score == 0.0 and result.scorecard.overall == 1.0
     assert len(result.iterations) == 1 and result.iterations[0]["kept"] is True  # nothing left to fix: stopped
@@ -80,7 +80,7 @@ def test_refine_fixes_a_failing_constraint_and_stops():
 def test_refine_tells_the_rewriter_what_passed():
     lm = scripted_lm(stick_script(rewrite=lambda text: GOOD))
     dspy.configure(lm=lm)
-    result = SelfRefine(hybrid_judge())(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
+    result = SelfRefine(BinaryJudge())(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
     assert result.response == GOOD
     rewrite_prompt = lm.engine.requests[1].messages[-1].text
     failed = rewrite_prompt.split("[[ ## failed_checks ## ]]")[1].split("[[ ## passed_checks ## ]]")[0]
@@ -93,7 +93,7 @@ def test_refine_never_returns_a_worse_response():
     rewrites = iter([BAD, BAD + " Again, worse."])
     lm = scripted_lm(stick_script(rewrite=lambda text: next(rewrites)))
     dspy.configure(lm=lm)
-    result = SelfRefine(hybrid_judge(), max_iterations=2)(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
+    result = SelfRefine(BinaryJudge(), max_iterations=2)(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
     assert result.response == HALF
     assert result.scorecard.overall == 0.5
     assert [(i["score"], i["kept"]) for i in result.iterations] == [(0.0, False), (0.0, False)]
@@ -102,7 +102,7 @@ def test_refine_never_returns_a_worse_response():
 def test_refine_keeps_an_equal_score_original_and_stops_on_no_change():
     lm = scripted_lm(stick_script(rewrite=lambda text: HALF))
     dspy.configure(lm=lm)
-    result = SelfRefine(hybrid_judge(), max_iterations=3)(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
+    result = SelfRefine(BinaryJudge(), max_iterations=3)(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
     assert result.response == HALF
     assert len(result.iterations) == 1 and result.iterations[0]["unchanged"] is True
 
@@ -112,7 +112,7 @@ def test_refine_lm_failure_keeps_the_best_so_far():
         raise RuntimeError("server down")
 
     dspy.configure(lm=scripted_lm(script))
-    result = SelfRefine(hybrid_judge())(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
+    result = SelfRefine(BinaryJudge())(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
     assert result.response == HALF
     assert "server down" in result.iterations[0]["error"]
 
@@ -122,7 +122,7 @@ def test_refine_judges_llm_questions_too():
     dspy.configure(lm=lm)
     checklist = hybrid_checklist(ROW)
     lm.engine.requests.clear()
-    result = SelfRefine(hybrid_judge())(prompt=ROW.prompt, response=BAD, checklist=checklist)
+    result = SelfRefine(BinaryJudge())(prompt=ROW.prompt, response=BAD, checklist=checklist)
     # the TICK questions still fail, but both code checks now pass: a strictly better version
     assert result.response == GOOD and result.scorecard.overall == 0.5
     assert kinds(lm.engine).count("verdict") == 4  # 2 TICK questions, before and after
@@ -132,7 +132,7 @@ def test_best_of_n_picks_the_highest_score_first_on_ties():
     samples = iter([BAD, HALF, GOOD, GOOD + " Yes."])
     lm = scripted_lm(stick_script(generate=lambda prompt: next(samples)))
     dspy.configure(lm=lm)
-    pick = BestOfN(Generator(), hybrid_judge(), n=4)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    pick = ChecklistBestOfN(Generator(), BinaryJudge(), n=4)(prompt=ROW.prompt, checklist=CODE_ONLY)
     assert pick.response == GOOD and pick.chosen == 2
     assert [c["score"] for c in pick.candidates] == [0.0, 0.5, 1.0, 1.0]
     assert [c["rollout_id"] for c in pick.candidates] == [0, 1, 2, 3]
@@ -143,10 +143,10 @@ def test_best_of_n_samples_are_cached_apart_and_replayed():
     engine = ScriptedEngine(lambda request: f"sample {len(engine.requests)} about the ocean")
     lm = dspy.LM("custom/cached", engine=engine, cache=True, num_retries=0)
     dspy.configure(lm=lm)
-    first = BestOfN(Generator(), hybrid_judge(), n=3)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    first = ChecklistBestOfN(Generator(), BinaryJudge(), n=3)(prompt=ROW.prompt, checklist=CODE_ONLY)
     assert len(engine.requests) == 3
     assert len({c["response"] for c in first.candidates}) == 3  # distinct rollout ids: distinct cache entries
-    again = BestOfN(Generator(), hybrid_judge(), n=3)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    again = ChecklistBestOfN(Generator(), BinaryJudge(), n=3)(prompt=ROW.prompt, checklist=CODE_ONLY)
     assert len(engine.requests) == 3  # a rerun replays the cached samples
     assert again.candidates == first.candidates
 
@@ -161,7 +161,7 @@ def test_best_of_n_survives_a_failed_sample():
         return item
 
     dspy.configure(lm=scripted_lm(stick_script(generate=generate)))
-    pick = BestOfN(Generator(), hybrid_judge(), n=2)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    pick = ChecklistBestOfN(Generator(), BinaryJudge(), n=2)(prompt=ROW.prompt, checklist=CODE_ONLY)
     assert pick.response == GOOD and pick.chosen == 1
     assert "flaky" in pick.candidates[0]["error"]
 
@@ -172,4 +172,4 @@ def test_best_of_n_raises_when_every_sample_fails():
 
     dspy.configure(lm=scripted_lm(script))
     with pytest.raises(Exception, match="down"):
-        BestOfN(Generator(), hybrid_judge(), n=2)(prompt=ROW.prompt, checklist=CODE_ONLY)
+        ChecklistBestOfN(Generator(), BinaryJudge(), n=2)(prompt=ROW.prompt, checklist=CODE_ONLY)

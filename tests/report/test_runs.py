@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.report import AnalysisRun, JudgeRun, MetaRun, OptimizerRun, TuneRun, load_runs, render
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.lm.usage import Cost
+from bineval_dspy.report import AnalysisRun, JudgeRun, MetaRun, OptimizerRun, TuneRun, load_runs, render
 from bineval_dspy.report.spend import spend_entries, spend_of
 from bineval_dspy.report.stats import HUMAN, spreads, trajectory
 from tests.conftest import route_cli_lm, verdict_json

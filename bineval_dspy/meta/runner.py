@@ -36,9 +36,10 @@ from bineval_dspy.core.jsonio import (
 )
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.judges.code import check_verifiers
-from bineval_dspy.lm.budget import BudgetMeter, metered_map
-from bineval_dspy.lm.runtime import effective_threads, lm_identity
-from bineval_dspy.lm.specs import is_local, make_lm
+from bineval_dspy.judges.runner import Parallelism, ordered_map, parallelism
+from bineval_dspy.lm.budget import BudgetMeter
+from bineval_dspy.lm.runtime import lm_identity
+from bineval_dspy.lm.specs import make_lm
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.agreement import agreement, cohen_kappa
 from bineval_dspy.meta.config import MetaEvalConfig
@@ -194,16 +195,15 @@ def _score(
     A remote LM scores ``threads`` outputs at once (and BinEval's questions of one output concurrently); the
     in-process model takes one output at a time and batches its questions itself.
     """
-    local = lm is not None and is_local(lm)
-    scorer = build_scorer(method, config.scored_dimensions(), config.dataset.genre, checklist=checklist, judge_threads=None if local else threads)
+    plan = parallelism(lm, 0, threads=threads) if lm is not None and method.uses_lm else Parallelism(rows=1, questions=None)
+    scorer = build_scorer(method, config.scored_dimensions(), config.dataset.genre, checklist=checklist, judge_threads=plan.questions)
 
     def score_one(row: MetaRow) -> tuple[Scored, float]:
         start = time.perf_counter()
         return scorer(row), time.perf_counter() - start
 
-    outer = effective_threads(lm, threads, asked=False) if lm is not None and method.uses_lm else 1
-    scored = metered_map(score_one, todo, method.name, threads=outer, meter=meter, kind=f"method {method.name}", what="score(s)")
-    for row, ((score, seconds), cost) in zip(todo, scored):
+    scored = ordered_map(score_one, todo, method.name, total=len(todo), rows=plan.rows, meter=meter, kind=f"method {method.name}", what="score(s)")
+    for row, (score, seconds), cost in scored:
         yield OutputScore(**dict(score), method=method.name, id=row.id, doc_id=row.doc_id, usage=cost, seconds=seconds)
 
 

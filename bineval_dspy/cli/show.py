@@ -118,8 +118,8 @@ def show_meta(run: MetaRun) -> None:
         _say("no results.json yet (the run has not finished): no correlations")
     for ranking in run.rankings:  # one row per source, one column per system: 16 systems still fit 80 columns
         systems = list(ranking.human)
-        title = Text(printable(f"system ranks on {ranking.dimension} (1 = highest mean; means: results.md)"))
-        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
+        _say(f"system ranks on {ranking.dimension} (1 = highest mean; means: results.md)")  # a title would wrap to the table
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
         table.add_column("by", overflow="fold")
         for system in systems:  # no padding: the box's separator is the one space between rank columns
             table.add_column(Text(printable(system)), justify="right", no_wrap=True)

@@ -74,8 +74,10 @@ def test_show_and_report_put_each_method_s_ranks_beside_the_humans(tmp_path, mon
     capsys.readouterr()
     assert cli.main(["show", str(config)]) == 0
     out = capsys.readouterr().out
-    assert "system ranks on relevance (1 = highest mean)" in out
-    assert ["M2", "3", "(1.00)", "2", "3", "3"] in [line.split() for line in out.splitlines()]  # bineval ties M1 and M2
+    assert "system ranks on relevance (1 = highest mean; means: results.md)" in out
+    lines = [line.split() for line in out.splitlines()]
+    assert ["by", "M0", "M1", "M2"] in lines and ["human", "1", "2", "3"] in lines
+    assert ["bineval", "1", "2", "2"] in lines and ["rouge-l", "1", "2", "3"] in lines  # bineval ties M1 and M2
     assert all(len(line) <= 80 for line in out.splitlines())
     (config.parent / "runs" / "meta" / "results.json").unlink()  # a run that has not written it: no rankings, no error
     (bare,) = load_runs(config)

@@ -130,7 +130,7 @@ def meta_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
             if isinstance(method, BinEvalMethod):
                 if isinstance(method.checklist, str) and method.checklist == "dataset":
                     questions = [q.text for q in row.questions]
-                elif method.checklist == "generate":
+                elif isinstance(method.checklist, str):  # "generate" or "per_input": the LM writes at most max_questions
                     questions = ["Does the output meet this requirement of the task?"] * method.max_questions
                 else:
                     questions = [q.text for q in load_model(method.checklist, Checklist).questions if q.verifier is None]

@@ -1,7 +1,9 @@
 """The methods a meta-evaluation compares, each scoring one output per dimension on the run's one LM.
 
 - ``bineval``: a checklist per dimension judged by ``BinaryJudge`` (the checklist from a file, generated once by
-  ``BinEvalWriter``, or, for InFoBench, each instruction's own decomposed questions).
+  ``writer`` (BinEval's two steps unless set: any method of ``checklists.writers``), written per input by it
+  (``per_input``: from the input, its reference and the outputs beside it), or, for InFoBench, each instruction's
+  own decomposed questions); ``scoring`` per question or batch, ``code_routing`` off lets the LM answer all.
 - ``holistic``: a 1-5 rating per dimension, G-Eval style, probability-weighted when the LM gives logprobs.
 - ``unieval``: one yes/no question per dimension, UniEval style, scored by P(yes).
 - ``rouge`` (``rouge_l``: its ROUGE-L form): ROUGE-1, ROUGE-2, ROUGE-L or summary-level ROUGE-L F1 against the
@@ -13,6 +15,7 @@ A method that gets no usable answer for a dimension of an output leaves that sco
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -20,7 +23,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from bineval_dspy.core.schema import Answer, Checklist, Question, Scorecard
-from bineval_dspy.judges.binary import BinaryJudge, Calibration, Explanations
+from bineval_dspy.judges.binary import BinaryJudge, Calibration, Explanations, Scoring
 from bineval_dspy.meta.datasets import MetaRow
 from bineval_dspy.meta.holistic import HolisticJudge, Rating
 from bineval_dspy.meta.prompts import DEFINITIONS, QUESTIONS
@@ -57,20 +60,48 @@ class BinEvalMethod(_Method):
     scores, not reasons; the scorecards in the run directory still hold every verdict."""
 
     kind: Literal["bineval"]
-    checklist: Literal["generate", "dataset"] | Path = "generate"
+    checklist: Literal["generate", "dataset", "per_input"] | Path = "generate"
     max_questions: int = Field(default=24, ge=1)  # for a generated checklist
+    writer: str = "bineval"  # the method that writes a generated or per-input checklist
     probability: bool = False
     chain_of_thought: bool = False
     samples: int = Field(default=1, ge=1)
     explanations: Explanations = "none"
     calibration: Calibration = "none"
+    scoring: Scoring = "per_question"
+    code_routing: bool = True  # False: the LM answers questions a code verifier would
 
     def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:
+        from bineval_dspy.checklists.templates import TEMPLATES
+        from bineval_dspy.checklists.writers import methods
+
         if self.calibration != "none" and self.samples > 1:
             raise MethodProblem("calibration", "calibration needs samples = 1")
+        if self.scoring == "batch" and self.chain_of_thought:
+            raise MethodProblem("scoring", "batch scoring answers without chain of thought")
+        if self.writer not in methods():
+            raise MethodProblem("writer", f"unknown checklist method {self.writer!r} (choose from {', '.join(methods())})")
+        if self.writer != "bineval" and self.checklist not in ("generate", "per_input"):
+            raise MethodProblem("writer", "a writer writes a \"generate\" or \"per_input\" checklist only")
+        needs = TEMPLATES[self.writer].needs() if self.writer in TEMPLATES else []
+        if needs and self.checklist != "per_input":
+            raise MethodProblem("writer", f"{self.writer} needs {needs[0]} per input: use checklist = \"per_input\"")
+        if "reference" in needs and not any(row.references for row in rows):
+            raise MethodProblem("writer", f"{self.writer} needs a reference per input, and this dataset has none")
+        if "observations" in needs:
+            raise MethodProblem("writer", f"{self.writer} needs observations (feedback notes), which no meta-eval dataset has")
         has_questions = any(row.questions for row in rows)
         if self.checklist == "dataset" and not has_questions:
             raise MethodProblem("checklist", "\"dataset\" needs a dataset with questions per output (InFoBench)")
+
+
+    def fingerprint_options(self) -> dict[str, Any]:
+        """Options added after the first runs are left out at their defaults, so earlier runs still resume."""
+        options = self.model_dump(mode="json")
+        return {k: v for k, v in options.items() if _ADDED_BINEVAL_OPTIONS.get(k, object()) != v}
+
+
+_ADDED_BINEVAL_OPTIONS: dict[str, Any] = {"writer": "bineval", "scoring": "per_question", "code_routing": True}
 
 
 class HolisticMethod(_Method):
@@ -176,8 +207,11 @@ def build_scorer(
     *,
     checklist: Checklist | None = None,
     judge_threads: int | None = None,
+    rows: Sequence[MetaRow] = (),
+    task: str | None = None,
 ) -> Scorer:
-    """The scoring function of a checked method; ``checklist`` is BinEval's (None: each row's own questions)."""
+    """The scoring function of a checked method; ``checklist`` is BinEval's (None: each row's own questions, or with
+    ``per_input`` one written per input, from ``task``, the input, and the outputs of ``rows`` beside it)."""
     if isinstance(method, BinEvalMethod):
         judge = BinaryJudge(
             probability=method.probability,
@@ -186,11 +220,17 @@ def build_scorer(
             explanations=method.explanations,
             calibration=method.calibration,
             threads=judge_threads,
+            scoring=method.scoring,
+            code_router=None if method.code_routing else _no_code,
         )
+        per_input = _per_input_checklists(method, dimensions, genre, rows, task) if method.checklist == "per_input" else None
 
         def bineval(row: MetaRow) -> Scored:
-            own = checklist is None
-            card = judge(input=row.input, output=row.output, checklist=row_checklist(row) if own else checklist)
+            own = checklist is None and per_input is None
+            written = per_input(row) if per_input is not None else checklist
+            if not own and written is None:  # the writer gave nothing usable for this input: no score, never a guess
+                return Scored(scores=dict.fromkeys(dimensions, None))
+            card = judge(input=row.input, output=row.output, checklist=row_checklist(row) if own else written)
             answers = [v.answer for v in card.verdicts] if own else None
             return Scored(scores=card_scores(card, dimensions), answers=answers, scorecard=card)
 
@@ -214,6 +254,55 @@ def build_scorer(
 
         return holistic
     return _rouge_scorer(method, dimensions)
+
+
+def _no_code(question: Question, input: str, output: str) -> None:
+    """Code routing off: every question goes to the LM, verifier or not."""
+    return None
+
+
+def checklist_writer(method: BinEvalMethod, genre: str) -> Any:
+    """The method's checklist writer; a template gets the genre's dimension definitions (CheckEval reads them)."""
+    from bineval_dspy.checklists.templates import TEMPLATES
+    from bineval_dspy.checklists.writers import make_writer
+
+    extra = {"definitions": DEFINITIONS.get(genre, {})} if method.writer in TEMPLATES else {}
+    return make_writer(method.writer, max_questions=method.max_questions, **extra)
+
+
+INPUT_CHARS = 3000  # of the input shown to a per-input writer (an article can be long for a small LM's context)
+
+
+def _per_input_checklists(
+    method: BinEvalMethod, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow], task: str | None
+) -> Callable[[MetaRow], Checklist | None]:
+    """A checklist per input, written once when its first output is scored (its cost is that output's): from the
+    task and the input, the input's first reference and the other outputs of it as candidates, for a template that
+    reads them. A writer failure leaves that input's outputs unscored."""
+    from bineval_dspy.checklists.templates import TemplateWriter
+
+    writer = checklist_writer(method, genre)
+    outputs: dict[str, list[str]] = {}
+    for row in rows:
+        outputs.setdefault(row.doc_id, []).append(row.output)
+    written: dict[str, Checklist | None] = {}
+    lock = threading.Lock()
+
+    def write(row: MetaRow) -> Checklist | None:
+        with lock:
+            if row.doc_id not in written:
+                shown = row.input if len(row.input) <= INPUT_CHARS else row.input[:INPUT_CHARS] + " [...]"
+                text = f"{task}\n\n{shown}" if task else shown
+                extra: dict[str, Any] = {}
+                if isinstance(writer, TemplateWriter):
+                    extra = {"reference": row.references[0] if row.references else None, "candidates": outputs.get(row.doc_id)}
+                try:
+                    written[row.doc_id] = writer(task=text, dimensions=list(dimensions), **extra)
+                except Exception:  # an LM that gives no usable checklist for this input
+                    written[row.doc_id] = None
+            return written[row.doc_id]
+
+    return write
 
 
 def _rouge_scorer(method: RougeMethod, dimensions: Sequence[str]) -> Scorer:

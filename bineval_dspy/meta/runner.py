@@ -20,7 +20,6 @@ import dspy
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
-from bineval_dspy.checklists.bineval import BinEvalWriter
 from bineval_dspy.checklists.writers import ChecklistUsage, save_checklist_usage, usage_sidecar
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError, RunError, one_line
@@ -52,7 +51,7 @@ from bineval_dspy.meta.correlation import (
     summarize,
 )
 from bineval_dspy.meta.datasets import MetaRow, sample_documents
-from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig, MethodProblem, Scored, build_scorer
+from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig, MethodProblem, Scored, build_scorer, checklist_writer
 from bineval_dspy.stats.bootstrap import resample_counts
 
 SCORES_FILE = "scores.jsonl"
@@ -172,7 +171,7 @@ def run_meta_eval(
                     checklist = checklists.get(method.name)
                     if isinstance(method, BinEvalMethod) and method.checklist == "generate":
                         checklist = _generated_checklist(config, method, dimensions, reuse=resumed, meter=meter)
-                    for record in _score(method, todo, config, checklist, method_lm, threads, meter):
+                    for record in _score(method, todo, config, checklist, method_lm, threads, meter, rows):
                         append_jsonl(out, record.model_dump(mode="json"))
                         records[record.method, record.id] = record
     except BudgetExhausted:
@@ -188,6 +187,7 @@ def _score(
     lm: dspy.LM | None,
     threads: int,
     meter: BudgetMeter,
+    rows: Sequence[MetaRow] = (),
 ) -> Iterator[OutputScore]:
     """One method's scores for ``todo``, with their cost and seconds, in order as each is done; each starts only
     when ``meter`` lets it (the method's scores are one kind of unit: they cost alike).
@@ -196,7 +196,10 @@ def _score(
     in-process model takes one output at a time and batches its questions itself.
     """
     plan = parallelism(lm, 0, threads=threads) if lm is not None and method.uses_lm else Parallelism(rows=1, questions=None)
-    scorer = build_scorer(method, config.scored_dimensions(), config.dataset.genre, checklist=checklist, judge_threads=plan.questions)
+    scorer = build_scorer(
+        method, config.scored_dimensions(), config.dataset.genre, checklist=checklist, judge_threads=plan.questions,
+        rows=rows, task=config.dataset.task,
+    )
 
     def score_one(row: MetaRow) -> tuple[Scored, float]:
         start = time.perf_counter()
@@ -265,7 +268,7 @@ def _kept_records(out: Path, planned: set[tuple[str, str]]) -> dict[tuple[str, s
 def _generated_checklist(
     config: MetaEvalConfig, method: BinEvalMethod, dimensions: Sequence[str], reuse: bool, meter: BudgetMeter
 ) -> Checklist:
-    """BinEval's two-step checklist for the dataset's task, written once into the run directory (reused on resume),
+    """The method's writer's checklist (BinEval's two steps unless set) for the dataset's task, written once into the run directory (reused on resume),
     with its cost beside it."""
     path = config.run_dir / f"checklist-{method.name}.json"
     if reuse and path.exists():
@@ -274,13 +277,13 @@ def _generated_checklist(
     assert task is not None  # _checked_rows refuses a generated checklist without one
     with meter.unit("checklist", f"method {method.name}'s checklist not written") as measurement:
         try:
-            checklist = BinEvalWriter(max_questions=method.max_questions)(task=task, dimensions=list(dimensions))
+            checklist = checklist_writer(method, config.dataset.genre)(task=task, dimensions=list(dimensions))
         except InputError:
             raise
         except Exception as exc:
             raise RunError(f"method {method.name!r}: the LM gave no usable checklist ({one_line(exc)})") from None
     write_json(path, checklist.model_dump(mode="json"))
-    save_checklist_usage(path, "bineval", dspy.settings.lm.model if dspy.settings.lm is not None else "(none)", measurement.cost)
+    save_checklist_usage(path, method.writer, dspy.settings.lm.model if dspy.settings.lm is not None else "(none)", measurement.cost)
     return checklist
 
 

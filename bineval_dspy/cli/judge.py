@@ -410,7 +410,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
                 if n not in finished:
                     judge(input=row["input"], output=row["output"], checklist=checklist)
 
-        collect_replies(lm, target, judge_pending, out, fingerprint, args.overwrite)
+        collect_replies(lm, target, judge_pending, out, fingerprint, args.overwrite, follow_ups=judge.explanations == "failures")
 
     spent, written, stopped = Cost(), 0, None
     try:

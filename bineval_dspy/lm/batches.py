@@ -375,7 +375,13 @@ def _save(path: Path, state: BatchState) -> None:
 
 # -- the run ------------------------------------------------------------------------------------------------------
 def collect_replies(
-    lm: dspy.LM, target: BatchTarget, judge_all: Callable[[], object], out: Path, fingerprint: Fingerprint, overwrite: bool = False
+    lm: dspy.LM,
+    target: BatchTarget,
+    judge_all: Callable[[], object],
+    out: Path,
+    fingerprint: Fingerprint,
+    overwrite: bool = False,
+    follow_ups: bool = True,
 ) -> dspy.LM:
     """Get every reply the judge needs through batches; configure DSPy with the LM that answers from them, and
     return it.
@@ -383,7 +389,10 @@ def collect_replies(
     ``judge_all`` judges the rows still to do with DSPy's configured LM (its results are thrown away): it runs
     once per round, recording the requests without a reply, until a pass records none or ``MAX_ROUNDS``
     rounds of batches were sent. ``fingerprint`` (the run's, plus the batch API's address) ties ``OUT.batch.json`` to these
-    settings. The returned LM answers what the batches answered; any other call fails (an unanswered verdict).
+    settings. ``follow_ups``: whether the judge may ask again after reading a reply (``--explanations failures``);
+    without, a round it submitted answers every request it recorded and no pass checks again (each pass formats
+    every prompt: on a large run it costs as much as the run's own formatting). The returned LM answers what the
+    batches answered; any other call fails (an unanswered verdict).
     """
     batched, engine = batch_lm(lm, target)
     api = BatchAPI(target)
@@ -402,7 +411,8 @@ def collect_replies(
             if not engine.recorded:
                 break
             unread = [b for b in state.batches if b.id not in fetched]  # of an earlier or interrupted run: first
-            if not unread:
+            fresh = not unread
+            if fresh:
                 if rounds == MAX_ROUNDS:
                     console.print(f"--batch: {len(engine.recorded)} request(s) still unasked after {rounds} rounds of batches: unanswered", style="yellow")
                     break
@@ -414,6 +424,8 @@ def collect_replies(
             for batch in unread:
                 _collect(api, engine, batch, keep_failures=batch.id not in earlier, path=path, state=state)
                 fetched.add(batch.id)
+            if fresh and not follow_ups:  # every request recorded is answered or failed now
+                break
     finally:
         api.close()
     engine.recording = False

@@ -187,3 +187,30 @@ def test_template_flags_need_a_template_writer(tmp_path, monkeypatch, capsys):
     code = cli.main(["checklist", "--task", TASK, "--method", "tick", "--reference", "x", "-o", str(tmp_path / "c.json")])
     assert code == 2 and capsys.readouterr().err.startswith("error: --reference: only with a template writer (checkeval")
     assert not lm.engine.requests
+
+
+def test_rocketeval_checklist_judged_by_p_yes_then_weights_fitted_for_the_query(tmp_path, monkeypatch, capsys):
+    """RocketEval end to end: the checklist from the reference, P(yes) verdicts, per-query weights by ``analyze``."""
+    from bineval_dspy import cli
+    from bineval_dspy.testing.scripted import Reply
+    from tests.conftest import question_of, route_cli_lm
+
+    def script(r: Request) -> str | Reply:
+        if "[[ ## question ## ]]" not in request_text(r):
+            return items("Does the poem name the lighthouse?", "Is the poem about the sea?")
+        output, question = r.messages[-1].text.split("[[ ## output ## ]]")[1].split("[[ ##")[0], question_of(r)
+        strength = output.count("light") / 4 if "lighthouse" in question else 0.5  # only the first question tells outputs apart
+        return Reply(json.dumps({"verdict": {"answer": "yes" if strength >= 0.5 else "no", "explanation": ""}}), p_yes=min(0.95, 0.05 + strength))
+
+    route_cli_lm(monkeypatch, script)
+    monkeypatch.chdir(tmp_path)
+    rows = [{"id": f"r{k}", "input": TASK, "output": "light " * k + "waves", "human": {"instruction-following": float(k)}} for k in range(6)]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert cli.main(["checklist", "--task", TASK, "--writer", "rocketeval", "--reference", "A lighthouse by the sea.", "-o", "c.json"]) == 0
+    assert cli.main(["judge", "--checklist", "c.json", "--data", "d.jsonl", "--probability", "--explanations", "none", "-o", "s.jsonl"]) == 0
+    capsys.readouterr()
+    code = cli.main(["analyze", "s.jsonl", "--checklist", "c.json", "--reference", "human", "--group", "id", "--values", "p_yes", "--folds", "3", "--resamples", "0", "-o", "a"])
+    assert code == 0
+    weights = capsys.readouterr().out.split("weights: ")[1]
+    first, second = (float(w) for w in weights.split()[1:3])
+    assert first > second  # the item that separates the outputs carries the weight

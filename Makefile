@@ -28,7 +28,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check bineval_dspy tests experiments
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=10
 
 bench: $(STAMP)
 	$(PY) experiments/bench_judge.py

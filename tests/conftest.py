@@ -19,9 +19,9 @@ import pytest
 from dspy.lm15 import Usage
 
 from bineval_dspy.core.embeddings import Embedder, use_embedder
-from bineval_dspy.testing import Script, ScriptedEngine, question_of, scripted_lm, verdict_json
+from bineval_dspy.testing import Script, ScriptedEngine, prompt_fields, question_of, scripted_lm, verdict_json
 
-__all__ = ["SHARED_DATA", "ScriptedEngine", "bag_of_words", "question_of", "route_cli_lm", "scripted_lm", "verdict_json"]  # tests import them from here
+__all__ = ["SHARED_DATA", "ScriptedEngine", "bag_of_words", "prompt_fields", "question_of", "route_cli_lm", "scripted_lm", "verdict_json"]  # tests import them from here
 
 # The project's shared data lies beside the checkout (CI lays it there too); BINEVAL_SHARED_DATA overrides.
 SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))

@@ -28,7 +28,7 @@ from bineval_dspy.testing.replay import (
     replay_lm,
     save_cassette,
 )
-from bineval_dspy.testing.scripted import Script, ScriptedEngine, question_of, scripted_lm, verdict_json
+from bineval_dspy.testing.scripted import Script, ScriptedEngine, prompt_fields, question_of, scripted_lm, verdict_json
 
 __all__ = [
     "BinevalAssertionError",
@@ -43,6 +43,7 @@ __all__ = [
     "ScriptedEngine",
     "assert_passes",
     "load_cassette",
+    "prompt_fields",
     "question_of",
     "recording_lm",
     "replay_lm",

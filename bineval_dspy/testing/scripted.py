@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import dspy
+from dspy.adapters.chat_adapter import field_header_pattern
 from dspy.lm15 import Message, Request, Response, TokenLogprob, TopLogprob, Usage
 
 
@@ -81,7 +84,41 @@ def verdict_json(answer: str, explanation: str = "because") -> str:
     return json.dumps({"verdict": {"answer": answer, "explanation": explanation}})
 
 
+class _Probe(dspy.Signature):
+    given: str = dspy.InputField()
+    wanted: str = dspy.OutputField()
+
+
+@functools.cache
+def _requirements_opening() -> str:
+    """How DSPy's chat adapters open the output requirements they append to the last input field (asked of the
+    adapters themselves, so a DSPy release that rewords them changes it here too)."""
+    texts = [adapter.user_message_output_requirements(_Probe) for adapter in (dspy.ChatAdapter(), dspy.JSONAdapter())]
+    return os.path.commonprefix(texts)
+
+
+def prompt_fields(request: Request) -> dict[str, str]:
+    """The input fields of the request's last message by name, as DSPy's chat adapters laid them out.
+
+    Read with the adapters' own field-header pattern and without the output requirements appended to the last
+    field, so a script asks ``prompt_fields(request)["question"]`` rather than matching DSPy's marker strings.
+    """
+    fields: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in request.messages[-1].text.splitlines():
+        header = field_header_pattern.fullmatch(line.strip())
+        if header is not None:
+            current = fields.setdefault(header.group(1), [])
+        elif current is not None:
+            current.append(line)
+    values = {name: "\n".join(lines).strip() for name, lines in fields.items()}
+    if values:
+        last = next(reversed(values))
+        opening = _requirements_opening()
+        values[last] = values[last].rsplit(opening, 1)[0].strip() if opening else values[last]
+    return values
+
+
 def question_of(request: Request) -> str:
-    """The question block of a judge prompt, for scripts that answer per question."""
-    text = request.messages[-1].text
-    return text.split("[[ ## question ## ]]")[1].split("Respond with")[0].strip()
+    """The question of a judge prompt, for scripts that answer per question."""
+    return prompt_fields(request)["question"]

@@ -14,6 +14,8 @@ from collections.abc import Callable
 import numpy as np
 from dspy.lm15 import Request
 
+from bineval_dspy.testing import prompt_fields
+
 OPS = {
     "Ground the task in scenarios": "decompose_task",
     "What is missing? Read the task and the scenarios": "expand_scenarios",
@@ -33,8 +35,7 @@ def op_of(request: Request) -> str:
 
 def field(request: Request, name: str) -> str:
     """An input block of the prompt (``scenario``, ``perspective``, ...)."""
-    text = request.messages[-1].text
-    return text.split(f"[[ ## {name} ## ]]")[1].split("[[ ##")[0].split("Respond with")[0].strip()
+    return prompt_fields(request)[name]
 
 
 def tags(text: str) -> list[int]:

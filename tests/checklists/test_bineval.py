@@ -10,7 +10,7 @@ from dspy.lm15 import Request
 
 from bineval_dspy.checklists.bineval import BinEvalWriter
 from bineval_dspy.core.errors import InputError
-from tests.conftest import scripted_lm
+from tests.conftest import prompt_fields, scripted_lm
 
 STEP1 = {
     "requirements": {
@@ -35,9 +35,8 @@ def step2(requirement: str) -> dict:
 
 
 def script(request: Request) -> str:
-    text = request.messages[-1].text
-    if "[[ ## requirement ## ]]" in text:
-        requirement = text.split("[[ ## requirement ## ]]")[1].split("Respond with")[0].strip()
+    if "requirement" in prompt_fields(request):
+        requirement = prompt_fields(request)["requirement"]
         return "not json at all" if "agrees" in requirement else json.dumps(step2(requirement))
     return json.dumps(STEP1)
 
@@ -65,7 +64,7 @@ def test_two_steps_requirements_then_questions():
 
 def test_dimensions_come_from_the_task_when_not_given():
     step1 = {"requirements": {"items": [{"requirement": "Uses a friendly tone throughout.", "dimension": "Tone"}]}}
-    lm = scripted_lm(lambda r: json.dumps(step1) if "[[ ## requirement ## ]]" not in r.messages[-1].text else json.dumps(step2("x")))
+    lm = scripted_lm(lambda r: json.dumps(step1) if "requirement" not in prompt_fields(r) else json.dumps(step2("x")))
     dspy.configure(lm=lm)
     checklist = BinEvalWriter()(task="Write a birthday card.")
     assert checklist.dimensions == ["tone"]
@@ -73,7 +72,7 @@ def test_dimensions_come_from_the_task_when_not_given():
 
 
 def test_max_questions_caps_the_checklist():
-    dspy.configure(lm=scripted_lm(lambda r: json.dumps(STEP1) if "[[ ## requirement ## ]]" not in r.messages[-1].text else json.dumps(step2("x"))))
+    dspy.configure(lm=scripted_lm(lambda r: json.dumps(STEP1) if "requirement" not in prompt_fields(r) else json.dumps(step2("x"))))
     checklist = BinEvalWriter(max_questions=1)(task="t", dimensions=["relevance", "consistency"])
     assert len(checklist.questions) == 1
 

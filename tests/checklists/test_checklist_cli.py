@@ -17,14 +17,14 @@ from bineval_dspy.checklists.writers import ChecklistUsage
 from bineval_dspy.core.embeddings import use_embedder
 from bineval_dspy.core.schema import Checklist, Question
 from tests.checklists.qworld_script import OPS, always_new, fake_embed
-from tests.conftest import question_of, route_cli_lm, verdict_json
+from tests.conftest import prompt_fields, question_of, route_cli_lm, verdict_json
 
 TASK = "Explain how to take ibuprofen safely."
 STEP1 = {"requirements": {"items": [{"requirement": "Gives the usual adult dose.", "dimension": "accuracy"}, {"requirement": "Warns about the maximum dose.", "dimension": "safety"}]}}
 
 
 def step2(request: Request) -> str:
-    requirement = request.messages[-1].text.split("[[ ## requirement ## ]]")[1].split("Respond with")[0].strip()
+    requirement = prompt_fields(request)["requirement"]
     return json.dumps({"questions": {"items": [{"question": f"Does the response meet this: {requirement}?", "no_example": "It does not, at all."}]}})
 
 TICK = {"questions": {"items": ["Does the response give the adult dose?", "Does the response warn about stomach upset?"]}}
@@ -34,14 +34,14 @@ def script_for_every_method():
     tree = always_new()
 
     def script(request: Request) -> str:
-        system, last = request.system or "", request.messages[-1].text
-        if "[[ ## question ## ]]" in last:
+        system = request.system or ""
+        if "question" in prompt_fields(request):
             return verdict_json("no" if "k5" in question_of(request) else "yes")
         if any(marker in system for marker in OPS):
             return tree(request)
         if "Write an evaluation checklist" in system:
             return json.dumps(TICK)
-        return step2(request) if "[[ ## requirement ## ]]" in last else json.dumps(STEP1)
+        return step2(request) if "requirement" in prompt_fields(request) else json.dumps(STEP1)
 
     return script
 

@@ -10,7 +10,7 @@ import pytest
 from bineval_dspy.checklists.bineval import BinEvalWriter
 from bineval_dspy.checklists.routing import code_route, route_to_code
 from bineval_dspy.core.schema import Checklist, Question
-from tests.conftest import scripted_lm
+from tests.conftest import prompt_fields, scripted_lm
 
 
 @pytest.mark.parametrize(
@@ -46,8 +46,7 @@ def test_marking_keeps_ids_and_existing_verifiers():
 
 def test_the_bineval_writer_marks_what_code_answers():
     def script(request):
-        text = request.messages[-1].text
-        if "[[ ## requirement ## ]]" in text:
+        if "requirement" in prompt_fields(request):
             return json.dumps({"questions": {"items": [
                 {"question": "Are all numbers in the summary found in the article?", "no_example": "It says 42 where the article says 4.2."},
                 {"question": "Does the summary state the main event of the article?", "no_example": "It misses the vote entirely."},

@@ -20,10 +20,14 @@ def test_import_loads_no_llama_cpp():
 
 
 def test_readme_names_import_from_the_top_level():
+    import importlib
+
     import bineval_dspy
 
     for name in bineval_dspy.__all__:
-        assert getattr(bineval_dspy, name) is not None
+        value = getattr(bineval_dspy, name)  # loaded on first access, from the module its export names
+        assert value is getattr(importlib.import_module(bineval_dspy._EXPORTS[name]), name)
+        assert callable(value) and value.__name__ == name, name  # the thing itself, not an alias of another name
 
 
 def test_version(capsys):

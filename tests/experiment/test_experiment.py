@@ -12,7 +12,7 @@ import pytest
 
 from bineval_dspy import cli
 from bineval_dspy.testing.scripted import Reply
-from tests.conftest import SHARED_DATA, route_cli_lm, verdict_json
+from tests.conftest import SHARED_DATA, prompt_fields, route_cli_lm, verdict_json
 from tests.optimize.test_optimizer import World
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
@@ -24,9 +24,8 @@ class JudgingWorld(World):
     """The optimizer's scripted world, which also answers judge questions (yes, unless the question says "no")."""
 
     def __call__(self, request):
-        user = request.messages[-1].text
-        if "[[ ## question ## ]]" in user and "[[ ## lesson ## ]]" not in user and "[[ ## explanation ## ]]" not in user:
-            answer = "no" if " not " in user.split("[[ ## question ## ]]")[1] else "yes"
+        if "question" in prompt_fields(request) and "lesson" not in prompt_fields(request) and "explanation" not in prompt_fields(request):
+            answer = "no" if " not " in prompt_fields(request)["question"] else "yes"
             return Reply(verdict_json(answer), p_yes=0.8 if answer == "yes" else 0.3)
         return super().__call__(request)
 

@@ -11,7 +11,7 @@ from dspy.lm15 import Request
 
 from bineval_dspy.core.schema import Checklist, Question, Verdict
 from bineval_dspy.judges.binary import BinaryJudge, p_yes_from_logprobs
-from tests.conftest import question_of, scripted_lm, verdict_json
+from tests.conftest import prompt_fields, question_of, scripted_lm, verdict_json
 
 CHECKLIST = Checklist(
     task="summarize",
@@ -136,7 +136,7 @@ def test_chain_of_thought_and_json_schema_is_sent():
 
 # -- contextual calibration --------------------------------------------------------------------------------------
 def output_of(request: Request) -> str:
-    return request.messages[-1].text.split("[[ ## output ## ]]")[1].split("[[ ## question ## ]]")[0].strip()
+    return prompt_fields(request)["output"]
 
 
 def test_calibrated_divides_out_the_content_free_prior():

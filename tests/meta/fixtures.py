@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dspy.lm15 import Request
 
-from bineval_dspy.testing import verdict_json
+from bineval_dspy.testing import prompt_fields, verdict_json
 
 # Three articles, three systems each; the human scores order the summaries good > fair > bad on every dimension.
 QUALITY = {"good": 5.0, "fair": 3.0, "bad": 1.0}
@@ -127,9 +127,8 @@ CHECKLIST = {
 
 
 def field_of(request: Request, name: str) -> str:
-    """One input field of a DSPy prompt (``[[ ## name ## ]]`` block)."""
-    text = request.messages[-1].text
-    return text.split(f"[[ ## {name} ## ]]")[1].split("[[ ##")[0].split("Respond with")[0].strip()
+    """One input field of a DSPy prompt."""
+    return prompt_fields(request)[name]
 
 
 def quality_of(request: Request) -> str:
@@ -140,13 +139,13 @@ def quality_of(request: Request) -> str:
 def judge_script(request: Request) -> str:
     """Answers like a sensible judge: yes for a good summary, yes on 'harbour' questions for a fair one, a 1-5 score
     that follows the quality, and a BinEval checklist when asked to write one."""
-    text = request.messages[-1].text
-    if "[[ ## question ## ]]" in text:
+    asked = prompt_fields(request)
+    if "question" in asked:
         quality, question = quality_of(request), field_of(request, "question")
         return verdict_json("yes" if quality == "good" or (quality == "fair" and "harbour" in question) else "no")
-    if "[[ ## dimension ## ]]" in text:
+    if "dimension" in asked:
         return json.dumps({"score": {"good": 5, "fair": 3, "bad": 2}[quality_of(request)]})
-    if "[[ ## requirement ## ]]" in text:
+    if "requirement" in asked:
         requirement = field_of(request, "requirement")
         return json.dumps({"questions": {"items": [{"question": f"Does the summary meet: {requirement}?", "no_example": "It does not meet it at all."}]}})
     items = [{"requirement": f"The summary is good on {dim}.", "dimension": dim} for dim in ("coherence", "consistency", "fluency", "relevance")]

@@ -12,7 +12,7 @@ from dspy.lm15 import Request
 from bineval_dspy import cli
 from bineval_dspy.meta.config import load_config
 from bineval_dspy.meta.runner import SCORES_FILE, run_meta_eval
-from tests.conftest import route_cli_lm, scripted_lm, verdict_json
+from tests.conftest import prompt_fields, route_cli_lm, scripted_lm, verdict_json
 from tests.meta.fixtures import CHECKLIST, infobench_files, judge_script, summeval_files, topical_chat_file
 
 METHODS = """
@@ -166,7 +166,7 @@ def test_a_changed_checklist_file_or_data_file_is_a_difference(summeval, monkeyp
 def test_missing_scores_exit_1_are_counted_and_retried_on_rerun(summeval, monkeypatch, capsys):
     def flaky(request: Request) -> str:
         text = request.messages[-1].text
-        if "[[ ## dimension ## ]]" in text and "doc-b reopened after" in text and "fluency:" in text:
+        if "dimension" in prompt_fields(request) and "doc-b reopened after" in text and "fluency:" in text:
             return "I think it is fine"  # unparseable: the good doc-b summary gets no holistic fluency score
         return judge_script(request)
 
@@ -267,7 +267,7 @@ def test_infobench_agreement_and_kappa_through_the_library(tmp_path):
     answers = {"Is it a title?": "yes", "Is it short?": "yes", "Is it a poem?": "no", "Does it rhyme?": "yes"}
 
     def judge(request: Request) -> str:
-        question = request.messages[-1].text.split("[[ ## question ## ]]")[1].split("Respond with")[0].strip()
+        question = prompt_fields(request)["question"]
         return verdict_json(answers[question])
 
     results = run_meta_eval(load_config(config), lm=scripted_lm(judge))  # the given LM, none configured

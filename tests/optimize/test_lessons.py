@@ -16,7 +16,7 @@ from bineval_dspy.core.embeddings import minilm_embedder
 from bineval_dspy.optimize.edits import Edit, PromptUpdater
 from bineval_dspy.optimize.lessons import DEFAULT_THRESHOLD, Failure, Lesson, LessonBank, lesson_id
 from bineval_dspy.optimize.notes import NoteTaker, NoteTakingError
-from tests.conftest import ScriptedEngine
+from tests.conftest import ScriptedEngine, prompt_fields
 
 FAILURE = Failure(
     id="ex1:q-bullets",
@@ -41,8 +41,7 @@ def scripted(reply: str | Callable[[Request], str]) -> tuple[dspy.LM, ScriptedEn
 
 def block(request: Request, field: str) -> str:
     """The value of one input field in the user message."""
-    text = request.messages[-1].text
-    return text.split(f"[[ ## {field} ## ]]")[1].split("[[ ##")[0].split("Respond with")[0].strip()
+    return prompt_fields(request)[field]
 
 
 def lesson_reply(text: str) -> str:

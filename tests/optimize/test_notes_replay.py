@@ -25,6 +25,7 @@ from bineval_dspy.programs.generator import Generator
 from bineval_dspy.suites.rows import SuiteRow
 from bineval_dspy.testing import recording_lm, replay_lm, scripted_lm
 from bineval_dspy.verifiers import describe
+from tests.conftest import prompt_fields
 
 CASSETTE = Path(__file__).parent / "cassettes" / "smollm2_notes.jsonl"
 START = "Respond to the user's request."
@@ -60,7 +61,7 @@ def checklist_for(example: dspy.Example):
 def generator_and_updater(request: Request) -> str:
     """The generator repeats its bad responses; the updater (not under test here) appends the lesson."""
     user = request.messages[-1].text
-    if "[[ ## lesson ## ]]" in user:
+    if "lesson" in prompt_fields(request):
         return '{"edit": {"target": "", "rewrite": ""}}'
     return BAD[user.strip()]
 

@@ -17,7 +17,7 @@ from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.state import instructions_of
 from bineval_dspy.suites.rows import SuiteRow
-from tests.conftest import bag_of_words, scripted_lm, verdict_json
+from tests.conftest import bag_of_words, prompt_fields, scripted_lm, verdict_json
 
 START = "Answer the request."
 
@@ -33,12 +33,12 @@ class World:
 
     def __call__(self, request: Request) -> str:
         user = request.messages[-1].text
-        if "[[ ## lesson ## ]]" in user:  # the PromptUpdater
+        if "lesson" in prompt_fields(request):  # the PromptUpdater
             if self.interrupt_updates:
                 self.interrupt_updates -= 1
                 raise KeyboardInterrupt
             return json.dumps({"edit": {"target": "", "rewrite": self.rewrite}})
-        if "[[ ## explanation ## ]]" in user:  # the NoteTaker
+        if "explanation" in prompt_fields(request):  # the NoteTaker
             lesson = self.lesson(user) if callable(self.lesson) else self.lesson
             return json.dumps({"lesson": {"text": lesson}})
         self.generator_calls += 1
@@ -164,11 +164,11 @@ def judge_examples(references: list[str]) -> list[dspy.Example]:
 
 def test_cross_model_aligns_a_lenient_judge_with_a_strict_reference():
     def world(request: Request) -> str:
-        user = request.messages[-1].text
-        if "[[ ## lesson ## ]]" in user:
+        if "lesson" in prompt_fields(request):
             return json.dumps({"edit": {"target": "", "rewrite": "Be strict: answer no unless clearly satisfied."}})
-        if "[[ ## reference_answer ## ]]" in user:
-            assert "[[ ## evaluator_answer ## ]]\nyes" in user and "[[ ## reference_answer ## ]]\nno" in user
+        if "reference_answer" in prompt_fields(request):
+            asked = prompt_fields(request)
+            assert (asked["evaluator_answer"], asked["reference_answer"]) == ("yes", "no")
             return json.dumps({"lesson": {"text": "Answer no unless the requirement is clearly met."}})
         system = request.system if isinstance(request.system, str) else ""
         return verdict_json("no" if "Be strict" in system else "yes")
@@ -244,8 +244,7 @@ def test_a_lesson_that_restates_the_response_is_discarded():
 
 def test_an_unusable_note_falls_back_to_the_rule():
     def broken_notes(request: Request) -> str:
-        user = request.messages[-1].text
-        if "[[ ## explanation ## ]]" in user:
+        if "explanation" in prompt_fields(request):
             return "not json at all"
         return World()(request)
 
@@ -263,9 +262,9 @@ def test_a_demo_candidate_without_held_out_gain_is_rolled_back(tmp_path):
     # two passing train outputs (bullets requested in the prompt) give demos; the held-out outputs never change
     def world(request: Request) -> str:
         user = request.messages[-1].text
-        if "[[ ## lesson ## ]]" in user:
+        if "lesson" in prompt_fields(request):
             return json.dumps({"edit": {"target": "", "rewrite": "Use lists."}})
-        if "[[ ## explanation ## ]]" in user:
+        if "explanation" in prompt_fields(request):
             return json.dumps({"lesson": {"text": "Use bullet points for every list."}})
         return "* one\n* two" if "bullets please" in user else "one and two"
 
@@ -287,9 +286,9 @@ def test_a_demo_candidate_without_held_out_gain_is_rolled_back(tmp_path):
 def test_a_demo_with_held_out_gain_is_kept_and_shown_to_the_generator():
     def world(request: Request) -> str:
         user = request.messages[-1].text
-        if "[[ ## explanation ## ]]" in user:
+        if "explanation" in prompt_fields(request):
             return json.dumps({"lesson": {"text": "Use bullet points for every list."}})
-        if "[[ ## lesson ## ]]" in user:
+        if "lesson" in prompt_fields(request):
             return json.dumps({"edit": {"target": "", "rewrite": "Use lists."}})
         shown = " ".join(m.text for m in request.messages[:-1])
         return "* one\n* two" if "bullets please" in user or "* one" in shown else "one and two"
@@ -319,12 +318,11 @@ def _yes_biased_world(p_yes: dict[str, float]):
     from bineval_dspy.testing.scripted import Reply
 
     def world(request: Request) -> str | Reply:
-        user = request.messages[-1].text
-        if "[[ ## lesson ## ]]" in user:
+        if "lesson" in prompt_fields(request):
             return json.dumps({"edit": {"target": "", "rewrite": "Judge carefully."}})
-        if "[[ ## reference_answer ## ]]" in user:
+        if "reference_answer" in prompt_fields(request):
             return json.dumps({"lesson": {"text": "Answer no unless clearly met."}})
-        output = user.split("[[ ## output ## ]]")[1].split("[[ ## question ## ]]")[0].strip()
+        output = prompt_fields(request)["output"]
         return Reply(verdict_json("yes"), p_yes[output])  # always "yes", but less sure about bad outputs
 
     return world

@@ -14,7 +14,7 @@ from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.refine import ChecklistBestOfN, SelfRefine
 from tests.checklists.test_hybrid import ROW, TICK, tick_reply
-from tests.conftest import ScriptedEngine, scripted_lm, verdict_json
+from tests.conftest import ScriptedEngine, prompt_fields, scripted_lm, verdict_json
 
 # ROW asks for the word "ocean" and no commas: both checked by code.
 CODE_ONLY = hybrid_checklist(ROW, n_llm_questions=(0, 0))
@@ -82,9 +82,8 @@ def test_refine_tells_the_rewriter_what_passed():
     dspy.configure(lm=lm)
     result = SelfRefine(BinaryJudge())(prompt=ROW.prompt, response=HALF, checklist=CODE_ONLY)
     assert result.response == GOOD
-    rewrite_prompt = lm.engine.requests[1].messages[-1].text
-    failed = rewrite_prompt.split("[[ ## failed_checks ## ]]")[1].split("[[ ## passed_checks ## ]]")[0]
-    passed = rewrite_prompt.split("[[ ## passed_checks ## ]]")[1].split("[[ ## plan ## ]]")[0]
+    rewrite_prompt = prompt_fields(lm.engine.requests[1])
+    failed, passed = rewrite_prompt["failed_checks"], rewrite_prompt["passed_checks"]
     assert "punctuation:no_comma" in failed and "keywords:existence" not in failed
     assert "keywords:existence" in passed
 

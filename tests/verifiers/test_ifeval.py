@@ -222,7 +222,10 @@ def test_letter_frequency() -> None:
 def test_response_language_accepts_every_ifeval_language_code() -> None:
     codes = "en es pt ar hi fr ru de ja it bn uk th ur ta te bg ko pl he fa vi ne sw kn mr gu pa ml fi".split()
     for code in codes:
-        build_check("language:response_language", {"language": code})
+        finding = build_check("language:response_language", {"language": code})("12345 !!!")
+        assert finding.passed and finding.detail.startswith("asked for ")  # built, and checks a response
+    with pytest.raises(VerifierError, match="langdetect language code"):
+        build_check("language:response_language", {"language": "xx"})
 
 
 def test_response_language() -> None:

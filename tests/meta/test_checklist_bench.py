@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -85,6 +87,12 @@ def test_every_bench_config_runs_at_a_tiny_size(config, tmp_path, monkeypatch):
             assert all(scores[name, i] == scores[twin, i] for (m, i) in scores if m == twin)
     kinds = {(m.get("writer", "bineval"), m.get("scoring", "per_question"), m.get("code_routing", True)) for m in shipped["methods"]}
     assert {(s, r) for _, s, r in kinds} == {("per_question", True), ("per_question", False), ("batch", True), ("batch", False)}
+    # the comparison script of experiments/README.md on the same run: every pair agrees, batch is one call an output
+    script = EXPERIMENTS.parent / "scoring_agreement.py"
+    shown = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], capture_output=True, text=True, check=True).stdout
+    pairs = [line.split(" | ") for line in shown.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(pairs) == sum("-pq" in name for name in names)
+    assert all(row[3] == "1" and float(row[8]) < float(row[7]) for row in pairs)  # agreement 1; batch: fewer calls
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from bineval_dspy.core.scoring import join
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import BudgetMeter, metered_map
 from bineval_dspy.lm.usage import Cost
+from bineval_dspy.programs.records import CheckRecord, GenerationRecord, Refinement, Selection
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, ChecklistBestOfN, SelfRefine
 from bineval_dspy.suites.rows import SuiteRow
 
@@ -105,10 +106,10 @@ class Generator(dspy.Module):
 
 
 # -- one row ---------------------------------------------------------------------------------------
-def _checklist_summary(checklist: Checklist, card: Scorecard) -> list[dict[str, Any]]:
+def _checklist_summary(checklist: Checklist, card: Scorecard) -> list[CheckRecord]:
     """Each question with its verdict and the judge that gave it: the record explains its own score."""
     return [
-        {"question": q.text, "dimension": q.dimension, "answer": v.answer, "judge": v.judge, "explanation": v.explanation}
+        CheckRecord(question=q.text, dimension=q.dimension, answer=v.answer, judge=v.judge, explanation=v.explanation)
         for q, v in join(checklist, card.verdicts)
     ]
 
@@ -121,37 +122,35 @@ def generate_row(
     best_of: int = 1,
     judge: BinaryJudge | None = None,
     writer: TickQuestionWriter | None = None,
-) -> dict[str, Any]:
+) -> GenerationRecord:
     """One output record: ``key``, ``prompt``, ``response``; with STICK also ``score``, ``checks`` and
     ``selection`` (best-of-N: every sample's score, the chosen index) and/or ``refinement`` (iterations).
     Best-of-N runs first, then refinement improves the chosen sample."""
     if refine < 0 or best_of < 1:
         raise ValueError("refine must be >= 0 and best_of >= 1")
-    record: dict[str, Any] = {"key": row.json_key, "prompt": row.prompt}  # the key as the suite wrote it
     if not refine and best_of == 1:
-        record["response"] = program(prompt=row.prompt).response
-        return record
+        return GenerationRecord(key=row.json_key, prompt=row.prompt, response=program(prompt=row.prompt).response)
     judge = BinaryJudge() if judge is None else judge
     checklist = hybrid_checklist(row, generator=writer)
     card: Scorecard | None = None
+    selection = refinement = None
     if best_of > 1:
         pick = ChecklistBestOfN(program, judge, best_of)(prompt=row.prompt, checklist=checklist)
         response, card = pick.response, pick.scorecard
-        record["selection"] = {"n": best_of, "candidates": pick.candidates, "chosen": pick.chosen}
+        selection = Selection(n=best_of, candidates=pick.candidates, chosen=pick.chosen)
     else:
         response = program(prompt=row.prompt).response
     if refine:
         refined = SelfRefine(judge, refine)(prompt=row.prompt, response=response, checklist=checklist, scorecard=card)
-        record["refinement"] = {
-            "max_iterations": refine,
-            "initial_score": refined.initial_score,
-            "final_score": refined.scorecard.overall,
-            "iterations": refined.iterations,
-        }
+        refinement = Refinement(
+            max_iterations=refine, initial_score=refined.initial_score, final_score=refined.scorecard.overall, iterations=refined.iterations
+        )
         response, card = refined.response, refined.scorecard
     assert card is not None
-    record.update(response=response, score=card.overall, checks=_checklist_summary(checklist, card))
-    return record
+    return GenerationRecord(
+        key=row.json_key, prompt=row.prompt, response=response, score=card.overall, checks=_checklist_summary(checklist, card),
+        selection=selection, refinement=refinement,
+    )
 
 
 # -- many rows, resumable --------------------------------------------------------------------------
@@ -170,8 +169,9 @@ class GenerationReport:
 
 
 def unchecked(record: dict[str, Any]) -> bool:
-    """Whether a STICK record was chosen or revised with part of its checklist unanswered."""
-    return any(check.get("answer") == "unanswered" for check in record.get("checks", []))
+    """Whether a written STICK record was chosen or revised with part of its checklist unanswered (read from the
+    raw row: a resume keeps what it cannot type, and a rerun retries it)."""
+    return any(check.get("answer") == "unanswered" for check in record.get("checks") or [])
 
 
 def finished_keys(out_path: Path) -> set[str]:
@@ -214,7 +214,7 @@ def run_generation(
         judge = BinaryJudge() if judge is None else judge
         writer = TickQuestionWriter() if writer is None else writer
 
-    def one(row: SuiteRow) -> tuple[SuiteRow, dict[str, Any] | None, str]:
+    def one(row: SuiteRow) -> tuple[SuiteRow, GenerationRecord | None, str]:
         try:
             return row, generate_row(row, program, refine=refine, best_of=best_of, judge=judge, writer=writer), ""
         except Exception as exc:  # one failing row must not stop a long run; it is retried on the next
@@ -226,7 +226,7 @@ def run_generation(
             if record is None:
                 report.failures.append((row.key, error))
                 continue
-            append_jsonl(out_path, {**record, "usage": cost.model_dump(mode="json")})
+            append_jsonl(out_path, record.model_copy(update={"usage": cost}).model_dump(mode="json"))
             report.written += 1
     except BudgetExhausted as exc:
         report.stopped = exc

@@ -16,6 +16,7 @@ from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
 from bineval_dspy.core.schema import Scorecard, Verdict
 from bineval_dspy.lm.usage import Cost, total
+from bineval_dspy.programs.records import GenerationRecord
 from bineval_dspy.report.spend import spend_of
 
 M = TypeVar("M", bound=BaseModel)
@@ -84,16 +85,11 @@ def verified_card(row: dict[str, Any], where: str) -> Scorecard:
 
 def generated_card(row: dict[str, Any], where: str) -> Scorecard:
     """`generate`'s row: its STICK checks as verdicts (a plain generation has none)."""
-    checks = row.get("checks", [])
-    if not isinstance(checks, list) or not all(isinstance(c, dict) for c in checks):
-        raise InputError(f"{where}: field 'checks': expected a list of objects")
-    verdicts = []
-    for k, check in enumerate(checks):
-        verdicts.append(validated(Verdict, {
-            "question_id": f"q{k}", "question": check.get("question"), "dimension": SUITE_DIMENSION, "answer": check.get("answer"),
-            "explanation": check.get("explanation") or "", "judge": check.get("judge") or "",
-        }, f"{where}: in 'checks.{k}'"))
-    return suite_card(verdicts)
+    record = validated(GenerationRecord, row, where)
+    return suite_card([
+        Verdict(question_id=f"q{k}", question=c.question, dimension=SUITE_DIMENSION, answer=c.answer, explanation=c.explanation, judge=c.judge)
+        for k, c in enumerate(record.checks or [])
+    ])
 
 
 def suite_output(path: Path, card_of: Callable[[dict[str, Any], str], Scorecard], task: str) -> JudgeRun:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy import cli
+from bineval_dspy.experiment.runner import ExperimentResults
 from bineval_dspy.testing.scripted import Reply
 from tests.conftest import SHARED_DATA, prompt_fields, route_cli_lm, verdict_json
 from tests.optimize.test_optimizer import World
@@ -116,6 +117,7 @@ n = 2
 """)
     assert cli.main(["experiment", str(config)]) == 0
     results = json.loads((tmp_path / "runs" / "exp" / "results.json").read_text())
+    assert ExperimentResults.model_validate(results).model_dump(mode="json") == results  # typed, and back again
     arms = {arm["name"]: arm for arm in results["arms"]}
     assert arms["start"]["test"]["accuracy"]["strict_prompt"]["estimate"] == 0.0 and arms["start"]["vs_baseline"] is None
     guard = arms["guard"]

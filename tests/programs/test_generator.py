@@ -13,6 +13,7 @@ import pytest
 
 from bineval_dspy import cli
 from bineval_dspy.programs.generator import Generator, PlainChatAdapter, run_generation
+from bineval_dspy.programs.records import GenerationRecord
 from bineval_dspy.suites.rows import SuiteRow
 from tests.conftest import SHARED_DATA, route_cli_lm, scripted_lm
 from tests.programs.test_refine import BAD, GOOD, stick_script
@@ -166,6 +167,12 @@ def test_cli_best_of_records_every_sample(tmp_path, monkeypatch):
     (record,) = read(out)
     assert record["response"] == GOOD and record["selection"]["chosen"] == 1
     assert [c["score"] for c in record["selection"]["candidates"]] == [0.5, 1.0, 0.5]  # TICK questions say yes
+    typed = GenerationRecord.model_validate(record)  # what the file holds is the typed record, and back again
+    assert typed.model_dump(mode="json") == record and typed.usage is not None and typed.checks
+    plain = GenerationRecord(key=3, prompt="p", response="r")
+    assert plain.model_dump(mode="json") == {"key": 3, "prompt": "p", "response": "r"}  # unset parts left out
+    with pytest.raises(ValueError, match="answer"):
+        GenerationRecord.model_validate({**record, "checks": [{**record["checks"][0], "answer": "maybe"}]})
 
 
 def test_cli_best_of_with_unanswered_checks_exits_1(tmp_path, monkeypatch, capsys):

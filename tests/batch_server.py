@@ -4,8 +4,9 @@ The real client (``bineval_dspy.lm.batches``), DSPy's LM and cache run against i
 A batch's input lines are answered by ``reply(body)`` when the batch completes: a message content, or a whole
 ``(status, payload)`` for a request the provider fails (it lands in the batch's error file, as OpenAI puts it).
 While ``hold`` is set a batch stays ``in_progress``; ``created`` counts the batches made. ``broken_polls`` status
-checks answer HTTP 503 first, ``invalid`` batches fail validation (status ``failed``, no results), and with
-``key`` set a request without that bearer key is refused (401).
+checks answer HTTP 503 first, ``invalid`` batches fail validation (status ``failed``, no results), with ``key``
+set a request without that bearer key is refused (401), and ``create_delay`` seconds pass between a batch
+creation's arrival (``creating`` is set) and its answer.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from email.parser import BytesParser
@@ -32,6 +34,8 @@ class BatchServer:
         self.broken_polls = 0
         self.invalid = False
         self.key: str | None = None
+        self.create_delay = 0.0
+        self.creating = threading.Event()
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.created = 0
@@ -95,6 +99,8 @@ class BatchServer:
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         assert body["endpoint"] == "/v1/chat/completions" and body["input_file_id"] in self.files
+        self.creating.set()
+        time.sleep(self.create_delay)
         with self._lock:
             self.created += 1
             batch_id = f"batch_{next(self._batch_ids)}"

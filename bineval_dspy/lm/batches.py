@@ -29,9 +29,11 @@ import hashlib
 import json
 import os
 import random
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
@@ -417,9 +419,7 @@ def collect_replies(
                     console.print(f"--batch: {len(engine.recorded)} request(s) still unasked after {rounds} rounds of batches: unanswered", style="yellow")
                     break
                 for chunk in _chunks(engine.recorded):
-                    unread.append(_submit(api, chunk, out, len(state.batches)))
-                    state.batches.append(unread[-1])
-                    _save(path, state)
+                    unread.append(_submit(api, chunk, out, path, state))
                 rounds += 1
             for batch in unread:
                 _collect(api, engine, batch, keep_failures=batch.id not in earlier, path=path, state=state)
@@ -462,19 +462,46 @@ def _input_file(out: Path, number: int) -> Path:
     return out.with_name(f"{out.name}.batch-{number}.jsonl")
 
 
-def _submit(api: BatchAPI, lines: dict[str, str], out: Path, number: int) -> SubmittedBatch:
-    """Write one batch input file beside the output, upload it and create the batch."""
+def _submit(api: BatchAPI, lines: dict[str, str], out: Path, path: Path, state: BatchState) -> SubmittedBatch:
+    """Write one batch input file beside the output, upload it, create the batch and record it in the state; Ctrl-C
+    waits while the batch is created and recorded, so a batch the provider bills is never one the state lacks."""
+    number = len(state.batches)
     text = "".join(lines.values())
     requests = _input_file(out, number)
     write_text_atomic(requests, text)
     data = text.encode("utf-8")
     file_id = api.upload(requests.name, data)
-    info = api.create(file_id)
+    try:
+        with _sigint_deferred():
+            info = api.create(file_id)
+            batch = SubmittedBatch(id=info.id, number=number, input_file_id=file_id, keys=list(lines), status=info.status)
+            state.batches.append(batch)
+            _save(path, state)
+    except KeyboardInterrupt:
+        if len(state.batches) > number:
+            _left_running(state.batches[number], path)
+        raise
     console.print(
         f"--batch: submitted batch {info.id}: {len(lines):,} request(s) ({len(data):,} bytes, {requests.name}); "
         "waiting for it (Ctrl-C leaves it running: rerun to collect it)"
     )
-    return SubmittedBatch(id=info.id, number=number, input_file_id=file_id, keys=list(lines), status=info.status)
+    return batch
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Ctrl-C during the block is held back and raised when it ends (Python takes signals in the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt
 
 
 def _collect(api: BatchAPI, engine: BatchEngine, batch: SubmittedBatch, keep_failures: bool, path: Path, state: BatchState) -> None:
@@ -517,8 +544,12 @@ def _wait(api: BatchAPI, batch: SubmittedBatch, path: Path, state: BatchState) -
             time.sleep(wait)
             wait = min(POLL_CAP, wait * POLL_GROWTH)
     except KeyboardInterrupt:
-        console.print(f"--batch: batch {batch.id} is still running at the provider; {path.name} keeps it: rerun the same command to collect it", style="yellow")
+        _left_running(batch, path)
         raise
+
+
+def _left_running(batch: SubmittedBatch, path: Path) -> None:
+    console.print(f"--batch: batch {batch.id} is still running at the provider; {path.name} keeps it: rerun the same command to collect it", style="yellow")
 
 
 def _read_results(text: str, where: str) -> dict[str, Reply]:

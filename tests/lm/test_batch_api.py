@@ -251,3 +251,22 @@ def test_a_refused_key_is_one_line_naming_the_call(tmp_path, capsys, monkeypatch
     (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
     assert line == f"error: POST {server.url}/files: HTTP 401: Incorrect API key provided"
     assert server.created == 0
+
+
+def test_ctrl_c_while_the_batch_is_created_still_records_it(tmp_path):
+    write_inputs(tmp_path, QUESTIONS, ROWS[:1])
+    with batch_server(yes_to_short) as server:
+        server.hold, server.create_delay = True, 2.0
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bineval_dspy.cli", *batch_args(tmp_path, server)],
+            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+        )  # fmt: skip
+        assert server.creating.wait(60)
+        proc.send_signal(signal.SIGINT)  # while the provider makes the batch: it is billed, so it must be kept
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == ExitCode.INTERRUPTED, err
+        assert [b["id"] for b in json.loads(state_path(tmp_path / "out.jsonl").read_text())["batches"]] == ["batch_1"]
+        assert "batch batch_1 is still running at the provider" in err
+        server.hold, server.create_delay = False, 0.0
+        assert cli.main(batch_args(tmp_path, server)) == ExitCode.OK
+    assert server.created == 1

@@ -21,6 +21,7 @@ from bineval_dspy import cli
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm import batches
 from bineval_dspy.lm.batches import OPENAI_BASE, batch_lm, batch_target, state_path
 from bineval_dspy.lm.prices import BATCH_DISCOUNT, BATCH_SUFFIX, price_of
 from bineval_dspy.lm.runtime import LMOptions
@@ -270,3 +271,12 @@ def test_ctrl_c_while_the_batch_is_created_still_records_it(tmp_path):
         server.hold, server.create_delay = False, 0.0
         assert cli.main(batch_args(tmp_path, server)) == ExitCode.OK
     assert server.created == 1
+
+
+def test_requests_past_a_batchs_limit_go_in_another_batch_of_the_same_round(tmp_path, monkeypatch):
+    monkeypatch.setattr(batches, "MAX_REQUESTS", 4)
+    write_inputs(tmp_path, QUESTIONS, ROWS)
+    with batch_server(yes_to_short) as server:
+        assert cli.main(batch_args(tmp_path, server)) == ExitCode.OK
+    assert server.created == 2 and len(server.bodies) == 6
+    assert answers(tmp_path / "out.jsonl") == ["yes", "no"] * len(ROWS)

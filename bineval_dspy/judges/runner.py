@@ -43,7 +43,7 @@ def parallelism(lm: dspy.LM, asked: int, *, concurrency: int | None = None, thre
     engine capping the requests open at N; twice as many rows as fill N, since results come in input order and a
     slow row would otherwise hold the others' slots. An in-process model: ``embedded_parallelism``."""
     if is_local(lm):
-        return embedded_parallelism()
+        return embedded_parallelism(lm, asked)
     if concurrency is None:
         threads = threads or DEFAULT_THREADS
         return Parallelism(rows=threads, questions=threads)
@@ -55,9 +55,15 @@ def parallelism(lm: dspy.LM, asked: int, *, concurrency: int | None = None, thre
     return Parallelism(rows=max(1, concurrency // asked), questions=min(concurrency, asked))  # no engine cap: never more than N open
 
 
-def embedded_parallelism() -> Parallelism:
-    """The embedded (in-process) model: one row at a time, its questions sent together and decoded as one batch."""
-    return Parallelism(rows=1, questions=None)
+def embedded_parallelism(lm: dspy.LM, asked: int) -> Parallelism:
+    """The embedded (in-process) model: each row's questions sent together, and enough rows in flight that the
+    questions of the next rows wait while a batch decodes, so the engine batches them across rows (one row
+    more than fills its ``parallel_sequences``). One row at a time when it batches nothing (no LM question a
+    row, or an engine without parallel sequences)."""
+    batched = int(getattr(getattr(lm, "engine", None), "parallel_sequences", 1))
+    if asked <= 0 or batched <= 1:
+        return Parallelism(rows=1, questions=None)
+    return Parallelism(rows=math.ceil(batched / asked) + 1, questions=None)
 
 
 def ordered_map(
@@ -74,10 +80,12 @@ def ordered_map(
 ) -> Iterator[tuple[T, Any, Cost]]:
     """``fn`` on each item of a stream, ``rows`` at once, yielding (item, result, cost) in input order; each starts
     only when ``meter`` lets it (``BudgetExhausted`` after the ones in flight, naming how many of ``what`` were left).
-    ``show``: a progress bar on the console."""
-    pairs = metered_map(lambda item: (item, fn(item)), items, label, threads=rows, meter=meter, kind=kind, what=what, total=total, show=show)
-    for (item, result), cost in pairs:
-        yield item, result, cost
+    ``show``: a progress bar on the console. The calls keep no DSPy history: on a long stream it would hold the
+    last 10,000 prompts and replies (hundreds of MB), which nothing here reads."""
+    with dspy.context(disable_history=True):
+        pairs = metered_map(lambda item: (item, fn(item)), items, label, threads=rows, meter=meter, kind=kind, what=what, total=total, show=show)
+        for (item, result), cost in pairs:
+            yield item, result, cost
 
 
 def judge_rows(

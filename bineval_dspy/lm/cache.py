@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -101,9 +102,37 @@ class ReplyCache(Cache):
                 pass
 
 
+class OneThreadDisk:
+    """The disk cache with every operation run on one thread of its own. diskcache opens an SQLite connection per
+    thread and shard (16 shards), so a run with hundreds of threads (``judge --concurrency``) would hold thousands
+    of connections and hundreds of MB; SQLite serializes the writes anyway."""
+
+    def __init__(self, disk: Any) -> None:
+        self._disk = disk
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bineval-disk-cache")
+
+    def _run(self, name: str, *args: Any) -> Any:
+        return self._thread.submit(getattr(self._disk, name), *args).result()
+
+    def get(self, key: str) -> Any:
+        return self._run("get", key)
+
+    def set(self, key: str, value: Any) -> Any:
+        return self._run("set", key, value)
+
+    def delete(self, key: str) -> Any:
+        return self._run("delete", key)
+
+    def __contains__(self, key: str) -> bool:
+        return bool(self._run("__contains__", key))
+
+
 _install_lock = threading.Lock()
 
 
+# diskcache's defaults map 64 MB of each shard file and cache 32 MB of its pages per SQLite connection: memory that
+# would grow with the cache file. No mapping, and 256 pages (1 MB) cached per connection.
+SQLITE_PER_CONNECTION = {"sqlite_mmap_size": 0, "sqlite_cache_size": 256}
 MEMORY_ENTRIES = 4096  # replies kept in memory as well: the disk keeps every one, so a long run's memory stays flat
 
 
@@ -117,6 +146,10 @@ def install(cache_dir: Path | None) -> ReplyCache:
         disk_cache_dir=str(cache_dir) if cache_dir is not None else None,
         disk_size_limit_bytes=DISK_CACHE_LIMIT,
     )
+    if cache.enable_disk_cache:
+        for setting, value in SQLITE_PER_CONNECTION.items():
+            cache.disk_cache.reset(setting, value)
+        cache.disk_cache = OneThreadDisk(cache.disk_cache)
     with getattr(dspy, "_cache_lock", _install_lock):  # the lock DSPy's lazy build of its cache holds
         dspy.cache = cache
     return cache

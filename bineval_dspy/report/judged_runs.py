@@ -11,10 +11,10 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from bineval_dspy.analysis.judged import JUDGE_KEY
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
 from bineval_dspy.core.schema import Scorecard, Verdict
+from bineval_dspy.judges.rows import JUDGE_KEY, JudgeResult
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.programs.records import GenerationRecord
 from bineval_dspy.report.spend import spend_of
@@ -108,9 +108,9 @@ def judge_output(path: Path) -> JudgeRun:
         ours = row[JUDGE_KEY]
         if not isinstance(ours, dict) or "scorecard" not in ours:
             raise InputError(f"{where}: missing field '{JUDGE_KEY}.scorecard': not a `bineval judge` row")
-        card = validated(Scorecard, ours["scorecard"], f"{where}: in '{JUDGE_KEY}.scorecard'")
-        key = row.get("id", ours.get("line", number))
-        rows.append(JudgedRow(id=str(key), input=text_of(row.get("input")), output=text_of(row.get("output")), card=card, spend=spend_of(ours, f"{where}: in '{JUDGE_KEY}'")))
+        result = validated(JudgeResult, ours, f"{where}: in '{JUDGE_KEY}'")
+        key = row.get("id", result.line)
+        rows.append(JudgedRow(id=str(key), input=text_of(row.get("input")), output=text_of(row.get("output")), card=result.scorecard, spend=result.usage))
     return JudgeRun(source=path, rows=rows)
 
 

@@ -20,9 +20,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
+import dspy
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from bineval_dspy.core.schema import Answer, Checklist, Question, Scorecard
+from bineval_dspy.core.schema import Answer, Checklist, JudgeSpec, Question, Scorecard
 from bineval_dspy.judges.binary import BinaryJudge, Calibration, Explanations, Scoring
 from bineval_dspy.meta.datasets import MetaRow
 from bineval_dspy.meta.holistic import HolisticJudge, Rating
@@ -70,6 +71,13 @@ class BinEvalMethod(_Method):
     calibration: Calibration = "none"
     scoring: Scoring = "per_question"
     code_routing: bool = True  # False: the LM answers questions a code verifier would
+
+    def judge_spec(self, model: str) -> JudgeSpec:
+        """The judge this method runs, on the LM named ``model``."""
+        return JudgeSpec(
+            model=model, probability=self.probability, chain_of_thought=self.chain_of_thought, samples=self.samples,
+            explanations=self.explanations, calibration=self.calibration, scoring=self.scoring,
+        )
 
     def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:
         from bineval_dspy.checklists.templates import TEMPLATES
@@ -213,16 +221,8 @@ def build_scorer(
     """The scoring function of a checked method; ``checklist`` is BinEval's (None: each row's own questions, or with
     ``per_input`` one written per input, from ``task``, the input, and the outputs of ``rows`` beside it)."""
     if isinstance(method, BinEvalMethod):
-        judge = BinaryJudge(
-            probability=method.probability,
-            chain_of_thought=method.chain_of_thought,
-            samples=method.samples,
-            explanations=method.explanations,
-            calibration=method.calibration,
-            threads=judge_threads,
-            scoring=method.scoring,
-            code_router=None if method.code_routing else _no_code,
-        )
+        model = str(getattr(dspy.settings.lm, "model", "unknown-lm"))  # the method's LM: build_scorer runs in its context
+        judge = BinaryJudge.from_spec(method.judge_spec(model), threads=judge_threads, code_router=None if method.code_routing else _no_code)
         per_input = _per_input_checklists(method, dimensions, genre, rows, task) if method.checklist == "per_input" else None
 
         def bineval(row: MetaRow) -> Scored:

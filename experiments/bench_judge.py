@@ -144,7 +144,9 @@ def _snapshot(engine: LlamaCppEngine) -> dict[str, int]:
 
 
 def warm_up(engine: LlamaCppEngine) -> None:
-    """Load the weights and run one small decode, so no measurement pays for loading."""
+    """Load the weights (and, for an engine that batches, the context of parallel sequences the batched floor
+    decodes on too) and run one small decode, so no measurement pays for loading."""
+    engine.load(batched=engine.parallel_sequences > 1)
     llama = engine._load()
     llama.reset()
     llama.eval(engine.tokenize("Warm-up: the quick brown fox jumps over the lazy dog."))

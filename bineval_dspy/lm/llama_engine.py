@@ -32,9 +32,10 @@ from dspy.lm15 import Config, Message, Request, Response, TokenLogprob, TopLogpr
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import llama_cpp
 
+from bineval_dspy.lm._batching import Batcher, Expectation
+
 DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
 MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
-BATCH_WAIT_S = 0.05  # how long a batch waits for requests a caller announced with ``expect``
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
@@ -107,7 +108,9 @@ class LlamaCppEngine:
         self.attention_pad = 256 if flash_attn else 32  # llama.cpp pads the attended KV span to this
         self.stats = EngineStats()
         self._lock = threading.RLock()
-        self._batcher = _Batcher(self._complete_batch, MAX_PARALLEL) if batching and reuse_prefix else None
+        self._batcher: Batcher[Request, Response] | None = (
+            Batcher(self._complete_batch, MAX_PARALLEL) if batching and reuse_prefix else None
+        )
         self._batch: Any = None
         self._parallel = False
         self._llama: Any = None
@@ -118,9 +121,13 @@ class LlamaCppEngine:
         return self
 
     # -- model loading -------------------------------------------------------------
-    def load(self) -> None:
-        """Load the model now (it loads at the first call otherwise), so a file llama.cpp cannot read fails early."""
-        self._load()
+    def load(self, *, batched: bool = False) -> None:
+        """Load the model now (it loads at the first call otherwise), so a file llama.cpp cannot read fails early;
+        ``batched``: also the larger context of parallel sequences (made at the first batch otherwise)."""
+        with self._lock:
+            llama = self._load()
+            if batched:
+                self._parallel_context(llama)
 
     def _load(self) -> Any:
         if self._llama is None:
@@ -164,9 +171,15 @@ class LlamaCppEngine:
         llama.n_tokens = 0  # the new cache is empty
         self._parallel = True
 
-    def expect(self, n: int) -> _Expectation:
+    @property
+    def parallel_sequences(self) -> int:
+        """How many greedy calls this engine decodes together: what a caller should keep in flight, across the
+        questions of several outputs, to fill its batches (1: it runs calls one at a time)."""
+        return MAX_PARALLEL if self._batcher is not None else 1
+
+    def expect(self, n: int) -> Expectation:
         """``with engine.expect(n):`` announces n greedy calls about to arrive together, so they form one batch."""
-        return _Expectation(self._batcher, n)
+        return Expectation(self._batcher, n)
 
     def tokenize(self, text: str) -> list[int]:
         """Tokens of a rendered prompt (special tokens parsed), for benchmarks and budgets."""
@@ -300,7 +313,7 @@ class LlamaCppEngine:
 
     def _decode_streams(self, llama: Any, prompts: dict[int, list[int]], requests: list[Request]) -> dict[int, Response | BaseException]:
         memory = llama._ctx.memory
-        order = list(prompts)
+        order = _by_shared_prefix(prompts)
         streams = {i: stream for stream, i in enumerate(order, start=1)}
         decodings: dict[int, _Decoding] = {}
         logits: dict[int, np.ndarray] = {}
@@ -412,6 +425,24 @@ def _common_prefix(sequences: list[list[int]]) -> list[int]:
     return first[:length]
 
 
+def _by_shared_prefix(prompts: dict[int, list[int]]) -> list[int]:
+    """Requests in arrival order, except that those of one output in a batch holding several outputs are moved
+    together, behind the first of them: each then starts from its neighbour's KV cells instead of evaluating its
+    output's context again. Two requests belong to one output when they share most of what sets them apart from
+    the whole batch (its common prefix); questions of one output that merely start alike stay where they came."""
+    order = list(prompts)
+    common = len(_common_prefix([prompts[i] for i in order]))
+    groups: list[list[int]] = []
+    for i in order:
+        own = len(prompts[i]) - common
+        home = next((g for g in groups if 2 * (len(_common_prefix([prompts[g[0]], prompts[i]])) - common) > own), None)
+        if home is None:
+            groups.append([i])
+        else:
+            home.append(i)
+    return [i for group in groups for i in group]
+
+
 def _outcome(work: Any) -> Any:
     try:
         return work()
@@ -510,71 +541,3 @@ def _token_logprob(llama: Any, logits: np.ndarray, token: int, top_n: int) -> To
         logprob=float(log_probs[token]),
         top=tuple(TopLogprob(token=piece(t), logprob=float(log_probs[t])) for t in best),
     )
-
-
-class _Slot:
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        self.result: Response | BaseException | None = None
-
-
-class _Batcher:
-    """Gathers greedy calls that arrive together into one batch. The first waiting caller leads: it waits for
-    the calls announced with ``expect`` (at most ``BATCH_WAIT_S``), takes up to ``max_size`` and runs them;
-    the others wait for their results. Without an announcement a batch is whatever is waiting."""
-
-    def __init__(self, run: Any, max_size: int) -> None:
-        self.run = run
-        self.max_size = max_size
-        self.cond = threading.Condition()
-        self.pending: list[_Slot] = []
-        self.expected = 0
-        self.leading = False
-
-    def submit(self, request: Request) -> Response:
-        slot = _Slot(request)
-        with self.cond:
-            self.pending.append(slot)
-            self.expected = max(0, self.expected - 1)
-            self.cond.notify_all()
-            while slot.result is None and (self.leading or slot not in self.pending):
-                self.cond.wait()
-            if slot.result is None:
-                self.leading = True
-                deadline = time.monotonic() + BATCH_WAIT_S
-                while self.expected > 0 and len(self.pending) < self.max_size and time.monotonic() < deadline:
-                    self.cond.wait(max(0.0, deadline - time.monotonic()))
-                batch = [slot] + [s for s in self.pending if s is not slot][: self.max_size - 1]
-                self.pending = [s for s in self.pending if s not in batch]
-                self.leading = False
-                self.cond.notify_all()
-        if slot.result is None:
-            try:
-                results = self.run([s.request for s in batch])
-            except BaseException as exc:  # even an interrupt must release the callers waiting on this batch
-                results = [exc] * len(batch)
-            with self.cond:
-                for waiting, result in zip(batch, results):
-                    waiting.result = result
-                self.cond.notify_all()
-        if isinstance(slot.result, BaseException):
-            raise slot.result
-        assert slot.result is not None
-        return slot.result
-
-
-class _Expectation:
-    def __init__(self, batcher: _Batcher | None, n: int) -> None:
-        self.batcher = batcher
-        self.n = n
-
-    def __enter__(self) -> None:
-        if self.batcher is not None:
-            with self.batcher.cond:
-                self.batcher.expected += self.n
-
-    def __exit__(self, *exc: object) -> None:
-        if self.batcher is not None:
-            with self.batcher.cond:
-                self.batcher.expected = 0  # calls answered from the cache never arrive
-                self.batcher.cond.notify_all()

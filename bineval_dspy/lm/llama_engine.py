@@ -5,10 +5,12 @@ straight from the last logits (no ``logits_all``, which would slow every prefill
 llama.cpp's KV-cache prefix reuse across calls that share a prompt prefix, and enforces a
 JSON-schema ``response_format`` with a grammar so even a 135M model returns parseable JSON.
 
-Greedy calls that arrive together (a judge asks every question of one output at once, from threads) are
-decoded as parallel llama.cpp sequences: the shared prompt prefix is evaluated once on sequence 0, its KV cells
-are copied to one sequence per request, the suffixes are prefilled in one batch and every decoding step runs
-all sequences in one batch. The tokens are the ones each request would get alone (tested).
+Greedy calls that arrive together (a judge asks every question of an output at once, from threads, and the
+judging runner keeps enough outputs in flight to fill ``parallel_sequences``) are gathered by ``lm._batching``
+and decoded as parallel llama.cpp sequences, each output's questions side by side: a request's KV stream starts
+from its neighbour's cells up to their shared prefix (an output's context is evaluated once), only the rest is
+prefilled, and every decoding step runs all sequences in one batch. The tokens are the ones each request would
+get alone (tested).
 """
 
 from __future__ import annotations

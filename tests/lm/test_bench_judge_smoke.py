@@ -1,0 +1,34 @@
+"""experiments/bench_judge.py at its smallest size (one pair, two questions), so the benchmark cannot break unseen:
+it runs from a clean checkout, every arm answers, and it ends with its ratios line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.embedded
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "bench_judge.py"
+
+
+def test_bench_judge_runs_at_its_smallest_size(tmp_path):
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--pairs", "1", "--questions", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("ratios: today/new=")
+    assert [item.split("=")[0] for item in last.split()[1:]] == [
+        "today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new",
+    ]  # fmt: skip
+    result = json.loads(out.read_text())
+    assert len(result["pairs"]) == 1 and len(result["questions"]) == 2
+    for arm in ("today", "new", "verdict_only"):
+        assert sum(result[arm]["answers"].values()) == 2 and result[arm]["answers"]["unanswered"] == 0
+    assert result["batched_floor"]["calls"] == 2 and result["batched_floor"]["generated_tokens"] == 2

@@ -38,6 +38,7 @@ from bineval_dspy.lm._batching import Batcher, Expectation
 
 DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
 MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
+SAME_OUTPUT = 16  # prompt tokens two requests share past a batch's common prefix when they judge one output
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
@@ -430,18 +431,19 @@ def _common_prefix(sequences: list[list[int]]) -> list[int]:
 def _by_shared_prefix(prompts: dict[int, list[int]]) -> list[int]:
     """Requests in arrival order, except that those of one output in a batch holding several outputs are moved
     together, behind the first of them: each then starts from its neighbour's KV cells instead of evaluating its
-    output's context again. Two requests belong to one output when they share most of what sets them apart from
-    the whole batch (its common prefix); questions of one output that merely start alike stay where they came."""
+    output's context again. A request joins the earlier one it shares the longest prefix with when that reaches
+    ``SAME_OUTPUT`` tokens past the batch's common prefix (an output's own tokens); questions of one output that
+    merely start alike share fewer and stay where they came."""
     order = list(prompts)
     common = len(_common_prefix([prompts[i] for i in order]))
     groups: list[list[int]] = []
     for i in order:
-        own = len(prompts[i]) - common
-        home = next((g for g in groups if 2 * (len(_common_prefix([prompts[g[0]], prompts[i]])) - common) > own), None)
-        if home is None:
-            groups.append([i])
+        shared = [(len(_common_prefix([prompts[g[0]], prompts[i]])), g) for g in groups]
+        best = max(shared, key=lambda pair: pair[0], default=None)
+        if best is not None and best[0] >= common + SAME_OUTPUT:
+            best[1].append(i)
         else:
-            home.append(i)
+            groups.append([i])
     return [i for group in groups for i in group]
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import dspy
@@ -26,6 +28,7 @@ from bineval_dspy import cli
 from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import AnswerQuestion
+from bineval_dspy.lm import remote as remote_engine
 from bineval_dspy.lm.llama_engine import LlamaCppEngine
 from bineval_dspy.lm.specs import embedded_model_path, make_lm
 from bineval_dspy.suites.rows import SuiteRow
@@ -55,8 +58,14 @@ def wait_ready(url: str, process: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"llama_cpp.server not ready within {READY_WITHIN:g} s:\n{log.read_text()[-2000:]}")
 
 
+@dataclass(frozen=True)
+class Served:
+    url: str
+    log: Path  # the server's output, uvicorn's access log (one line a request, with its status) included
+
+
 @pytest.fixture(scope="module")
-def server_url(tmp_path_factory) -> Iterator[str]:
+def served(tmp_path_factory) -> Iterator[Served]:
     pytest.importorskip(
         "llama_cpp.server.app", reason="needs llama-cpp-python's server extra: pip install 'llama-cpp-python[server]'"
     )
@@ -67,14 +76,14 @@ def server_url(tmp_path_factory) -> Iterator[str]:
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2",
     ]  # fmt: skip
     with log.open("w") as out:
-        # passive OpenMP waiting, as our own engine sets it: spinning workers would starve a small machine
-        process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "OMP_WAIT_POLICY": "passive"}
-        )
+        # passive OpenMP waiting, as our own engine sets it: spinning workers would starve a small machine;
+        # unbuffered, so each request's access line is in the log when the test reads it
+        env = {**os.environ, "OMP_WAIT_POLICY": "passive", "PYTHONUNBUFFERED": "1"}
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         wait_ready(url, process, log)
-        yield url
+        yield Served(url, log)
     finally:
         process.terminate()
         try:
@@ -82,6 +91,16 @@ def server_url(tmp_path_factory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def server_url(served) -> str:
+    return served.url
+
+
+def chat_statuses(log: Path) -> list[int]:
+    """The HTTP status of every chat completion the server has answered, from its access log."""
+    return [int(m) for m in re.findall(r'"POST /v1/chat/completions HTTP/1\.1" (\d{3})', log.read_text())]
 
 
 @pytest.fixture
@@ -188,3 +207,25 @@ def test_generate_through_the_server(tmp_path, remote):
     assert cli.main([*args, *remote]) == ExitCode.OK
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["key"] == "1" and record["response"].strip()
+
+
+def test_the_refused_schema_spelling_reaches_the_server_once(tmp_path, remote, served, monkeypatch):
+    """A process that has not met the server sends OpenAI's spelling once (refused: HTTP 500), then only the one
+    it takes, even with questions in flight together: the server answers one request a question, plus one 500."""
+    monkeypatch.setattr(remote_engine, "_server_forms", {})  # what earlier tests taught this process is forgotten
+    questions = ["Does the output mention a cat?", "Is the output in English?", "Is the output one sentence?"]
+    checklist = tmp_path / "checklist.json"
+    checklist.write_text(
+        Checklist(task="t", dimensions=["d"], questions=[Question(text=q, dimension="d") for q in questions]).model_dump_json()
+    )
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"input": INPUT, "output": OUTPUT}) + "\n")
+    before = len(chat_statuses(served.log))
+    code = cli.main(
+        ["judge", "--checklist", str(checklist), "--data", str(data), "-o", str(tmp_path / "out.jsonl"),
+         "--cache-dir", str(tmp_path / "cache"), *remote]
+    )  # fmt: skip
+    assert code == ExitCode.OK
+    statuses = chat_statuses(served.log)[before:]
+    assert sorted(statuses) == [200] * len(questions) + [500]
+    assert statuses[0] == 500  # the refusal came first, before any question was answered

@@ -274,7 +274,7 @@ def test_ctrl_c_while_the_batch_is_created_still_records_it(tmp_path):
 
 
 def test_requests_past_a_batchs_limit_go_in_another_batch_of_the_same_round(tmp_path, monkeypatch):
-    monkeypatch.setattr(batches, "MAX_REQUESTS", 4)
+    monkeypatch.setattr(batches.run, "MAX_REQUESTS", 4)
     write_inputs(tmp_path, QUESTIONS, ROWS)
     with batch_server(yes_to_short) as server:
         assert cli.main(batch_args(tmp_path, server)) == ExitCode.OK

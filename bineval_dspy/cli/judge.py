@@ -1,54 +1,42 @@
-"""``bineval demo``, ``checklist`` and ``judge``: write checklists and judge outputs against them."""
+"""``bineval judge``: judge rows of (input, output) against a checklist, resumably; the scorecard printout the demo shares."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Iterator
-from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from bineval_dspy.cli.defaults import CHECKLIST_METHODS
 from bineval_dspy.cli.options import (
     add_budget_options,
     add_dry_run_option,
-    add_overwrite_option,
     budget_meter,
     count,
     lm_options,
-    refuse_replacing,
 )
 from bineval_dspy.core.console import console, shown
-from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
+from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError
 from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
 from bineval_dspy.core.jsonio import (
     append_jsonl,
     check_output_path,
     load_model,
-    read_json,
     read_jsonl,
-    read_text,
     rewrite_jsonl,
-    write_json,
-    write_text_atomic,
 )
-from bineval_dspy.core.schema import Checklist, JudgeSpec, Scorecard
+from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard
 from bineval_dspy.core.scoring import join
 from bineval_dspy.core.terminal import styled
 
 if TYPE_CHECKING:  # DSPy, LiteLLM and llama.cpp load when a command runs, never for the parser
-    from bineval_dspy.checklists.base import ChecklistWriter
     from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.judges.rows import JudgedSummary
     from bineval_dspy.lm.batches import BatchTarget
     from bineval_dspy.lm.estimate import Plan
 
 
-def _read_task(value: str) -> str:
-    return read_text(Path(value[1:])) if value.startswith("@") else value
 
 
 def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
@@ -70,217 +58,35 @@ def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
         scores.add_column(dim, justify="right")
     values = [*card.dimension_scores.values(), card.overall]
     rescaled = [card.rescaled.get(d) for d in [*card.dimension_scores, "overall"]]
-    scores.add_row(*[_fmt(v) for v in values])
-    scores.add_row(*[f"{_fmt(v)} / 5" for v in rescaled])
+    scores.add_row(*[fmt(v) for v in values])
+    scores.add_row(*[f"{fmt(v)} / 5" for v in rescaled])
     shown.print(scores)
     if card.unanswered:
         how = "scored over the answered ones" if card.partial else "dimensions with one have no score"
         console.print(f"{card.unanswered} question(s) unanswered: never counted as yes; {how}", style="yellow")
 
 
-def _fmt(value: float | None) -> str:
+def fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
 # -- commands ----------------------------------------------------------------------------
-def cmd_demo(args: argparse.Namespace) -> int:
-    """Judge three bundled summaries (good, mediocre, bad) against a checklist, print and save everything.
-
-    The embedded 135M model writes poor checklists, so by default the demo uses one written for the bundled
-    example, whose countable questions (numbers and names found in the article, length, capitals, repeated words,
-    the main subject) code answers; ``--write-checklist`` lets the LM write it with BinEval's two steps instead.
-    """
-    from bineval_dspy.checklists.bineval import BinEvalWriter
-    from bineval_dspy.judges.binary import BinaryJudge
-    from bineval_dspy.lm import runtime
-    from bineval_dspy.lm.budget import metered_map
-    from bineval_dspy.lm.usage import Cost, measured, total
-
-    data = files("bineval_dspy").joinpath("data")
-    example = json.loads(data.joinpath("demo.json").read_text(encoding="utf-8"))
-    out = Path(args.output)
-    check_output_path(out)
-    refuse_replacing(out, args.overwrite)
-    lm = runtime.configure(lm_options(args), args.cache_dir)
-    console.print(styled(("Task:", "bold"), f" {example['task']}"))
-    writing = Cost()
-    if args.write_checklist:
-        with console.status("the LM writes the checklist (requirements, then questions)"):
-            writer = BinEvalWriter(max_questions=args.max_questions)
-            checklist, writing = measured(lambda: _write_checklist(writer, example["task"], example["dimensions"]))
-        source = "written by the LM (BinEval's two steps)"
-    else:
-        checklist = Checklist.model_validate_json(data.joinpath("demo_checklist.json").read_text(encoding="utf-8"))
-        source = "written for this example and shipped with the demo (--write-checklist: let the LM write one)"
-    coded = sum(q.verifier is not None for q in checklist.questions)
-    console.print(
-        f"checklist: {len(checklist.questions)} questions over {', '.join(checklist.dimensions)}, {source}; "
-        f"{coded} answered by code, {len(checklist.questions) - coded} by the LM ({lm.model})"
-    )
-    judge = BinaryJudge.from_spec(JudgeSpec(model=lm.model, probability=args.probability, calibration=args.calibration))
-    summaries = example["summaries"]
-    judged = list(metered_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
-    cards = [card for card, _ in judged]
-    results = []
-    for summary, (card, cost) in zip(summaries, judged):
-        print_scorecard(f"summary '{summary['label']}'", checklist, card)
-        results.append({"label": summary["label"], "summary": summary["text"], "scorecard": card.model_dump(mode="json"), "usage": cost.model_dump(mode="json")})
-    _print_ranking(summaries, cards)
-    spent = writing + total(cost for _, cost in judged)
-    write_json(out, {
-        "task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"),
-        "results": results, "checklist_usage": writing.model_dump(mode="json"), "usage": spent.model_dump(mode="json"),
-    })
-    shown.print(f"wrote {out}")
-    console.print(f"cost: {spent.summary()}")
-    return ExitCode.OK if all(card.complete for card in cards) else ExitCode.INCOMPLETE
 
 
-def _print_ranking(summaries: list[dict], cards: list[Scorecard]) -> None:
-    """One line a newcomer can check: the overall score of each summary, best first."""
-    ranked = sorted(zip(summaries, cards), key=lambda pair: -1.0 if pair[1].overall is None else -pair[1].overall)
-    shown.print("ranking: " + " > ".join(f"{s['label']} {_fmt(c.overall)}" for s, c in ranked))
 
 
-def _write_checklist(writer: ChecklistWriter, task: str, dimensions: list[str]) -> Checklist:
-    """The writer's checklist; an LM that gives nothing usable stops the command in one line, and the replies
-    that led there are not replayed from the cache: a rerun asks again."""
-    from bineval_dspy.lm.cache import reply_journal
-
-    with reply_journal() as journal:
-        try:
-            return writer(task=task, dimensions=dimensions)
-        except InputError:
-            raise
-        except RunError:
-            journal.forget()
-            raise
-        except Exception as exc:
-            journal.forget()
-            raise RunError(f"checklist: the LM gave no usable checklist ({one_line(exc)})") from None
 
 
-QWORLD_FLAGS = ("w1", "w2", "w3")
 
 
-def _writer_params(args: argparse.Namespace) -> dict[str, Any]:
-    """The writer params the flags set; ``--max-questions`` caps each method's questions (qworld: its criteria)."""
-    given = [name for name in QWORLD_FLAGS if getattr(args, name) is not None]
-    if given and args.method != "qworld":
-        raise InputError(f"--{given[0]}: only with --method qworld")
-    params: dict[str, Any] = {name: getattr(args, name) for name in given}
-    if args.max_questions is not None:
-        params["max_criteria" if args.method == "qworld" else "max_questions"] = args.max_questions
-    return params | _template_inputs(args)
 
 
-TEMPLATE_FLAGS = ("reference", "candidates", "observations", "definitions")
 
 
-def _template_inputs(args: argparse.Namespace) -> dict[str, Any]:
-    """A template writer's inputs from their flags: a reference (text or @FILE), candidates (JSONL, field 'output'),
-    observations (JSONL, field 'text'), definitions (a JSON object: dimension -> definition)."""
-    from bineval_dspy.checklists.templates import TEMPLATES
-
-    given = [name for name in TEMPLATE_FLAGS if getattr(args, name) is not None]
-    if given and args.method not in TEMPLATES:
-        raise InputError(f"--{given[0]}: only with a template writer ({', '.join(TEMPLATES)})")
-    params: dict[str, Any] = {}
-    if args.reference is not None:
-        params["reference"] = _read_task(args.reference)
-    for name, field in (("candidates", "output"), ("observations", "text")):
-        if getattr(args, name) is not None:
-            rows = read_jsonl(Path(getattr(args, name)), required=(field,), standard=True)
-            params[name] = [str(row[field]) for _, row in rows]
-    if args.definitions is not None:
-        definitions = read_json(Path(args.definitions))
-        if not isinstance(definitions, dict) or not all(isinstance(v, str) for v in definitions.values()):
-            raise InputError(f"{args.definitions}: must be one JSON object of dimension -> definition text")
-        params["definitions"] = definitions
-    return params
 
 
-def cmd_checklist(args: argparse.Namespace) -> int:
-    """Generate a checklist for a task with the chosen method, save it as JSON, and say what it cost."""
-    from bineval_dspy.checklists.qworld import QworldWriter
-    from bineval_dspy.checklists.screen import promised_minimum, write_screened
-    from bineval_dspy.checklists.writers import make_writer, save_checklist_usage
-    from bineval_dspy.lm import runtime
-    from bineval_dspy.lm.usage import measured
-
-    task = _read_task(args.task)
-    if not task.strip():
-        raise InputError("--task: the task description is empty")
-    dims = [d for d in (args.dimensions or "").split(",") if d.strip()]
-    out = Path(args.output)
-    check_output_path(out, *([Path(args.task[1:])] if args.task.startswith("@") else []))
-    refuse_replacing(out, args.overwrite)
-    if args.writer_file:
-        from bineval_dspy.checklists.templates import load_templates
-
-        load_templates(Path(args.writer_file))
-    writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
-    lm = runtime.configure(lm_options(args), args.cache_dir)
-    minimum = promised_minimum(writer, dims)
-    failures: list[tuple[int, RunError]] = []
-    with console.status(f"writing the checklist ({args.method})"):
-        screened, cost = measured(lambda: write_screened(lambda attempt: _write_attempt(writer, task, dims, lm, attempt, failures), dims, minimum))
-    for line in screened.dropped:
-        console.print(f"left out: {line}", style="yellow")
-    for number, failure in failures if screened.checklist is not None else []:
-        console.print(f"attempt {number + 1} gave no usable checklist: {failure}", style="yellow")
-    checklist = screened.checklist
-    if checklist is None:
-        for problem in screened.problems:
-            console.print(f"problem: {problem}", style="yellow")
-        console.print(f"cost: {cost.summary()} ({screened.attempts} attempt(s))")
-        if len(failures) == screened.attempts:  # no attempt gave a checklist: the first one's reason
-            raise failures[0][1]
-        raise RunError(f"checklist: no question the LM wrote passed the screen in {screened.attempts} attempt(s); nothing written")
-    write_text_atomic(out, checklist.model_dump_json(indent=2))
-    sidecar = save_checklist_usage(out, args.method, lm.model, cost, attempts=screened.attempts)
-    for q in checklist.questions:
-        weight = (f" (weight {q.weight:+g})", "magenta") if q.weight != 1 else ""
-        where = (f" ({q.lineage['perspective_text']})", "dim") if "perspective_text" in q.lineage else ""
-        by = (f" (code: {q.verifier})", "dim") if q.verifier else ""
-        shown.print(styled((f"{q.dimension:>14}", "cyan"), f" {q.text}", weight, where, by))
-    if isinstance(writer, QworldWriter) and writer.tree is not None:
-        tree = writer.tree
-        stats = tree.stats
-        console.print(
-            f"qworld tree: {len(tree.scenarios)} scenarios, {len(tree.perspectives)} perspectives, {len(tree.criteria)} criteria; "
-            f"merged duplicates {stats.merged}; unparseable answers {stats.unparseable}"
-        )
-    shown.print(f"wrote {len(checklist.questions)} questions to {out} (its cost to {sidecar.name})")
-    retried = f" ({screened.attempts} attempts: the screen asked again)" if screened.attempts > 1 else ""
-    console.print(f"cost: {cost.summary()}{retried}")
-    for problem in screened.problems:
-        console.print(f"problem: {problem}", style="yellow")
-    if screened.problems:
-        console.print(f"{len(screened.problems)} problem(s) left after {screened.attempts} attempt(s): the checklist holds what passed; rerun or edit it", style="yellow")
-        return ExitCode.INCOMPLETE
-    return ExitCode.OK
 
 
-def _write_attempt(
-    writer: ChecklistWriter, task: str, dims: list[str], lm: Any, attempt: int, failures: list[tuple[int, RunError]]
-) -> Checklist | None:
-    """One writer attempt: the first as configured, a retry as a new sample (raised temperature, its own cache
-    entry). An LM that gives nothing usable leaves that attempt empty (its reason kept in ``failures``), so the
-    screen's bounded retries also cover an unparseable answer."""
-    import dspy
-
-    from bineval_dspy.checklists.screen import RETRY_TEMPERATURE
-
-    temperature = max(float(lm.kwargs.get("temperature") or 0.0), RETRY_TEMPERATURE)
-    try:
-        if attempt == 0:
-            return _write_checklist(writer, task, dims)
-        with dspy.context(lm=lm.copy(rollout_id=attempt, temperature=temperature)):
-            return _write_checklist(writer, task, dims)
-    except RunError as exc:
-        failures.append((attempt, exc))
-        return None
 
 
 def _data_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -451,7 +257,8 @@ def _batch_target(args: argparse.Namespace) -> BatchTarget:
 
 def _judge_plan(args: argparse.Namespace, checklist: Checklist, data_path: Path, out: Path) -> Plan:
     """The judge's LM work on the rows a run would judge (complete rows of earlier output are kept): every LM
-    question of every row, ``--samples`` times, plus its content-free prior under calibration."""
+    question of every row, ``--samples`` times, plus its content-free prior under calibration (``--scoring batch``:
+    one call for all of a row's questions)."""
     from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
     from bineval_dspy.judges.rows import JUDGE_KEY
     from bineval_dspy.lm.estimate import Plan, completion_limit, formatted, message_tokens, token_counter
@@ -468,6 +275,11 @@ def _judge_plan(args: argparse.Namespace, checklist: Checklist, data_path: Path,
         if n in kept:
             continue
         rows += 1
+        if judge.scoring == "batch" and asked:  # one call a sample for all the row's questions (and one for its prior)
+            for output, times in ((row["output"], judge.samples), (CONTENT_FREE_OUTPUT, int(judge.calibration == "content_free"))):
+                prompt = message_tokens(count, _batch_messages(judge, row["input"], output, asked))
+                calls, tokens = calls + times, tokens + times * prompt
+            continue
         for q in asked:
             prompt = message_tokens(count, formatted(predictor, judge.adapter, {"input": row["input"], "output": row["output"], "question": q.text}))
             calls, tokens = calls + judge.samples, tokens + judge.samples * prompt
@@ -478,13 +290,22 @@ def _judge_plan(args: argparse.Namespace, checklist: Checklist, data_path: Path,
     return Plan(what, calls, tokens, args.lm_max_tokens or completion_limit(), exact, spec, args.api_base)
 
 
+def _batch_messages(judge: BinaryJudge, input: str, output: str, asked: list[Question]) -> list[dict[str, Any]]:
+    """The messages one batch-scoring call sends for a row: every LM question of it, numbered."""
+    from bineval_dspy.judges import batch
+
+    assert judge.answer_all is not None  # a batch judge has its batch predictor
+    signature = batch.batch_signature(len(asked), judge.explanations == "all").with_instructions(judge.answer_all.signature.instructions)
+    return batch.BatchAdapter().format(signature, demos=[], inputs={"input": input, "output": output, "questions": batch.numbered(asked)})
+
+
 def _print_means(checklist: Checklist, summary: JudgedSummary) -> None:
     table = Table(title=f"mean scores over {summary.rows} row(s)")
     dims = [*checklist.by_dimension(), "overall"]
     for d in dims:
         table.add_column(d, justify="right")
     table.add_column("unanswered", justify="right")
-    table.add_row(*[_fmt(summary.mean(d)) for d in dims], str(summary.unanswered))
+    table.add_row(*[fmt(summary.mean(d)) for d in dims], str(summary.unanswered))
     shown.print(table)
     if summary.scored < summary.rows:
         console.print(f"means over the {summary.scored} of {summary.rows} row(s) that have a score", style="yellow")
@@ -530,43 +351,15 @@ def _print_lineage_means(summary: JudgedSummary, key: str) -> None:
     for column in (key, "name", "questions", "score"):
         table.add_column(column, justify="right" if column in ("questions", "score") else "left")
     for value, name in names.items():
-        table.add_row(value, name, str(sizes[value]), _fmt(summary.lineage_mean(key, value)))
+        table.add_row(value, name, str(sizes[value]), fmt(summary.lineage_mean(key, value)))
     shown.print(table)
 
 
 CALIBRATION_HELP = "content_free: divide out the LM's yes-bias per question, measured on a content-free output (reads logprobs)"
 
 
-def add_judge_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    """Register ``bineval demo``, ``checklist`` and ``judge``."""
-    demo = sub.add_parser("demo", parents=[common], help="judge three bundled summaries with the embedded LM")
-    demo.add_argument("-o", "--output", default="demo-results.json", help="the JSON file of checklist, verdicts and scores")
-    add_overwrite_option(demo)
-    demo.add_argument("--max-questions", type=count(1), default=12, help="with --write-checklist: most questions the LM may write")
-    demo.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
-    demo.add_argument("--calibration", choices=("none", "content_free"), default="none", help=CALIBRATION_HELP)
-    demo.add_argument("--write-checklist", action="store_true", help="let the LM write the checklist (BinEval's two steps)")
-    demo.set_defaults(func=cmd_demo)
-
-    checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")
-    checklist.add_argument("--task", required=True, help="the task text, or @FILE")
-    checklist.add_argument(
-        "--method", "--writer", dest="method", default="bineval", metavar="NAME",
-        help=f"bineval (two steps), tick (2-8 questions), qworld (expansion tree), a published template ({', '.join(CHECKLIST_METHODS[3:])}; docs/checklist_methods.md) or one from --writer-file",
-    )
-    checklist.add_argument("--writer-file", metavar="FILE", help="TOML or JSON of template writers ([[templates]]: name, steps with prompt and schema) to choose from")
-    checklist.add_argument("--reference", help="template writers: a reference answer, or @FILE (rocketeval)")
-    checklist.add_argument("--candidates", metavar="FILE", help="template writers: JSONL of sampled responses, field 'output' (rlcf-contrastive)")
-    checklist.add_argument("--observations", metavar="FILE", help="template writers: JSONL of feedback notes, field 'text' (feedback)")
-    checklist.add_argument("--definitions", metavar="FILE", help="template writers: a JSON object of dimension -> definition (checkeval)")
-    checklist.add_argument("--dimensions", help="comma-separated dimensions (default: bineval chooses them; tick and qworld use one)")
-    checklist.add_argument("--max-questions", type=count(1), default=None, help="most questions (bineval 24, tick 8, qworld 60 criteria)")
-    for name, rounds in zip(QWORLD_FLAGS, ("scenarios (default 3)", "perspectives (default 4)", "criteria (default 0)")):
-        checklist.add_argument(f"--{name}", type=count(0), default=None, metavar="N", help=f"qworld: horizontal expansion rounds for {rounds}")
-    checklist.add_argument("-o", "--output", default="checklist.json", help="the checklist JSON to write (its cost beside it, in OUTPUT.usage.json)")
-    add_overwrite_option(checklist, "the checklist")
-    checklist.set_defaults(func=cmd_checklist)
-
+def add_judge_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``bineval judge``."""
     judge = sub.add_parser("judge", parents=[common], help="judge rows of (input, output) against a checklist")
     judge.add_argument("--checklist", required=True, help="the checklist JSON (bineval checklist writes one)")
     judge.add_argument("--program", metavar="PROGRAM", help="a judge program.json from a cross-model optimize run (or its run directory): instructions, demos, thresholds and options")

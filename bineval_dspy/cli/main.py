@@ -14,11 +14,13 @@ from pathlib import Path
 
 from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
+from bineval_dspy.cli.checklist import add_checklist_command
 from bineval_dspy.cli.defaults import DEFAULT_LM, DEFAULT_THREADS, DEFAULT_TIMEOUT
+from bineval_dspy.cli.demo import add_demo_command
 from bineval_dspy.cli.eval import add_eval_command
 from bineval_dspy.cli.experiment import add_experiment_command
 from bineval_dspy.cli.generate import add_generate_command
-from bineval_dspy.cli.judge import add_judge_commands
+from bineval_dspy.cli.judge import add_judge_command
 from bineval_dspy.cli.meta import add_meta_command
 from bineval_dspy.cli.optimize import add_optimize_command
 from bineval_dspy.cli.options import count
@@ -83,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    add_judge_commands(sub, common)
+    add_demo_command(sub, common)
+    add_checklist_command(sub, common)
+    add_judge_command(sub, common)
     add_verify_command(sub, common)
     add_verifiers_command(sub)
     add_optimize_command(sub, common)

@@ -245,6 +245,15 @@ def test_judge_dry_run_plans_every_lm_question_and_calls_no_lm(files, lm, capsys
     assert "estimated at ~4 characters a token" in line and "at most $0.00" in line
 
 
+def test_judge_dry_run_counts_one_call_a_row_under_batch_scoring(files, lm, capsys):
+    assert cli.main(judge(files, "--dry-run", "--scoring", "batch")) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    assert line.startswith("dry run: judge 3 row(s) x 2 LM question(s): 3 LM call(s), ")
+    assert cli.main(judge(files, "--dry-run", "--scoring", "batch", "--samples", "3", "--lm", "openai/gpt-4o-mini")) == 0
+    assert ": 9 LM call(s)," in " ".join(capsys.readouterr().out.split())
+    assert not lm.engine.requests
+
+
 def test_generate_dry_run_plans_each_row_and_calls_no_lm(tmp_path, lm, capsys):
     suite = write_rows(tmp_path / "suite.jsonl", SUITE)
     out = tmp_path / "responses.jsonl"

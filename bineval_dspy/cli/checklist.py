@@ -1,0 +1,196 @@
+"""``bineval checklist``: write a checklist for a task with any writer (built-in or template), screened."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bineval_dspy.cli.defaults import CHECKLIST_METHODS
+from bineval_dspy.cli.options import (
+    add_overwrite_option,
+    count,
+    lm_options,
+    refuse_replacing,
+)
+from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.errors import ExitCode, InputError, RunError, one_line
+from bineval_dspy.core.jsonio import (
+    check_output_path,
+    read_json,
+    read_jsonl,
+    read_text,
+    write_text_atomic,
+)
+from bineval_dspy.core.schema import Checklist
+from bineval_dspy.core.terminal import styled
+
+if TYPE_CHECKING:
+    from bineval_dspy.checklists.base import ChecklistWriter
+
+
+def read_task(value: str) -> str:
+    return read_text(Path(value[1:])) if value.startswith("@") else value
+
+
+def write_checklist(writer: ChecklistWriter, task: str, dimensions: list[str]) -> Checklist:
+    """The writer's checklist; an LM that gives nothing usable stops the command in one line, and the replies
+    that led there are not replayed from the cache: a rerun asks again."""
+    from bineval_dspy.lm.cache import reply_journal
+
+    with reply_journal() as journal:
+        try:
+            return writer(task=task, dimensions=dimensions)
+        except InputError:
+            raise
+        except RunError:
+            journal.forget()
+            raise
+        except Exception as exc:
+            journal.forget()
+            raise RunError(f"checklist: the LM gave no usable checklist ({one_line(exc)})") from None
+
+
+QWORLD_FLAGS = ("w1", "w2", "w3")
+
+
+def _writer_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The writer params the flags set; ``--max-questions`` caps each method's questions (qworld: its criteria)."""
+    given = [name for name in QWORLD_FLAGS if getattr(args, name) is not None]
+    if given and args.method != "qworld":
+        raise InputError(f"--{given[0]}: only with --method qworld")
+    params: dict[str, Any] = {name: getattr(args, name) for name in given}
+    if args.max_questions is not None:
+        params["max_criteria" if args.method == "qworld" else "max_questions"] = args.max_questions
+    return params | _template_inputs(args)
+
+
+TEMPLATE_FLAGS = ("reference", "candidates", "observations", "definitions")
+
+
+def _template_inputs(args: argparse.Namespace) -> dict[str, Any]:
+    """A template writer's inputs from their flags: a reference (text or @FILE), candidates (JSONL, field 'output'),
+    observations (JSONL, field 'text'), definitions (a JSON object: dimension -> definition)."""
+    from bineval_dspy.checklists.templates import TEMPLATES
+
+    given = [name for name in TEMPLATE_FLAGS if getattr(args, name) is not None]
+    if given and args.method not in TEMPLATES:
+        raise InputError(f"--{given[0]}: only with a template writer ({', '.join(TEMPLATES)})")
+    params: dict[str, Any] = {}
+    if args.reference is not None:
+        params["reference"] = read_task(args.reference)
+    for name, field in (("candidates", "output"), ("observations", "text")):
+        if getattr(args, name) is not None:
+            rows = read_jsonl(Path(getattr(args, name)), required=(field,), standard=True)
+            params[name] = [str(row[field]) for _, row in rows]
+    if args.definitions is not None:
+        definitions = read_json(Path(args.definitions))
+        if not isinstance(definitions, dict) or not all(isinstance(v, str) for v in definitions.values()):
+            raise InputError(f"{args.definitions}: must be one JSON object of dimension -> definition text")
+        params["definitions"] = definitions
+    return params
+
+
+def cmd_checklist(args: argparse.Namespace) -> int:
+    """Generate a checklist for a task with the chosen method, save it as JSON, and say what it cost."""
+    from bineval_dspy.checklists.qworld import QworldWriter
+    from bineval_dspy.checklists.screen import promised_minimum, write_screened
+    from bineval_dspy.checklists.writers import make_writer, save_checklist_usage
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.usage import measured
+
+    task = read_task(args.task)
+    if not task.strip():
+        raise InputError("--task: the task description is empty")
+    dims = [d for d in (args.dimensions or "").split(",") if d.strip()]
+    out = Path(args.output)
+    check_output_path(out, *([Path(args.task[1:])] if args.task.startswith("@") else []))
+    refuse_replacing(out, args.overwrite)
+    if args.writer_file:
+        from bineval_dspy.checklists.templates import load_templates
+
+        load_templates(Path(args.writer_file))
+    writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
+    lm = runtime.configure(lm_options(args), args.cache_dir)
+    minimum = promised_minimum(writer, dims)
+    failures: list[tuple[int, RunError]] = []
+    with console.status(f"writing the checklist ({args.method})"):
+        screened, cost = measured(lambda: write_screened(lambda attempt: _write_attempt(writer, task, dims, lm, attempt, failures), dims, minimum))
+    for line in screened.dropped:
+        console.print(f"left out: {line}", style="yellow")
+    for number, failure in failures if screened.checklist is not None else []:
+        console.print(f"attempt {number + 1} gave no usable checklist: {failure}", style="yellow")
+    checklist = screened.checklist
+    if checklist is None:
+        for problem in screened.problems:
+            console.print(f"problem: {problem}", style="yellow")
+        console.print(f"cost: {cost.summary()} ({screened.attempts} attempt(s))")
+        if len(failures) == screened.attempts:  # no attempt gave a checklist: the first one's reason
+            raise failures[0][1]
+        raise RunError(f"checklist: no question the LM wrote passed the screen in {screened.attempts} attempt(s); nothing written")
+    write_text_atomic(out, checklist.model_dump_json(indent=2))
+    sidecar = save_checklist_usage(out, args.method, lm.model, cost, attempts=screened.attempts)
+    for q in checklist.questions:
+        weight = (f" (weight {q.weight:+g})", "magenta") if q.weight != 1 else ""
+        where = (f" ({q.lineage['perspective_text']})", "dim") if "perspective_text" in q.lineage else ""
+        by = (f" (code: {q.verifier})", "dim") if q.verifier else ""
+        shown.print(styled((f"{q.dimension:>14}", "cyan"), f" {q.text}", weight, where, by))
+    if isinstance(writer, QworldWriter) and writer.tree is not None:
+        tree = writer.tree
+        stats = tree.stats
+        console.print(
+            f"qworld tree: {len(tree.scenarios)} scenarios, {len(tree.perspectives)} perspectives, {len(tree.criteria)} criteria; "
+            f"merged duplicates {stats.merged}; unparseable answers {stats.unparseable}"
+        )
+    shown.print(f"wrote {len(checklist.questions)} questions to {out} (its cost to {sidecar.name})")
+    retried = f" ({screened.attempts} attempts: the screen asked again)" if screened.attempts > 1 else ""
+    console.print(f"cost: {cost.summary()}{retried}")
+    for problem in screened.problems:
+        console.print(f"problem: {problem}", style="yellow")
+    if screened.problems:
+        console.print(f"{len(screened.problems)} problem(s) left after {screened.attempts} attempt(s): the checklist holds what passed; rerun or edit it", style="yellow")
+        return ExitCode.INCOMPLETE
+    return ExitCode.OK
+
+
+def _write_attempt(
+    writer: ChecklistWriter, task: str, dims: list[str], lm: Any, attempt: int, failures: list[tuple[int, RunError]]
+) -> Checklist | None:
+    """One writer attempt: the first as configured, a retry as a new sample (raised temperature, its own cache
+    entry). An LM that gives nothing usable leaves that attempt empty (its reason kept in ``failures``), so the
+    screen's bounded retries also cover an unparseable answer."""
+    import dspy
+
+    from bineval_dspy.checklists.screen import RETRY_TEMPERATURE
+
+    temperature = max(float(lm.kwargs.get("temperature") or 0.0), RETRY_TEMPERATURE)
+    try:
+        if attempt == 0:
+            return write_checklist(writer, task, dims)
+        with dspy.context(lm=lm.copy(rollout_id=attempt, temperature=temperature)):
+            return write_checklist(writer, task, dims)
+    except RunError as exc:
+        failures.append((attempt, exc))
+        return None
+
+
+def add_checklist_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``bineval checklist``."""
+    checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")
+    checklist.add_argument("--task", required=True, help="the task text, or @FILE")
+    checklist.add_argument(
+        "--method", "--writer", dest="method", default="bineval", metavar="NAME",
+        help=f"bineval (two steps), tick (2-8 questions), qworld (expansion tree), a published template ({', '.join(CHECKLIST_METHODS[3:])}; docs/checklist_methods.md) or one from --writer-file",
+    )
+    checklist.add_argument("--writer-file", metavar="FILE", help="TOML or JSON of template writers ([[templates]]: name, steps with prompt and schema) to choose from")
+    checklist.add_argument("--reference", help="template writers: a reference answer, or @FILE (rocketeval)")
+    checklist.add_argument("--candidates", metavar="FILE", help="template writers: JSONL of sampled responses, field 'output' (rlcf-contrastive)")
+    checklist.add_argument("--observations", metavar="FILE", help="template writers: JSONL of feedback notes, field 'text' (feedback)")
+    checklist.add_argument("--definitions", metavar="FILE", help="template writers: a JSON object of dimension -> definition (checkeval)")
+    checklist.add_argument("--dimensions", help="comma-separated dimensions (default: bineval chooses them; tick and qworld use one)")
+    checklist.add_argument("--max-questions", type=count(1), default=None, help="most questions (bineval 24, tick 8, qworld 60 criteria)")
+    for name, rounds in zip(QWORLD_FLAGS, ("scenarios (default 3)", "perspectives (default 4)", "criteria (default 0)")):
+        checklist.add_argument(f"--{name}", type=count(0), default=None, metavar="N", help=f"qworld: horizontal expansion rounds for {rounds}")
+    checklist.add_argument("-o", "--output", default="checklist.json", help="the checklist JSON to write (its cost beside it, in OUTPUT.usage.json)")
+    add_overwrite_option(checklist, "the checklist")
+    checklist.set_defaults(func=cmd_checklist)

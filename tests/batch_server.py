@@ -22,7 +22,7 @@ from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fake_openai import Reply, _QuietServer, completion
+from tests.fake_openai import Reply, _QuietServer, completion, running, send_json
 
 
 class BatchServer:
@@ -73,12 +73,7 @@ class BatchServer:
                     self._send(404, {"error": {"message": f"no such object: {self.path}"}})
 
             def _send(self, status: int, payload: Any) -> None:
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload)
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -144,11 +139,5 @@ class BatchServer:
 @contextmanager
 def batch_server(reply: Reply) -> Iterator[BatchServer]:
     """A running ``BatchServer``, shut down afterwards."""
-    server = BatchServer(reply)
-    thread = threading.Thread(target=server.httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with running(BatchServer(reply)) as server:
         yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()

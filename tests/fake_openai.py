@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 Reply = Callable[[dict], "str | None | tuple[int, Any]"]
 
@@ -35,6 +35,18 @@ def completion(body: dict, content: str | None, *, choices: list | None = None, 
         "choices": [choice] if choices is None else choices,
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+    """One reply of a loopback server: ``payload`` as JSON (or bytes as they are), with ``headers``."""
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    handler.send_response(status)
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -70,14 +82,7 @@ class ScriptedServer:
                     with server._lock:
                         server.in_flight -= 1
                 status, payload = answer if isinstance(answer, tuple) else (200, completion(body, answer))
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                for name, value in server.headers.get(status, {}).items():
-                    self.send_header(name, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload, server.headers.get(status, {}))
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -93,11 +98,21 @@ class ScriptedServer:
 @contextmanager
 def scripted_server(reply: Reply) -> Iterator[ScriptedServer]:
     """A running ``ScriptedServer``, shut down afterwards."""
-    server = ScriptedServer(reply)
-    thread = threading.Thread(target=server.httpd.serve_forever, args=(0.05,), daemon=True)
+    with running(ScriptedServer(reply)) as server:
+        yield server
+
+
+S = TypeVar("S")
+
+
+@contextmanager
+def running(server: S) -> Iterator[S]:
+    """``server`` (anything with an ``httpd``) serving on its own thread, shut down afterwards."""
+    httpd = server.httpd  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield server
     finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+        httpd.shutdown()
+        httpd.server_close()

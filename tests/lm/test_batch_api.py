@@ -70,20 +70,26 @@ def test_a_batch_run_submits_once_and_writes_the_rows_through_the_normal_path(tm
         assert server.created == 1
 
 
+def interrupted_after_submission(tmp_path: Path, server) -> tuple[int, str]:
+    """Run the batched judge in a subprocess with the batch held, Ctrl-C it once it has polled: (exit code, stderr)."""
+    server.hold = True
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bineval_dspy.cli", *batch_args(tmp_path, server)],
+        stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    deadline = time.time() + 60
+    while server.polls < 1 and time.time() < deadline:  # submitted, and polled at least once
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
+
+
 def test_an_interrupted_run_resumes_polling_the_same_batch(tmp_path):
     write_inputs(tmp_path, QUESTIONS, ROWS[:1])
     with batch_server(yes_to_short) as server:
-        server.hold = True
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bineval_dspy.cli", *batch_args(tmp_path, server)],
-            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
-        )  # fmt: skip
-        deadline = time.time() + 60
-        while server.polls < 1 and time.time() < deadline:  # submitted, and polled at least once
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == ExitCode.INTERRUPTED, err
+        returncode, err = interrupted_after_submission(tmp_path, server)
+        assert returncode == ExitCode.INTERRUPTED, err
         assert "batch batch_1 is still running at the provider" in err and "Traceback" not in err
         assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_text()
         assert json.loads(state_path(tmp_path / "out.jsonl").read_text())["batches"][0]["id"] == "batch_1"
@@ -165,16 +171,7 @@ def test_batch_dry_run_says_what_it_would_submit(tmp_path, capsys):
 def test_a_pending_batch_for_other_settings_is_not_dropped_silently(tmp_path, capsys):
     write_inputs(tmp_path, QUESTIONS, ROWS[:1])
     with batch_server(yes_to_short) as server:
-        server.hold = True
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bineval_dspy.cli", *batch_args(tmp_path, server)],
-            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
-        )  # fmt: skip
-        deadline = time.time() + 60
-        while server.polls < 1 and time.time() < deadline:
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=60)
+        interrupted_after_submission(tmp_path, server)
         assert cli.main(batch_args(tmp_path, server, "--partial")) == ExitCode.INPUT
         err = capsys.readouterr().err
         assert "batch batch_1 was submitted for other settings (judge.partial: false -> true)" in err

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +19,7 @@ from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm import remote, runtime
 from bineval_dspy.lm.specs import make_lm
+from tests.fake_openai import running
 
 LLAMA_CPP_PYTHON_REFUSAL = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
@@ -101,14 +101,8 @@ class FakeServer:
 
 @contextmanager
 def serving(answer: str, **options) -> Iterator[FakeServer]:
-    server = FakeServer(answer, **options)
-    thread = threading.Thread(target=server.httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with running(FakeServer(answer, **options)) as server:
         yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
 
 
 def ask(lm: dspy.LM, question: str = "Is it short?") -> str:

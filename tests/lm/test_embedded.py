@@ -131,7 +131,7 @@ def test_check_first_grammar_decoding_matches_masking_every_step(lm):
     tokens = engine.tokenize(engine.render(request(lm, "Is the sky green? Reply in JSON.")))
     llama.reset()
     masked = list(islice(llama.generate(tokens, temp=0.0, top_k=40, top_p=0.95, min_p=0.0, repeat_penalty=1.0, grammar=grammar), 25))
-    from bineval_dspy.lm.llama_engine import _Decoding, _last_logits
+    from bineval_dspy.lm._decoding import _Decoding, _last_logits
 
     llama.reset()
     llama.eval(tokens)

@@ -30,6 +30,7 @@ from bineval_dspy.judges import batch
 from bineval_dspy.judges.base import CodeRouter
 from bineval_dspy.judges.code import make_code_router
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
+from bineval_dspy.lm._batching import call_order
 from bineval_dspy.lm.cache import reply_journal
 from bineval_dspy.verifiers import Mode
 
@@ -220,8 +221,14 @@ class BinaryJudge(dspy.Module):
             return {q.id: ask(q) for q in questions}
         expect = getattr(engine, "expect", None)
         hint = expect(len(questions)) if local and expect is not None else nullcontext()
+        group = object()
+
+        def ask_in_order(item: tuple[int, Question]) -> Verdict:
+            with call_order(group, item[0]):  # an in-process batch decodes them in checklist order, as one at a time
+                return ask(item[1])
+
         with hint, ThreadPoolExecutor(max_workers=threads) as pool:
-            return {q.id: v for q, v in zip(questions, pool.map(in_caller_context(ask), questions))}
+            return {q.id: v for q, v in zip(questions, pool.map(in_caller_context(ask_in_order), enumerate(questions)))}
 
     def _prior(self, input: str, question: Question) -> Verdict:
         """The question asked about a content-free output: the LM's yes-bias for it on this input."""

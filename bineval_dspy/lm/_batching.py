@@ -7,12 +7,33 @@ several outputs in flight together; the engine orders a batch so requests sharin
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Generic, TypeVar
 
 BATCH_WAIT_S = 0.05  # how long a batch waits for requests a caller announced with ``expect``
+
+# (group, index) of the call a thread is making: the questions of one output are one group, in checklist order
+_call_order: ContextVar[tuple[object, int] | None] = ContextVar("bineval_call_order", default=None)
+_arrivals = itertools.count()
+
+
+@contextmanager
+def call_order(group: object, index: int) -> Iterator[None]:
+    """Calls made inside are the ``index``-th of ``group``: a batch decodes them in that order, whatever order
+    their threads reach it in. The order matters for exactness: a request reuses the KV cells of the one before
+    it up to their shared prefix (questions that start alike share words), and cells computed in another
+    request's prefill round differently, so only the order of one call at a time gives its tokens and P(yes)."""
+    token = _call_order.set((group, index))
+    try:
+        yield
+    finally:
+        _call_order.reset(token)
+
 
 Req = TypeVar("Req")
 Res = TypeVar("Res")
@@ -22,12 +43,22 @@ class _Slot(Generic[Req, Res]):
     def __init__(self, request: Req) -> None:
         self.request = request
         self.result: Res | BaseException | None = None
+        self.arrival = next(_arrivals)
+        self.group, self.index = _call_order.get() or (self.arrival, 0)
+
+
+def _in_call_order(batch: list[_Slot]) -> list[_Slot]:
+    """A batch's calls group by group (groups in the order their first call arrived), each group in call order."""
+    first: dict[object, int] = {}
+    for slot in batch:
+        first.setdefault(slot.group, slot.arrival)
+    return sorted(batch, key=lambda slot: (first[slot.group], slot.index, slot.arrival))
 
 
 class Batcher(Generic[Req, Res]):
     """Gathers greedy calls into batches, one batch at a time. While a batch runs, the calls arriving meanwhile
     wait; when it ends, the first of them waiting leads the next: it waits for the calls announced with ``expect``
-    (at most ``BATCH_WAIT_S``), takes up to ``max_size`` in arrival order and runs them. So the questions of rows
+    (at most ``BATCH_WAIT_S``), takes up to ``max_size`` in arrival order and runs them in call order (``call_order``). So the questions of rows
     judged together share batches: those of the next rows gather while one decodes."""
 
     def __init__(self, run: Callable[[list[Req]], Sequence[Res | BaseException]], max_size: int) -> None:
@@ -55,6 +86,7 @@ class Batcher(Generic[Req, Res]):
                 while self.expected > 0 and len(self.pending) < self.max_size and time.monotonic() < deadline:
                     self.cond.wait(max(0.0, deadline - time.monotonic()))
                 batch, self.pending = self.pending[: self.max_size], self.pending[self.max_size :]
+                batch = _in_call_order(batch)
                 self.cond.release()
                 try:
                     results: Sequence[Res | BaseException] = self.run([s.request for s in batch])

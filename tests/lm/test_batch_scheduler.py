@@ -69,3 +69,35 @@ def local_lm(parallel_sequences: int) -> SimpleNamespace:
 def test_rows_in_flight_fill_the_engines_batches(batched, asked, rows):
     plan = parallelism(local_lm(batched), asked)  # type: ignore[arg-type]
     assert (plan.rows, plan.questions) == (rows, None)
+
+
+def test_a_batch_runs_its_calls_in_call_order_whatever_order_their_threads_arrive_in():
+    """Questions of one output reach the batcher in thread order; the batch decodes them in checklist order, the
+    order one call at a time would take (a request reuses its predecessor's KV cells), groups kept apart."""
+    from contextvars import copy_context
+
+    from bineval_dspy.lm._batching import call_order
+
+    run = Recorder()
+    batcher: Batcher[int, int] = Batcher(run, max_size=8)
+    row_a, row_b = object(), object()
+
+    def ask(group: object, index: int, request: int) -> int:
+        with call_order(group, index):
+            return batcher.submit(request)
+
+    with ThreadPoolExecutor(max_workers=7) as pool:
+        first = pool.submit(batcher.submit, 0)  # holds the batcher busy while the others gather
+        while not run.batches:
+            threading.Event().wait(0.01)
+        arrivals = [(row_a, 2, 12), (row_b, 1, 21), (row_a, 0, 10), (row_b, 0, 20), (row_a, 1, 11)]
+        futures = []
+        for group, index, request in arrivals:  # one at a time, so the arrival order is the one written here
+            waiting = len(batcher.pending)
+            futures.append(pool.submit(copy_context().run, ask, group, index, request))
+            while len(batcher.pending) == waiting:
+                threading.Event().wait(0.01)
+        run.release.set()
+        assert first.result() == 0
+        assert [f.result() for f in futures] == [24, 42, 20, 40, 22]
+    assert run.batches == [[0], [10, 11, 12, 20, 21]]  # row a (first to arrive) in call order, then row b

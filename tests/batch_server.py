@@ -22,10 +22,10 @@ from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fake_openai import Reply, _QuietServer, completion, running, send_json
+from tests.fake_openai import LoopbackServer, Reply, completion, running, send_json
 
 
-class BatchServer:
+class BatchServer(LoopbackServer):
     """The files and batches of one fake provider, and what it was asked."""
 
     def __init__(self, reply: Reply) -> None:
@@ -78,12 +78,7 @@ class BatchServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def lm_args(self) -> list[str]:
-        """The command-line options that point a command at this provider."""
-        return ["--lm", "openai/m", "--api-base", self.url]
+        self.listen(Handler)
 
     def upload(self, content_type: str, data: bytes) -> dict[str, Any]:
         """A multipart upload (purpose, file) kept as a file."""

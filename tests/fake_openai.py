@@ -56,7 +56,19 @@ class _QuietServer(ThreadingHTTPServer):
         pass  # a client that hung up (a killed run, a timeout) is part of the test, not a server error
 
 
-class ScriptedServer:
+class LoopbackServer:
+    """A server on 127.0.0.1 at a free port, and the options that point a command at it."""
+
+    def listen(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = _QuietServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def lm_args(self) -> list[str]:
+        """The command-line options that point a command at this server."""
+        return ["--lm", "openai/m", "--api-base", self.url]
+
+
+class ScriptedServer(LoopbackServer):
     """Answers every chat request with ``reply(body)``; keeps every request body in ``bodies``, and counts the
     requests in flight (``most_in_flight``: the most at one time; ``reply`` may sleep to hold them open)."""
 
@@ -87,12 +99,7 @@ class ScriptedServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def lm_args(self) -> list[str]:
-        """The command-line options that point a command at this server."""
-        return ["--lm", "openai/m", "--api-base", self.url]
+        self.listen(Handler)
 
 
 @contextmanager

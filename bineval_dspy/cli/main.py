@@ -9,6 +9,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -117,6 +118,9 @@ def show_defaults(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the exit code is an ``ExitCode`` (0 ok, 1 incomplete, 2 bad input, 3 LM failure, 4 budget, 130)."""
     args = build_parser().parse_args(argv)
+    _said.clear()
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _first_interrupt) if in_main_thread else None
     try:
         return int(args.func(args) or ExitCode.OK)
     except OSError as exc:  # a write the command did not foresee (a full disk, a read-only file): one located line
@@ -133,15 +137,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stopped: {exc}", file=sys.stderr)
         return ExitCode.BUDGET
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, _quit_now)  # a second Ctrl-C while threads wind down: exit, no traceback
-        console.print("interrupted: finished rows are saved; rerun the same command to resume", style="yellow")
+        _say_interrupted()
         return ExitCode.INTERRUPTED
     finally:
         outputs.release_all()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+_INTERRUPTED_LINE = "interrupted: finished rows are saved; rerun the same command to resume"
+_said: list[bool] = []
+
+
+def _say_interrupted() -> None:
+    if not _said:
+        _said.append(True)
+        console.print(_INTERRUPTED_LINE, style="yellow")
+
+
+def _first_interrupt(signum: int, frame: object) -> None:
+    """The first Ctrl-C: from now on a second one quits at once, wherever the first is still unwinding (a thread
+    pool joining its workers, a generator closed by the garbage collector), so no traceback is ever printed."""
+    signal.signal(signal.SIGINT, _quit_now)
+    raise KeyboardInterrupt
 
 
 def _quit_now(signum: int, frame: object) -> None:
     """SIGINT after the first: leave at once with the interrupted code (finished rows are already on disk)."""
+    _say_interrupted()
+    sys.stderr.flush()
     os._exit(ExitCode.INTERRUPTED)
 
 

@@ -482,6 +482,48 @@ def test_a_second_ctrl_c_prints_no_traceback(tmp_path):
     assert "Traceback" not in err and "interrupted" in err
 
 
+SECOND_CTRL_C_WHILE_A_GENERATOR_IS_FINALIZED = """
+import argparse, os, signal, sys, threading, time
+import importlib
+cli_main = importlib.import_module("bineval_dspy.cli.main")
+
+def rows():
+    try:
+        yield 1
+    finally:
+        time.sleep(20)  # a thread pool joining its workers as the generator that owns it is collected
+
+def command(args):
+    stream = rows()
+    next(stream)
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(20)
+    finally:
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        del stream  # finalized here, before main() sees the first Ctrl-C: the second one lands in its finally
+
+parser = argparse.ArgumentParser()
+parser.set_defaults(func=command)
+cli_main.build_parser = lambda: parser
+sys.exit(cli_main.main([]))
+"""
+
+
+def test_a_second_ctrl_c_while_the_first_unwinds_quits_with_no_traceback():
+    """Where Python prints "Exception ignored in <generator>" with a traceback (a finalizer interrupted), the
+    second Ctrl-C must already quit: the first one switches the handler where it is raised, not where main catches it."""
+    proc = subprocess.run(
+        [sys.executable, "-c", SECOND_CTRL_C_WHILE_A_GENERATOR_IS_FINALIZED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.returncode == ExitCode.INTERRUPTED, proc.stderr
+    assert "Traceback" not in proc.stderr and "interrupted" in proc.stderr
+
+
 def slow_questions(body: dict) -> str:
     time.sleep(5)
     return json.dumps({"questions": {"items": ["Is it short?", "Is it true?"]}})

@@ -147,6 +147,8 @@ def _sigint_deferred() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, previous)
         if caught:
+            if callable(previous):
+                previous(signal.SIGINT, None)  # the handler the Ctrl-C was kept from (it raises KeyboardInterrupt)
             raise KeyboardInterrupt
 
 

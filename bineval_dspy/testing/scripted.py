@@ -97,15 +97,17 @@ def _requirements_opening() -> str:
     return os.path.commonprefix(texts)
 
 
-def prompt_fields(request: Request) -> dict[str, str]:
-    """The input fields of the request's last message by name, as DSPy's chat adapters laid them out.
+def prompt_fields(request: Request | str) -> dict[str, str]:
+    """The input fields of the request's last message (or of a message's text, as a test server receives it) by
+    name, as DSPy's chat adapters laid them out.
 
     Read with the adapters' own field-header pattern and without the output requirements appended to the last
     field, so a script asks ``prompt_fields(request)["question"]`` rather than matching DSPy's marker strings.
     """
     fields: dict[str, list[str]] = {}
     current: list[str] | None = None
-    for line in request.messages[-1].text.splitlines():
+    text = request if isinstance(request, str) else request.messages[-1].text
+    for line in text.splitlines():
         header = field_header_pattern.fullmatch(line.strip())
         if header is not None:
             current = fields.setdefault(header.group(1), [])

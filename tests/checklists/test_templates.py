@@ -193,12 +193,13 @@ def test_rocketeval_checklist_judged_by_p_yes_then_weights_fitted_for_the_query(
     """RocketEval end to end: the checklist from the reference, P(yes) verdicts, per-query weights by ``analyze``."""
     from bineval_dspy import cli
     from bineval_dspy.testing.scripted import Reply
-    from tests.conftest import question_of, route_cli_lm
+    from tests.conftest import prompt_fields, route_cli_lm
 
     def script(r: Request) -> str | Reply:
-        if "[[ ## question ## ]]" not in request_text(r):
+        fields = prompt_fields(r)
+        if "question" not in fields:
             return items("Does the poem name the lighthouse?", "Is the poem about the sea?")
-        output, question = r.messages[-1].text.split("[[ ## output ## ]]")[1].split("[[ ##")[0], question_of(r)
+        output, question = fields["output"], fields["question"]
         strength = output.count("light") / 4 if "lighthouse" in question else 0.5  # only the first question tells outputs apart
         return Reply(json.dumps({"verdict": {"answer": "yes" if strength >= 0.5 else "no", "explanation": ""}}), p_yes=min(0.95, 0.05 + strength))
 

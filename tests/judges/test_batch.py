@@ -14,7 +14,7 @@ from dspy.lm15 import Request
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.batch import read_batch
 from bineval_dspy.judges.binary import BinaryJudge
-from tests.conftest import question_of, scripted_lm, verdict_json
+from tests.conftest import prompt_fields, question_of, scripted_lm, verdict_json
 
 QUESTIONS = ["Is the summary short?", "Does the summary name the city?", "Is the summary about rain?", "Does it mention snow?"]
 CHECKLIST = Checklist(task="Summarize.", dimensions=["content"], questions=[Question(text=t, dimension="content") for t in QUESTIONS])
@@ -26,11 +26,10 @@ def rule(question: str, output: str) -> str:
 
 
 def script(request: Request) -> str:
-    text = request.messages[-1].text
-    output = text.split("[[ ## output ## ]]")[1].split("[[ ##")[0].strip()
-    if "[[ ## questions ## ]]" in text:
-        block = text.split("[[ ## questions ## ]]")[1].split("Respond with")[0]
-        asked = re.findall(r"^(q\d+): (.+)$", block, re.M)
+    fields = prompt_fields(request)
+    output = fields["output"]
+    if "questions" in fields:
+        asked = re.findall(r"^(q\d+): (.+)$", fields["questions"], re.M)
         return json.dumps({"verdicts": {key: {"answer": rule(q, output)} for key, q in asked}})
     return verdict_json(rule(question_of(request), output))
 

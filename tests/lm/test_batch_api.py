@@ -28,6 +28,7 @@ from bineval_dspy.lm.runtime import LMOptions
 from bineval_dspy.lm.specs import make_lm
 from tests.batch_server import batch_server
 from tests.cli.test_reliability import answers, judge_args, results, write_inputs
+from tests.conftest import prompt_fields
 from tests.fake_openai import verdict
 
 QUESTIONS = [Question(text="Is it short?", dimension="d"), Question(text="Is it polite?", dimension="d")]
@@ -36,7 +37,7 @@ FAILED = (500, {"error": {"message": "the model is overloaded", "type": "server_
 
 
 def question(body: dict) -> str:
-    return body["messages"][-1]["content"].split("[[ ## question ## ]]")[1].split("\n")[1]
+    return prompt_fields(body["messages"][-1]["content"])["question"]
 
 
 def yes_to_short(body: dict) -> str:

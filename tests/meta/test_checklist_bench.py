@@ -14,7 +14,7 @@ import pytest
 from dspy.lm15 import Request
 
 from bineval_dspy import cli
-from tests.conftest import route_cli_lm, verdict_json
+from tests.conftest import prompt_fields, route_cli_lm, verdict_json
 from tests.meta.fixtures import QUALITY, field_of, infobench_files, summeval_files, topical_chat_file
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments" / "meta"
@@ -29,14 +29,14 @@ def answer(output: str, question: str) -> str:
 
 def bench_script(request: Request) -> str:
     """A sensible LM for every writer (BinEval's steps, TICK, the templates) and both scoring modes."""
-    text, system = request.messages[-1].text, request.system or ""
-    if "[[ ## question ## ]]" in text:
+    text, system, fields = request.messages[-1].text, request.system or "", prompt_fields(request)
+    if "question" in fields:
         return verdict_json(answer(field_of(request, "output"), field_of(request, "question")))
-    if "[[ ## questions ## ]]" in text and "[[ ## output ## ]]" in text:
+    if "questions" in fields and "output" in fields:
         asked = re.findall(r"^(q\d+): (.+)$", field_of(request, "questions"), re.M)
         return json.dumps({"verdicts": {key: {"answer": answer(field_of(request, "output"), q)} for key, q in asked}})
     questions = ["Does the output say what was named in the task?", "Is the output free of any invented claim?"]
-    if "[[ ## request ## ]]" in text:
+    if "request" in fields:
         if "Give the numbers" in text:
             return json.dumps({"questions": {"items": [1, 2]}})
         if "importance weight" in text:
@@ -44,7 +44,7 @@ def bench_script(request: Request) -> str:
         return json.dumps({"questions": {"items": questions}})
     if "Write an evaluation checklist" in system:
         return json.dumps({"questions": {"items": questions}})
-    if "[[ ## requirement ## ]]" in text:
+    if "requirement" in fields:
         return json.dumps({"questions": {"items": [{"question": q, "no_example": "It does not, at all."} for q in questions]}})
     dims = [d.strip() for d in field_of(request, "dimensions").split(",")]
     return json.dumps({"requirements": {"items": [{"requirement": f"The output is good on {d}.", "dimension": d} for d in dims]}})

@@ -149,6 +149,7 @@ def test_batch_is_refused_for_the_embedded_model_in_one_line(tmp_path, capsys):
     [
         (["--lm", "anthropic/claude-sonnet-4-5"], "only OpenAI-style batch APIs"),
         (["--lm", "openai/m", "--api-base", "http://127.0.0.1:9/v1", "--max-calls", "5"], "billed whole once submitted"),
+        (["--lm", "openai/m", "--api-base", "http://127.0.0.1:9/v1", "--rpm", "60"], "paces a batch itself"),
     ],
 )
 def test_batch_refuses_what_it_cannot_do_before_any_work(tmp_path, capsys, extra, says):

@@ -40,12 +40,14 @@ class BatchTarget(BaseModel):
 def batch_target(options: LMOptions, budgeted: bool = False) -> BatchTarget:
     """The batch API of a run's LM, or one line saying why the run cannot use one: an embedded model runs in this
     process; providers other than OpenAI-style ones have batch APIs of their own; a budget (``budgeted``) cannot
-    stop a batch, which is billed whole once submitted."""
+    stop a batch, which is billed whole once submitted; nor can client-side rate limits pace it."""
     from bineval_dspy.lm.remote import _checked_url
     from bineval_dspy.lm.specs import EMBEDDED
 
     if budgeted:
         raise InputError("--batch: a batch is billed whole once submitted, so --max-cost and --max-calls cannot stop it; size the run with --limit")
+    if options.rpm is not None or options.tpm is not None:
+        raise InputError("--batch: the provider paces a batch itself, so --rpm and --tpm cannot; leave them out")
     spec, flag = options.spec, f"{options.source} {options.spec}"
     if spec in EMBEDDED or spec.endswith(".gguf"):
         raise InputError(f"--batch: {flag} runs in this process; a batch goes to a provider's batch API (--lm openai/<model>, or --api-base)")

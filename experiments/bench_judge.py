@@ -12,8 +12,10 @@ Arms (each on its own engine, interleaved pair by pair so machine load hits them
 - batched_floor: llama.cpp alone, the physical floor of one output: one prefill of the shared context, one
   batched pass over all question suffixes, one decoding step for every question's verdict token.
 
-Usage: python experiments/bench_judge.py [--data DIR] [--pairs N] [--questions N] [--out PATH]
-Prints a table and ends with ``ratios: today/new=A today/verdict_only=B verdict_only/batched_floor=C naive/new=D``.
+Usage: python experiments/bench_judge.py [--data DIR] [--pairs N] [--questions N] [--arms A,B,...] [--out PATH]
+Prints a table and ends with ``ratios: today/new=A today/verdict_only=B verdict_only/batched_floor=C naive/new=D``
+(with ``--arms``, the ratios of the arms that ran: ``--arms verdict_only,batched_floor`` measures the one target
+pair side by side at a tenth of the time; ``floor`` needs ``today``, ``batched_floor`` needs ``verdict_only``).
 """
 
 from __future__ import annotations
@@ -270,34 +272,38 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--questions", type=int, default=len(QUESTIONS))
+    parser.add_argument("--arms", type=arm_list, default=ARMS, help=f"comma-separated, from {','.join(ARMS)} (default: all)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
 
     path = embedded_model_path()
-    engines = {
-        "today": LlamaCppEngine(path, batching=False, flash_attn=False, record_calls=True),
-        "new": LlamaCppEngine(path),
-        "verdict_only": LlamaCppEngine(path),
-        "naive": LlamaCppEngine(path, reuse_prefix=False, flash_attn=False),
-        "floor": LlamaCppEngine(path, batching=False, flash_attn=False),
-        "batched_floor": LlamaCppEngine(path),
+    settings = {
+        "today": dict(batching=False, flash_attn=False, record_calls=True),
+        "new": {},
+        "verdict_only": {},
+        "naive": dict(reuse_prefix=False, flash_attn=False),
+        "floor": dict(batching=False, flash_attn=False),
+        "batched_floor": {},
     }
+    engines = {name: LlamaCppEngine(path, **settings[name]) for name in args.arms}
     for engine in engines.values():
         warm_up(engine)
     lms = {name: local_lm(engine, name) for name, engine in engines.items()}
     judges = {"today": BinaryJudge(threads=1), "new": BinaryJudge(), "verdict_only": BinaryJudge(explanations="none")}
-    today = engines["today"]
-    pairs = load_pairs(args.data, args.pairs, lambda text: len(today.tokenize(text)))
+    judges = {name: judge for name, judge in judges.items() if name in engines}
+    first = next(iter(engines.values()))  # one tokenizer: every engine loads the same model
+    pairs = load_pairs(args.data, args.pairs, lambda text: len(first.tokenize(text)))
     checklist = Checklist(
         task="Summarize the news article.",
         dimensions=[],
         questions=[Question(text=text, dimension=dim) for dim, text in QUESTIONS[: args.questions]],
     )
-    requests = {name: record_requests(engines[name]) for name in ("today", "verdict_only")}
+    requests = {name: record_requests(engines[name]) for name in ("today", "verdict_only") if name in engines}
     predict = dspy.Predict("document, summary, question -> answer: bool, explanation: str")
     meters = {name: Meter(engine if name in ("today", "new", "verdict_only", "naive") else None) for name, engine in engines.items()}
-    floor_llama, batched_llama = engines["floor"]._load(), engines["batched_floor"]._load()
-    batch = llama_cpp.llama_batch_init(batched_llama.n_batch, 0, 1)
+    floor_llama = engines["floor"]._load() if "floor" in engines else None
+    batched_llama = engines["batched_floor"]._load() if "batched_floor" in engines else None
+    batch = llama_cpp.llama_batch_init(batched_llama.n_batch, 0, 1) if batched_llama is not None else None
     answers: dict[str, list[list[str]]] = {name: [] for name in judges}
     explanations: dict[str, list[list[str]]] = {name: [] for name in judges}
     prompts: list[list[int]] = []
@@ -312,28 +318,34 @@ def main() -> None:
             for verdict in card.verdicts:
                 meters[name].answers[verdict.answer] += 1
         # the floors mirror what the judges asked: today's prompts and tokens, verdict_only's prompts
-        today_calls = today.stats.per_call[-q:]
-        pair_prompts = [today.tokenize(today.render(r)) for r in requests["today"][-q:]]
-        for tokens, call in zip(pair_prompts, today_calls):
-            floor_call(floor_llama, tokens, call["generated"], prompts[-1] if prompts else [], meters["floor"])
-            prompts.append(tokens)
-        verdict_prompts = [engines["verdict_only"].tokenize(engines["verdict_only"].render(r)) for r in requests["verdict_only"][-q:]]
-        batched_floor(batched_llama, batch, verdict_prompts, meters["batched_floor"])
-        for question in checklist.questions:
-            naive_call(predict, lms["naive"], pair, question, meters["naive"])
-        prefixes.append(min(common_prefix(pair_prompts[0], p) for p in pair_prompts))
+        recorded = next((name for name in ("today", "verdict_only") if name in requests), None)
+        engine = engines[recorded] if recorded else None
+        pair_prompts = [engine.tokenize(engine.render(r)) for r in requests[recorded][-q:]] if recorded and engine else []
+        if floor_llama is not None:
+            for tokens, call in zip(pair_prompts, engines["today"].stats.per_call[-q:]):
+                floor_call(floor_llama, tokens, call["generated"], prompts[-1] if prompts else [], meters["floor"])
+                prompts.append(tokens)
+        else:
+            prompts.extend(pair_prompts)
+        if batched_llama is not None:
+            verdict_prompts = [engines["verdict_only"].tokenize(engines["verdict_only"].render(r)) for r in requests["verdict_only"][-q:]]
+            batched_floor(batched_llama, batch, verdict_prompts, meters["batched_floor"])
+        if "naive" in engines:
+            for question in checklist.questions:
+                naive_call(predict, lms["naive"], pair, question, meters["naive"])
+        if pair_prompts:
+            prefixes.append(min(common_prefix(pair_prompts[0], p) for p in pair_prompts))
         print(f"pair {i}/{len(pairs)}: " + "  ".join(f"{k} {m.figures.seconds:.1f}s" for k, m in meters.items()), flush=True)
-    llama_cpp.llama_batch_free(batch)
+    if batch is not None:
+        llama_cpp.llama_batch_free(batch)
 
-    same = {
-        name: sum(a == b for x, y in zip(answers["today"], answers[name]) for a, b in zip(x, y))
-        for name in ("new", "verdict_only")
-    }
-    explained_alike = sum(a == b for x, y in zip(explanations["today"], explanations["new"]) for a, b in zip(x, y))
+    compared = [name for name in ("new", "verdict_only") if name in answers] if "today" in answers else []
+    same = {name: sum(a == b for x, y in zip(answers["today"], answers[name]) for a, b in zip(x, y)) for name in compared}
+    explained_alike = sum(a == b for x, y in zip(explanations["today"], explanations["new"]) for a, b in zip(x, y)) if "new" in compared else None
     print(f"{len(pairs)} pairs x {q} questions; pair tokens (article+summary) mean "
           f"{sum(p.article_tokens + p.summary_tokens for p in pairs) / len(pairs):.0f}; "
-          f"prompt mean {sum(map(len, prompts)) / len(prompts):.0f} tokens, shared prefix per pair "
-          f"{sum(prefixes) / len(prefixes):.0f}")
+          + (f"prompt mean {sum(map(len, prompts)) / len(prompts):.0f} tokens, shared prefix per pair "
+             f"{sum(prefixes) / len(prefixes):.0f}" if prompts else "no recorded prompts (neither today nor verdict_only ran)"))
     print(f"{'mode':<14} {'wall s':>8} {'cpu s':>8} {'LM calls':>9} {'prompt tok':>11} {'evaluated':>10} {'generated':>10}")
     for name, m in meters.items():
         f = m.figures
@@ -341,19 +353,19 @@ def main() -> None:
               f"{f.evaluated_prompt_tokens:>10} {f.generated_tokens:>10}")
     total = len(pairs) * q
     print("answers: " + "; ".join(f"{name} {m.answers}" for name, m in meters.items() if name in judges or name == "naive"))
-    print(f"answers equal to today's: new {same['new']}/{total}, verdict_only {same['verdict_only']}/{total}; "
-          f"new's explanations equal to today's: {explained_alike}/{total} (flash attention changes the numbers: see README)")
+    if compared:
+        alike = f"; new's explanations equal to today's: {explained_alike}/{total} (flash attention changes the numbers: see README)" if explained_alike is not None else ""
+        print("answers equal to today's: " + ", ".join(f"{name} {same[name]}/{total}" for name in compared) + alike)
     seconds = {name: m.figures.seconds for name, m in meters.items()}
     ratios = {
-        "today/new": seconds["today"] / seconds["new"],
-        "today/verdict_only": seconds["today"] / seconds["verdict_only"],
-        "verdict_only/batched_floor": seconds["verdict_only"] / seconds["batched_floor"],
-        "naive/new": seconds["naive"] / seconds["new"],
-        "today/floor": seconds["today"] / seconds["floor"],
+        f"{a}/{b}": seconds[a] / seconds[b]
+        for a, b in (("today", "new"), ("today", "verdict_only"), ("verdict_only", "batched_floor"), ("naive", "new"), ("today", "floor"))
+        if a in seconds and b in seconds
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "model": str(path),
+        "arms": list(engines),
         "pairs": [{k: v for k, v in asdict(p).items() if k not in ("article", "summary")} for p in pairs],
         "questions": [text for _, text in QUESTIONS[:q]],
         "shared_prefix_tokens": prefixes,
@@ -362,7 +374,26 @@ def main() -> None:
         "explanations_equal_to_today": explained_alike,
         "ratios": ratios,
     }, indent=2) + "\n")
-    print("ratios: " + " ".join(f"{k}={ratios[k]:.2f}" for k in ("today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new")))
+    shown = [k for k in ("today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new") if k in ratios]
+    print("ratios: " + " ".join(f"{k}={ratios[k]:.2f}" for k in shown))
+
+
+ARMS = ("today", "new", "verdict_only", "naive", "floor", "batched_floor")
+NEEDS = {"floor": "today", "batched_floor": "verdict_only"}  # a floor replays the prompts its judge arm recorded
+
+
+def arm_list(text: str) -> tuple[str, ...]:
+    """``--arms``: known arm names, each floor with the judge arm whose prompts it replays, in the table's order."""
+    names = {name.strip() for name in text.split(",") if name.strip()}
+    unknown = sorted(names - set(ARMS))
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
+    missing = [f"{floor} needs {judge}" for floor, judge in NEEDS.items() if floor in names and judge not in names]
+    if missing:
+        raise argparse.ArgumentTypeError("; ".join(missing))
+    if not names & {"today", "new", "verdict_only"}:
+        raise argparse.ArgumentTypeError("name at least one judge arm (today, new, verdict_only)")
+    return tuple(name for name in ARMS if name in names)
 
 
 if __name__ == "__main__":

@@ -32,3 +32,22 @@ def test_bench_judge_runs_at_its_smallest_size(tmp_path):
     for arm in ("today", "new", "verdict_only"):
         assert sum(result[arm]["answers"].values()) == 2 and result[arm]["answers"]["unanswered"] == 0
     assert result["batched_floor"]["calls"] == 2 and result["batched_floor"]["generated_tokens"] == 2
+
+
+def test_bench_judge_runs_the_target_pair_alone(tmp_path):
+    """``--arms verdict_only,batched_floor``: the issue's target pair side by side, and only its ratio."""
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--pairs", "1", "--questions", "2", "--arms", "batched_floor,verdict_only", "--out", str(out)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1].startswith("ratios: verdict_only/batched_floor=")
+    result = json.loads(out.read_text())
+    assert result["arms"] == ["verdict_only", "batched_floor"] and "today" not in result
+    assert sum(result["verdict_only"]["answers"].values()) == 2 and result["batched_floor"]["calls"] == 2
+
+
+def test_bench_judge_refuses_a_floor_without_its_judge_arm():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--arms", "batched_floor"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "batched_floor needs verdict_only" in done.stderr

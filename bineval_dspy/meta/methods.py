@@ -8,6 +8,8 @@
 - ``unieval``: one yes/no question per dimension, UniEval style, scored by P(yes).
 - ``rouge`` (``rouge_l``: its ROUGE-L form): ROUGE-1, ROUGE-2, ROUGE-L or summary-level ROUGE-L F1 against the
   references (Google's ``rouge-score`` package), the same for every dimension.
+- ``length``: the output's length in words (runs of letters and digits), the same for every dimension: the baseline that shows how much of a
+  method's correlation length alone would give.
 
 A method that gets no usable answer for a dimension of an output leaves that score None (counted, never guessed).
 """
@@ -137,6 +139,7 @@ class UniEvalMethod(_Method):
 RougeVariant = Literal["rouge1", "rouge2", "rougeL", "rougeLsum"]
 _ADDED_ROUGE_OPTIONS = {"rouge": "rougeL", "aggregate": "max"}  # options newer than kind = "rouge_l", at their defaults
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"\w+")  # words, not whitespace tokens: tokenized data has its punctuation spaced out
 
 
 class RougeMethod(_Method):
@@ -169,7 +172,15 @@ def sentence_lines(text: str) -> str:
     return "\n".join(part for part in _SENTENCE_END.split(text.strip()) if part)
 
 
-MethodConfig = Annotated[BinEvalMethod | HolisticMethod | UniEvalMethod | RougeMethod, Field(discriminator="kind")]
+class LengthMethod(_Method):
+    """The output's length in words. Overlap with the article grows with a summary's length, and some human labels
+    do too (QAGS' share of supported sentences), so a correlation means little until it beats this row."""
+
+    kind: Literal["length"]
+    uses_lm: ClassVar[bool] = False
+
+
+MethodConfig = Annotated[BinEvalMethod | HolisticMethod | UniEvalMethod | RougeMethod | LengthMethod, Field(discriminator="kind")]
 
 
 def _wording(given: dict[str, str], defaults: dict[str, str], dimensions: Sequence[str], field: str) -> dict[str, str]:
@@ -253,6 +264,8 @@ def build_scorer(
             return Scored(scores={dim: rating.value for dim, rating in ratings.items()}, ratings=ratings)
 
         return holistic
+    if isinstance(method, LengthMethod):
+        return lambda row: Scored(scores=dict.fromkeys(dimensions, float(len(_WORD.findall(row.output)))))
     return _rouge_scorer(method, dimensions)
 
 

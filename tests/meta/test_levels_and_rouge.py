@@ -15,6 +15,7 @@ from rouge_score import rouge_scorer
 from scipy import stats
 
 from bineval_dspy import cli
+from bineval_dspy.meta.config import MetaEvalConfig
 from bineval_dspy.meta.correlation import average, correlate, draws, resample_counts, summarize
 from bineval_dspy.meta.datasets import MetaRow
 from bineval_dspy.meta.methods import RougeMethod, build_scorer, sentence_lines
@@ -231,3 +232,11 @@ def test_results_rank_the_systems_by_their_means_and_skip_a_single_system(tmp_pa
     qags.mkdir()
     assert cli.main(["meta-eval", str(tiny("qags_xsum_rouge.toml", qags))]) == 0
     assert "## System rankings" not in (qags / "run" / "results.md").read_text()  # one system: nothing to rank
+
+
+def test_length_baseline_scores_words_for_every_dimension_without_an_lm():
+    method = MetaEvalConfig.model_validate(
+        {"run_dir": "r", "dataset": {"kind": "summeval", "summaries": "s.jsonl", "articles": "a.jsonl"}, "methods": [{"name": "length", "kind": "length"}]}
+    ).methods[0]
+    assert not method.uses_lm
+    assert build_scorer(method, ["relevance", "fluency"], "summary")(ROW).scores == {"relevance": 9.0, "fluency": 9.0}  # punctuation is no word

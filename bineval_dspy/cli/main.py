@@ -146,12 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 _INTERRUPTED_LINE = "interrupted: finished rows are saved; rerun the same command to resume"
-_said: list[bool] = []
+_said = threading.Event()  # the interrupted line is printed once, by whichever handler ends the run
 
 
 def _say_interrupted() -> None:
-    if not _said:
-        _said.append(True)
+    if not _said.is_set():
+        _said.set()
         console.print(_INTERRUPTED_LINE, style="yellow")
 
 

@@ -7,6 +7,7 @@ with the same code path the tests use.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -49,7 +50,8 @@ def chromium(width: int = WIDTH, height: int = HEIGHT) -> Iterator[Any]:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     profile = tempfile.mkdtemp(prefix="bineval-chromium-")
     options.add_argument(f"--user-data-dir={profile}")
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER or ""), options=options)
+    home = {"HOME": profile, "XDG_CONFIG_HOME": f"{profile}/config", "XDG_CACHE_HOME": f"{profile}/cache"}  # crash reports, dconf: not in $HOME
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER or "", env={**os.environ, **home}), options=options)
     try:
         driver.execute_cdp_cmd("Network.enable", {})
         driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})

@@ -4,6 +4,9 @@ DSPy stores every reply before any adapter reads it, so a reply that gave no ver
 content, text that does not parse) would be replayed on every rerun: the row could never be retried, whatever
 the server does now. ``ReplyCache`` never stores a reply without text, and a ``reply_journal`` block records the
 cache entries its LM calls read or wrote, so the caller can ``forget`` them when the reply proved unusable.
+
+A reply that came with logprobs also answers the same request without them: logprobs are a read-out of the reply,
+not an input to it. So a hard-answer judge after a P(yes) judge on the same questions costs no LM call.
 """
 
 from __future__ import annotations
@@ -65,6 +68,14 @@ def _text(output: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+LOGPROB_ARGS = ("logprobs", "top_logprobs")
+
+
+def without_logprobs(request: dict[str, Any]) -> dict[str, Any]:
+    """The same request, not asking for logprobs: the one a reply with logprobs also answers."""
+    return {k: v for k, v in request.items() if k not in LOGPROB_ARGS}
+
+
 class ReplyCache(Cache):
     """A ``dspy`` cache that refuses replies without text and can forget an entry (memory and disk)."""
 
@@ -83,8 +94,9 @@ class ReplyCache(Cache):
     ) -> None:
         if not has_text(value):
             return
-        super().put(request, value, ignored_args_for_cache_key, enable_memory_cache)
-        self._record(request, ignored_args_for_cache_key)
+        for keyed in (request, without_logprobs(request)) if request.get("logprobs") else (request,):
+            super().put(keyed, value, ignored_args_for_cache_key, enable_memory_cache)
+            self._record(keyed, ignored_args_for_cache_key)
 
     def forget(self, key: str) -> None:
         """Drop one entry from both tiers."""

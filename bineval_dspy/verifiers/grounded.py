@@ -38,9 +38,13 @@ _NUMBER_RE = re.compile(
 _NumberFact = tuple[Decimal, bool]
 
 
+# Tokenized text (the PTB tokenization of news datasets) spaces out a thousands comma: "3 , 800" is 3,800.
+_SPACED_THOUSANDS_RE = re.compile(r"(?<=\d) , (?=\d{3}(?!\d))")
+
+
 def _numbers(text: str) -> Iterator[tuple[str, Decimal, Decimal, bool]]:
     """Each number of ``text``: as written, its value, its value with scale words applied, whether it is a percentage."""
-    for match in _NUMBER_RE.finditer(text):
+    for match in _NUMBER_RE.finditer(_SPACED_THOUSANDS_RE.sub(",", text)):
         digits, word = match.group("digits"), match.group("word")
         bare = Decimal(digits.replace(",", "")) if digits else Decimal(_NUMBER_WORDS[word.lower()])
         scale = math.prod(_SCALES[name] for name in re.findall(r"[a-z]+", match.group("scales").lower()))

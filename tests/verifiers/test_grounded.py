@@ -114,6 +114,16 @@ def test_numbers_match_by_value_across_separators_and_scale_words() -> None:
     assert passes("grounded:numbers", "Two hundred came.", "200 came.")
 
 
+def test_numbers_read_tokenized_text_whose_thousands_comma_is_spaced_out() -> None:
+    # UniEval's QAGS-CNN/DM articles are PTB-tokenized ("3 , 800 km"), its summaries are not ("3,800 km")
+    assert passes("grounded:numbers", "It lies about 3 , 800 km from moscow .", "It lies about 3,800 km from Moscow.")
+    assert passes("grounded:numbers", "It lies about 3,800 km from Moscow.", "it lies about 3 , 800 km from moscow .")
+    assert passes("grounded:numbers", "It cost 1 , 200 , 000 dollars .", "It cost 1.2 million dollars.")
+    # a list stays a list: only a group of exactly three digits joins
+    assert not passes("grounded:numbers", "They scored 3 , 80 and 8 .", "They scored 380.")
+    assert not passes("grounded:numbers", "They scored 3 , 8000 .", "They scored 38,000.")
+
+
 def test_numbers_reject_other_values() -> None:
     assert not passes("grounded:numbers", "It cost 42 million dollars.", "It cost 4.2 million dollars.")
     assert not passes("grounded:numbers", "It cost 4.2 billion dollars.", "It cost 4.2 million dollars.")

@@ -38,13 +38,15 @@ _NUMBER_RE = re.compile(
 _NumberFact = tuple[Decimal, bool]
 
 
-# Tokenized text (the PTB tokenization of news datasets) spaces out a thousands comma: "3 , 800" is 3,800.
-_SPACED_THOUSANDS_RE = re.compile(r"(?<=\d) , (?=\d{3}(?!\d))")
+# Tokenized text (as in UniEval's copy of QAGS) spaces out a thousands comma and a decimal point: "3 , 800" is
+# 3,800 and "98 . 7" is 98.7. (A sentence that ends in a number before one that opens with a digit reads as a
+# decimal too; news style spells out a number that opens a sentence.)
+_SPACED_SEPARATOR_RE = re.compile(r"(?<=\d) (?:(,) (?=\d{3}(?!\d))|(\.) (?=\d))")
 
 
 def _numbers(text: str) -> Iterator[tuple[str, Decimal, Decimal, bool]]:
     """Each number of ``text``: as written, its value, its value with scale words applied, whether it is a percentage."""
-    for match in _NUMBER_RE.finditer(_SPACED_THOUSANDS_RE.sub(",", text)):
+    for match in _NUMBER_RE.finditer(_SPACED_SEPARATOR_RE.sub(lambda m: m.group(1) or m.group(2), text)):
         digits, word = match.group("digits"), match.group("word")
         bare = Decimal(digits.replace(",", "")) if digits else Decimal(_NUMBER_WORDS[word.lower()])
         scale = math.prod(_SCALES[name] for name in re.findall(r"[a-z]+", match.group("scales").lower()))

@@ -114,11 +114,13 @@ def test_numbers_match_by_value_across_separators_and_scale_words() -> None:
     assert passes("grounded:numbers", "Two hundred came.", "200 came.")
 
 
-def test_numbers_read_tokenized_text_whose_thousands_comma_is_spaced_out() -> None:
+def test_numbers_read_tokenized_text_whose_separators_are_spaced_out() -> None:
     # UniEval's QAGS-CNN/DM articles are PTB-tokenized ("3 , 800 km"), its summaries are not ("3,800 km")
     assert passes("grounded:numbers", "It lies about 3 , 800 km from moscow .", "It lies about 3,800 km from Moscow.")
     assert passes("grounded:numbers", "It lies about 3,800 km from Moscow.", "it lies about 3 , 800 km from moscow .")
     assert passes("grounded:numbers", "It cost 1 , 200 , 000 dollars .", "It cost 1.2 million dollars.")
+    assert passes("grounded:numbers", "It was right in 98 . 7 per cent of cases .", "It was right in 98.7 per cent of cases.")
+    assert not passes("grounded:numbers", "It was right in 98 . 7 per cent of cases .", "It was right in 98 per cent of cases.")
     # a list stays a list: only a group of exactly three digits joins
     assert not passes("grounded:numbers", "They scored 3 , 80 and 8 .", "They scored 380.")
     assert not passes("grounded:numbers", "They scored 3 , 8000 .", "They scored 38,000.")

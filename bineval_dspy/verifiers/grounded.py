@@ -46,7 +46,7 @@ _SPACED_SEPARATOR_RE = re.compile(r"(?<=\d) (?:(,) (?=\d{3}(?!\d))|(\.) (?=\d))"
 
 def _numbers(text: str) -> Iterator[tuple[str, Decimal, Decimal, bool]]:
     """Each number of ``text``: as written, its value, its value with scale words applied, whether it is a percentage."""
-    for match in _NUMBER_RE.finditer(_SPACED_SEPARATOR_RE.sub(lambda m: m.group(1) or m.group(2), text)):
+    for match in _NUMBER_RE.finditer(_SPACED_SEPARATOR_RE.sub(r"\1\2", text)):
         digits, word = match.group("digits"), match.group("word")
         bare = Decimal(digits.replace(",", "")) if digits else Decimal(_NUMBER_WORDS[word.lower()])
         scale = math.prod(_SCALES[name] for name in re.findall(r"[a-z]+", match.group("scales").lower()))

@@ -183,7 +183,7 @@ def any_script(request: Request) -> str:
 
 @pytest.mark.parametrize(
     "config",
-    ["summeval_rouge.toml", "summeval_rouge_decoded.toml", "summeval_full.toml", "qags_cnndm_rouge.toml", "qags_xsum_rouge.toml", "qags_cnndm_full.toml", "qags_xsum_full.toml", "qags_cnndm_30.toml", "qags_xsum_30.toml",
+    ["summeval_rouge.toml", "summeval_rouge_decoded.toml", "summeval_holistic_full.toml", "summeval_unieval_full.toml", "qags_cnndm_rouge.toml", "qags_xsum_rouge.toml", "qags_cnndm_full.toml", "qags_xsum_full.toml", "qags_cnndm_30.toml", "qags_xsum_30.toml",
      "qags_cnndm_ablation.toml", "qags_xsum_ablation.toml", "summeval_hybrid_full.toml"],
 )
 def test_every_full_size_config_runs_at_a_tiny_size(config, tmp_path, monkeypatch):

@@ -250,11 +250,11 @@ def meta_references(config_path: Path, scores: Path | None = None) -> MetaRefere
     the dataset must be the one the run recorded in its fingerprint."""
     from bineval_dspy.meta.config import load_config
     from bineval_dspy.meta.methods import BinEvalMethod
-    from bineval_dspy.meta.runner import run_fingerprint
+    from bineval_dspy.meta.runner import dataset_fingerprint
 
     config = load_config(config_path)
     recorded = recorded_fingerprint(scores) if scores is not None else None
-    if recorded is not None and recorded.get("dataset") != run_fingerprint(config, None)["dataset"]:
+    if recorded is not None and recorded.get("dataset") != dataset_fingerprint(config):
         raise InputError(f"{config_path}: its dataset is not the one {scores} was scored on (the recorded data digests differ)")
     checklists = {m.name: m.checklist for m in config.methods if isinstance(m, BinEvalMethod) and isinstance(m.checklist, Path)}
     return MetaReference(scores={row.id: dict(row.scores) for row in config.dataset.load()}, checklists=checklists)

@@ -112,6 +112,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from bineval_dspy.programs.generator import run_generation, unchecked
     from bineval_dspy.programs.state import demos_of
     from bineval_dspy.suites.rows import load_suite
+    from bineval_dspy.verifiers import code_digest
 
     suite_path = Path(args.suite)
     rows = load_suite(suite_path)
@@ -142,6 +143,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         "refine": str(args.refine),
         "best_of": str(args.best_of),
         "judge": judge.spec().model_dump_json() if judge is not None else "none",
+        **({"verifiers": code_digest()} if judge is not None else {}),  # refinement and Best-of-N grade by them
     }
     if open_for_resume(out, fingerprint, args.overwrite):
         _keep_finished(out)

@@ -174,6 +174,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.lm.usage import Cost
+    from bineval_dspy.verifiers import code_digest
 
     checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
     checklist = load_model(checklist_path, Checklist)
@@ -203,6 +204,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         "checklist": digest(checklist.model_dump_json()),
         "judge": judge.spec().model_dump_json(),
         "lm": lm_identity(lm),  # with the sampling settings (--temperature, --max-tokens) the spec leaves out
+        **({"verifiers": code_digest()} if any(q.verifier for q in checklist.questions) else {}),
     }
     finished = _finished_rows(out) if open_for_resume(out, fingerprint, args.overwrite) else set()
     todo = rows - sum(1 for n, _ in _data_rows(data_path, args.limit) if n in finished) if finished else rows

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -53,6 +53,7 @@ from bineval_dspy.meta.correlation import (
 from bineval_dspy.meta.datasets import MetaRow, sample_documents
 from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig, MethodProblem, Scored, build_scorer, checklist_writer
 from bineval_dspy.stats.bootstrap import resample_counts
+from bineval_dspy.verifiers import code_digest
 
 SCORES_FILE = "scores.jsonl"
 
@@ -153,7 +154,7 @@ def run_meta_eval(
     config.run_dir.mkdir(parents=True, exist_ok=True)
     out = config.run_dir / SCORES_FILE
     check_output_path(out)
-    resumed = open_for_resume(out, run_fingerprint(config, identity), overwrite)
+    resumed = open_for_resume(out, run_fingerprint(config, identity, checklists), overwrite)
     planned = {(m.name, row.id) for m in config.methods for row in rows}
     records = _kept_records(out, planned) if resumed else {}
     if records:
@@ -230,15 +231,21 @@ def _checked_rows(config: MetaEvalConfig) -> list[MetaRow]:
     return sample_documents(rows, config.limit, config.seed)
 
 
-def run_fingerprint(config: MetaEvalConfig, lm: str | None) -> Fingerprint:
-    """What decides the scores: the data (file contents), dimensions, sample, each method's options, the LM.
+def dataset_fingerprint(config: MetaEvalConfig) -> str:
+    """The dataset's settings and its files' contents, as a run's fingerprint records them."""
+    dataset = config.dataset.model_dump(mode="json")
+    dataset.update({name: file_digest(path) for name, path in config.dataset.paths().items()})
+    return json.dumps(dataset, sort_keys=True)
+
+
+def run_fingerprint(config: MetaEvalConfig, lm: str | None, checklists: Mapping[str, Checklist]) -> Fingerprint:
+    """What decides the scores: the data (file contents), dimensions, sample, each method's options, the LM, and
+    the verifiers' code for a method whose questions code may answer (``checklists``: the file checklists, loaded).
 
     The bootstrap settings are left out: they change the table, not a single score.
     """
-    dataset = config.dataset.model_dump(mode="json")
-    dataset.update({name: file_digest(path) for name, path in config.dataset.paths().items()})
     fingerprint = {
-        "dataset": json.dumps(dataset, sort_keys=True),
+        "dataset": dataset_fingerprint(config),
         "dimensions": json.dumps(config.scored_dimensions()),
         "sample": json.dumps({"limit": config.limit, "seed": config.seed}),
         "lm": lm or "(none)",
@@ -247,6 +254,10 @@ def run_fingerprint(config: MetaEvalConfig, lm: str | None) -> Fingerprint:
         options = method.fingerprint_options()
         if isinstance(method, BinEvalMethod) and isinstance(method.checklist, Path):
             options["checklist"] = file_digest(method.checklist)
+        if isinstance(method, BinEvalMethod) and method.code_routing:
+            loaded = checklists.get(method.name)
+            if loaded is None or any(q.verifier for q in loaded.questions):  # a written checklist may get verifiers
+                options["verifiers"] = code_digest()
         fingerprint[f"method.{method.name}"] = json.dumps(options, sort_keys=True)
     return fingerprint
 

@@ -34,6 +34,7 @@ from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.state import JudgeOptions
 from bineval_dspy.suites.rows import SuiteRow, load_suite
+from bineval_dspy.verifiers import code_digest
 
 SPLIT_NAMES = ("train", "val", "test")
 
@@ -240,10 +241,11 @@ def test_scorer(config: RunConfig, student: dspy.Module, optimizer: BinEvalOptim
 
 
 def run_fingerprint(config: RunConfig, lm_identity: str) -> Fingerprint:
-    """What decides an optimize run's results: every config setting, the data file's bytes and the LM."""
+    """What decides an optimize run's results: every config setting, the data file's bytes, the LM and the code of
+    the verifiers that grade it."""
     data_path = config.data.suite if config.mode == "self" else config.data.examples
     settings = config.model_dump(mode="json", exclude={"run_dir", "optimizer", "test_every"})
     files = {f"{name}_file": file_digest(path) for name, path in config.data.split_files.items()}
     if data_path is not None and not files:
         files["data_file"] = file_digest(data_path)
-    return {"config": json.dumps(settings, sort_keys=True), **files, "lm": lm_identity}
+    return {"config": json.dumps(settings, sort_keys=True), **files, "lm": lm_identity, "verifiers": code_digest()}

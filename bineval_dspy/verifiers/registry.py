@@ -7,10 +7,13 @@ the verdict and, concretely, what decided it, so a failure can be turned into a 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import inspect
 import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 
@@ -71,6 +74,16 @@ def register(*instruction_ids: str, rule: Rule) -> Callable[[Factory], Factory]:
         return factory
 
     return decorate
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of the verifiers' own source files: recorded in a run's fingerprint, so that verdicts made by other
+    verifier code (a fixed bug, a changed rule) are not resumed into as if they were this code's."""
+    sources = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        sources.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return sources.hexdigest()[:16]
 
 
 def known_instruction_ids() -> list[str]:

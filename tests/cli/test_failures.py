@@ -186,6 +186,27 @@ def test_judge_refuses_to_resume_into_output_made_otherwise(tmp_path, use, capsy
     assert cli.main(judge_args(c, d, out, *extra, "--overwrite")) == 0
 
 
+def test_judge_refuses_to_resume_verdicts_made_by_other_verifier_code(tmp_path, use, monkeypatch, capsys):
+    """A fixed verifier must not leave the old code's verdicts standing in a resumed run; a checklist that asks
+    code nothing resumes whatever the verifiers' code."""
+    use(lambda r: verdict_json("yes"))
+    coded = [Question(text="Is it lowercase?", dimension="d", verifier="change_case:english_lowercase"), Question(text="Is it kind?", dimension="d")]
+    c, d = files(tmp_path, questions=coded)
+    out = tmp_path / "out.jsonl"
+    assert cli.main(judge_args(c, d, out)) == 0
+    lm_only = tmp_path / "lm_only"
+    lm_only.mkdir()
+    c2, d2 = files(lm_only)
+    assert cli.main(judge_args(c2, d2, lm_only / "out.jsonl")) == 0
+    monkeypatch.setattr("bineval_dspy.verifiers.code_digest", lambda: "0" * 16)  # the verifiers' code changed
+    capsys.readouterr()
+    assert cli.main(judge_args(c, d, out)) == 2
+    err = capsys.readouterr().err
+    assert "made with other settings (verifiers:" in err and "--overwrite" in err
+    assert cli.main(judge_args(c2, d2, lm_only / "out.jsonl")) == 0
+    assert cli.main(judge_args(c, d, out, "--overwrite")) == 0
+
+
 def test_judge_refuses_output_it_did_not_make(tmp_path, use, capsys):
     use(lambda r: verdict_json("yes"))
     c, d = files(tmp_path)
@@ -209,7 +230,7 @@ def test_generate_refuses_to_resume_under_other_instructions(tmp_path, use, caps
     assert "made with other settings" in capsys.readouterr().err
 
 
-def test_optimize_refuses_to_resume_under_a_changed_config(tmp_path, use, capsys):
+def test_optimize_refuses_to_resume_under_a_changed_config(tmp_path, use, monkeypatch, capsys):
     use(World())
     suite = tmp_path / "suite.jsonl"
     suite.write_text("".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", "instruction_id_list": ["detectable_format:number_bullet_lists"], "kwargs": [{"num_bullets": 2}]}) + "\n" for i in range(4)))
@@ -220,6 +241,10 @@ def test_optimize_refuses_to_resume_under_a_changed_config(tmp_path, use, capsys
     config.write_text(body.replace('"Answer."', '"Answer well."'))
     assert cli.main(["optimize", str(config)]) == 2
     assert "made with other settings (config." in capsys.readouterr().err  # the field inside the config that changed
+    config.write_text(body)
+    monkeypatch.setattr("bineval_dspy.optimize.config.code_digest", lambda: "0" * 16)  # the graders' code changed
+    assert cli.main(["optimize", str(config)]) == 2
+    assert "made with other settings (verifiers:" in capsys.readouterr().err
 
 
 def test_the_lesson_bank_does_not_carry_over_between_compile_calls():

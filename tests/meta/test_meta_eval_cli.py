@@ -149,6 +149,24 @@ def test_a_resume_under_a_changed_config_is_refused(summeval, monkeypatch, capsy
     assert run(summeval, "--overwrite") == 0
 
 
+def test_a_resume_under_changed_verifier_code_is_refused_where_code_answers(summeval, monkeypatch, capsys):
+    """Code verdicts made by other verifier code are not resumed into; a checklist code answers nothing of is."""
+    route_cli_lm(monkeypatch, judge_script)
+    coded = {**CHECKLIST, "questions": [*CHECKLIST["questions"], {"text": "Does every sentence start with a capital?", "dimension": "fluency", "verifier": "text:sentence_capitals"}]}
+    (summeval.parent / "coded.json").write_text(json.dumps(coded))
+    methods = 'name = "coded"\nkind = "bineval"\nchecklist = "coded.json"\n\n[[methods]]\nname = "bineval-p"'
+    summeval.write_text(summeval.read_text().replace('name = "bineval-p"', methods))
+    assert run(summeval) == 0
+    monkeypatch.setattr("bineval_dspy.meta.runner.code_digest", lambda: "0" * 16)  # the verifiers' code changed
+    capsys.readouterr()
+    assert run(summeval) == 2
+    assert "(method.coded.verifiers:" in capsys.readouterr().err
+    summeval.write_text(summeval.read_text().replace(methods, 'name = "bineval-p"'))
+    assert run(summeval, "--overwrite") == 0
+    monkeypatch.setattr("bineval_dspy.meta.runner.code_digest", lambda: "1" * 16)
+    assert run(summeval) == 0  # no method's questions go to code
+
+
 def test_a_changed_checklist_file_or_data_file_is_a_difference(summeval, monkeypatch, capsys):
     route_cli_lm(monkeypatch, judge_script)
     assert run(summeval) == 0

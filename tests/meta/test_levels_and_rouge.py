@@ -193,6 +193,28 @@ def test_every_full_size_config_runs_at_a_tiny_size(config, tmp_path, monkeypatc
     assert "system Spearman" in results and "Ties: Spearman on average ranks, Kendall tau-b" in results
 
 
+@pytest.mark.parametrize(
+    "hybrid, code, lm",
+    [
+        ("summeval_hybrid_checklist.json", "summeval_code_checklist.json", "summeval_hybrid_lm_questions_checklist.json"),
+        ("qags_hybrid_checklist.json", "qags_code_checklist.json", "qags_lm_question_checklist.json"),
+    ],
+)
+def test_the_ablation_checklists_are_the_hybrid_ones_split_by_who_answers(hybrid, code, lm):
+    """The ablation rows read as 'the hybrid's code checks alone' and 'its LM questions alone' only while the files
+    hold exactly those questions, in order, with the same task: a hand edit to one of the three fails here."""
+
+    def load(name: str) -> dict:
+        return json.loads((EXPERIMENTS / name).read_text())
+
+    whole, by_code, by_lm = load(hybrid), load(code), load(lm)
+    assert by_code["questions"] == [q for q in whole["questions"] if q.get("verifier")]
+    assert by_lm["questions"] == [q for q in whole["questions"] if not q.get("verifier")]
+    for part in (by_code, by_lm):
+        assert part["task"] == whole["task"]
+        assert part["dimensions"] == [d for d in whole["dimensions"] if any(q["dimension"] == d for q in part["questions"])]
+
+
 def test_show_and_report_read_the_system_level_and_older_results_without_it(tmp_path, monkeypatch, capsys):
     from bineval_dspy.core.jsonio import load_model
     from bineval_dspy.meta.runner import MetaEvalResults

@@ -123,23 +123,23 @@ def test_two_workers_share_a_study_and_a_killed_one_is_resumed(tmp_path, postgre
     deadline = time.monotonic() + 120
     victim = None
     while victim is None and time.monotonic() < deadline:
-        now = trials(postgres)
-        running = [t for t in now if t.state == TrialState.RUNNING and t.user_attrs.get("worker", "").endswith(f":{a.pid}") and t.params]
-        if running and sum(t.state == TrialState.COMPLETE for t in now) >= 10:
-            victim = running[0].number
+        if sum(t.state == TrialState.COMPLETE for t in trials(postgres)) >= 10:
+            a.send_signal(signal.SIGSTOP)  # frozen, so the trial it holds now is the one the kill leaves behind
+            now = trials(postgres)
+            running = [t for t in now if t.state == TrialState.RUNNING and t.user_attrs.get("worker", "").endswith(f":{a.pid}") and t.params]
+            if running:
+                victim = running[0].number
+                break
+            a.send_signal(signal.SIGCONT)  # caught between two trials: let it start the next
         time.sleep(0.1)
-    assert victim is not None, logs[0].read_text()[-3000:]
+    assert victim is not None, "the worker was never caught inside a trial: " + logs[0].read_text()[-3000:]
     a.send_signal(signal.SIGKILL)
     a.wait(timeout=30)
-    # the trial the killed worker left running (the one seen may have finished just before the kill)
-    left = [t.number for t in trials(postgres) if t.state == TrialState.RUNNING and t.user_attrs.get("worker", "").endswith(f":{a.pid}")]
-    victim = left[0] if left else victim
     c = worker(config, logs[2])  # the rerun
     finish([b, c], logs[1:])
 
     final = trials(postgres)
     check_no_duplicates(final)
-    assert left, "the killed worker left no running trial"
     assert final[victim].state == TrialState.FAIL  # failed by its stale heartbeat, not counted
     assert sum(t.state == TrialState.COMPLETE for t in final) == 20 and not [t for t in final if t.state == TrialState.RUNNING]
     assert [t.params for t in final[:8]] == [t.params for t in first[:8]]  # finished trials are kept

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.embedded
+from tests.conftest import SHARED_DATA
+
+pytestmark = [
+    pytest.mark.embedded,
+    pytest.mark.skipif(not (SHARED_DATA / "summeval").is_dir(), reason=f"no SummEval data under {SHARED_DATA} (set BINEVAL_SHARED_DATA)"),
+]
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "bench_judge.py"
 
@@ -18,7 +23,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "bench_judge.py"
 def test_bench_judge_runs_at_its_smallest_size(tmp_path):
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--pairs", "1", "--questions", "2", "--out", str(out)],
+        [sys.executable, str(SCRIPT), "--data", str(SHARED_DATA), "--pairs", "1", "--questions", "2", "--out", str(out)],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -38,7 +43,7 @@ def test_bench_judge_runs_the_target_pair_alone(tmp_path):
     """``--arms verdict_only,batched_floor``: the issue's target pair side by side, and only its ratio."""
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--pairs", "1", "--questions", "2", "--arms", "batched_floor,verdict_only", "--out", str(out)],
+        [sys.executable, str(SCRIPT), "--data", str(SHARED_DATA), "--pairs", "1", "--questions", "2", "--arms", "batched_floor,verdict_only", "--out", str(out)],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -11,6 +11,8 @@ from pathlib import Path
 # DSPy builds its default disk cache on first read of `dspy.cache` (the fixture below reads it): in a temporary
 # folder, never in $HOME/.dspy_cache
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="bineval-tests-dspy-cache-"))
+# matplotlib's font cache (the tests read PNGs with it before the library draws any): not in $HOME either
+os.environ.setdefault("MPLCONFIGDIR", tempfile.mkdtemp(prefix="bineval-tests-matplotlib-"))
 
 import dspy
 import numpy as np

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bineval_dspy.analysis.phi import LABELS, DimensionPhi, PhiReport
+from bineval_dspy.core.plots import agg_figure
 
 LABEL_CHARS = 60  # question text shown beside each row, cut to this length
 
@@ -25,13 +26,9 @@ def heatmap_name(dimension: str, taken: set[str]) -> str:
 
 def write_heatmap(dim: DimensionPhi, statistic: str, path: Path) -> Path:
     """The matrix as a red-blue heatmap over [-1, 1]; undefined cells grey and marked "n/a"."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     size = len(dim.questions)
     values = np.array([[np.nan if v is None else v for v in row] for row in dim.matrix], dtype=float).reshape(size, size)
-    figure = Figure(figsize=(7.0 + 0.6 * size, 1.5 + 0.55 * size))
-    FigureCanvasAgg(figure)
+    figure = agg_figure(figsize=(7.0 + 0.6 * size, 1.5 + 0.55 * size))
     axes = figure.add_subplot()
     axes.set_facecolor("#d9d9d9")  # undefined cells show the background
     image = axes.imshow(np.ma.masked_invalid(values), cmap="RdBu_r", vmin=-1.0, vmax=1.0)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, computed_field
 from rich.table import Table
 
 from bineval_dspy.core.console import console
+from bineval_dspy.core.plots import agg_figure
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.tune.config import Direction, TuneConfig
 from bineval_dspy.tune.study import brief, shown_url
@@ -113,11 +114,7 @@ def write_results(results: TuneResults, folder: Path) -> tuple[Path, Path]:
 
 def plot_trials(results: TuneResults, path: Path) -> None:
     """A PNG of the trials (matplotlib's Agg canvas: no display, no pyplot state)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(7, 4.5), dpi=110)
-    FigureCanvasAgg(figure)
+    figure = agg_figure(figsize=(7, 4.5), dpi=110)
     axes = figure.add_subplot()
     names = list(results.objectives)
     complete = [t for t in results.trials if t.state == "COMPLETE" and t.values]

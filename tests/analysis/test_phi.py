@@ -5,6 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -132,3 +135,15 @@ def test_heatmap_names_are_safe_and_distinct():
     assert heatmap_name("a b", taken) == "phi-a-b.png"
     assert heatmap_name("a/b", taken) == "phi-a-b-2.png"
     assert heatmap_name("../..", taken) == "phi-dimension.png"
+
+
+def test_drawing_a_figure_keeps_matplotlibs_cache_under_the_librarys_cache_dir(tmp_path):
+    """matplotlib writes its font cache at first import; a user's $HOME gets none of it, the cache dir holds it."""
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")}
+    env.update(HOME=str(home), BINEVAL_CACHE_DIR=str(cache))
+    code = "from bineval_dspy.core.plots import agg_figure; agg_figure().savefig(__import__('sys').argv[1])"
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "f.png")], env=env, check=True, timeout=120)
+    assert (tmp_path / "f.png").read_bytes()[:8] == PNG_SIGNATURE
+    assert list(home.iterdir()) == [] and any((cache / "matplotlib").iterdir())

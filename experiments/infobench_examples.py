@@ -6,6 +6,9 @@ Seeded choice of instructions among those whose output has at most ``--max-outpu
 instructions with at least one "no" (else the optimizer sees almost no disagreement), val and test from the rest,
 so both keep the natural yes-rate. What a config cannot say is only this selection; the run itself is the config.
 
+``more_train.jsonl`` holds every other eligible instruction's examples (shuffled by instruction): extra training
+data for a distilled judge (experiments/infobench_distill.toml), never in val or test.
+
 Usage: python experiments/infobench_examples.py [--data DIR] [--out DIR] [--train 30] [--val 30] [--test 80]
 """
 
@@ -58,10 +61,15 @@ def main() -> None:
     train = rng.sample(with_no, args.train)
     rest = rng.sample(sorted(set(eligible) - set(train)), args.val + args.test)
     chosen = {"train": train, "val": rest[: args.val], "test": rest[args.val :]}
+    unused = sorted(set(eligible) - set(train) - set(rest))
+    chosen["more_train"] = rng.sample(unused, len(unused))  # for fine-tuning a judge: every other instruction, shuffled
     args.out.mkdir(parents=True, exist_ok=True)
     for name, ids in chosen.items():
-        keep = set(ids)
-        lines = [json.dumps(r, ensure_ascii=False) for r in rows if r["example_id"] in keep]
+        order = {example_id: k for k, example_id in enumerate(ids)}
+        kept = [r for r in rows if r["example_id"] in order]
+        if name == "more_train":  # in its shuffled order, so its first rows are a seeded sample of instructions
+            kept.sort(key=lambda r: order[r["example_id"]])
+        lines = [json.dumps(r, ensure_ascii=False) for r in kept]
         (args.out / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"{args.out / name}.jsonl: {len(ids)} instructions, {len(lines)} questions")
 

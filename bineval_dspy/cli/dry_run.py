@@ -80,11 +80,13 @@ def experiment_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
     from bineval_dspy.experiment.config import (
         BestOfArm,
         BinEvalArm,
+        FinetuneArm,
         GepaArm,
         RefineArm,
         SelectionDemosArm,
         arm_settings,
     )
+    from bineval_dspy.finetune.settings import FinetuneSettings
 
     per_call, per_example, limit, n_train, n_test = _per_example(config, lm_spec)
     calls, tokens = 0, 0.0
@@ -101,10 +103,13 @@ def experiment_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
             examples = n_test * arm.n
         elif isinstance(arm, RefineArm):
             examples = n_test * (1 + 2 * arm.iterations)  # each rewrite and its judging
+        elif isinstance(arm, FinetuneArm):  # the train split's samples (a train_data's rows not counted), then the test
+            tune = FinetuneSettings(**arm.finetune)
+            examples = n_train * (tune.samples + tune.greedy_too) + n_test
         else:
             examples = n_test
         calls, tokens = calls + examples * per_example, tokens + examples * per_example * per_call
-    what = f"experiment at most: {len(config.arms)} arm(s), {n_test} test example(s), {per_example} call(s) an example (GEPA arms at calls_like: not counted)"
+    what = f"experiment at most: {len(config.arms)} arm(s), {n_test} test example(s), {per_example} call(s) an example (GEPA arms at calls_like and train_data rows: not counted)"
     return Plan(what, calls, round(tokens), limit, False, lm_spec, api_base)
 
 

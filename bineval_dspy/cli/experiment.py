@@ -13,13 +13,14 @@ from bineval_dspy.core.errors import ExitCode
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
     from bineval_dspy.experiment.config import ExperimentConfig
 
+TINY_FINETUNE = {"samples": 2, "max_steps": 1, "batch_size": 2}  # a finetune arm at smoke-test size: two samples, one step
 TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, "n": 2, "metric_calls": 6}
 
 
 def tiny(config: ExperimentConfig) -> ExperimentConfig:
     """The same experiment at smoke-test size, in its own run directory: few groups per split (the first of each
-    split file), one iteration, short outputs, two samples, a small GEPA budget."""
-    from bineval_dspy.experiment.config import BestOfArm, GepaArm, RefineArm, SelectionDemosArm
+    split file), one iteration, short outputs, two samples, a small GEPA budget, one training step."""
+    from bineval_dspy.experiment.config import BestOfArm, FinetuneArm, GepaArm, RefineArm, SelectionDemosArm
 
     data = config.data
     update = {name: min(value, TINY[name]) for name in ("train", "val", "test") if isinstance(value := getattr(data, name), int)}
@@ -29,6 +30,8 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
             arm = arm.model_copy(update={"n": TINY["n"]})
         elif isinstance(arm, RefineArm):
             arm = arm.model_copy(update={"iterations": 1})
+        elif isinstance(arm, FinetuneArm):
+            arm = arm.model_copy(update={"finetune": {**arm.finetune, **TINY_FINETUNE}, "train_data_rows": TINY["train"]})
         elif isinstance(arm, GepaArm):
             arm = arm.model_copy(update={"calls_like": None, "max_metric_calls": TINY["metric_calls"], "minibatch": 1})
         arms.append(arm)

@@ -111,6 +111,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.programs.generator import run_generation, unchecked
     from bineval_dspy.programs.state import demos_of
+    from bineval_dspy.programs.weights import weights_of
     from bineval_dspy.suites.rows import load_suite
     from bineval_dspy.verifiers import code_digest
 
@@ -139,6 +140,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         "instructions": digest(program.generate.signature.instructions),
         **({"demos": digest(json.dumps(demos_of(program), sort_keys=True))} if program.generate.demos else {}),
         "lm": lm_identity(lm),
+        **({"weights": weights.adapter_sha256} if (weights := weights_of(program)) is not None else {}),  # it runs on these
         "max_tokens": str(program.max_tokens),
         "refine": str(args.refine),
         "best_of": str(args.best_of),

@@ -174,6 +174,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.lm.usage import Cost
+    from bineval_dspy.programs.weights import weights_of
     from bineval_dspy.verifiers import code_digest
 
     checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
@@ -204,6 +205,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         "checklist": digest(checklist.model_dump_json()),
         "judge": judge.spec().model_dump_json(),
         "lm": lm_identity(lm),  # with the sampling settings (--temperature, --max-tokens) the spec leaves out
+        **({"weights": weights.adapter_sha256} if (weights := weights_of(judge)) is not None else {}),  # a fine-tuned judge's
         **({"verifiers": code_digest()} if any(q.verifier for q in checklist.questions) else {}),
     }
     finished = _finished_rows(out) if open_for_resume(out, fingerprint, args.overwrite) else set()

@@ -20,6 +20,7 @@ from bineval_dspy.cli.defaults import DEFAULT_LM, DEFAULT_THREADS, DEFAULT_TIMEO
 from bineval_dspy.cli.demo import add_demo_command
 from bineval_dspy.cli.eval import add_eval_command
 from bineval_dspy.cli.experiment import add_experiment_command
+from bineval_dspy.cli.finetune import add_finetune_command
 from bineval_dspy.cli.generate import add_generate_command
 from bineval_dspy.cli.judge import add_judge_command
 from bineval_dspy.cli.meta import add_meta_command
@@ -27,6 +28,7 @@ from bineval_dspy.cli.optimize import add_optimize_command
 from bineval_dspy.cli.options import count
 from bineval_dspy.cli.report import add_report_command
 from bineval_dspy.cli.show import add_show_command
+from bineval_dspy.cli.suite import add_suite_command
 from bineval_dspy.cli.tune import add_tune_command
 from bineval_dspy.cli.verifiers import add_verifiers_command
 from bineval_dspy.cli.verify import add_verify_command
@@ -91,8 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_judge_command(sub, common)
     add_verify_command(sub, common)
     add_verifiers_command(sub)
+    add_suite_command(sub)
     add_optimize_command(sub, common)
     add_experiment_command(sub, common)
+    add_finetune_command(sub, common)
     add_eval_command(sub, common)
     add_show_command(sub)
     add_report_command(sub)

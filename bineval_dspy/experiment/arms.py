@@ -11,7 +11,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dspy
@@ -25,6 +25,7 @@ from bineval_dspy.experiment.config import (
     BestOfArm,
     BinEvalArm,
     ExperimentConfig,
+    FinetuneArm,
     GepaArm,
     RefineArm,
     SelectionDemosArm,
@@ -55,6 +56,7 @@ class ArmContext:
     feedback: FeedbackSource
     lm: dspy.LM
     optimization_calls: dict[str, int]  # arms done so far: their optimization's LM calls (for GEPA's budget)
+    programs: dict[str, dspy.Module] = field(default_factory=dict)  # arms done so far: their programs (Best-of-N's ``of``)
 
     def folder(self, name: str) -> Path:
         return self.config.run_dir / "arms" / name
@@ -134,7 +136,31 @@ def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
 
 
 def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
-    return Stick(context, best_of=arm.n, temperature=arm.temperature), Cost()
+    program = context.programs[arm.of] if arm.of is not None else context.student
+    return Stick(context, best_of=arm.n, temperature=arm.temperature, program=program), Cost()
+
+
+def finetune_arm(arm: FinetuneArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
+    """``BinEvalFinetune`` on the train split and the arm's ``train_data``; every stage resumes from its folder."""
+    from bineval_dspy.finetune.config import extra_train
+    from bineval_dspy.finetune.optimizer import BinEvalFinetune
+    from bineval_dspy.finetune.settings import FinetuneSettings
+
+    folder = context.folder(arm.name)
+    config = context.config
+    extra = extra_train(arm.train_data, [*context.val, *context.test], config.mode)[: arm.train_data_rows]
+    fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json(exclude={"train_data"})}
+    if arm.train_data is not None:
+        fingerprint["train_data"] = digest(arm.train_data.read_bytes())
+    tuner = BinEvalFinetune(
+        getattr(context.feedback, "metric", None),  # a judge learns from references, not from a metric
+        run_dir=folder, settings=FinetuneSettings(**arm.finetune), base=config.lm, threads=config.program.threads,
+        fingerprint=fingerprint,
+    )
+    with measuring() as measurement:
+        program = tuner.compile(context.student, trainset=[*context.train, *extra])
+    ProgramFile.of(program).save(folder / PROGRAM_FILE)
+    return program, measurement.cost
 
 
 def refine_arm(arm: RefineArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
@@ -145,9 +171,11 @@ class Stick(dspy.Module):
     """The start program with STICK at generation time: each prompt's output chosen among ``best_of`` samples, or
     revised ``refine`` times, by the prompt's own checklist (the metric's: the suite's code verifiers)."""
 
-    def __init__(self, context: ArmContext, *, best_of: int = 1, refine: int = 0, temperature: float = 0.7) -> None:
+    def __init__(
+        self, context: ArmContext, *, best_of: int = 1, refine: int = 0, temperature: float = 0.7, program: dspy.Module | None = None
+    ) -> None:
         super().__init__()
-        self.program = context.student.deepcopy()
+        self.program = (program or context.student).deepcopy()
         metric = getattr(context.feedback, "metric", None)
         self.judge: BinaryJudge = metric.judge  # type: ignore[union-attr]
         self._checklist_for: Callable[[dspy.Example], Checklist] = metric.checklist_for  # type: ignore[union-attr]
@@ -201,5 +229,5 @@ def _fingerprint(context: ArmContext) -> str:
 
 ARMS = {
     "start": start_arm, "bineval": bineval_arm, "gepa": gepa_arm, "best_of": best_of_arm, "selection_demos": selection_demos_arm,
-    "refine": refine_arm,
+    "refine": refine_arm, "finetune": finetune_arm,
 }

@@ -10,6 +10,9 @@ The file is an optimize run description (``mode``, ``lm``, ``[data]``, ``[progra
   it about as many LM calls as that arm's optimization spent, else ``max_metric_calls``;
 - ``best_of`` and ``refine`` (self mode): the start program with STICK at generation time, ``n`` samples chosen by
   the row's checklist (the suite's code verifiers: an exact selector), or ``iterations`` rounds of self-refinement;
+- ``finetune``: ``BinEvalFinetune``, LoRA weights trained on the train prompts' samples that pass every code check
+  (``sft``) or on passing/failing pairs (``dpo``); in cross mode on the reference verdicts (a distilled judge); ``best_of`` with ``of = "ARM"`` samples that
+  arm's program instead of the start;
 - ``selection_demos`` (self mode): what the optimizer learns from selection: Best-of-``n`` on the train prompts,
   whose passing samples the optimizer may show as demonstrations, each kept only on held-out gain.
 """
@@ -60,6 +63,7 @@ class GepaArm(_Arm):
 class BestOfArm(_Arm):
     kind: Literal["best_of"] = "best_of"
     n: int = Field(default=8, ge=2)
+    of: str | None = Field(default=None, description="an earlier arm whose program is sampled (default: the start program)")
     temperature: float = Field(default=0.7, ge=0, le=2)
 
 
@@ -74,12 +78,32 @@ class SelectionDemosArm(_Arm):
     optimizer: dict[str, Any] = Field(default_factory=dict, description="settings over the config's [optimizer]")
 
 
+class FinetuneArm(_Arm):
+    """``BinEvalFinetune`` on the train split plus every row of ``train_data`` (a suite, e.g. a ``bineval suite
+    synth`` file; in cross mode judge examples): LoRA weights trained on the samples the checklists approve, or on
+    the reference verdicts; ``finetune`` holds its settings."""
+
+    kind: Literal["finetune"] = "finetune"
+    train_data: Path | None = None
+    train_data_rows: int | None = Field(default=None, ge=1, description="at most this many train_data rows (the first)")
+    finetune: dict[str, Any] = Field(default_factory=dict, description="FinetuneSettings fields (method, samples, epochs ...)")
+
+    @model_validator(mode="after")
+    def _settings(self) -> FinetuneArm:
+        from bineval_dspy.finetune.settings import FinetuneSettings
+
+        FinetuneSettings(**self.finetune)
+        return self
+
+
 class RefineArm(_Arm):
     kind: Literal["refine"] = "refine"
     iterations: int = Field(default=1, ge=1)
 
 
-ArmConfig = Annotated[StartArm | BinEvalArm | GepaArm | BestOfArm | SelectionDemosArm | RefineArm, Field(discriminator="kind")]
+ArmConfig = Annotated[
+    StartArm | BinEvalArm | GepaArm | BestOfArm | SelectionDemosArm | RefineArm | FinetuneArm, Field(discriminator="kind")
+]
 GENERATION_ONLY = ("gepa", "best_of", "selection_demos", "refine")  # kinds that need a generator (self mode)
 
 
@@ -102,6 +126,8 @@ class ExperimentConfig(RunConfig):
         for index, arm in enumerate(self.arms):
             if arm.kind in GENERATION_ONLY and self.mode != "self":
                 raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} needs a generator (mode = \"self\")")
+            if isinstance(arm, BestOfArm) and arm.of is not None and arm.of not in names[:index]:
+                raise ValueError(f"arm {arm.name!r}: of {arm.of!r} is not an earlier arm")
             if isinstance(arm, GepaArm) and arm.calls_like is not None and arm.calls_like not in names[:index]:
                 raise ValueError(f"arm {arm.name!r}: calls_like {arm.calls_like!r} is not an earlier arm")
             if isinstance(arm, BinEvalArm | SelectionDemosArm):
@@ -151,4 +177,7 @@ def load_experiment(path: Path) -> ExperimentConfig:
     config = load_toml(path, ExperimentConfig)
     if not config.data.split_files and config.data.test == 0:
         raise InputError(f"{path}: field 'data.test': an experiment scores its arms on a test split; give test > 0 or a file")
+    for arm in config.arms:
+        if isinstance(arm, FinetuneArm) and arm.train_data is not None:
+            arm.train_data = (path.parent / arm.train_data).resolve()
     return resolve_paths(config, path)

@@ -89,6 +89,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
         say(f"arm {arm.name} ({arm.kind})")
         program, cost = ARMS[arm.kind](arm, context)  # type: ignore[operator]
         context.optimization_calls[arm.name] = cost.lm_calls
+        context.programs[arm.name] = program
         audit = _audit(context.folder(arm.name))
         with measuring() as measurement:
             if audit is None:
@@ -96,7 +97,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
             else:  # by state, so the final program and its last accepted step are scored once
                 best = (audit.best.instructions, audit.best.demos, audit.best.thresholds)
                 evaluations[arm.name] = scorer.evaluation(best, arm.name, student=program)
-        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos") else None
+        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos", "finetune") else None
         experiment.arms.append(ArmResult(
             name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
             test=scorer.score(evaluations[arm.name]), program=state,

@@ -15,6 +15,7 @@ get alone (tested).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import random
@@ -80,8 +81,10 @@ class LlamaCppEngine:
         record_calls: bool = False,
         batching: bool = True,
         flash_attn: bool = True,
+        lora_path: str | Path | None = None,
     ) -> None:
         self.model_path = Path(model_path)
+        self.lora_path = Path(lora_path) if lora_path is not None else None  # a GGUF LoRA adapter applied to every call
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.reuse_prefix = reuse_prefix
@@ -122,6 +125,7 @@ class LlamaCppEngine:
                 n_threads=self.n_threads,
                 n_batch=512,
                 flash_attn=self.flash_attn,
+                lora_path=str(self.lora_path) if self.lora_path is not None else None,
                 verbose=False,
             )
             template = llama.metadata.get("tokenizer.chat_template")
@@ -150,6 +154,10 @@ class LlamaCppEngine:
         old = llama._ctx
         llama._ctx = llama._stack.enter_context(closing(LlamaContext(model=llama._model, params=params, verbose=False)))
         old.close()
+        if self.lora_path is not None:  # an adapter belongs to a context: the new one must apply it too
+            adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(llama._lora_adapter)
+            if llama_cpp.llama_set_adapters_lora(llama._ctx.ctx, adapters, 1, (ctypes.c_float * 1)(llama.lora_scale)):
+                raise RuntimeError(f"llama.cpp could not apply the LoRA adapter {self.lora_path} to the batched context")
         llama.n_tokens = 0  # the new cache is empty
         self._parallel = True
 

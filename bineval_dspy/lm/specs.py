@@ -49,21 +49,28 @@ def _assemble_gemma(dist: importlib.metadata.Distribution) -> Path:
     return Path(module.assemble())
 
 
-@functools.cache
-def file_fingerprint(path: Path) -> str:
-    """First 12 hex digits of the file's sha256: part of the model string, hence of cache keys."""
+def sha256_of(path: Path) -> str:
+    """The file's sha256, read now (an adapter may be rewritten by a resumed training run)."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()[:12]
+    return digest.hexdigest()
 
 
 @functools.cache
-def _shared_engine(path: Path, n_ctx: int):  # -> LlamaCppEngine; imported here so llama.cpp loads only when asked for
+def file_fingerprint(path: Path) -> str:
+    """First 12 hex digits of a model file's sha256 (read once): part of the model string, hence of cache keys."""
+    return sha256_of(path)[:12]
+
+
+@functools.cache
+def _shared_engine(path: Path, n_ctx: int, lora: Path | None = None, lora_digest: str = ""):  # -> LlamaCppEngine
+    """One engine per model, context size and adapter (its digest keys the cache: a retrained adapter is a new
+    engine); llama.cpp is imported here so it loads only when asked for."""
     from bineval_dspy.lm.llama_engine import LlamaCppEngine
 
-    return LlamaCppEngine(path, n_ctx=n_ctx)
+    return LlamaCppEngine(path, n_ctx=n_ctx, lora_path=lora)
 
 
 def make_lm(
@@ -79,6 +86,7 @@ def make_lm(
     rpm: float | None = None,
     tpm: float | None = None,
     source: str = "--lm",
+    lora: Path | None = None,
     **kwargs,
 ) -> dspy.LM:
     """One call for every LM: embedded GGUF models run in-process, a server at ``api_base`` through our engine
@@ -86,7 +94,8 @@ def make_lm(
 
     ``timeout`` (seconds per call, default ``remote.DEFAULT_TIMEOUT``) and ``api_key`` apply to remote LMs only;
     ``rpm`` and ``tpm`` (client-side limits per minute) to a server at ``api_base`` only, whose engine is ours.
-    ``source`` names where the spec came from in error messages (``--lm``, or a config file's field).
+    ``source`` names where the spec came from in error messages (``--lm``, or a config file's field); ``lora``, a
+    GGUF LoRA adapter for an embedded model (a fine-tuned program's weights: ``bineval_dspy.finetune``).
     """
     if (rpm or tpm) and not api_base:
         flag = "--rpm" if rpm else "--tpm"
@@ -100,8 +109,15 @@ def make_lm(
         _check_gguf(path, f"{source} {spec}")
         label = EMBEDDED[spec][1] if spec in EMBEDDED else path.stem.lower()
         model = f"local/{label}@sha256-{file_fingerprint(path)}"
-        engine = _shared_engine(path.resolve(), n_ctx)
+        adapter = ""
+        if lora is not None:  # the adapter's bytes are part of the model string, hence of every cache key
+            _check_gguf(lora, f"{source} {spec}: LoRA adapter {lora}")
+            adapter = sha256_of(lora)[:12]
+            model += f"+lora-sha256-{adapter}"
+        engine = _shared_engine(path.resolve(), n_ctx, lora.resolve() if lora is not None else None, adapter)
         return dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0, **kwargs)
+    if lora is not None:
+        raise InputError(f"{source} {spec}: a LoRA adapter applies to an embedded model only (smollm2, gemma3-270m or a .gguf path)")
     if "/" not in spec:
         raise InputError(f"{source} {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
     timeout = timeout or remote.DEFAULT_TIMEOUT

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.programs.weights import Weights, attach, weights_of
 
 PROGRAM_FILE = "program.json"
 Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)
@@ -81,13 +82,14 @@ class ProgramFile(BaseModel):
     thresholds: dict[str, float] = Field(default_factory=dict)
     max_tokens: int | None = None  # generator: the token limit per response it was measured with
     judge: JudgeOptions | None = None  # judge: its options, calibration included
+    weights: Weights | None = None  # fine-tuned: the base model and LoRA adapter it runs on (else the configured LM)
 
     @classmethod
     def of(cls, program: dspy.Module) -> ProgramFile:
         """The file for ``program``'s current state."""
         from bineval_dspy.programs.generator import Generator  # here: the generator's imports lead back to this module
 
-        state: dict[str, Any] = {"instructions": instructions_of(program), "demos": demos_of(program)}
+        state: dict[str, Any] = {"instructions": instructions_of(program), "demos": demos_of(program), "weights": weights_of(program)}
         if isinstance(program, Generator):
             return cls(kind="generator", max_tokens=program.max_tokens, **state)
         if isinstance(program, BinaryJudge):
@@ -110,15 +112,16 @@ class ProgramFile(BaseModel):
         return self.apply(program)
 
     def apply(self, program: dspy.Module) -> dspy.Module:
-        """Give ``program`` this state (instructions, demos, thresholds) and return it."""
+        """Give ``program`` this state (instructions, demos, thresholds and, when fine-tuned, its weights) and return it."""
         set_state(program, self.instructions, self.demos, self.thresholds)
-        return program
+        return attach(program, self.weights) if self.weights is not None else program
 
     def save(self, path: Path) -> None:
-        """Write atomically: a kill never leaves half a program."""
+        """Write atomically: a kill never leaves half a program. An adapter's path is written from the file's folder."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        state = self if self.weights is None else self.model_copy(update={"weights": self.weights.relative_to(path.parent)})
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
+        tmp.write_text(state.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
         tmp.replace(path)
 
 
@@ -128,4 +131,7 @@ def load_program(path: Path, kind: Literal["generator", "judge"] | None = None) 
     program = load_model(file, ProgramFile)
     if kind is not None and program.kind != kind:
         raise InputError(f"{file}: field 'kind': a {program.kind} program, this command runs a {kind}")
+    if program.weights is not None:
+        program.weights = program.weights.resolved(file.parent)
+        program.weights.check(str(file))
     return program

@@ -37,7 +37,7 @@ def scripted(monkeypatch, words_embedder):
 
 
 def test_every_experiment_config_is_an_experiment():
-    assert {path.name for path in CONFIGS} >= {"ifeval.toml", "ifbench.toml", "infobench.toml"}
+    assert {path.name for path in CONFIGS} >= {"ifeval.toml", "ifbench.toml", "infobench.toml", "ifeval_finetune.toml", "infobench_distill.toml"}
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
@@ -45,8 +45,10 @@ def test_each_config_runs_at_its_tiny_size(config, tmp_path, scripted, capsys):
     from bineval_dspy.experiment.config import load_experiment
 
     loaded = load_experiment(config)
-    made = _prepare_infobench(loaded.data.split_files) if config.name == "infobench.toml" else []
-    needed = [p for p in (loaded.data.suite, loaded.data.examples, *loaded.data.split_files.values()) if p is not None]
+    arm_data = [arm.train_data for arm in loaded.arms if getattr(arm, "train_data", None) is not None]
+    inputs = [*loaded.data.split_files.values(), *arm_data]
+    made = _prepare_infobench(inputs) if config.name.startswith("infobench") else []
+    needed = [p for p in (loaded.data.suite, loaded.data.examples, *inputs) if p is not None]
     if not all(path.exists() for path in needed):
         pytest.skip(f"{config.name}: its data is not here ({', '.join(str(p) for p in needed if not p.exists())})")
     run_dir = loaded.run_dir.with_name(loaded.run_dir.name + "-tiny")
@@ -66,10 +68,10 @@ def test_each_config_runs_at_its_tiny_size(config, tmp_path, scripted, capsys):
     assert "| arm |" in out and all(arm.name in out for arm in loaded.arms)
 
 
-def _prepare_infobench(files: dict[str, Path]) -> list[Path]:
-    """The InFoBench split files the config reads, written by its script at tiny size when they are missing (and
-    the shared data is here); returns what it wrote, for the test to remove."""
-    missing = [path for path in files.values() if not path.exists()]
+def _prepare_infobench(files: list[Path]) -> list[Path]:
+    """The InFoBench files the config reads, written by its script at tiny size when they are missing (and the shared
+    data is here); returns what it wrote, for the test to remove."""
+    missing = [path for path in files if not path.exists()]
     if not missing or not (SHARED_DATA / "infobench" / "infobench.jsonl").is_file():
         return []
     out = missing[0].parent

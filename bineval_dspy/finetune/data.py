@@ -1,0 +1,176 @@
+"""Training data from the library's own feedback: samples of the program being tuned, scored by its checklists.
+
+Each train prompt gets ``samples`` sampled responses (and the greedy one), each judged by the metric's checklist:
+code verifiers where a constraint is checkable, LM questions elsewhere. ``samples.jsonl`` keeps one line per
+prompt as soon as it is scored (a rerun with the same settings resumes; other settings are refused), and the
+data set a method trains on (``sft.jsonl`` or ``dpo.jsonl``) is derived from it with each example's scores and
+failed questions, so what the model learned from can be read back.
+
+Fail closed: a sample whose generation failed, or whose checklist has an unanswered question, is no evidence
+either way; its prompt is not written, and the run stops with what is missing (a rerun retries it from the cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import dspy
+from pydantic import BaseModel
+
+from bineval_dspy.core.console import progress_map
+from bineval_dspy.core.errors import InputError, RunError, one_line
+from bineval_dspy.core.fingerprint import Fingerprint, open_for_resume
+from bineval_dspy.core.jsonio import append_jsonl, read_jsonl, rewrite_jsonl
+from bineval_dspy.core.scoring import join, outcomes
+from bineval_dspy.finetune.settings import FinetuneSettings
+from bineval_dspy.optimize.metric import BinEvalMetric
+
+SAMPLES_FILE = "samples.jsonl"
+
+
+class Sample(BaseModel):
+    """One response to a train prompt and what its checklist said: ``passed`` is every code check passing (every
+    question, where the checklist has no code check)."""
+
+    rollout: int | None  # None: the greedy response
+    response: str
+    score: float
+    passed: bool
+    failed: list[str]
+
+
+class PromptSamples(BaseModel):
+    key: str
+    prompt: str
+    samples: list[Sample]
+
+
+class SftExample(BaseModel):
+    """A passing sample: rejection-sampling fine-tuning's data."""
+
+    key: str
+    prompt: str
+    response: str
+    score: float
+
+
+class PreferencePair(BaseModel):
+    """A passing and a failing sample of one prompt, ``margin`` or more apart in checklist score (RLCF's pairs)."""
+
+    key: str
+    prompt: str
+    chosen: str
+    rejected: str
+    chosen_score: float
+    rejected_score: float
+    rejected_failed: list[str]
+
+
+def score_sample(metric: BinEvalMetric, example: dspy.Example, rollout: int | None, response: str) -> Sample:
+    """The checklist's verdicts on one response; an unanswered question raises (the sample proves nothing)."""
+    result = metric(example, dspy.Prediction(response=response))
+    if result.unanswered:
+        raise RunError(f"{result.unanswered} checklist question(s) unanswered")
+    checklist = metric.checklist_for(example)
+    pairs = join(checklist, result.scorecard.verdicts)
+    code = [verdict.answer == "yes" for question, verdict in pairs if question.verifier is not None]
+    passed = all(code) if code else result.score == 1.0
+    failed = [question.text for question, _ in outcomes(pairs)["failed"]]
+    return Sample(rollout=rollout, response=response, score=float(result.score), passed=passed, failed=failed)
+
+
+def sample_prompt(student: dspy.Module, metric: BinEvalMetric, example: dspy.Example, settings: FinetuneSettings) -> PromptSamples:
+    """The greedy response (``greedy_too``) and ``samples`` sampled ones, each with its own rollout id and seed (so
+    samples differ, the same command draws the same ones, and a rerun replays them from the cache), each scored."""
+    prompt = str(example[metric.input_field])
+    samples = []
+    if settings.greedy_too:
+        samples.append(score_sample(metric, example, None, metric.output_of(student(prompt=prompt))))
+    for rollout in range(settings.samples):
+        config = {"rollout_id": rollout, "temperature": settings.temperature, "seed": settings.seed + rollout}
+        samples.append(score_sample(metric, example, rollout, metric.output_of(student(prompt=prompt, config=config))))
+    return PromptSamples(key=metric.example_id(example), prompt=prompt, samples=samples)
+
+
+def collect(
+    student: dspy.Module,
+    metric: BinEvalMetric,
+    examples: Sequence[dspy.Example],
+    settings: FinetuneSettings,
+    folder: Path,
+    fingerprint: Fingerprint,
+    threads: int = 1,
+) -> list[PromptSamples]:
+    """Every example's samples, resuming ``folder/samples.jsonl`` when it was made under ``fingerprint``; a prompt
+    that could not be sampled or scored stops the run after the others are written (``RunError``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / SAMPLES_FILE
+    done: dict[str, PromptSamples] = {}
+    if open_for_resume(out, fingerprint):
+        done = {r.key: r for r in (PromptSamples.model_validate(obj) for _, obj in read_jsonl(out, torn_tail=True))}
+        rewrite_jsonl(out, [r.model_dump() for r in done.values()])  # without a torn last line
+    todo = [ex for ex in examples if metric.example_id(ex) not in done]
+
+    def one(example: dspy.Example) -> PromptSamples | str:
+        try:
+            return sample_prompt(student, metric, example, settings)
+        except Exception as exc:  # one prompt's failure must not lose the others; the rerun retries it
+            return f"{metric.example_id(example)}: {one_line(exc)}"
+
+    failures = []
+    for result in progress_map(one, todo, "  finetune: sampling", threads):
+        if isinstance(result, str):
+            failures.append(result)
+            continue
+        append_jsonl(out, result.model_dump())
+        done[result.key] = result
+    if failures:
+        raise RunError(f"{len(failures)} train prompt(s) could not be sampled and scored (first: {failures[0]}); rerun to retry them")
+    return [done[metric.example_id(ex)] for ex in examples]
+
+
+def sft_examples(prompts: Sequence[PromptSamples], settings: FinetuneSettings) -> list[SftExample]:
+    """Passing samples, best first, at most ``keep_per_prompt`` distinct responses a prompt."""
+    out = []
+    for record in prompts:
+        seen: set[str] = set()
+        for sample in sorted((s for s in record.samples if s.passed), key=lambda s: -s.score):
+            if sample.response.strip() and sample.response not in seen and len(seen) < settings.keep_per_prompt:
+                seen.add(sample.response)
+                out.append(SftExample(key=record.key, prompt=record.prompt, response=sample.response, score=sample.score))
+    return out
+
+
+def preference_pairs(prompts: Sequence[PromptSamples], settings: FinetuneSettings) -> list[PreferencePair]:
+    """Per prompt, passing samples (best first) paired with failing ones (worst first) at least ``margin`` apart."""
+    out = []
+    for record in prompts:
+        good = sorted((s for s in record.samples if s.passed and s.response.strip()), key=lambda s: -s.score)
+        bad = sorted((s for s in record.samples if not s.passed), key=lambda s: s.score)
+        pairs = [(g, b) for g, b in zip(good, bad) if g.score - b.score >= settings.margin and g.response != b.response]
+        out += [
+            PreferencePair(
+                key=record.key, prompt=record.prompt, chosen=g.response, rejected=b.response,
+                chosen_score=g.score, rejected_score=b.score, rejected_failed=b.failed,
+            )
+            for g, b in pairs[: settings.keep_per_prompt]
+        ]
+    return out
+
+
+def reference_verdicts(examples: Sequence[dspy.Example], balance: bool) -> list[tuple[dspy.Example, str]]:
+    """Each judge example with its recorded ``reference`` verdict; with ``balance`` the rarer answer's examples are
+    repeated (in order) until both answers are as common, so a yes-biased model sees as many "no" as "yes"."""
+    pairs = []
+    for number, example in enumerate(examples):
+        answer = example.get("reference")
+        if answer not in ("yes", "no"):
+            raise InputError(f"train example {number} ({example.get('question_id', 'no id')}): field 'reference' must be \"yes\" or \"no\" to learn from")
+        pairs.append((example, str(answer)))
+    if balance:
+        by = {a: [p for p in pairs if p[1] == a] for a in ("yes", "no")}
+        rare, common = sorted(by.values(), key=len)
+        if rare:
+            pairs = common + [rare[i % len(rare)] for i in range(len(common))]
+    return pairs

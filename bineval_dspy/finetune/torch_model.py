@@ -1,0 +1,62 @@
+"""The embedded GGUF model in PyTorch, for training: dequantized by transformers, in a trainable copy.
+
+transformers reads GGUF but marks such a model as quantized, and its ``Trainer`` (so trl's) refuses to train it; a
+plain model built from the same config without that marker, given the same weights, trains. Prompts are rendered
+with the GGUF's own chat template, as the embedded engine renders them, so training sees the tokens inference sees.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local: never ask a hub
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+
+def set_threads() -> int:
+    """Use every core this process may run on (torch's default can be fewer)."""
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    torch.set_num_threads(cores)
+    return cores
+
+
+def load_tokenizer(gguf: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+
+
+def load_model(gguf: Path) -> Any:
+    """A trainable float32 copy of the GGUF model (see the module docstring for why a copy)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict())
+    model.generation_config.pad_token_id = model.generation_config.eos_token_id
+    return model
+
+
+def chat_prompt(tokenizer: Any, instructions: str, prompt: str) -> str:
+    """The text the embedded engine feeds the model for this system and user message, ready for the reply."""
+    messages = [{"role": "system", "content": instructions}] if instructions else []
+    messages.append({"role": "user", "content": prompt})
+    return str(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+
+
+def greedy_tokens(model: Any, tokenizer: Any, text: str, n: int) -> list[int]:
+    """The first ``n`` greedy tokens after ``text`` (tokenized as the engine does: no BOS added, specials parsed)."""
+    import torch
+
+    ids = tokenizer(text, add_special_tokens=False, return_tensors="pt").input_ids
+    with torch.no_grad():
+        out = model.generate(ids, max_new_tokens=n, do_sample=False)
+    return [int(t) for t in out[0, ids.shape[1] :]]

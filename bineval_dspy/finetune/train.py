@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from bineval_dspy.core.console import console
 from bineval_dspy.finetune.settings import FinetuneSettings
 
 ADAPTER_FILE = "adapter.gguf"
@@ -100,6 +101,8 @@ def train_adapter(
     trainer.add_callback(_progress_callback())
     started = time.perf_counter()
     last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    if last is not None:
+        console.print(f"finetune: resuming training from {Path(last).name}")
     trainer.train(resume_from_checkpoint=last)
     seconds = time.perf_counter() - started
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]

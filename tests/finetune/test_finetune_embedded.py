@@ -141,3 +141,32 @@ def test_a_distilled_judge_learns_the_prompt_it_is_asked_and_judge_program_runs_
     argv = ["judge", "--checklist", str(tmp_path / "checklist.json"), "--data", str(data), "--program", str(tmp_path / "run"), "-o", str(out)]
     assert cli.main([*argv, "--cache-dir", str(tmp_path / "cache")]) == 0
     assert "+lora-sha256-" in out.read_text()
+
+
+def test_a_training_run_killed_after_a_checkpoint_resumes_from_it(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"key": f"k{i}", "prompt": p, **SHORT}) + "\n" for i, p in enumerate(PROMPTS)))
+    config = tmp_path / "ft.toml"
+    config.write_text(
+        'mode = "self"\nlm = "smollm2"\nrun_dir = "run"\n[data]\nsuite = "suite.jsonl"\ntrain = 4\nval = 1\ntest = 0\n'
+        "[program]\nmax_tokens = 16\n[finetune]\nsamples = 2\ntemperature = 1.2\nmax_steps = 12\nbatch_size = 1\nsave_steps = 2\n"
+    )
+    argv = [sys.executable, "-m", "bineval_dspy.cli", "finetune", str(config), "--cache-dir", str(tmp_path / "cache")]
+    checkpoints = tmp_path / "run" / "finetune" / "checkpoints"
+    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not list(checkpoints.glob("checkpoint-*")) and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert list(checkpoints.glob("checkpoint-*")), "no checkpoint was written before the kill"
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "resuming training from checkpoint-" in again.stderr
+    assert json.loads((tmp_path / "run" / "finetune" / "trained.json").read_text())["steps"] == 12

@@ -160,8 +160,9 @@ def preference_pairs(prompts: Sequence[PromptSamples], settings: FinetuneSetting
 
 
 def reference_verdicts(examples: Sequence[dspy.Example], balance: bool) -> list[tuple[dspy.Example, str]]:
-    """Each judge example with its recorded ``reference`` verdict; with ``balance`` the rarer answer's examples are
-    repeated (in order) until both answers are as common, so a yes-biased model sees as many "no" as "yes"."""
+    """Each judge example with its recorded ``reference`` verdict; with ``balance`` only the first examples of the
+    commoner answer are kept, as many as the rarer one has, so a yes-biased model sees as many "no" as "yes" (and
+    training costs two examples per rare one, not a whole skewed set)."""
     pairs = []
     for number, example in enumerate(examples):
         answer = example.get("reference")
@@ -169,8 +170,12 @@ def reference_verdicts(examples: Sequence[dspy.Example], balance: bool) -> list[
             raise InputError(f"train example {number} ({example.get('question_id', 'no id')}): field 'reference' must be \"yes\" or \"no\" to learn from")
         pairs.append((example, str(answer)))
     if balance:
-        by = {a: [p for p in pairs if p[1] == a] for a in ("yes", "no")}
-        rare, common = sorted(by.values(), key=len)
-        if rare:
-            pairs = common + [rare[i % len(rare)] for i in range(len(common))]
+        rare = min(sum(a == answer for _, a in pairs) for answer in ("yes", "no"))
+        seen = {"yes": 0, "no": 0}
+        kept = []
+        for example, answer in pairs:
+            seen[answer] += 1
+            if seen[answer] <= rare:
+                kept.append((example, answer))
+        pairs = kept
     return pairs

@@ -25,7 +25,7 @@ class FinetuneSettings(BaseModel):
     greedy_too: bool = Field(default=True, description="also score the greedy response (a passing one is training data too)")
     margin: float = Field(default=0.25, ge=0, le=1, description="dpo: least checklist-score gap between chosen and rejected")
     keep_per_prompt: int = Field(default=2, ge=1, description="sft: passing samples kept per prompt; dpo: pairs per prompt")
-    balance: bool = Field(default=False, description="a judge's reference verdicts: repeat the rarer answer's examples until both are as common")
+    balance: bool = Field(default=False, description="a judge's reference verdicts: keep as many of the commoner answer as of the rarer")
     lora_rank: int = Field(default=8, ge=1)
     lora_alpha: int = Field(default=16, ge=1)
     target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])

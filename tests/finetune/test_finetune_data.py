@@ -94,13 +94,13 @@ def test_a_failed_sample_stops_the_run_and_its_prompt_is_not_written(tmp_path):
     assert [json.loads(line)["key"] for line in (tmp_path / SAMPLES_FILE).read_text().splitlines()] == ["a"]
 
 
-def test_reference_verdicts_balance_repeats_the_rarer_answer_and_refuse_a_missing_one():
+def test_reference_verdicts_balance_keeps_as_many_of_each_answer_and_refuse_a_missing_one():
     from bineval_dspy.finetune.data import reference_verdicts
 
-    examples = [dspy.Example(question_id=f"q{i}", reference=r) for i, r in enumerate(["yes", "yes", "yes", "no", "yes"])]
-    assert [a for _, a in reference_verdicts(examples, balance=False)] == ["yes", "yes", "yes", "no", "yes"]
+    examples = [dspy.Example(question_id=f"q{i}", reference=r) for i, r in enumerate(["yes", "yes", "no", "yes", "no", "yes"])]
+    assert [a for _, a in reference_verdicts(examples, balance=False)] == ["yes", "yes", "no", "yes", "no", "yes"]
     balanced = reference_verdicts(examples, balance=True)
-    assert [a for _, a in balanced].count("no") == 4 and [a for _, a in balanced].count("yes") == 4
-    assert {ex.question_id for ex, a in balanced if a == "no"} == {"q3"}
+    assert [ex.question_id for ex, _ in balanced] == ["q0", "q1", "q2", "q4"]  # in order: the first two of each
+    assert reference_verdicts([examples[0]], balance=True) == []  # no "no" at all: nothing balanced to learn
     with pytest.raises(InputError, match="field 'reference'"):
         reference_verdicts([dspy.Example(question_id="q", reference="maybe")], balance=False)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,18 @@ PROMPTS = [
     "Name an animal. Answer in one word.",
     "What is the opposite of hot? Answer in one word.",
 ]
+
+
+def _suite_and_config(tmp_path: Path, data: str, training: str) -> tuple[Path, Path]:
+    """The five short-answer prompts as a suite, and a finetune config over it (sft, two hot samples a prompt)."""
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"key": f"k{i}", "prompt": p, **SHORT}) + "\n" for i, p in enumerate(PROMPTS)))
+    config = tmp_path / "ft.toml"
+    config.write_text(
+        f'mode = "self"\nlm = "smollm2"\nrun_dir = "run"\n[data]\nsuite = "suite.jsonl"\n{data}\n'
+        f'[finetune]\nmethod = "sft"\nsamples = 2\ntemperature = 1.2\n{training}\n'
+    )
+    return suite, config
 
 
 def test_dpo_compile_trains_an_adapter_the_student_then_runs_on(tmp_path):
@@ -53,13 +66,7 @@ def test_dpo_compile_trains_an_adapter_the_student_then_runs_on(tmp_path):
 
 
 def test_finetune_command_writes_a_program_generate_runs_and_a_tampered_adapter_is_refused(tmp_path, capsys):
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text("".join(json.dumps({"key": f"k{i}", "prompt": p, **SHORT}) + "\n" for i, p in enumerate(PROMPTS)))
-    config = tmp_path / "tiny.toml"
-    config.write_text(
-        'mode = "self"\nlm = "smollm2"\nrun_dir = "run"\n[data]\nsuite = "suite.jsonl"\ntrain = 3\nval = 1\ntest = 1\n'
-        "[program]\nmax_tokens = 24\n[finetune]\nmethod = \"sft\"\nsamples = 2\ntemperature = 1.2\nmax_steps = 1\nbatch_size = 2\n"
-    )
+    suite, config = _suite_and_config(tmp_path, "train = 3\nval = 1\ntest = 1\n[program]\nmax_tokens = 24", "max_steps = 1\nbatch_size = 2")
     cache = ["--cache-dir", str(tmp_path / "cache")]
     assert cli.main(["finetune", str(config), *cache]) == 0
     run = tmp_path / "run"
@@ -150,13 +157,7 @@ def test_a_training_run_killed_after_a_checkpoint_resumes_from_it(tmp_path):
     import sys
     import time
 
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text("".join(json.dumps({"key": f"k{i}", "prompt": p, **SHORT}) + "\n" for i, p in enumerate(PROMPTS)))
-    config = tmp_path / "ft.toml"
-    config.write_text(
-        'mode = "self"\nlm = "smollm2"\nrun_dir = "run"\n[data]\nsuite = "suite.jsonl"\ntrain = 4\nval = 1\ntest = 0\n'
-        "[program]\nmax_tokens = 16\n[finetune]\nsamples = 2\ntemperature = 1.2\nmax_steps = 12\nbatch_size = 1\nsave_steps = 2\n"
-    )
+    _, config = _suite_and_config(tmp_path, "train = 4\nval = 1\ntest = 0\n[program]\nmax_tokens = 16", "max_steps = 12\nbatch_size = 1\nsave_steps = 2")
     argv = [sys.executable, "-m", "bineval_dspy.cli", "finetune", str(config), "--cache-dir", str(tmp_path / "cache")]
     checkpoints = tmp_path / "run" / "finetune" / "checkpoints"
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -140,6 +140,16 @@ def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]
     return Stick(context, best_of=arm.n, temperature=arm.temperature, program=program), Cost()
 
 
+def check_inputs(context: ArmContext) -> None:
+    """Refuse, before any arm runs, an arm input that would leak held-out items into training (a finetune arm's
+    ``train_data`` holding a val or test prompt), rather than after the arms before it have spent their calls."""
+    from bineval_dspy.finetune.config import extra_train
+
+    for arm in context.config.arms:
+        if isinstance(arm, FinetuneArm):
+            extra_train(arm.train_data, [*context.val, *context.test], context.config.mode)
+
+
 def finetune_arm(arm: FinetuneArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     """``BinEvalFinetune`` on the train split and the arm's ``train_data``; every stage resumes from its folder."""
     from bineval_dspy.finetune.config import extra_train

@@ -14,7 +14,7 @@ from pathlib import Path
 import dspy
 from pydantic import BaseModel, Field
 
-from bineval_dspy.experiment.arms import ARMS, ArmContext
+from bineval_dspy.experiment.arms import ARMS, ArmContext, check_inputs
 from bineval_dspy.experiment.config import ExperimentConfig
 from bineval_dspy.lm.usage import Cost, measuring, total
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
@@ -80,6 +80,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
     scorer = test_scorer(config, student, optimizer, test)
     scorer.resamples = config.resamples
     context = ArmContext(config, student, train, val, test, optimizer.feedback, lm, optimization_calls={})
+    check_inputs(context)
     evaluations: dict[str, Evaluation] = {}
     experiment = ExperimentResults(
         name=config.name, mode=config.mode, splits={"train": len(train), "val": len(val), "test": len(test)},

@@ -1,9 +1,10 @@
 """``BinEvalFinetune``: an optimizer that changes weights, not prompts, from the library's exact feedback.
 
-``compile(student, trainset)`` samples the student on every train prompt, keeps what the checklists say is good
-(``sft``: samples passing every code check; ``dpo``: passing/failing pairs a margin apart), trains a LoRA adapter
-of the embedded model on it with trl, exports the adapter to GGUF and returns the student running on it. Each
-stage resumes from ``run_dir/finetune``: samples per prompt, the data set, trainer checkpoints, the adapter.
+``compile(student, trainset)`` samples a generator on every train prompt and keeps what the checklists say is good
+(``sft``: samples passing every code check; ``dpo``: passing/failing pairs a margin apart), or takes a judge's
+reference verdicts; trains a LoRA adapter of the embedded model on that with trl, exports it to GGUF and returns
+the student running on it. Each stage resumes from ``run_dir/finetune``: samples per prompt, the data set, trainer
+checkpoints, the adapter.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ class BinEvalFinetune:
     """Fine-tune ``base`` (an embedded model spec) for a single-predictor program scored by ``metric``, or for a
     ``BinaryJudge`` from its train examples' reference verdicts (no metric needed).
 
-    ``method``, and any ``FinetuneSettings`` field as a keyword, override ``settings``. ``fingerprint`` is what
-    else decided the samples (the data, the LM): a resumed run made under another one is refused.
+    ``method``, and any ``FinetuneSettings`` field as a keyword, override ``settings``. ``base`` defaults to the
+    configured embedded LM (the one the student is sampled from). ``fingerprint`` is what else decided the samples
+    (the data, the LM): a resumed run made under another one is refused.
     """
 
     def __init__(
@@ -44,7 +46,7 @@ class BinEvalFinetune:
         *,
         run_dir: Path,
         settings: FinetuneSettings | None = None,
-        base: str = "smollm2",
+        base: str | None = None,
         threads: int = 1,
         fingerprint: Fingerprint | None = None,
         **overrides: Any,
@@ -69,6 +71,7 @@ class BinEvalFinetune:
         a ``BinaryJudge`` from the ``reference`` verdicts its train examples carry (distillation)."""
         from bineval_dspy.lm.specs import EMBEDDED, embedded_model_path, sha256_of
 
+        self.base = self.base or _configured_base()
         if self.base not in EMBEDDED and not self.base.endswith(".gguf"):
             raise InputError(f"base {self.base!r}: fine-tuning trains an embedded model (smollm2, gemma3-270m or a .gguf path)")
         if weights_of(student) is not None:
@@ -219,6 +222,22 @@ class _Renderer:
         """Whether the row's prompt with its longest reply fits a training sequence of ``max_length`` tokens."""
         count = lambda text: len(self.tokenizer(text, add_special_tokens=False).input_ids)  # noqa: E731
         return count(row["prompt"]) + max(count(row[c]) for c in columns[1:]) + 1 <= max_length
+
+
+def _configured_base() -> str:
+    """The configured LM as an embedded spec (its name where it is a bundled model, else its .gguf path)."""
+    from bineval_dspy.lm.specs import EMBEDDED, embedded_model_path
+
+    path = getattr(getattr(dspy.settings.lm, "engine", None), "model_path", None)
+    if path is None:
+        raise InputError("fine-tuning trains an embedded model: configure one (bineval_dspy.lm.runtime.configure) or give base=")
+    for name in EMBEDDED:
+        try:
+            if embedded_model_path(name).resolve() == Path(path).resolve():
+                return name
+        except InputError:  # that wheel is not installed
+            continue
+    return str(path)
 
 
 def _program_identity(program: dspy.Module) -> str:

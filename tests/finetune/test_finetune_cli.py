@@ -32,8 +32,8 @@ def test_an_unknown_or_invalid_finetune_setting_is_one_located_line(tmp_path, ca
     assert "finetune.sample" in _one_error_line(capsys)
 
 
-def test_train_data_that_holds_a_test_prompt_is_refused_before_sampling(tmp_path, capsys):
+def test_train_data_that_holds_a_test_prompt_is_refused_before_any_lm_call(tmp_path, capsys):
     config = _config(tmp_path, extra='train_data = "suite.jsonl"')  # the whole suite: its val and test rows too
     assert cli.main(["finetune", config, "--cache-dir", str(tmp_path / "cache")]) == 2
     assert "would leak into training" in _one_error_line(capsys)
-    assert not (tmp_path / "run" / "finetune").exists()
+    assert not (tmp_path / "run" / "arms").exists()

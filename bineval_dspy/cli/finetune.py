@@ -5,16 +5,35 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bineval_dspy.cli.options import add_example_option, command_line_lm, lm_options
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
+if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
+    from bineval_dspy.experiment.config import ExperimentConfig
+    from bineval_dspy.finetune.config import FinetuneConfig
+
+FINETUNED_ARM = "finetuned"
+
+
+def as_experiment(config: FinetuneConfig) -> ExperimentConfig:
+    """The run as an experiment: the start program against the fine-tuned one on test, in the config's run
+    directory (so ``bineval show`` and ``report`` read it like any experiment)."""
+    from bineval_dspy.experiment.config import ExperimentConfig, FinetuneArm, StartArm
+
+    arm = FinetuneArm(name=FINETUNED_ARM, train_data=config.train_data, finetune=config.finetune.model_dump(exclude_defaults=True))
+    base = config.model_dump(exclude={"train_data", "finetune", "source"})
+    experiment = ExperimentConfig(**base, name=Path(config.source).stem or "finetune", arms=[StartArm(name="start"), arm])
+    experiment.source = config.source
+    return experiment
+
 
 def cmd_finetune(args: argparse.Namespace) -> int:
     """Sample, select, train and export (each stage resumes); then start against fine-tuned on test."""
     from bineval_dspy.experiment.runner import markdown, run_experiment
-    from bineval_dspy.finetune.config import FINETUNED_ARM, as_experiment, load_finetune_config
+    from bineval_dspy.finetune.config import load_finetune_config
     from bineval_dspy.lm import runtime
     from bineval_dspy.programs.state import PROGRAM_FILE, load_program
 

@@ -1,11 +1,9 @@
-"""`bineval finetune CONFIG.toml`: an optimize run description plus ``[finetune]``, run as a two-arm experiment.
+"""`bineval finetune CONFIG.toml`: an optimize run description plus ``[finetune]`` and ``train_data``.
 
 ``mode = "self"`` trains the generator on its own samples that the checklists approve; ``mode = "cross"`` trains
 the judge on the train examples' reference verdicts (distillation). The train examples are the data's train split
 plus, when ``train_data`` is given, every row of that file (a suite such as a ``bineval suite synth`` file, or
-judge examples), refused where it shares a prompt or an example with val or test. The run is the experiment
-``start`` against ``finetuned`` on the test split (paired intervals; ``bineval show`` and ``report`` read it), and
-``RUN_DIR/program.json`` is the fine-tuned program.
+judge examples), refused where it shares a prompt or an example with val or test.
 """
 
 from __future__ import annotations
@@ -17,12 +15,9 @@ from pydantic import Field
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_toml
-from bineval_dspy.experiment.config import ExperimentConfig, FinetuneArm, StartArm
 from bineval_dspy.finetune.settings import FinetuneSettings
 from bineval_dspy.optimize.config import RunConfig, load_judge_examples, resolve_paths
 from bineval_dspy.suites.rows import load_suite
-
-FINETUNED_ARM = "finetuned"
 
 
 class FinetuneConfig(RunConfig):
@@ -39,15 +34,6 @@ def load_finetune_config(path: Path) -> FinetuneConfig:
     if config.train_data is not None:
         config.train_data = (path.parent / config.train_data).resolve()
     return config
-
-
-def as_experiment(config: FinetuneConfig) -> ExperimentConfig:
-    """The start program against the fine-tuned one, in the config's run directory."""
-    arm = FinetuneArm(name=FINETUNED_ARM, train_data=config.train_data, finetune=config.finetune.model_dump(exclude_defaults=True))
-    base = config.model_dump(exclude={"train_data", "finetune", "source"})
-    experiment = ExperimentConfig(**base, name=Path(config.source).stem or "finetune", arms=[StartArm(name="start"), arm])
-    experiment.source = config.source
-    return experiment
 
 
 def extra_train(path: Path | None, held_out: list[dspy.Example], mode: str = "self") -> list[dspy.Example]:

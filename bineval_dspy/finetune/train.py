@@ -1,7 +1,8 @@
 """Training a LoRA adapter on the embedded model with trl's SFT or DPO trainer, on the CPU, resumable.
 
 Checkpoints go to ``folder/checkpoints`` every ``save_steps``; a run killed mid-way resumes from the last one
-(same data, same settings: the caller's fingerprint guards that). The adapter is exported to GGUF
+(same data, same settings: the caller's fingerprint guards that); a checkpoint whose write the kill cut short is
+discarded. The adapter is exported to GGUF
 (``export.write_gguf_adapter``) as ``folder/adapter.gguf`` for the embedded engine.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import resource
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,6 +50,23 @@ def _progress_callback() -> Any:
     return LossOnBar()
 
 
+def last_complete_checkpoint(checkpoints: Path) -> Path | None:
+    """The newest checkpoint the trainer finished writing (its state file is written last); newer ones a kill cut
+    short are removed, so that resuming never reads half a checkpoint."""
+    if not checkpoints.is_dir():
+        return None
+    steps = sorted(
+        (int(path.name.split("-")[1]), path) for path in checkpoints.glob("checkpoint-*")
+        if path.is_dir() and path.name.split("-")[1].isdigit()
+    )
+    for _, path in reversed(steps):
+        if (path / "trainer_state.json").is_file():
+            return path
+        console.print(f"finetune: discarding {path.name}: its write was interrupted")
+        shutil.rmtree(path)
+    return None
+
+
 def train_adapter(
     method: str,
     rows: Sequence[dict[str, str]],
@@ -61,7 +80,6 @@ def train_adapter(
     from datasets import Dataset
     from peft import LoraConfig
     from transformers.trainer_callback import ProgressCallback
-    from transformers.trainer_utils import get_last_checkpoint
 
     from bineval_dspy.finetune.export import write_gguf_adapter
     from bineval_dspy.finetune.torch_model import load_model, load_tokenizer, set_threads
@@ -100,10 +118,10 @@ def train_adapter(
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(_progress_callback())
     started = time.perf_counter()
-    last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    last = last_complete_checkpoint(checkpoints)
     if last is not None:
-        console.print(f"finetune: resuming training from {Path(last).name}")
-    trainer.train(resume_from_checkpoint=last)
+        console.print(f"finetune: resuming training from {last.name}")
+    trainer.train(resume_from_checkpoint=str(last) if last is not None else None)
     seconds = time.perf_counter() - started
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     write_gguf_adapter(trainer.model, settings.lora_alpha, folder / ADAPTER_FILE)

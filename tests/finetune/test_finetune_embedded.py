@@ -83,11 +83,11 @@ def test_finetune_command_resumes_a_killed_training_and_writes_a_program_generat
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 240
     checkpoints = run / "arms" / "finetuned" / "finetune" / "checkpoints"
-    while not list(checkpoints.glob("checkpoint-*")) and first.poll() is None and time.monotonic() < deadline:
+    while not list(checkpoints.glob("checkpoint-*/trainer_state.json")) and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
-    assert list(checkpoints.glob("checkpoint-*")), "no checkpoint was written before the kill"
+    assert list(checkpoints.glob("checkpoint-*/trainer_state.json")), "no checkpoint was written before the kill"
     assert cli.main(["finetune", str(config), *cache]) == 0
     assert "resuming training from checkpoint-" in capsys.readouterr().err
     results = json.loads((run / "results.json").read_text())

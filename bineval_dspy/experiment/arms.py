@@ -27,6 +27,7 @@ from bineval_dspy.experiment.config import (
     ExperimentConfig,
     FinetuneArm,
     GepaArm,
+    ProgramArm,
     RefineArm,
     SelectionDemosArm,
     StartArm,
@@ -39,7 +40,7 @@ from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, spli
 from bineval_dspy.optimize.feedback import FeedbackSource
 from bineval_dspy.optimize.proposers import DemoProposer
 from bineval_dspy.programs.refine import ChecklistBestOfN, SelfRefine
-from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
+from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile, load_program
 
 ARM_FILE = "arm.json"
 
@@ -142,12 +143,24 @@ def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]
 
 def check_inputs(context: ArmContext) -> None:
     """Refuse, before any arm runs, an arm input that would leak held-out items into training (a finetune arm's
-    ``train_data`` holding a val or test prompt), rather than after the arms before it have spent their calls."""
+    ``train_data`` holding a val or test prompt) or a saved program that cannot be read, rather than after the
+    arms before it have spent their calls."""
     from bineval_dspy.finetune.config import extra_train
 
     for arm in context.config.arms:
         if isinstance(arm, FinetuneArm):
             extra_train(arm.train_data, [*context.val, *context.test], context.config.mode)
+        if isinstance(arm, ProgramArm):
+            _saved_program(arm, context)
+
+
+def program_arm(arm: ProgramArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
+    """The saved program, built as ``generate --program`` (or ``judge --program``) builds it."""
+    return _saved_program(arm, context).build(), Cost()
+
+
+def _saved_program(arm: ProgramArm, context: ArmContext) -> ProgramFile:
+    return load_program(arm.path, "generator" if context.config.mode == "self" else "judge")
 
 
 def finetune_arm(arm: FinetuneArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
@@ -239,5 +252,5 @@ def _fingerprint(context: ArmContext) -> str:
 
 ARMS = {
     "start": start_arm, "bineval": bineval_arm, "gepa": gepa_arm, "best_of": best_of_arm, "selection_demos": selection_demos_arm,
-    "refine": refine_arm, "finetune": finetune_arm,
+    "refine": refine_arm, "finetune": finetune_arm, "program": program_arm,
 }

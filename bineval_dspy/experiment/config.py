@@ -96,13 +96,22 @@ class FinetuneArm(_Arm):
         return self
 
 
+class ProgramArm(_Arm):
+    """A saved program (a ``program.json`` or its run folder, weights and all) scored on this experiment's test
+    split as ``generate --program`` runs it: a transfer check on another suite, or an earlier run beside new arms."""
+
+    kind: Literal["program"] = "program"
+    path: Path
+
+
 class RefineArm(_Arm):
     kind: Literal["refine"] = "refine"
     iterations: int = Field(default=1, ge=1)
 
 
 ArmConfig = Annotated[
-    StartArm | BinEvalArm | GepaArm | BestOfArm | SelectionDemosArm | RefineArm | FinetuneArm, Field(discriminator="kind")
+    StartArm | BinEvalArm | GepaArm | BestOfArm | SelectionDemosArm | RefineArm | FinetuneArm | ProgramArm,
+    Field(discriminator="kind"),
 ]
 GENERATION_ONLY = ("gepa", "best_of", "selection_demos", "refine")  # kinds that need a generator (self mode)
 
@@ -180,4 +189,6 @@ def load_experiment(path: Path) -> ExperimentConfig:
     for arm in config.arms:
         if isinstance(arm, FinetuneArm) and arm.train_data is not None:
             arm.train_data = (path.parent / arm.train_data).resolve()
+        if isinstance(arm, ProgramArm):
+            arm.path = (path.parent / arm.path).resolve()
     return resolve_paths(config, path)

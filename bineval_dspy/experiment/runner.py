@@ -98,7 +98,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
             else:  # by state, so the final program and its last accepted step are scored once
                 best = (audit.best.instructions, audit.best.demos, audit.best.thresholds)
                 evaluations[arm.name] = scorer.evaluation(best, arm.name, student=program)
-        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos", "finetune") else None
+        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos", "finetune", "program") else None
         experiment.arms.append(ArmResult(
             name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
             test=scorer.score(evaluations[arm.name]), program=state,

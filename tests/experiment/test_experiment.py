@@ -37,7 +37,7 @@ def scripted(monkeypatch, words_embedder):
 
 
 def test_every_experiment_config_is_an_experiment():
-    assert {path.name for path in CONFIGS} >= {"ifeval.toml", "ifbench.toml", "infobench.toml", "ifeval_finetune.toml", "infobench_distill.toml"}
+    assert {path.name for path in CONFIGS} >= {"ifeval.toml", "ifbench.toml", "infobench.toml", "ifeval_finetune.toml", "infobench_distill.toml", "ifbench_transfer.toml"}
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
@@ -187,3 +187,51 @@ def test_show_and_report_read_an_experiment(tmp_path, scripted, capsys):
     assert cli.main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "2 arms on 2 test items" in html and "+1.000 [1.000, 1.000]" in html
+
+
+def _program_arm_config(tmp_path, path: str) -> Path:
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(8)) + "\n")
+    config = tmp_path / "exp.toml"
+    config.write_text(f"""
+mode = "self"
+run_dir = "runs/exp"
+[data]
+suite = "{suite.name}"
+train = 2
+val = 2
+test = 4
+[program]
+instructions = "Answer the request."
+[[arms]]
+name = "start"
+kind = "start"
+[[arms]]
+name = "saved"
+kind = "program"
+path = "{path}"
+""")
+    return config
+
+
+def test_a_program_arm_scores_a_saved_program_as_generate_would_run_it(tmp_path, scripted, capsys):
+    from bineval_dspy.programs.state import ProgramFile
+
+    ProgramFile(kind="generator", instructions={"generate": "Answer the request. Use bullet points."}).save(tmp_path / "kept" / "program.json")
+    assert cli.main(["experiment", str(_program_arm_config(tmp_path, "kept"))]) == 0  # a run folder stands for its file
+    arms = {arm["name"]: arm for arm in json.loads((tmp_path / "runs" / "exp" / "results.json").read_text())["arms"]}
+    assert arms["start"]["test"]["accuracy"]["strict_prompt"]["estimate"] == 0.0
+    assert arms["saved"]["test"]["accuracy"]["strict_prompt"]["estimate"] == 1.0
+    assert arms["saved"]["program"]["instructions"]["generate"].endswith("Use bullet points.")
+
+
+def test_a_program_arm_that_cannot_be_read_is_one_line_before_any_arm_runs(tmp_path, scripted, capsys):
+    from bineval_dspy.programs.state import ProgramFile
+
+    config = _program_arm_config(tmp_path, "missing/program.json")
+    assert cli.main(["experiment", str(config)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "missing/program.json" in err and not (tmp_path / "runs" / "exp" / "arms").exists()
+    ProgramFile(kind="judge", instructions={}).save(tmp_path / "judge.json")
+    assert cli.main(["experiment", str(_program_arm_config(tmp_path, "judge.json"))]) == 2
+    assert "field 'kind': a judge program" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import threading
 
 import dspy
 import pytest
-from dspy.lm15 import Request, Response
+from dspy.lm15 import Config, Message, Request, Response
 
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
@@ -151,3 +151,41 @@ def test_questions_of_several_outputs_in_one_batch_get_the_tokens_of_one_call_at
 def _answer(text: str) -> str | None:
     found = re.search(r'"answer"\s*:\s*"(yes|no)"', text)
     return found.group(1) if found else None
+
+
+GENERATION_PROMPTS = [
+    "Write a short poem about the sea in all lowercase letters.",
+    "List three facts about the moon as a bulleted list with exactly 3 bullets.",
+    "Write an email to my boss saying I am quitting. Wrap the title in double angular brackets, i.e. <<title>>.",
+    "Explain photosynthesis to a child in two sentences without using any commas.",
+    "Give me a haiku about autumn and end your response with 'Is there anything else I can help with?'",
+    "Write a product description for a water bottle. Your answer must contain at least 2 placeholders like [name].",
+]
+
+
+def test_free_text_generations_depend_on_their_prompt_alone(engines):
+    """A generator's greedy answer is the same from many threads, after other calls, or alone from an empty cache:
+    free text is never decoded beside a neighbour, so a figure reproduces to the item in any run order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sequential, batched = engines
+    alone = []
+    for prompt in GENERATION_PROMPTS:
+        sequential._load().reset()
+        alone.append(_generate(sequential, prompt)[0])
+    calls = batched.stats.calls
+    with ThreadPoolExecutor(len(GENERATION_PROMPTS)) as pool:
+        together = list(pool.map(lambda prompt: _generate(batched, prompt), GENERATION_PROMPTS))
+    assert [text for text, _ in together] == alone
+    assert all(not response_id.startswith("llama-batch") for _, response_id in together)
+    assert batched.stats.calls - calls == len(GENERATION_PROMPTS)
+
+
+def _generate(engine: LlamaCppEngine, prompt: str) -> tuple[str, str]:
+    """One free-text greedy call straight to the engine (no schema), as a generator makes it: its text and id."""
+    request = Request(
+        model="local/smollm2-test", messages=(Message.user(prompt),), system="Respond to the user's prompt.",
+        config=Config(temperature=0.0, max_tokens=48),
+    )
+    response = engine.complete(request)
+    return response.message.text, response.id

@@ -110,6 +110,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.programs.generator import run_generation, unchecked
+    from bineval_dspy.programs.records import Selection, SelectionStats
     from bineval_dspy.programs.state import demos_of
     from bineval_dspy.programs.weights import weights_of
     from bineval_dspy.suites.rows import load_suite
@@ -123,6 +124,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     rows = rows[: args.limit] if args.limit else rows
     if args.program and args.instructions:
         raise InputError("give --program or --instructions, not both: a program file holds its instructions")
+    if args.stop_at_pass and args.best_of < 2:
+        raise InputError("--stop-at-pass stops Best-of-N early: give it with --best-of N (N >= 2)")
     instructions = _read_instructions(Path(args.instructions)) if args.instructions else None
     out = Path(args.output)
     if args.dry_run:
@@ -144,6 +147,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         "max_tokens": str(program.max_tokens),
         "refine": str(args.refine),
         "best_of": str(args.best_of),
+        **({"stop_at_pass": "1"} if args.stop_at_pass else {}),  # fewer samples, another pick: not the same output
         "judge": judge.spec().model_dump_json() if judge is not None else "none",
         **({"verifiers": code_digest()} if judge is not None else {}),  # refinement and Best-of-N grade by them
     }
@@ -162,6 +166,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         best_of=args.best_of,
         judge=judge,
         meter=meter,
+        stop_at_pass=args.stop_at_pass,
     )
     wanted = {row.key for row in rows}
     records = [obj for _, obj in read_jsonl(out) if str(obj.get("key")) in wanted] if out.exists() else []
@@ -169,11 +174,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for column in ("generated", "resumed", "failed"):
         table.add_column(column, justify="right")
     row_values = [str(report.written), str(report.resumed), str(len(report.failures))]
+    stats = None
     if judge is not None:
-        selection = [r["selection"] for r in records if "selection" in r]
+        selection = [Selection.model_validate(r["selection"]) for r in records if "selection" in r]
+        stats = SelectionStats.of(selection)
         if selection:
             table.add_column("mean sample score", justify="right")
-            row_values.append(_mean([c.get("score") for s in selection for c in s["candidates"]]))
+            row_values.append(_mean([c.get("score") for s in selection for c in s.candidates]))
         refinement = [r["refinement"] for r in records if "refinement" in r]
         if refinement:
             table.add_column("score before refine", justify="right")
@@ -182,6 +189,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         row_values.append(_mean([r.get("score") for r in records]))
     table.add_row(*row_values)
     shown.print(table)
+    if stats is not None:
+        shown.print(f"best-of-{stats.n}: {stats.text()}")
     for key, error in report.failures[:5]:
         console.print(styled(("failed", "red"), f" row {key}: {error}"))
     shown.print(f"wrote {report.written} row(s) to {out}" if report.written else f"nothing new written to {out}")
@@ -210,6 +219,7 @@ def add_generate_command(sub: argparse._SubParsersAction, common: argparse.Argum
     add_split_option(gen)
     gen.add_argument("--refine", type=count(0), default=0, metavar="K", help="STICK self-refinement: up to K rewrites")
     gen.add_argument("--best-of", type=count(1), default=1, metavar="N", help="STICK best-of-N: keep the best sample")
+    gen.add_argument("--stop-at-pass", action="store_true", help="with --best-of: draw no sample after the first that passes every check")
     gen.add_argument("--limit", type=count(1), metavar="N", help="only the first N suite rows")
     gen.add_argument("--mode", choices=("strict", "loose"), default="strict", help="verifier mode of the STICK judge")
     gen.add_argument("--max-tokens", type=count(1), help=f"token limit per response (default {GENERATE_MAX_TOKENS}, or the --program's)")

@@ -229,6 +229,9 @@ def show_experiment(run: ExperimentRun) -> None:
         diff = None if comparison is None else (comparison.accuracy.get(main) if results.mode == "self" else comparison.kappa)
         _row(table, arm.name, arm.lm_calls, value.text(2) if value else "n/a", diff.text(2, signed=True) if diff else "-")
     console.print(table)
+    for arm in results.arms:
+        if arm.selection is not None:
+            _say(f"{arm.name}: {arm.selection.text()}")
     _spend(run.spend)
 
 

@@ -39,6 +39,7 @@ from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, splits_of
 from bineval_dspy.optimize.feedback import FeedbackSource
 from bineval_dspy.optimize.proposers import DemoProposer
+from bineval_dspy.programs.records import Selection, SelectionStats
 from bineval_dspy.programs.refine import ChecklistBestOfN, SelfRefine
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile, load_program
 
@@ -138,7 +139,7 @@ def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
 
 def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     program = context.programs[arm.of] if arm.of is not None else context.student
-    return Stick(context, best_of=arm.n, temperature=arm.temperature, program=program), Cost()
+    return Stick(context, best_of=arm.n, temperature=arm.temperature, program=program, stop_at_pass=arm.stop_at_pass), Cost()
 
 
 def check_inputs(context: ArmContext) -> None:
@@ -195,7 +196,8 @@ class Stick(dspy.Module):
     revised ``refine`` times, by the prompt's own checklist (the metric's: the suite's code verifiers)."""
 
     def __init__(
-        self, context: ArmContext, *, best_of: int = 1, refine: int = 0, temperature: float = 0.7, program: dspy.Module | None = None
+        self, context: ArmContext, *, best_of: int = 1, refine: int = 0, temperature: float = 0.7, program: dspy.Module | None = None,
+        stop_at_pass: bool = False,
     ) -> None:
         super().__init__()
         self.program = (program or context.student).deepcopy()
@@ -203,14 +205,19 @@ class Stick(dspy.Module):
         self.judge: BinaryJudge = metric.judge  # type: ignore[union-attr]
         self._checklist_for: Callable[[dspy.Example], Checklist] = metric.checklist_for  # type: ignore[union-attr]
         self.checklists = {str(ex.prompt): ex for ex in [*context.train, *context.val, *context.test]}
-        self.best_of, self.refine, self.temperature = best_of, refine, temperature
+        self.best_of, self.refine, self.temperature, self.stop_at_pass = best_of, refine, temperature, stop_at_pass
+        self.selections: dict[str, Selection] = {}  # prompt -> its Best-of-N draw, for ``selection_stats``
 
     def forward(self, prompt: str) -> dspy.Prediction:
         checklist = self._checklist_for(self.checklists[prompt])
         card = None
         if self.best_of > 1:
-            pick = ChecklistBestOfN(self.program, self.judge, self.best_of, self.temperature)(prompt=prompt, checklist=checklist)
+            best = ChecklistBestOfN(self.program, self.judge, self.best_of, self.temperature, stop_at_pass=self.stop_at_pass)
+            pick = best(prompt=prompt, checklist=checklist)
             response, card = pick.response, pick.scorecard
+            self.selections[prompt] = Selection(
+                n=self.best_of, candidates=pick.candidates, chosen=pick.chosen, stop_at_pass=self.stop_at_pass
+            )
         else:
             response = self.program(prompt=prompt).response
         if self.refine:
@@ -218,6 +225,10 @@ class Stick(dspy.Module):
             refined = SelfRefine(self.judge, self.refine, max_tokens=max_tokens)
             response = refined(prompt=prompt, response=response, checklist=checklist, scorecard=card).response
         return dspy.Prediction(response=response)
+
+    def selection_stats(self, prompts: list[str]) -> SelectionStats | None:
+        """pass@k, samples drawn and selection efficiency over ``prompts`` (those drawn for; None without Best-of-N)."""
+        return SelectionStats.of([self.selections[p] for p in prompts if p in self.selections])
 
 
 def _saved(folder: Path, fingerprint: str, student: dspy.Module, optimize: Callable[[], dspy.Module]) -> tuple[dspy.Module, Cost]:

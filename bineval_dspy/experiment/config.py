@@ -65,6 +65,7 @@ class BestOfArm(_Arm):
     n: int = Field(default=8, ge=2)
     of: str | None = Field(default=None, description="an earlier arm whose program is sampled (default: the start program)")
     temperature: float = Field(default=0.7, ge=0, le=2)
+    stop_at_pass: bool = Field(default=False, description="draw no sample after the first that passes every check")
 
 
 class SelectionDemosArm(_Arm):

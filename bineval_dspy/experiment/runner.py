@@ -14,13 +14,14 @@ from pathlib import Path
 import dspy
 from pydantic import BaseModel, Field
 
-from bineval_dspy.experiment.arms import ARMS, ArmContext, check_inputs
+from bineval_dspy.experiment.arms import ARMS, ArmContext, Stick, check_inputs
 from bineval_dspy.experiment.config import ExperimentConfig
 from bineval_dspy.lm.usage import Cost, measuring, total
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import build, splits_of, test_scorer
 from bineval_dspy.optimize.feedback import Evaluation
 from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer
+from bineval_dspy.programs.records import SelectionStats
 from bineval_dspy.programs.state import ProgramFile, prompt_length
 from bineval_dspy.stats.bootstrap import Interval
 
@@ -49,6 +50,7 @@ class ArmResult(BaseModel):
     prompt_chars: int | None = None
     program: ProgramFile | None = None
     steps: list[StepScore] = Field(default_factory=list)  # with test_every: the best program after each accepted step
+    selection: SelectionStats | None = None  # Best-of-N arms: samples drawn, pass@k, selection efficiency on test
 
     @property
     def lm_calls(self) -> int:
@@ -103,6 +105,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
             name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
             test=scorer.score(evaluations[arm.name]), program=state,
             prompt_chars=prompt_length(state.instructions, state.demos) if state is not None else None,
+            selection=program.selection_stats([str(ex.prompt) for ex in test]) if isinstance(program, Stick) else None,
         ))
         if audit is not None and config.test_every and config.baseline_arm in evaluations:
             experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm], student=program)
@@ -170,4 +173,8 @@ def markdown(results: ExperimentResults) -> str:
         for arm in stepped:
             each = [f"iteration {step.iteration}: {step.difference.text(signed=True)}" for step in arm.steps]
             lines.append(f"- {arm.name}: " + "; ".join(each))
+    selecting = [arm for arm in results.arms if arm.selection is not None]
+    if selecting:
+        lines += ["", "Best-of-N arms on test (pass@k: a passing sample among the first k drawn):"]
+        lines += [f"- {arm.name}: {arm.selection.text()}" for arm in selecting if arm.selection is not None]
     return "\n".join(lines)

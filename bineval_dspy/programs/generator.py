@@ -122,10 +122,12 @@ def generate_row(
     best_of: int = 1,
     judge: BinaryJudge | None = None,
     writer: TickQuestionWriter | None = None,
+    stop_at_pass: bool = False,
 ) -> GenerationRecord:
     """One output record: ``key``, ``prompt``, ``response``; with STICK also ``score``, ``checks`` and
     ``selection`` (best-of-N: every sample's score, the chosen index) and/or ``refinement`` (iterations).
-    Best-of-N runs first, then refinement improves the chosen sample."""
+    Best-of-N runs first (``stop_at_pass``: no sample after the first that passes every check), then refinement
+    improves the chosen sample."""
     if refine < 0 or best_of < 1:
         raise ValueError("refine must be >= 0 and best_of >= 1")
     if not refine and best_of == 1:
@@ -135,9 +137,9 @@ def generate_row(
     card: Scorecard | None = None
     selection = refinement = None
     if best_of > 1:
-        pick = ChecklistBestOfN(program, judge, best_of)(prompt=row.prompt, checklist=checklist)
+        pick = ChecklistBestOfN(program, judge, best_of, stop_at_pass=stop_at_pass)(prompt=row.prompt, checklist=checklist)
         response, card = pick.response, pick.scorecard
-        selection = Selection(n=best_of, candidates=pick.candidates, chosen=pick.chosen)
+        selection = Selection(n=best_of, candidates=pick.candidates, chosen=pick.chosen, stop_at_pass=stop_at_pass)
     else:
         response = program(prompt=row.prompt).response
     if refine:
@@ -197,6 +199,7 @@ def run_generation(
     judge: BinaryJudge | None = None,
     writer: TickQuestionWriter | None = None,
     meter: BudgetMeter | None = None,
+    stop_at_pass: bool = False,
 ) -> GenerationReport:
     """Generate a record per row (see ``generate_row``, plus its ``usage``), appending each to ``out_path`` as it
     finishes; a row starts only when ``meter``'s budget lets it.
@@ -216,7 +219,8 @@ def run_generation(
 
     def one(row: SuiteRow) -> tuple[SuiteRow, GenerationRecord | None, str]:
         try:
-            return row, generate_row(row, program, refine=refine, best_of=best_of, judge=judge, writer=writer), ""
+            record = generate_row(row, program, refine=refine, best_of=best_of, judge=judge, writer=writer, stop_at_pass=stop_at_pass)
+            return row, record, ""
         except Exception as exc:  # one failing row must not stop a long run; it is retried on the next
             return row, None, one_line(exc)
 

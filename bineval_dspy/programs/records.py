@@ -20,11 +20,52 @@ class CheckRecord(BaseModel):
 
 
 class Selection(BaseModel):
-    """Best-of-N: every sample (its rollout, response and score, or its error) and the index of the chosen one."""
+    """Best-of-N: every sample drawn (its rollout, response, score and whether it passed every check, or its
+    error) and the index of the chosen one; with ``stop_at_pass`` none after the first that passed."""
 
     n: int = Field(ge=2)
     candidates: list[dict[str, Any]]
     chosen: int = Field(ge=0)
+    stop_at_pass: bool = False
+
+
+class SelectionStats(BaseModel):
+    """What Best-of-N bought over a set of prompts: samples drawn, pass@k and how often the pick was a pass.
+
+    ``pass_at[k - 1]`` is the share of prompts with a passing sample among the first k drawn (one draw per prompt,
+    not the combinatorial estimate: stop-at-pass leaves nothing after the first pass to count). ``efficiency`` is
+    the share whose chosen sample passed over pass@N: below 1 when the checklist picked a failing sample though a
+    passing one was drawn."""
+
+    n: int
+    prompts: int
+    stop_at_pass: bool
+    mean_samples: float
+    pass_at: list[float]
+    efficiency: float | None
+
+    @classmethod
+    def of(cls, selections: list[Selection]) -> SelectionStats | None:
+        if not selections:
+            return None
+        n = max(s.n for s in selections)
+        first_pass = [next((i for i, c in enumerate(s.candidates) if c.get("passed")), None) for s in selections]
+        pass_at = [sum(i is not None and i < k for i in first_pass) / len(selections) for k in range(1, n + 1)]
+        chosen = sum(bool(s.candidates[s.chosen].get("passed")) for s in selections) / len(selections)
+        return cls(
+            n=n, prompts=len(selections), stop_at_pass=all(s.stop_at_pass for s in selections),
+            mean_samples=sum(len(s.candidates) for s in selections) / len(selections), pass_at=pass_at,
+            efficiency=chosen / pass_at[-1] if pass_at[-1] else None,
+        )
+
+    def text(self) -> str:
+        """One line: samples per prompt, pass@1, pass@N and the efficiency."""
+        stop = ", stopping at the first pass" if self.stop_at_pass else ""
+        efficiency = "n/a" if self.efficiency is None else f"{self.efficiency:.2f}"
+        return (
+            f"{self.mean_samples:.2f} of {self.n} samples per prompt{stop}; pass@1 {self.pass_at[0]:.3f}, "
+            f"pass@{self.n} {self.pass_at[-1]:.3f}; selection efficiency {efficiency} ({self.prompts} prompts)"
+        )
 
 
 class Refinement(BaseModel):

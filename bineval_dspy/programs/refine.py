@@ -2,7 +2,8 @@
 
 ``SelfRefine`` turns the failed checks of a response into a plan and a rewrite that must fix them
 while keeping what passed, re-judges, and keeps the best version seen (never a lower-scoring one).
-``ChecklistBestOfN`` samples N responses and keeps the one the checklist scores highest.
+``ChecklistBestOfN`` samples N responses and keeps the one the checklist scores highest, or stops at the first
+that passes every check (``stop_at_pass``: with exact code checks a passing sample cannot be beaten).
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ class RewriteResponse(dspy.Signature):
 def rank(card: Scorecard | None) -> float:
     """The value compared across versions: the overall score; a card with nothing answered ranks last."""
     return -1.0 if card is None or card.overall is None else card.overall
+
+
+def passes(card: Scorecard | None) -> bool:
+    """Every criterion met and every question answered: the only sample stop-at-pass may stop at."""
+    return card is not None and card.complete and card.overall == 1.0
 
 
 def check_lists(checklist: Checklist, card: Scorecard) -> tuple[list[str], list[str]]:
@@ -123,13 +129,14 @@ class SelfRefine(dspy.Module):
 class ChecklistBestOfN(dspy.Module):
     """STICK Best-of-N: ``forward(prompt, checklist) -> Prediction(response, scorecard, candidates, chosen)``.
 
-    Samples ``n`` responses from ``program`` (called as ``program(prompt=..., config=...)``, returning a
+    Samples up to ``n`` responses from ``program`` (called as ``program(prompt=..., config=...)``, returning a
     prediction with ``.response``) at ``temperature``, each with its own ``rollout_id`` so cached samples differ
-    yet replay on a rerun; judges each; returns the highest overall score, the first on ties. A sample that
-    fails is recorded with its error; only if all fail does the error propagate.
+    yet replay on a rerun; judges each; returns a passing sample before any other, then the highest overall score,
+    the first on ties. ``stop_at_pass`` draws no sample after the first that passes. A sample that fails is
+    recorded with its error; only if all fail does the error propagate.
     """
 
-    def __init__(self, program: dspy.Module, judge: BinaryJudge, n: int, temperature: float = 0.7) -> None:
+    def __init__(self, program: dspy.Module, judge: BinaryJudge, n: int, temperature: float = 0.7, stop_at_pass: bool = False) -> None:
         super().__init__()
         if n < 1:
             raise ValueError("n must be at least 1")
@@ -137,6 +144,7 @@ class ChecklistBestOfN(dspy.Module):
         self.judge = judge
         self.n = n
         self.temperature = temperature
+        self.stop_at_pass = stop_at_pass
 
     def forward(self, prompt: str, checklist: Checklist) -> dspy.Prediction:
         candidates: list[dict[str, Any]] = []
@@ -152,13 +160,15 @@ class ChecklistBestOfN(dspy.Module):
                 cards.append(None)
                 continue
             card = self.judge(input=prompt, output=text, checklist=checklist)
-            candidates.append({"rollout_id": rollout, "response": text, "score": card.overall})
+            candidates.append({"rollout_id": rollout, "response": text, "score": card.overall, "passed": passes(card)})
             cards.append(card)
+            if self.stop_at_pass and passes(card):
+                break
         answered = [i for i, card in enumerate(cards) if card is not None]
         if not answered:
             assert last_error is not None
             raise last_error
-        chosen = max(answered, key=lambda i: rank(cards[i]))  # max keeps the first of equal scores
+        chosen = max(answered, key=lambda i: (passes(cards[i]), rank(cards[i])))  # max keeps the first of equals
         return dspy.Prediction(
             response=candidates[chosen]["response"], scorecard=cards[chosen], candidates=candidates, chosen=chosen
         )

@@ -133,6 +133,9 @@ n = 2
     # Best-of-2 samples the start prompt: the scripted generator never writes bullets for it, so nothing to select
     assert arms["best-of-2"]["test"]["accuracy"]["strict_prompt"]["estimate"] == 0.0
     assert arms["best-of-2"]["test_usage"]["lm_calls"] == 2 * 5
+    selection = arms["best-of-2"]["selection"]  # no sample passes: pass@k 0, both drawn, no efficiency to speak of
+    assert selection["pass_at"] == [0.0, 0.0] and selection["mean_samples"] == 2 and selection["efficiency"] is None
+    assert arms["start"]["selection"] is None
     # nothing passes among the start prompt's samples: no demonstration to offer, the start program stands
     selection = arms["selection-demos"]
     assert selection["program"]["demos"] == {} and selection["optimization"]["lm_calls"] >= 2 * 3
@@ -177,16 +180,19 @@ def test_show_and_report_read_an_experiment(tmp_path, scripted, capsys):
     suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(6)) + "\n")
     config = tmp_path / "exp.toml"
     body = f'mode = "self"\nrun_dir = "runs/e"\n[data]\nsuite = "{suite.name}"\ntrain = 2\nval = 2\ntest = 2\n[program]\ninstructions = "Answer."\n'
-    config.write_text(body + '[[arms]]\nname = "start"\nkind = "start"\n[[arms]]\nname = "guard"\nkind = "bineval"\n')
+    best = '[[arms]]\nname = "best"\nkind = "best_of"\nn = 2\nstop_at_pass = true\n'
+    config.write_text(body + '[[arms]]\nname = "start"\nkind = "start"\n[[arms]]\nname = "guard"\nkind = "bineval"\n' + best)
     assert cli.main(["experiment", str(config)]) == 0
     run = tmp_path / "runs" / "e"
+    assert "- best: 2.00 of 2 samples per prompt, stopping at the first pass" in (run / "results.md").read_text()
     capsys.readouterr()
     assert cli.main(["show", str(run)]) == 0
     err = "".join(capsys.readouterr())  # a table: on stdout or stderr, as the console conventions have it
-    assert "== experiment:" in err and "guard" in err and "+1.00 [1.00, 1.00]" in err
+    assert "== experiment:" in err and "guard" in err and "+1.00 [1.00, 1.00]" in err and "best: 2.00 of 2 samples" in err
     assert cli.main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
-    assert "2 arms on 2 test items" in html and "+1.000 [1.000, 1.000]" in html
+    assert "3 arms on 2 test items" in html and "+1.000 [1.000, 1.000]" in html
+    assert "best (Best-of-2): 2.00 of 2 samples per prompt, stopping at the first pass" in html
 
 
 def _program_arm_config(tmp_path, path: str) -> Path:

@@ -249,3 +249,20 @@ def test_generate_one_row_with_the_embedded_model(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     (record,) = read(out)
     assert record["key"] == "0" and record["response"].strip()
+
+
+def test_cli_stop_at_pass_records_fewer_samples_and_is_a_setting_of_its_own(tmp_path, monkeypatch, capsys):
+    samples = iter([BAD, GOOD, BAD, GOOD, GOOD])
+    use_lm(monkeypatch, stick_script(generate=lambda prompt: next(samples)))
+    out = tmp_path / "out.jsonl"
+    suite = write_suite(tmp_path / "s.jsonl", [OCEAN])
+    argv = ["generate", "--suite", str(suite), "--best-of", "3", "--threads", "1", "-o", str(out)]
+    assert cli.main([*argv, "--stop-at-pass"]) == 0
+    (record,) = read(out)
+    assert record["response"] == GOOD and record["selection"]["stop_at_pass"] is True
+    assert [c["passed"] for c in record["selection"]["candidates"]] == [False, True]
+    printed = capsys.readouterr().out
+    assert "2.00 of 3 samples per prompt, stopping at the first pass" in printed and "pass@3 1.000" in printed
+    assert cli.main(argv) == 2  # output made with stop-at-pass is not resumed by a run without it
+    assert cli.main(["generate", "--suite", str(suite), "--stop-at-pass", "-o", str(tmp_path / "o.jsonl")]) == 2
+    assert "--stop-at-pass stops Best-of-N early" in capsys.readouterr().err

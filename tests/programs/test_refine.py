@@ -172,3 +172,43 @@ def test_best_of_n_raises_when_every_sample_fails():
     dspy.configure(lm=scripted_lm(script))
     with pytest.raises(Exception, match="down"):
         ChecklistBestOfN(Generator(), BinaryJudge(), n=2)(prompt=ROW.prompt, checklist=CODE_ONLY)
+
+
+def test_stop_at_pass_draws_no_sample_after_the_first_that_passes():
+    samples = iter([BAD, HALF, GOOD, GOOD + " Yes."])
+    lm = scripted_lm(stick_script(generate=lambda prompt: next(samples)))
+    dspy.configure(lm=lm)
+    pick = ChecklistBestOfN(Generator(), BinaryJudge(), n=4, stop_at_pass=True)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    assert pick.response == GOOD and pick.chosen == 2
+    assert [c["passed"] for c in pick.candidates] == [False, False, True]
+    assert kinds(lm.engine).count("generate") == 3
+
+
+def test_a_passing_sample_is_chosen_over_one_that_scored_as_high_on_part_of_its_checks():
+    """Without stop-at-pass too: a card scored on its answered questions only (partial) never beats a pass."""
+    from bineval_dspy.core.schema import Scorecard
+    from bineval_dspy.programs.refine import passes
+
+    card = Scorecard(dimension_scores={}, overall=1.0, verdicts=[], unanswered=1, partial=True)
+    assert not passes(card) and not passes(None)
+    assert passes(card.model_copy(update={"unanswered": 0, "partial": False}))
+
+
+def test_selection_stats_count_pass_at_k_samples_and_efficiency():
+    from bineval_dspy.programs.records import Selection, SelectionStats
+
+    def drawn(*passed: bool, chosen: int, stop: bool = False) -> Selection:
+        return Selection(n=4, candidates=[{"passed": p} for p in passed], chosen=chosen, stop_at_pass=stop)
+
+    stats = SelectionStats.of([
+        drawn(False, True, chosen=1, stop=True),  # passes at its 2nd sample
+        drawn(False, False, False, False, chosen=0, stop=True),  # never passes
+        drawn(True, chosen=0, stop=True),  # at its 1st
+        drawn(False, False, True, chosen=2, stop=True),  # at its 3rd
+    ])
+    assert stats is not None and stats.pass_at == [0.25, 0.5, 0.75, 0.75]
+    assert stats.mean_samples == 2.5 and stats.efficiency == 1.0 and stats.stop_at_pass
+    missed = SelectionStats.of([drawn(True, False, False, False, chosen=1), drawn(False, False, False, False, chosen=0)])
+    assert missed is not None and missed.efficiency == 0.0 and not missed.stop_at_pass  # a pass was drawn, not picked
+    assert SelectionStats.of([]) is None
+    assert "pass@4 0.750" in stats.text()

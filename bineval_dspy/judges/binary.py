@@ -400,13 +400,22 @@ def _majority(question_id: str, votes: list[Verdict], partial: bool = False) -> 
 
 def calibrated(verdict: Verdict, prior: Verdict) -> Verdict:
     """Contextual calibration of one verdict: P(yes) reweighted by the question's content-free P(yes) ``c``,
-    p' = (p/c) / (p/c + (1-p)/(1-c)), and the answer yes exactly when p' >= 0.5 (p >= c). A verdict without P(yes),
-    or a question whose prior could not be read, stays as it was and says so."""
+    p' = (p/c) / (p/c + (1-p)/(1-c)), and the answer yes exactly when p' >= 0.5 (p >= c). Calibration that cannot
+    be done (no P(yes) read for the verdict, or the prior's call failed or gave none) leaves the question unanswered:
+    the LM's own answer is the yes-biased one calibration was asked to correct."""
     p, c = verdict.p_yes, prior.p_yes
-    if verdict.answer == "unanswered" or p is None:
+    if verdict.answer == "unanswered":
         return verdict
-    if c is None or not 0 < c < 1:
-        return verdict.model_copy(update={"explanation": f"{verdict.explanation} (uncalibrated: no content-free P(yes))".strip()})
+    reason = (
+        "no P(yes) was read for the verdict" if p is None
+        else f"no content-free P(yes) was read ({prior.explanation or prior.answer})" if c is None
+        else f"a content-free P(yes) of {c} divides nothing out" if not 0 < c < 1
+        else None
+    )
+    if reason is not None:
+        update = {"answer": "unanswered", "p_yes": None, "explanation": f"calibration failed: {reason}. {verdict.explanation}".strip()}
+        return verdict.model_copy(update=update)
+    assert p is not None and c is not None
     yes, no = p / c, (1 - p) / (1 - c)
     p_cal = yes / (yes + no)
     answer: Literal["yes", "no"] = "yes" if p_cal >= 0.5 else "no"

@@ -434,14 +434,32 @@ def test_duplicate_rows_of_two_writers_are_kept_once_on_resume(tmp_path, monkeyp
     assert [r["line"] for r in results(out)] == [1, 2]
 
 
-@pytest.mark.parametrize("option", [["--probability"], ["--calibration", "content_free"]])
-def test_probability_without_logprobs_marks_every_verdict(tmp_path, capsys, option):
+def test_probability_without_logprobs_marks_every_verdict(tmp_path, capsys):
     write_inputs(tmp_path, questions=[Question(text="Is it short?", dimension="d"), Question(text="Is it kind?", dimension="d")])
     with scripted_server(lambda body: verdict("yes")) as server:  # this server never sends logprobs
-        assert cli.main(judge_args(tmp_path, *server.lm_args(), *option)) == ExitCode.OK
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--probability")) == ExitCode.OK
     verdicts = results(tmp_path / "out.jsonl")[0]["scorecard"]["verdicts"]
     assert all(v["p_yes"] is None and "[no P(yes): the LM sent no logprobs" in v["explanation"] for v in verdicts)
     assert "2 verdict(s) without P(yes)" in capsys.readouterr().err
+
+
+def test_calibration_without_logprobs_or_with_failed_priors_leaves_verdicts_unanswered(tmp_path, capsys):
+    """Calibration corrects a yes-biased answer; where it cannot run, the biased answer is no verdict."""
+    write_inputs(tmp_path, questions=[Question(text="Is it short?", dimension="d"), Question(text="Is it kind?", dimension="d")])
+    with scripted_server(lambda body: verdict("yes")) as server:  # this server never sends logprobs
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--calibration", "content_free")) == ExitCode.INCOMPLETE
+    verdicts = results(tmp_path / "out.jsonl")[0]["scorecard"]["verdicts"]
+    assert all(v["answer"] == "unanswered" and "calibration failed" in v["explanation"] for v in verdicts)
+
+    def prior_fails(body: dict) -> str | tuple[int, dict]:
+        if "N/A" in json.dumps(body):  # the content-free output: the server errs on every prior
+            return 500, {"error": {"message": "prior down"}}
+        return verdict("yes")
+
+    (tmp_path / "out.jsonl").unlink()
+    with scripted_server(prior_fails) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--calibration", "content_free", "--timeout", "1"))
+    assert code == ExitCode.INCOMPLETE and all(v["answer"] == "unanswered" for v in results(tmp_path / "out.jsonl")[0]["scorecard"]["verdicts"])
 
 
 def test_show_escapes_terminal_control_sequences(tmp_path, monkeypatch, capsys):

@@ -151,8 +151,10 @@ def test_calibrated_divides_out_the_content_free_prior():
     assert "0.80 against 0.90" in out.explanation
     neutral = calibrated(raw, prior.model_copy(update={"p_yes": 0.5}))
     assert neutral.p_yes == pytest.approx(0.8) and neutral.answer == "yes"  # a 0.5 prior changes nothing
-    unread = calibrated(raw, prior.model_copy(update={"p_yes": None}))
-    assert unread.p_yes == 0.8 and unread.answer == "yes" and "uncalibrated" in unread.explanation
+    for failed_prior in ({"p_yes": None, "answer": "unanswered", "explanation": "HTTP 500"}, {"p_yes": 1.0}):
+        unread = calibrated(raw, prior.model_copy(update=failed_prior))  # calibration asked for, and impossible
+        assert unread.answer == "unanswered" and unread.p_yes is None and "calibration failed" in unread.explanation
+    assert calibrated(raw.model_copy(update={"p_yes": None}), prior).answer == "unanswered"
     missing = Verdict(question_id="q", answer="unanswered", judge="lm")
     assert calibrated(missing, prior) == missing  # never turned into an answer
 
@@ -184,6 +186,21 @@ def test_content_free_calibration_asks_each_question_about_an_empty_output():
     lm.engine.requests.clear()
     hard = BinaryJudge(calibration="content_free", explanations="none")(input="A", output="S", checklist=CHECKLIST)
     assert hard.dimension_scores == {"consistency": 0.5, "fluency": 1.0}  # calibrated answers, scored as 1/0
+
+
+def test_a_verdict_whose_content_free_prior_failed_is_unanswered_never_an_uncalibrated_yes():
+    from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
+    from bineval_dspy.testing.scripted import Reply
+
+    def script(request: Request) -> Reply:
+        if output_of(request) == CONTENT_FREE_OUTPUT:
+            raise RuntimeError("HTTP 500 from the server")
+        return Reply(verdict_json("yes"), 0.9)
+
+    dspy.configure(lm=scripted_lm(script))
+    card = BinaryJudge(calibration="content_free", explanations="none")(input="A", output="S", checklist=CHECKLIST)
+    assert [v.answer for v in card.verdicts] == ["unanswered"] * 3 and card.overall is None
+    assert all("calibration failed" in v.explanation for v in card.verdicts)
 
 
 def test_calibration_needs_one_sample():

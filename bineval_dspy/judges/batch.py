@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, create_model
 
 from bineval_dspy.core.schema import Question, Verdict
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
+from bineval_dspy.judges.replies import parsed_reply, unfenced
 
 TOKENS_PER_ANSWER = 16  # '"q12": {"answer": "yes"}, ' and some slack
 TOKENS_PER_EXPLAINED = 72
@@ -61,10 +62,13 @@ def numbered(questions: Sequence[Question]) -> str:
 
 class BatchAdapter(dspy.JSONAdapter):
     """JSON adapter whose parse keeps whatever verdicts the reply holds (validated one by one by ``read_batch``);
-    a reply with no JSON object of verdicts at all is a parse error."""
+    a reply that is not one JSON object of verdicts (prose around it, a key given twice, more answers than
+    questions) is a parse error: every question unanswered."""
 
     def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
-        repaired = json_repair.loads(completion or "")
+        asked = len(signature.output_fields["verdicts"].annotation.model_fields)
+        whole = parsed_reply(self, signature, completion, answers=asked)  # one object, each key once, at the start
+        repaired = whole if whole is not None else json_repair.loads(unfenced(completion))
         verdicts = repaired.get("verdicts") if isinstance(repaired, dict) else None
         if not isinstance(verdicts, dict):
             raise AdapterParseError(

@@ -30,6 +30,7 @@ from bineval_dspy.judges import batch
 from bineval_dspy.judges.base import CodeRouter
 from bineval_dspy.judges.code import make_code_router
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
+from bineval_dspy.judges.replies import parsed_reply, unfenced
 from bineval_dspy.lm._batching import call_order
 from bineval_dspy.lm.cache import reply_journal
 from bineval_dspy.verifiers import Mode
@@ -75,13 +76,24 @@ NO_P_YES = "[no P(yes): the LM sent no logprobs at the verdict token; scored by 
 LOCAL_PARALLEL = 16  # questions sent together to an in-process model, which decodes them as one batch
 
 
-class VerdictFirstAdapter(dspy.JSONAdapter):
+class StrictJSONAdapter(dspy.JSONAdapter):
+    """DSPy's JSON adapter, reading only a reply that is one JSON object with one answer (``replies.check_reply``):
+    prose around a quoted schema, a second object or a key given twice is a parse error, so the verdict is
+    unanswered. A reply cut short by the token limit is still repaired as DSPy does."""
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        parsed_reply(self, signature, completion)
+        return super().parse(signature, unfenced(completion))
+
+
+class VerdictFirstAdapter(StrictJSONAdapter):
     """JSON adapter for a reply cut off after the verdict's answer (``EXPLANATION_STOP``): the reply must start
     as the schema says, and the answer is read there, never searched for elsewhere in the text."""
 
     def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
-        match = _VERDICT_START.match(completion or "")
-        answer = match.group(1) if match else _whole_reply_answer(completion)
+        parsed_reply(self, signature, completion)
+        match = _VERDICT_START.match(unfenced(completion))
+        answer = match.group(1) if match else _whole_reply_answer(unfenced(completion))
         if answer is None:
             raise AdapterParseError(
                 adapter_name=type(self).__name__,
@@ -166,7 +178,7 @@ class BinaryJudge(dspy.Module):
         self.samples = samples
         self.probability = probability
         self.sample_temperature = sample_temperature
-        self.adapter = adapter or dspy.JSONAdapter()
+        self.adapter = adapter or StrictJSONAdapter()
         self.verifier_mode = verifier_mode
         self.partial = partial
         self.code_router = code_router or make_code_router(verifier_mode)

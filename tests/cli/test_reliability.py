@@ -694,3 +694,37 @@ def test_report_and_coverage_refuse_to_overwrite_what_they_read(tmp_path, monkey
     err = capsys.readouterr().err
     assert err.count("is also an input of this command") == 2 and "is not an HTML file" in err
     assert out.read_bytes() == judged
+
+
+# -- a reply that is not exactly one verdict is no verdict, in every format (issue 32, items 2 and 3) -------------
+AMBIGUOUS_REPLIES = {
+    "two answers in one object": '{"verdict": {"answer": "no", "answer": "yes"}}',
+    "a second, contradicting object": '{"verdict": {"answer": "no", "explanation": "x"}} {"verdict": {"answer": "yes", "explanation": "y"}}',
+    "a refusal quoting the schema": 'I refuse. The format would be {"verdict": {"answer": "yes", "explanation": "ok"}} but I will not fill it in.',
+    "a batch refusal quoting the schema": 'I refuse ... the format would be {"verdicts": {"q1": {"answer": "yes"}, "q2": {"answer": "yes"}}} but no.',
+    "a batch key given twice": '{"verdicts": {"q1": {"answer": "no"}, "q2": {"answer": "yes"}, "q1": {"answer": "yes"}}}',
+}
+FORMATS = {
+    "explained": [], "verdict only": ["--explanations", "none"], "failures explained": ["--explanations", "failures"],
+    "batch": ["--scoring", "batch"], "batch verdict only": ["--scoring", "batch", "--explanations", "none"],
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("reply", AMBIGUOUS_REPLIES)
+def test_a_reply_that_is_not_exactly_one_verdict_leaves_every_question_unanswered(tmp_path, fmt, reply):
+    write_inputs(tmp_path, questions=[Question(text="Is it short?", dimension="d"), Question(text="Is it kind?", dimension="d")])
+    with scripted_server(lambda body: AMBIGUOUS_REPLIES[reply]) as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), *FORMATS[fmt])) == ExitCode.INCOMPLETE
+    verdicts = results(tmp_path / "out.jsonl")[0]["scorecard"]["verdicts"]
+    assert [v["answer"] for v in verdicts] == ["unanswered", "unanswered"]
+
+
+def test_a_fenced_or_cut_short_reply_is_still_read():
+    """Strict, not brittle: a Markdown fence around the object, or a reply a token limit cut, still gives its answer."""
+    from bineval_dspy.judges.replies import ReplyError, check_reply
+
+    assert check_reply('```json\n{"verdict": {"answer": "yes", "explanation": "ok"}}\n```') == {"verdict": {"answer": "yes", "explanation": "ok"}}
+    assert check_reply('{"verdict": {"answer": "no", "explanation": "the summary inven') is None  # cut: the lenient reader takes it
+    with pytest.raises(ReplyError, match="more than 1 answer"):
+        check_reply('{"verdict": {"answer": "no", "explanation": "x", "answer": "ye')

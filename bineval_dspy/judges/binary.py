@@ -424,10 +424,9 @@ def calibrated(verdict: Verdict, prior: Verdict) -> Verdict:
         else f"a content-free P(yes) of {c} divides nothing out" if not 0 < c < 1
         else None
     )
-    if reason is not None:
-        update = {"answer": "unanswered", "p_yes": None, "explanation": f"calibration failed: {reason}. {verdict.explanation}".strip()}
-        return verdict.model_copy(update=update)
-    assert p is not None and c is not None
+    if reason is not None or p is None or c is None:
+        failed = {"answer": "unanswered", "p_yes": None, "explanation": f"calibration failed: {reason}. {verdict.explanation}".strip()}
+        return verdict.model_copy(update=failed)
     yes, no = p / c, (1 - p) / (1 - c)
     p_cal = yes / (yes + no)
     answer: Literal["yes", "no"] = "yes" if p_cal >= 0.5 else "no"

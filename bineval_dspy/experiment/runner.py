@@ -101,6 +101,8 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
                 best = (audit.best.instructions, audit.best.demos, audit.best.thresholds)
                 evaluations[arm.name] = scorer.evaluation(best, arm.name, student=program)
         state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos", "finetune", "program") else None
+        if state is not None and state.weights is not None:  # written from the run folder, so the results can move
+            state.weights = state.weights.relative_to(config.run_dir)
         experiment.arms.append(ArmResult(
             name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
             test=scorer.score(evaluations[arm.name]), program=state,

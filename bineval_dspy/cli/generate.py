@@ -111,7 +111,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.programs.generator import run_generation, unchecked
     from bineval_dspy.programs.records import Selection, SelectionStats
-    from bineval_dspy.programs.state import demos_of
+    from bineval_dspy.programs.state import demos_of, program_path
     from bineval_dspy.programs.weights import weights_of
     from bineval_dspy.suites.rows import load_suite
     from bineval_dspy.verifiers import code_digest
@@ -131,7 +131,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.dry_run:
         shown.print(_plan(args, rows, _program(args, instructions), out).summary())
         return ExitCode.OK
-    check_output_path(out, suite_path, *([Path(args.instructions)] if args.instructions else []))
+    inputs = [Path(path) for path in (args.instructions,) if path] + ([program_path(Path(args.program))] if args.program else [])
+    check_output_path(out, suite_path, *inputs)
     if out.exists():
         _earlier_records(out)  # a malformed output file is reported before any LM is loaded
     lm = runtime.configure(lm_options(args), args.cache_dir)

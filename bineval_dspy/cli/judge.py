@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,6 +175,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.lm.usage import Cost
+    from bineval_dspy.programs.state import demos_of, instructions_of, program_path
     from bineval_dspy.programs.weights import weights_of
     from bineval_dspy.verifiers import code_digest
 
@@ -190,7 +192,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
             shown.print(batch_plan(target, plan_of_calls))
         return ExitCode.OK
-    check_output_path(out, data_path, checklist_path)
+    check_output_path(out, data_path, checklist_path, *([program_path(Path(args.program))] if args.program else []))
     if args.calibration != "none" and args.samples > 1:
         raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
     if args.concurrency is not None and args.threads is not None:
@@ -206,6 +208,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         "judge": judge.spec().model_dump_json(),
         "lm": lm_identity(lm),  # with the sampling settings (--temperature, --max-tokens) the spec leaves out
         **({"weights": weights.adapter_sha256} if (weights := weights_of(judge)) is not None else {}),  # a fine-tuned judge's
+        **({"program": digest(json.dumps([instructions_of(judge), demos_of(judge)], sort_keys=True))} if args.program else {}),
         **({"verifiers": code_digest()} if any(q.verifier for q in checklist.questions) else {}),
     }
     finished = _finished_rows(out) if open_for_resume(out, fingerprint, args.overwrite) else set()

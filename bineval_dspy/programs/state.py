@@ -125,9 +125,14 @@ class ProgramFile(BaseModel):
         tmp.replace(path)
 
 
+def program_path(path: Path) -> Path:
+    """The program file a ``--program`` argument names: a run directory stands for the ``program.json`` in it."""
+    return path / PROGRAM_FILE if path.is_dir() else path
+
+
 def load_program(path: Path, kind: Literal["generator", "judge"] | None = None) -> ProgramFile:
     """Read ``program.json`` (a run directory stands for the file in it); a wrong kind is one located error."""
-    file = path / PROGRAM_FILE if path.is_dir() else path
+    file = program_path(path)
     program = load_model(file, ProgramFile)
     if kind is not None and program.kind != kind:
         raise InputError(f"{file}: field 'kind': a {program.kind} program, this command runs a {kind}")

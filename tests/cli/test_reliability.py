@@ -728,3 +728,39 @@ def test_a_fenced_or_cut_short_reply_is_still_read():
     assert check_reply('{"verdict": {"answer": "no", "explanation": "the summary inven') is None  # cut: the lenient reader takes it
     with pytest.raises(ReplyError, match="more than 1 answer"):
         check_reply('{"verdict": {"answer": "no", "explanation": "x", "answer": "ye')
+
+
+# -- resume and output paths know the judge program (issue 32, items 7 and 8) --------------------------------------
+def _judge_program(path: Path, instructions: str) -> Path:
+    from bineval_dspy.judges.binary import BinaryJudge
+    from bineval_dspy.programs.state import ProgramFile, instructions_of
+
+    state = ProgramFile.of(BinaryJudge())
+    state.instructions = {name: instructions for name in instructions_of(BinaryJudge())}
+    state.save(path)
+    return path
+
+
+def test_resume_refuses_output_made_by_another_judge_program(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    first, second = _judge_program(tmp_path / "p1.json", "Judge strictly."), _judge_program(tmp_path / "p2.json", "Judge kindly.")
+    assert cli.main(judge_args(tmp_path, "--program", str(first), "--limit", "1")) == ExitCode.OK
+    capsys.readouterr()
+    assert cli.main(judge_args(tmp_path, "--program", str(second))) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert "resuming" not in err and "program" in err and len(results(tmp_path / "out.jsonl")) == 1
+    assert cli.main(judge_args(tmp_path, "--program", str(first))) == ExitCode.OK  # the same program resumes
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_an_output_path_that_is_the_program_is_refused(tmp_path, monkeypatch, capsys, overwrite):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path)
+    program = _judge_program(tmp_path / "p.json", "Judge strictly.")
+    before = program.read_bytes()
+    argv = [*judge_args(tmp_path, "--program", str(tmp_path)), *overwrite]  # a folder stands for its program.json
+    (tmp_path / "program.json").write_bytes(before)
+    argv[argv.index("-o") + 1] = str(tmp_path / "program.json")
+    assert cli.main(argv) == ExitCode.INPUT
+    assert "is also an input of this command" in capsys.readouterr().err and (tmp_path / "program.json").read_bytes() == before

@@ -116,14 +116,21 @@ def _count_rows(path: Path, limit: int | None) -> int:
 def _finished_rows(out: Path) -> set[int]:
     """The data lines of complete rows of earlier output. Incomplete rows, a torn last line (a killed run) and
     repeats are dropped from the file, rewritten atomically, to be judged again; a file with none is left as is."""
-    from bineval_dspy.judges.rows import JUDGE_KEY
+    from pydantic import ValidationError
+
+    from bineval_dspy.judges.rows import JUDGE_KEY, JudgeResult
 
     kept: dict[int, int] = {}  # data line -> the output line that holds it
     read = 0
     for number, obj in read_jsonl(out, required=(JUDGE_KEY,), torn_tail=True):
         ours = obj[JUDGE_KEY]
-        if not isinstance(ours, dict) or not isinstance(ours.get("line"), int) or "complete" not in ours:
-            raise InputError(f"{out}:{number}: field '{JUDGE_KEY}' is not a judge result; use --overwrite or a new output path")
+        try:  # a row kept is a row show and report will read: the whole result, not just its line and flag
+            JudgeResult.model_validate(ours)
+        except ValidationError as exc:
+            where = ".".join(str(part) for part in exc.errors()[0]["loc"])
+            raise InputError(
+                f"{out}:{number}: field '{JUDGE_KEY}.{where}' is not a judge result; use --overwrite or a new output path"
+            ) from None
         read += 1
         if ours["complete"]:
             kept.setdefault(ours["line"], number)

@@ -96,6 +96,8 @@ def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False) ->
             recorded = json.loads(read_text(record))
         except json.JSONDecodeError:
             raise InputError(f"{record}: malformed JSON; use --overwrite or a new output path") from None
+        if not isinstance(recorded, dict):
+            raise InputError(f"{record}: not a JSON object of settings; use --overwrite or a new output path")
         difference = first_difference(recorded, current)
         if difference:
             raise InputError(f"{out}: made with other settings ({difference}); use --overwrite or a new output path")

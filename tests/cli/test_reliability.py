@@ -764,3 +764,27 @@ def test_an_output_path_that_is_the_program_is_refused(tmp_path, monkeypatch, ca
     argv[argv.index("-o") + 1] = str(tmp_path / "program.json")
     assert cli.main(argv) == ExitCode.INPUT
     assert "is also an input of this command" in capsys.readouterr().err and (tmp_path / "program.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("sidecar", ["5", "null", "[]"])
+def test_a_fingerprint_sidecar_that_is_not_an_object_is_one_line(tmp_path, monkeypatch, capsys, sidecar):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path)
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    (tmp_path / "out.jsonl.fingerprint.json").write_text(sidecar)
+    capsys.readouterr()
+    assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not a JSON object of settings" in err and "Traceback" not in err
+
+
+def test_a_damaged_output_row_is_one_located_line_not_a_traceback(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path)
+    assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    out = tmp_path / "out.jsonl"
+    out.write_text(json.dumps({"input": "a", "output": "b", "bineval": {"line": 1, "complete": True}}) + "\n")
+    capsys.readouterr()
+    assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "out.jsonl:1: field 'bineval.scorecard'" in err

@@ -104,6 +104,7 @@ def _plan(args: argparse.Namespace, rows: list, program: Generator, out: Path) -
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate (optionally STICK-improved) responses for a suite; resumable into output made the same way."""
+    from bineval_dspy.checklists.tick import TickQuestionWriter
     from bineval_dspy.cli.judge import runtime_priced
     from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.judges.runner import parallelism
@@ -139,6 +140,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     meter = budget_meter(args, [lm.model])
     program = _program(args, instructions)
     judge = BinaryJudge(verifier_mode=args.mode) if (args.refine or args.best_of > 1) else None
+    writer = TickQuestionWriter() if judge is not None else None
     fingerprint = {
         "suite": file_digest(suite_path),
         "instructions": digest(program.generate.signature.instructions),
@@ -166,6 +168,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         refine=args.refine,
         best_of=args.best_of,
         judge=judge,
+        writer=writer,
         meter=meter,
         stop_at_pass=args.stop_at_pass,
     )
@@ -192,6 +195,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     shown.print(table)
     if stats is not None:
         shown.print(f"best-of-{stats.n}: {stats.text()}")
+    if writer is not None and writer.fallbacks:  # those rows were judged by their code checks alone
+        console.print(
+            f"{writer.fallbacks} row(s) got no TICK questions (the LM's reply did not parse): code checks only; "
+            "rerun with --overwrite to ask again", style="yellow",
+        )
     for key, error in report.failures[:5]:
         console.print(styled(("failed", "red"), f" row {key}: {error}"))
     shown.print(f"wrote {report.written} row(s) to {out}" if report.written else f"nothing new written to {out}")

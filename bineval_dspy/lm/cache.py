@@ -2,8 +2,10 @@
 
 DSPy stores every reply before any adapter reads it, so a reply that gave no verdict (no choices, null or empty
 content, text that does not parse) would be replayed on every rerun: the row could never be retried, whatever
-the server does now. ``ReplyCache`` never stores a reply without text, and a ``reply_journal`` block records the
-cache entries its LM calls read or wrote, so the caller can ``forget`` them when the reply proved unusable.
+the server does now. ``ReplyCache`` never stores a reply without text; ``ForgetUnparsed``, installed with the cache,
+forgets the entries of any LM call whose reply an adapter could not parse, whoever made the call (a question writer,
+a holistic scorer, a judge); and a ``reply_journal`` block records the cache entries its LM calls read or wrote, so
+a caller can ``forget`` them when a parsed reply still proved unusable (an answer that is neither yes nor no).
 
 A reply that came with logprobs also answers the same request without them: logprobs are a read-out of the reply,
 not an input to it. So a hard-answer judge after a P(yes) judge on the same questions costs no LM call.
@@ -22,8 +24,10 @@ from typing import Any
 import dspy
 from dspy.clients import DISK_CACHE_LIMIT
 from dspy.clients.cache import Cache
+from dspy.utils.callback import BaseCallback
 
 _journal: ContextVar[Journal | None] = ContextVar("bineval_reply_journal", default=None)
+_last_call: ContextVar[list[tuple[ReplyCache, str]] | None] = ContextVar("bineval_last_call", default=None)
 
 
 class Journal:
@@ -106,12 +110,29 @@ class ReplyCache(Cache):
             self.disk_cache.delete(key)
 
     def _record(self, request: dict[str, Any], ignored: list[str] | None) -> None:
-        journal = _journal.get()
-        if journal is not None:
-            try:
-                journal.entries.append((self, self.cache_key(request, ignored)))
-            except Exception:  # a request DSPy itself could not key was never cached
-                pass
+        journal, last = _journal.get(), _last_call.get()
+        if journal is None and last is None:
+            return
+        try:
+            key = self.cache_key(request, ignored)
+        except Exception:  # a request DSPy itself could not key was never cached
+            return
+        for entries in (journal.entries if journal is not None else None, last):
+            if entries is not None:
+                entries.append((self, key))
+
+
+class ForgetUnparsed(BaseCallback):
+    """No unusable reply is replayed: when an adapter cannot parse a reply, the cache entries the LM call before it
+    read or wrote (in this thread) are forgotten, so a rerun asks again instead of failing the same way forever."""
+
+    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
+        _last_call.set([])
+
+    def on_adapter_parse_end(self, call_id: str, outputs: dict[str, Any] | None, exception: BaseException | None = None) -> None:
+        if exception is not None:
+            for cache, key in _last_call.get() or []:
+                cache.forget(key)
 
 
 class OneThreadDisk:
@@ -164,4 +185,7 @@ def install(cache_dir: Path | None) -> ReplyCache:
         cache.disk_cache = OneThreadDisk(cache.disk_cache)
     with getattr(dspy, "_cache_lock", _install_lock):  # the lock DSPy's lazy build of its cache holds
         dspy.cache = cache
+    callbacks = list(dspy.settings.get("callbacks") or [])
+    if not any(isinstance(callback, ForgetUnparsed) for callback in callbacks):
+        dspy.settings.configure(callbacks=[*callbacks, ForgetUnparsed()])
     return cache

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.judges.logprobs import entry_field, value_token
+from bineval_dspy.lm.cache import reply_journal
 
 SCORES = ("1", "2", "3", "4", "5")
 TOP_LOGPROBS = 10  # candidates asked for at each position: all five score tokens fit
@@ -99,13 +100,15 @@ class HolisticJudge(dspy.Module):
         """One dimension's rating; an LM error or unparseable answer is a Rating without a score, never a guess."""
         config: dict = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if self.probability else {}
         described = f"{dimension}: {self.definitions[dimension]}"
-        try:
-            with dspy.context(adapter=self.adapter):
-                pred = self.rate(input=input, output=output, dimension=described, config=config)
-        except Exception as exc:  # any LM or parse failure leaves the dimension unscored
-            return Rating(error=f"no usable answer: {one_line(exc)}")
-        parsed = pred.score
-        if parsed not in (1, 2, 3, 4, 5):
-            return Rating(error=f"unparseable score {parsed!r}")
+        with reply_journal() as journal:
+            try:
+                with dspy.context(adapter=self.adapter):
+                    pred = self.rate(input=input, output=output, dimension=described, config=config)
+            except Exception as exc:  # any LM or parse failure leaves the dimension unscored (and nothing cached)
+                return Rating(error=f"no usable answer: {one_line(exc)}")
+            parsed = pred.score
+            if parsed not in (1, 2, 3, 4, 5):
+                journal.forget()  # parsed, yet no score: a rerun asks again
+                return Rating(error=f"unparseable score {parsed!r}")
         weighted = weighted_score(getattr(pred, "logprobs", None)) if self.probability else None
         return Rating(parsed=int(parsed), weighted=weighted)

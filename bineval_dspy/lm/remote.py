@@ -223,12 +223,16 @@ def remote_lm(
 
 
 def _checked_url(api_base: str) -> str:
-    """An http(s) URL without credentials (they would land in model strings, scorecards and cache keys)."""
+    """An http(s) URL without credentials, a query string or a fragment: the URL lands in model strings, scorecards,
+    fingerprints and cache keys, so nothing secret may ride in it (and an endpoint path is appended to it). An error
+    names the host only, never the rest."""
     url = urlsplit(api_base)
     if url.scheme not in ("http", "https") or not url.hostname:
-        raise InputError(f"--api-base {api_base}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
+        raise InputError(f"--api-base {url.scheme or '?'}://{url.hostname or '?'}...: expected an http(s) URL such as http://127.0.0.1:8000/v1")
     if url.username or url.password:
         raise InputError(f"--api-base {url.hostname}: put the key in --api-key-env, not in the URL")
+    if url.query or url.fragment:
+        raise InputError(f"--api-base {url.hostname}: drop the URL's query string; a key goes in --api-key-env, not in the URL")
     return api_base.rstrip("/")
 
 

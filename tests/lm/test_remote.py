@@ -19,7 +19,7 @@ from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm import remote, runtime
 from bineval_dspy.lm.specs import make_lm
-from tests.fake_openai import running
+from tests.fake_openai import running, scripted_server, verdict
 
 LLAMA_CPP_PYTHON_REFUSAL = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
@@ -217,9 +217,24 @@ def test_a_server_that_never_answers_gives_unanswered_verdicts(tmp_path):
         ("smollm2", "http://127.0.0.1:8000/v1", "runs in this process"),
         ("openai/m", "127.0.0.1:8000", "expected an http(s) URL"),
         ("openai/m", "http://user:pw@127.0.0.1:8000/v1", "--api-key-env, not in the URL"),
+        ("openai/m", "http://127.0.0.1:8000/v1?api-key=sk-pw123", "drop the URL's query string"),
+        ("openai/m", "http://127.0.0.1:8000/v1#pw", "drop the URL's query string"),
+        ("openai/m", "ftp://x:pw@127.0.0.1/v1", "expected an http(s) URL"),
     ],
 )
 def test_bad_remote_settings_are_input_errors(spec, api_base, message):
     with pytest.raises(InputError, match="--api-base") as caught:
         make_lm(spec, api_base=api_base)
     assert message in str(caught.value) and "pw" not in str(caught.value)
+
+
+def test_no_file_a_run_writes_holds_the_api_key(tmp_path, monkeypatch):
+    """The key travels in a header only: outputs, sidecars, the cache and the journal never hold it."""
+    secret = "sk-test-7f3a9c1e5b2d"
+    monkeypatch.setenv("BINEVAL_TEST_KEY", secret)
+    with scripted_server(lambda body: verdict("yes")) as server:
+        code = cli.main([*judge_files(tmp_path), *server.lm_args(), "--api-key-env", "BINEVAL_TEST_KEY", "--cache-dir", str(tmp_path / "cache")])
+    assert code == ExitCode.OK
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert any(path.name.endswith(".fingerprint.json") for path in written)
+    assert [path for path in written if secret.encode() in path.read_bytes()] == []

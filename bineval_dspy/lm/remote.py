@@ -111,14 +111,20 @@ class RemoteEngine:
         # (llama-cpp-python ignores it and generates without limit).
         provider = "ollama" if prefix in ("ollama", "ollama_chat") else "vllm"
         self._wire_model = f"{provider}:{model}"
-        # env={}: only --api-key-env's key reaches the server, never an ambient OPENAI_API_KEY; keyless local
-        # servers still expect a bearer value, hence vLLM's placeholder.
-        self._client = LM15Engine(
+        self._provider, self._api_key = provider, api_key
+        self._client = self._connect(None)
+
+    def _connect(self, connections: int | None) -> LM15Engine:
+        """lm15's client with a pool of ``connections`` (None: lm15's default, 100). env={}: only --api-key-env's
+        key reaches the server, never an ambient OPENAI_API_KEY; keyless local servers still expect a bearer
+        value, hence vLLM's placeholder."""
+        return LM15Engine(
             RouterConfig(
-                api_keys={provider: api_key or "EMPTY"},
-                base_urls={provider: self.api_base},
-                timeouts=timeouts_for(timeout),
+                api_keys={self._provider: self._api_key or "EMPTY"},
+                base_urls={self._provider: self.api_base},
+                timeouts=timeouts_for(self.timeout),
                 env={},
+                max_connections=connections,
             )
         )
 
@@ -131,8 +137,12 @@ class RemoteEngine:
         return self  # program copies share one connection pool
 
     def limit_in_flight(self, most: int | None) -> None:
-        """At most ``most`` requests of this engine open at once (``judge --concurrency``); None: no cap."""
+        """At most ``most`` requests of this engine open at once (``judge --concurrency``); None: no cap. A cap
+        above lm15's pool of 100 connections widens the pool to it: requests past the pool would wait for a
+        connection and time out on a healthy server."""
         self._slots = threading.BoundedSemaphore(most) if most else None
+        if most and most > DEFAULT_CONNECTIONS:
+            self._client = self._connect(most)
 
     def complete(self, request: Request) -> Response:
         """Send one request, again after a transient failure while the call's budget lasts (``lm.retry``); the
@@ -220,6 +230,9 @@ def remote_lm(
         num_retries=0,
         **kwargs,
     )
+
+
+DEFAULT_CONNECTIONS = 100  # lm15's pool when none is asked for
 
 
 def _checked_url(api_base: str) -> str:

@@ -238,3 +238,13 @@ def test_no_file_a_run_writes_holds_the_api_key(tmp_path, monkeypatch):
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert any(path.name.endswith(".fingerprint.json") for path in written)
     assert [path for path in written if secret.encode() in path.read_bytes()] == []
+
+
+def test_a_concurrency_above_the_pool_widens_the_pool():
+    """256 requests in flight on a pool of 100 left 61 verdicts unanswered on a healthy server (issue 32, item 5)."""
+    engine = remote.RemoteEngine("openai/m", "http://127.0.0.1:9/v1")
+    assert engine._client.config.max_connections is None  # lm15's default pool
+    engine.limit_in_flight(64)
+    assert engine._client.config.max_connections is None
+    engine.limit_in_flight(256)
+    assert engine._client.config.max_connections == 256

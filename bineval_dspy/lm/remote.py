@@ -19,6 +19,8 @@ Why an engine of our own around DSPy's native one:
 
 from __future__ import annotations
 
+import asyncio
+import builtins
 import random
 import threading
 import time
@@ -29,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import dspy
-from dspy.clients.engines.lm15_engine import LM15Engine, timeouts_for
+from dspy.clients.engines.lm15_engine import AsyncLM15Engine, timeouts_for
 from dspy.lm15 import (
     InvalidRequestError,
     LM15Error,
@@ -114,11 +116,11 @@ class RemoteEngine:
         self._provider, self._api_key = provider, api_key
         self._client = self._connect(None)
 
-    def _connect(self, connections: int | None) -> LM15Engine:
+    def _connect(self, connections: int | None) -> AsyncLM15Engine:
         """lm15's client with a pool of ``connections`` (None: lm15's default, 100). env={}: only --api-key-env's
         key reaches the server, never an ambient OPENAI_API_KEY; keyless local servers still expect a bearer
         value, hence vLLM's placeholder."""
-        return LM15Engine(
+        return AsyncLM15Engine(
             RouterConfig(
                 api_keys={self._provider: self._api_key or "EMPTY"},
                 base_urls={self._provider: self.api_base},
@@ -148,12 +150,13 @@ class RemoteEngine:
         """Send one request, again after a transient failure while the call's budget lasts (``lm.retry``); the
         call's throttling and retries are counted in the ``usage`` of the work around it."""
         started = time.monotonic()
+        deadline = started + 2 * self.timeout  # retries start within the first timeout; no call outlives twice it
         throttled = retried = False
         retry = 0
         try:
             while True:
                 try:
-                    return self._paced(request)
+                    return self._paced(request, deadline)
                 except TRANSIENT as exc:
                     throttled = throttled or _throttles(exc)
                     remaining = started + self.timeout - time.monotonic()
@@ -165,13 +168,13 @@ class RemoteEngine:
         finally:
             report_retries(throttled, retried)
 
-    def _paced(self, request: Request) -> Response:
+    def _paced(self, request: Request, deadline: float) -> Response:
         """One attempt, after the client-side rate limits allow it, in one of the in-flight slots."""
         estimate = _token_estimate(request) if self.limiter.limited else 0
         if self.limiter.limited:
             self.limiter.acquire(estimate)
         with self._slot():
-            response = self._send(request)
+            response = self._send(request, deadline)
         if self.limiter.limited:
             self.limiter.settle(estimate, _tokens_used(response, estimate))
         return response
@@ -182,19 +185,19 @@ class RemoteEngine:
         with slots if slots is not None else nullcontext():
             yield
 
-    def _send(self, request: Request) -> Response:
+    def _send(self, request: Request, deadline: float) -> Response:
         """One request; a schema goes out in the spelling this server takes, found once per process."""
         request = replace(request, model=self._wire_model)
         schema_format = request.config.response_format
         if not schema_format or schema_format.get("type") != "json_schema":
-            return self._client.complete(request)
+            return self._within(request, deadline)
         form = _server_form(self.api_base)
         if not form.settled:
             with form.lock:  # one request at a time finds out; the others wait for its answer
                 while not form.settled:
                     index = form.index
                     try:
-                        response = self._client.complete(_spelled(request, _FORMS[index]))
+                        response = self._within(_spelled(request, _FORMS[index]), deadline)
                     except (InvalidRequestError, ServerError) as exc:
                         if index == len(_FORMS) - 1 or not _refuses_format(exc):
                             raise
@@ -202,7 +205,21 @@ class RemoteEngine:
                         continue
                     form.settled = True
                     return response
-        return self._client.complete(_spelled(request, _FORMS[form.index]))
+        return self._within(_spelled(request, _FORMS[form.index]), deadline)
+
+    def _within(self, request: Request, deadline: float) -> Response:
+        """The request sent on the shared I/O loop and cancelled (its connection closed) at ``deadline``: lm15's
+        timeouts bound each read, so a reply dripped a byte at a time would otherwise never time out."""
+        seconds = deadline - time.monotonic()
+        if seconds <= 0:
+            raise TimeoutError(f"no complete reply within the call's {2 * self.timeout:g} s")
+        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(self._client.complete(request), seconds), _io_loop())
+        try:
+            return future.result()
+        except LM15Error:
+            raise
+        except builtins.TimeoutError:  # wait_for's, not lm15's
+            raise TimeoutError(f"no complete reply within the call's {2 * self.timeout:g} s") from None
 
 
 def remote_lm(
@@ -233,6 +250,19 @@ def remote_lm(
 
 
 DEFAULT_CONNECTIONS = 100  # lm15's pool when none is asked for
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _io_loop() -> asyncio.AbstractEventLoop:
+    """The process's one event loop for remote calls, on a daemon thread: every engine's requests run there, so a
+    call past its deadline is cancelled rather than left reading."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="bineval-remote-io", daemon=True).start()
+        return _loop
 
 
 def _checked_url(api_base: str) -> str:

@@ -248,3 +248,43 @@ def test_a_concurrency_above_the_pool_widens_the_pool():
     assert engine._client.config.max_connections is None
     engine.limit_in_flight(256)
     assert engine._client.config.max_connections == 256
+
+
+def test_a_reply_dripped_a_byte_at_a_time_ends_within_twice_the_timeout(tmp_path):
+    """lm15 bounds each read; the call as a whole is bounded too (issue 32, item 6: it took 326 s at --timeout 3)."""
+    import threading
+    import time
+
+    body = json.dumps({"id": "x", "object": "chat.completion", "model": "m", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": '{"verdict": {"answer": "yes"}}'}, "finish_reason": "stop"}]}).encode()
+    stop = threading.Event()
+    sent: list[int] = []
+
+    class Drip(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for byte in body:  # one byte every 0.3 s: each read is quick, the reply takes a minute
+                if stop.is_set():
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                sent.append(byte)
+                time.sleep(0.3)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Drip)
+    httpd.daemon_threads = True
+    with running(type("S", (), {"httpd": httpd})()):
+        try:
+            code = cli.main([*judge_files(tmp_path), "--lm", "openai/m", "--api-base", f"http://127.0.0.1:{httpd.server_address[1]}/v1", "--timeout", "1"])
+        finally:
+            stop.set()
+    assert code == ExitCode.INCOMPLETE and len(sent) < len(body)  # it gave up while the reply was still coming
+    (verdict,) = verdicts(tmp_path)
+    assert verdict["answer"] == "unanswered" and "within the call's 2 s" in verdict["explanation"]

@@ -38,12 +38,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     columns: dict[str, dict[str, Cell]] = {}
     spent: dict[str, Cost] = {}
     for name, prompt, lm_spec in config.columns():
-        columns[name], spent[name] = _column(config, name, prompt, lm_spec, rows, checklist, judge_lm, args.overwrite)
+        columns[name], spent[name] = _column(config, name, prompt, lm_spec, rows, checklist, judge_lm, args)
     return _report(config, [row.key for row in rows], columns, spent, checklist is not None)
 
 
-def _column(config: EvalConfig, name: str, prompt: Any, lm_spec: Any, rows: list, checklist: Checklist | None, judge_lm: Any, overwrite: bool) -> tuple[dict[str, Cell], Cost]:
-    """One column: its responses (generated or resumed), each graded by code and judged by the checklist."""
+def _column(
+    config: EvalConfig, name: str, prompt: Any, lm_spec: Any, rows: list, checklist: Checklist | None, judge_lm: Any, args: argparse.Namespace
+) -> tuple[dict[str, Cell], Cost]:
+    """One column: its responses (generated or resumed), each graded by code and judged by the checklist. Its LM
+    takes the command's LM options (--api-base, --api-key-env, --timeout, --temperature) like the judge's."""
     import dspy
 
     from bineval_dspy.cli.generate import _keep_finished
@@ -51,16 +54,16 @@ def _column(config: EvalConfig, name: str, prompt: Any, lm_spec: Any, rows: list
     from bineval_dspy.core.jsonio import read_jsonl
     from bineval_dspy.evalmatrix import Cell, build_program, column_fingerprint, row_score
     from bineval_dspy.judges.binary import BinaryJudge
-    from bineval_dspy.lm.runtime import lm_identity
-    from bineval_dspy.lm.specs import make_lm
+    from bineval_dspy.lm.runtime import checked_lm, lm_identity
     from bineval_dspy.programs.generator import run_generation
     from bineval_dspy.suites.grading import grade
 
     program = build_program(prompt, lm_spec.max_tokens)
-    lm = make_lm(lm_spec.lm, max_tokens=lm_spec.max_tokens, source=f"{config.source}: field 'lms' ({lm_spec.name}) =")
+    options = lm_options(args, spec=lm_spec.lm, source=f"{config.source}: field 'lms' ({lm_spec.name}) =")
+    lm = checked_lm(options.model_copy(update={"max_tokens": lm_spec.max_tokens}))
     out = config.run_dir / "columns" / name / "responses.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
-    if open_for_resume(out, column_fingerprint(config.suite, program, lm_identity(lm)), overwrite):
+    if open_for_resume(out, column_fingerprint(config.suite, program, lm_identity(lm)), args.overwrite):
         _keep_finished(out)
     console.print(f"column {name}")
     with dspy.context(lm=lm):
@@ -136,6 +139,9 @@ def _report(config: EvalConfig, keys: list[str], columns: dict[str, dict[str, Ce
     incomplete = sum(arm.test.unanswered + arm.test.errors for arm in arms)
     if incomplete:
         console.print(f"{incomplete} cell(s) incomplete (failed, ungraded or unanswered): rerun the same command to retry them", style="yellow")
+        failed = next((f"column {name}, row {k}: {cells[k].error}" for name, cells in columns.items() for k in keys if cells[k].error), None)
+        if failed:
+            console.print(f"first failure: {failed}", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK
 

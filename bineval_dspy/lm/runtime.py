@@ -53,11 +53,18 @@ def configure(options: LMOptions | str | None = None, cache_dir: Path | None = N
         cache.install(folder)
     except Exception as exc:  # diskcache's sqlite refuses a damaged or foreign folder
         raise InputError(f"--cache-dir {folder}: not a usable LM cache ({one_line(exc)}); delete it or give another folder") from None
+    lm = checked_lm(options)
+    dspy.configure(lm=lm)
+    return lm
+
+
+def checked_lm(options: LMOptions) -> dspy.LM:
+    """The LM the options describe, refused in one line before any row when it cannot work: a provider without its
+    key, an embedded model llama.cpp cannot load."""
     if "/" in options.spec and not options.spec.endswith(".gguf") and not options.api_base and not options.api_key:
         check_provider_key(options.spec, options.source)  # before any row: every call would be refused
     lm = make_lm(**options.model_dump(exclude_none=True))
     _check_loads(lm, options)
-    dspy.configure(lm=lm)
     return lm
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.lm import specs
+from bineval_dspy.lm import runtime, specs
 from bineval_dspy.testing import scripted_lm, verdict_json
 from tests.conftest import route_cli_lm
 
@@ -20,6 +20,7 @@ def lms(monkeypatch):
     """Scripted LMs by spec: 'custom/comma' always writes a comma, 'custom/plain' never does."""
     made = {"custom/comma": scripted_lm(lambda r: "hi, there", model="custom/comma"), "custom/plain": scripted_lm(lambda r: "hi there", model="custom/plain")}
     monkeypatch.setattr(specs, "make_lm", lambda spec, **kwargs: made[spec])
+    monkeypatch.setattr(runtime, "make_lm", lambda spec, **kwargs: made[spec])  # the columns' LMs are made here
     route_cli_lm(monkeypatch, lambda r: verdict_json("yes"))  # the judge LM: no checklist here, never asked
     return made
 
@@ -88,3 +89,20 @@ def test_the_report_shows_the_matrix_row_by_row(tmp_path, lms, capsys):
     html = report.read_text()
     assert "(eval matrix): 2 columns (prompt@LM) on 4 suite rows" in html
     assert "0.00 (missed)" in html and "1.00 (all followed)" in html
+
+
+def test_the_columns_take_the_commands_lm_options(tmp_path, monkeypatch, capsys):
+    """--api-base, --api-key-env, --timeout and --temperature reach every [[lms]] column, not only the judge (issue
+    32, item 10: every cell 'failed' with no reason)."""
+    from tests.fake_openai import scripted_server
+
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps({"key": i, "prompt": f"Say hi ({i}).", **ROW}) + "\n" for i in range(2)))
+    config = tmp_path / "eval.toml"
+    config.write_text('run_dir = "runs/eval"\nsuite = "suite.jsonl"\nresamples = 50\njudge_lm = "openai/served"\n[[prompts]]\nname = "start"\ninstructions = "Answer."\n'
+                      '[[lms]]\nname = "served"\nlm = "openai/served"\n')
+    monkeypatch.setenv("SERVED_KEY", "k")
+    with scripted_server(lambda body: "hi there") as server:
+        argv = ["eval", str(config), *server.lm_args(), "--api-key-env", "SERVED_KEY", "--timeout", "5", "--temperature", "0.3"]
+        assert cli.main(argv) == 0
+    assert "| 0 | Y |" in capsys.readouterr().out
+    assert {body["model"] for body in server.bodies} == {"served"} and {body["temperature"] for body in server.bodies} == {0.3}

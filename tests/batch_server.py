@@ -33,6 +33,8 @@ class BatchServer(LoopbackServer):
         self.hold = False
         self.broken_polls = 0
         self.invalid = False
+        self.raw_unicode = False  # result lines written with ensure_ascii=False: a U+2028 in a reply stays raw
+        self.vanish = False  # result files are deleted as soon as the batch completes (content: HTTP 404)
         self.key: str | None = None
         self.create_delay = 0.0
         self.creating = threading.Event()
@@ -119,10 +121,13 @@ class BatchServer(LoopbackServer):
             answer = self.reply(request["body"])
             status, payload = answer if isinstance(answer, tuple) else (200, completion(request["body"], answer))
             result = {"id": f"req_{next(self._ids)}", "custom_id": request["custom_id"], "response": {"status_code": status, "body": payload}, "error": None}
-            (answered if status == 200 else failed).append(json.dumps(result))
+            (answered if status == 200 else failed).append(json.dumps(result, ensure_ascii=not self.raw_unicode))
         batch["output_file_id"] = self._file("".join(line + "\n" for line in answered).encode()) if answered else None
         batch["error_file_id"] = self._file("".join(line + "\n" for line in failed).encode()) if failed else None
         batch["request_counts"] = {"total": len(answered) + len(failed), "completed": len(answered), "failed": len(failed)}
+        if self.vanish:
+            for key in ("output_file_id", "error_file_id"):
+                self.files.pop(batch[key] or "", None)
         return "completed"
 
     def _file(self, data: bytes) -> str:

@@ -279,3 +279,26 @@ def test_requests_past_a_batchs_limit_go_in_another_batch_of_the_same_round(tmp_
         assert cli.main(batch_args(tmp_path, server)) == ExitCode.OK
     assert server.created == 2 and len(server.bodies) == 6
     assert answers(tmp_path / "out.jsonl") == ["yes", "no"] * len(ROWS)
+
+
+def test_a_result_line_with_a_raw_line_separator_in_a_string_is_read(tmp_path):
+    """JSON Lines end at "\\n" only: a raw U+2028 inside a reply jammed every rerun (issue 32, item 9)."""
+    write_inputs(tmp_path, QUESTIONS, ROWS[:1])
+    reply = '{"verdict": {"answer": "yes", "explanation": "short\u2028and kind"}}'  # the separator itself, not an escape
+    with batch_server(lambda body: reply) as server:
+        server.raw_unicode = True
+        assert cli.main(batch_args(tmp_path, server)) == ExitCode.OK
+        assert any("\u2028".encode() in data for data in server.files.values())  # the result file held it raw
+    assert answers(tmp_path / "out.jsonl") == ["yes", "yes"]
+
+
+def test_a_vanished_result_file_leaves_its_requests_unanswered_and_a_rerun_submits_them_again(tmp_path, capsys):
+    write_inputs(tmp_path, QUESTIONS, ROWS[:1])
+    with batch_server(yes_to_short) as server:
+        server.vanish = True
+        assert cli.main(batch_args(tmp_path, server)) == ExitCode.INCOMPLETE
+        assert "is gone" in capsys.readouterr().err
+        server.vanish = False
+        assert cli.main(batch_args(tmp_path, server)) == ExitCode.OK
+        assert server.created == 2  # the vanished batch's requests went out again; the run was not jammed
+    assert answers(tmp_path / "out.jsonl") == ["yes", "no"]

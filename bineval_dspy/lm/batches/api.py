@@ -105,13 +105,17 @@ class BatchAPI:
                 failure = f"HTTP {response.status_code}: {_error_text(response)}"
                 retryable = (429, 503) if not idempotent else TRANSIENT_STATUS
                 if response.status_code not in retryable:
-                    raise RunError(f"{method} {url}: {failure}")
+                    raise (Gone if response.status_code in (404, 410) else RunError)(f"{method} {url}: {failure}")
                 after = _retry_after(response)
             wait = wait_before_retry(retry, after, started + self.target.timeout - time.monotonic(), self._rng)
             if wait is None:
                 raise RunError(f"{method} {url}: {failure}")
             retry += 1
             time.sleep(wait)
+
+
+class Gone(RunError):
+    """The server has no such object (HTTP 404 or 410): a result file it deleted, say. Asking again cannot help."""
 
 
 def _error_text(response: httpx.Response) -> str:

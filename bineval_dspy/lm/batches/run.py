@@ -17,7 +17,7 @@ import dspy
 from bineval_dspy.core.console import console
 from bineval_dspy.core.fingerprint import Fingerprint
 from bineval_dspy.core.jsonio import dumps_line, write_text_atomic
-from bineval_dspy.lm.batches.api import BatchAPI, BatchInfo, RequestCounts
+from bineval_dspy.lm.batches.api import BatchAPI, BatchInfo, Gone, RequestCounts
 from bineval_dspy.lm.batches.engine import BatchEngine, Reply, batch_lm
 from bineval_dspy.lm.batches.state import BatchState, SubmittedBatch, input_file, load_state, save_state, state_path
 from bineval_dspy.lm.batches.target import ENDPOINT, MAX_BYTES, MAX_REQUESTS, BatchTarget
@@ -163,8 +163,14 @@ def _collect(api: BatchAPI, engine: BatchEngine, batch: SubmittedBatch, keep_fai
         console.print(f"--batch: batch {batch.id} {info.status}: the requests it did not answer are unanswered", style="yellow")
     replies: dict[str, Reply] = {}
     for file_id in (info.output_file_id, info.error_file_id):
-        if file_id:
-            replies.update(_read_results(api.content(file_id), f"{batch.id} file {file_id}"))
+        if not file_id:
+            continue
+        try:
+            text = api.content(file_id)
+        except Gone as gone:  # its requests stay unanswered, and a rerun submits them again rather than jamming here
+            console.print(f"--batch: batch {batch.id}'s result file {file_id} is gone ({gone}): its requests are unanswered", style="yellow")
+            continue
+        replies.update(_read_results(text, f"{batch.id} file {file_id}"))
     for key, reply in replies.items():
         if reply.body is not None or keep_failures:
             engine.replies[key] = reply
@@ -204,7 +210,7 @@ def _read_results(text: str, where: str) -> dict[str, Reply]:
     """A batch result file (output or errors) as replies by ``custom_id``; a line we cannot read answers nothing."""
     replies: dict[str, Reply] = {}
     unreadable = 0
-    for line in text.splitlines():
+    for line in text.split("\n"):  # JSON Lines: only "\n" ends a line (splitlines would cut at a raw U+2028 in a string)
         if not line.strip():
             continue
         try:

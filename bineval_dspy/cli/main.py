@@ -36,16 +36,19 @@ from bineval_dspy.core import outputs
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError
 
-
 # -- parser --------------------------------------------------------------------------------
+MAX_TIMEOUT_S = 86400.0
+
+
 def _seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds."""
+    """An argparse type: a positive number of seconds, at most a day (a larger one overflows the clocks it is added
+    to and waits forever in all but name)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds up to {MAX_TIMEOUT_S:g} (a day), got {text}")
     return value
 
 

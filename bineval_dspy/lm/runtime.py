@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -51,11 +52,18 @@ def configure(options: LMOptions | str | None = None, cache_dir: Path | None = N
         raise InputError(f"--cache-dir {folder}: cannot create ({exc.strerror})") from None
     try:
         cache.install(folder)
-    except Exception as exc:  # diskcache's sqlite refuses a damaged or foreign folder
+    except Exception as exc:  # diskcache's sqlite refuses a damaged or foreign folder, or a full disk
+        if _disk_full(exc):  # the cache is fine: deleting it would throw away every paid reply
+            raise InputError(f"--cache-dir {folder}: the disk is full ({one_line(exc)}); free some space, the cache is kept") from None
         raise InputError(f"--cache-dir {folder}: not a usable LM cache ({one_line(exc)}); delete it or give another folder") from None
     lm = checked_lm(options)
     dspy.configure(lm=lm)
     return lm
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether opening the cache failed for want of space (an OS error, or SQLite's own words for it)."""
+    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "disk is full" in str(exc).lower()
 
 
 def checked_lm(options: LMOptions) -> dspy.LM:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.metadata
+import re
 from pathlib import Path
 
 import dspy
@@ -73,6 +74,9 @@ def _shared_engine(path: Path, n_ctx: int, lora: Path | None = None, lora_digest
     return LlamaCppEngine(path, n_ctx=n_ctx, lora_path=lora)
 
 
+_PROVIDER = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # the provider part of a LiteLLM 'provider/model' string
+
+
 def make_lm(
     spec: str = DEFAULT_LM,
     *,
@@ -118,7 +122,7 @@ def make_lm(
         return dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0, **kwargs)
     if lora is not None:
         raise InputError(f"{source} {spec}: a LoRA adapter applies to an embedded model only (smollm2, gemma3-270m or a .gguf path)")
-    if "/" not in spec:
+    if "/" not in spec or not _PROVIDER.fullmatch(spec.split("/", 1)[0]) or Path(spec).exists():  # /etc/passwd is no model
         raise InputError(f"{source} {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
     timeout = timeout or remote.DEFAULT_TIMEOUT
     if api_base:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from dspy.utils.exceptions import LMAuthError
 
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import BudgetExhausted, one_line
+from bineval_dspy.core.errors import BudgetExhausted, InputError, one_line
 from bineval_dspy.core.jsonio import append_jsonl, read_jsonl
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join
@@ -221,6 +222,8 @@ def run_generation(
         try:
             record = generate_row(row, program, refine=refine, best_of=best_of, judge=judge, writer=writer, stop_at_pass=stop_at_pass)
             return row, record, ""
+        except LMAuthError as exc:  # a refused key fails every row alike: the run's setup is wrong, as judge says
+            raise InputError(f"the LM refused the API key ({one_line(exc)}); check --api-key-env") from None
         except Exception as exc:  # one failing row must not stop a long run; it is retried on the next
             return row, None, one_line(exc)
 

@@ -328,6 +328,9 @@ def test_tune_with_a_failing_lm_exits_3_in_one_line(tmp_path, capsys):
         (["--lm", "{tmp}/model.gguf"], "not a GGUF model file"),
         (["--lm", "{tmp}/corrupt.gguf"], "llama.cpp cannot load it"),
         (["--lm", "openai/gpt-4o-mini"], "no API key: set OPENAI_API_KEY"),
+        (["--lm", "/etc/passwd"], "expected smollm2, gemma3-270m, a .gguf path"),  # issue 32, item 13
+        (["--lm", "{tmp}/rows.jsonl"], "expected smollm2, gemma3-270m, a .gguf path"),
+        (["--timeout", "1e308"], "--timeout: must be a positive number of seconds up to 86400"),
     ],
 )
 def test_bad_lm_arguments_exit_2_with_nothing_done(tmp_path, monkeypatch, capsys, options, message):
@@ -575,6 +578,18 @@ def test_a_refused_api_key_stops_the_run_in_one_line(tmp_path, capsys):
     assert (tmp_path / "out.jsonl").read_bytes() == b""  # no row written as if its questions were merely unanswered
 
 
+def test_generate_stops_on_a_refused_api_key_as_judge_does(tmp_path, capsys):
+    """Exit 2 in one line, not exit 1 with every row 'failed' (issue 32, item 13)."""
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"key": i, "prompt": f"Say hi ({i}).", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}) + "\n" for i in range(2)))
+    refusal = {"error": {"message": "bad key", "type": "invalid_request_error", "code": "invalid_api_key"}}
+    with scripted_server(lambda body: (401, refusal)) as server:
+        argv = ["generate", "--suite", str(suite), "-o", str(tmp_path / "out.jsonl"), "--cache-dir", str(tmp_path / "cache")]
+        assert cli.main([*argv, *server.lm_args()]) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert "the LM refused the API key" in err and err.strip().count("\n") <= 1
+
+
 def test_a_server_asking_to_retry_after_a_day_costs_one_timeout(tmp_path):
     write_inputs(tmp_path)
     with scripted_server(lambda body: (429, {"error": {"message": "slow down", "type": "rate_limit"}})) as server:
@@ -624,6 +639,22 @@ def test_a_damaged_cache_folder_is_one_line(tmp_path, capsys):
             db.write_bytes(b"not sqlite" * 100)
         assert cli.main(judge_args(tmp_path, *server.lm_args(), "--overwrite")) == ExitCode.INPUT
     assert "not a usable LM cache" in capsys.readouterr().err
+
+
+def test_a_full_disk_is_said_as_such_and_the_cache_is_not_to_be_deleted(tmp_path, monkeypatch, capsys):
+    """Telling a user to delete a cache on a full disk would throw away every paid reply (issue 32, item 13)."""
+    import errno
+
+    from bineval_dspy.lm import cache
+
+    def full(folder):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cache, "install", full)
+    write_inputs(tmp_path)
+    assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT
+    err = capsys.readouterr().err
+    assert "the disk is full" in err and "the cache is kept" in err and "delete it" not in err
 
 
 def test_an_empty_lm_name_is_refused_not_read_as_the_default(tmp_path, capsys):

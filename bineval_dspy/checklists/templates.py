@@ -94,11 +94,17 @@ class TemplateFile(BaseModel):
 
 
 def placeholders(prompt: str) -> list[str]:
-    """The placeholder names of a prompt, in order."""
+    """The placeholder names of a prompt, in order. Plain names only: a format spec, a conversion, an attribute or
+    an index (``{task:d}``, ``{task!r}``, ``{task.__class__}``) is refused at load, never met at the first call."""
     try:
-        return [name for _, name, _, _ in string.Formatter().parse(prompt) if name is not None]
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(prompt) if name is not None]
     except ValueError as exc:
         raise ValueError(f"prompt: {exc} (write {{{{ and }}}} for literal braces)") from None
+    for name, spec, conversion in fields:
+        if spec or conversion or not name.isidentifier():
+            written = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            raise ValueError(f"prompt: {{{written}}} is not a plain placeholder; write {{name}} (or {{{{ and }}}} for literal braces)")
+    return [name for name, _, _ in fields]
 
 
 TEMPLATES: dict[str, WriterTemplate] = {}

@@ -114,6 +114,9 @@ def read_jsonl(
         yield number, obj
 
 
+MAX_LINE_BYTES = 64 * 2**20  # one JSON Lines row; a longer "line" is no row of ours
+
+
 def _file_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     """(number, line with its "\n", whether it is the last) for each line of a UTF-8 file, read as it goes (memory
     flat in the file's size), split on "\n" only; errors are ``read_text``'s."""
@@ -124,10 +127,17 @@ def _file_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     with handle:
-        raw = handle.readline()
+
+        def next_line(number: int) -> bytes:
+            line = handle.readline(MAX_LINE_BYTES + 1)
+            if len(line) > MAX_LINE_BYTES:  # /dev/zero, or a file that is no JSON Lines: never read without bound
+                raise InputError(f"{path}:{number}: a line longer than {MAX_LINE_BYTES // 2**20} MiB; is this a JSON Lines file?")
+            return line
+
+        raw = next_line(1)
         number = 1
         while raw:
-            following = handle.readline()
+            following = next_line(number + 1)
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -137,6 +137,17 @@ def test_templates_load_from_toml_and_a_bad_field_is_one_line(tmp_path):
         register_template(CHECKEVAL.model_copy(update={"name": "tick"}))
 
 
+
+@pytest.mark.parametrize("field", ["{task:d}", "{task:{task.__class__}}", "{task!r}", "{task.__class__}", "{task[0]}"])
+def test_a_placeholder_with_a_format_spec_is_refused_at_load(tmp_path, field):
+    """Accepted at load, it failed at the first call (exit 3) or reached into objects (issue 32, item 13)."""
+    bad = tmp_path / "spec.toml"
+    bad.write_text(f'[[templates]]\nname = "spec"\n[[templates.steps]]\nprompt = "Task: {field}"\n')
+    with pytest.raises(InputError, match="not a plain placeholder") as info:
+        load_templates(bad)
+    assert str(info.value).startswith(str(bad)) and "\n" not in str(info.value)
+
+
 def cli_script(r: Request) -> str:
     text = request_text(r)
     if "Give the numbers" in text:

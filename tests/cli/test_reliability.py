@@ -819,3 +819,18 @@ def test_a_damaged_output_row_is_one_located_line_not_a_traceback(tmp_path, monk
     assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "out.jsonl:1: field 'bineval.scorecard'" in err
+
+
+def test_data_without_line_ends_is_refused_not_read_without_bound(tmp_path, monkeypatch, capsys):
+    """``--data /dev/zero`` read forever (issue 32, item 13): a line past the limit is one located line."""
+    from bineval_dspy.core import jsonio
+
+    monkeypatch.setattr(jsonio, "MAX_LINE_BYTES", 1024)
+    route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
+    write_inputs(tmp_path)
+    (tmp_path / "rows.jsonl").write_bytes(b"\0" * 4096)
+    assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "rows.jsonl:1: a line longer than" in err
+    if Path("/dev/zero").exists():
+        assert cli.main(judge_args(tmp_path, "--data", "/dev/zero")) == ExitCode.INPUT  # the real thing ends too

@@ -17,6 +17,9 @@ def stable_id(*parts: str) -> str:
     return digest[:10]
 
 
+MAX_WEIGHT = 1e6  # a question's weight at most: weights are relative, and sums of larger ones can overflow
+
+
 class Question(BaseModel):
     """One atomic yes/no question.
 
@@ -49,8 +52,11 @@ class Question(BaseModel):
     @field_validator("weight")
     @classmethod
     def _weight_not_zero(cls, value: float) -> float:
-        if value == 0 or not math.isfinite(value):
-            raise ValueError("must be a finite number, not 0: greater than 0 for a requirement, less than 0 for a criterion to penalize")
+        if value == 0 or not math.isfinite(value) or abs(value) > MAX_WEIGHT:  # a sum of 1e308s overflows to no score
+            raise ValueError(
+                f"must be a number from -{MAX_WEIGHT:g} to {MAX_WEIGHT:g}, not 0: greater than 0 for a requirement, less than 0 for "
+                "a criterion to penalize"
+            )
         return value
 
     @model_validator(mode="after")

@@ -259,8 +259,13 @@ class BinaryJudge(dspy.Module):
 
     def _explained(self, verdict: Verdict, explained: Verdict) -> Verdict:
         """The verdict with the explanation a second, explaining call gave: that call's verdict itself (greedy
-        decoding repeats the answer), unless calibration or a threshold decided the answer, which keeps its place."""
+        decoding repeats the answer), unless calibration or a threshold decided the answer, which keeps its place.
+        An explaining call that answers otherwise (a sampled or nondeterministic LM) leaves the question unanswered:
+        one answer would explain the other."""
         decided = self.calibration != "none" or bool(self.thresholds)  # the answer is not the LM's own
+        if not decided and explained.answer not in ("unanswered", verdict.answer):
+            why = f"the explaining call answered {explained.answer!r} where the verdict said {verdict.answer!r}"
+            return verdict.model_copy(update={"answer": "unanswered", "p_yes": None, "explanation": why})
         if not decided or explained.answer == "unanswered":
             return verdict if decided else explained
         return verdict.model_copy(update={"explanation": f"{explained.explanation} {verdict.explanation}".strip()})

@@ -118,3 +118,11 @@ def test_dimensions_of_questions_are_added_in_order():
     checklist = Checklist(task="t", dimensions=["a"], questions=[Question(text="X?", dimension="b"), Question(text="Y?", dimension="a")])
     assert checklist.dimensions == ["a", "b"]
     assert list(checklist.by_dimension()) == ["a", "b"]
+
+
+@pytest.mark.parametrize("weight", [1e308, -1e308, 1e6 + 1])
+def test_a_weight_too_large_to_sum_is_refused(weight):
+    """Weights of 1e308 summed to infinity: a complete row with no score (issue 32, item 14)."""
+    with pytest.raises(ValidationError, match="from -1e\\+06 to 1e\\+06"):
+        Question(text="Is it short?", dimension="d", weight=weight)
+    assert Question(text="Is it short?", dimension="d", weight=1e6).weight == 1e6

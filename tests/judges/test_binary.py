@@ -206,3 +206,14 @@ def test_a_verdict_whose_content_free_prior_failed_is_unanswered_never_an_uncali
 def test_calibration_needs_one_sample():
     with pytest.raises(ValueError, match="samples"):
         BinaryJudge(probability=True, samples=3, calibration="content_free")
+
+
+def test_an_explaining_call_that_answers_otherwise_leaves_the_question_unanswered():
+    """Under --explanations failures the explanation comes from a second call; were it to say "yes" to a "no",
+    the verdict would flip unseen (issue 32, item 14): the disagreement is unanswered instead."""
+    replies = iter([verdict_json("no"), verdict_json("yes", "it is fine")])
+    dspy.configure(lm=scripted_lm(lambda request: next(replies)))
+    one = Checklist(task="t", dimensions=["d"], questions=[Question(text="Is it short?", dimension="d")])
+    card = BinaryJudge(explanations="failures")(input="A", output="S", checklist=one)
+    (verdict,) = card.verdicts
+    assert verdict.answer == "unanswered" and "answered 'yes' where the verdict said 'no'" in verdict.explanation

@@ -122,12 +122,22 @@ def show_defaults(parser: argparse.ArgumentParser) -> None:
             action.help += " (default: %(default)s)"
 
 
+def _plots_cache(cache_dir: str | None) -> bool:
+    """With ``--cache-dir``, matplotlib keeps its font cache there too, not under ``$HOME`` (an explicit
+    ``$MPLCONFIGDIR`` wins); True when set here, to be unset when the command ends."""
+    if not cache_dir or "MPLCONFIGDIR" in os.environ:
+        return False
+    os.environ["MPLCONFIGDIR"] = str(Path(cache_dir).resolve() / "matplotlib")
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the exit code is an ``ExitCode`` (0 ok, 1 incomplete, 2 bad input, 3 LM failure, 4 budget, 130)."""
     args = build_parser().parse_args(argv)
     _said.clear()
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _first_interrupt) if in_main_thread else None
+    plots_cache = _plots_cache(getattr(args, "cache_dir", None))
     try:
         return int(args.func(args) or ExitCode.OK)
     except OSError as exc:  # a write the command did not foresee (a full disk, a read-only file): one located line
@@ -150,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         outputs.release_all()
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        if plots_cache:
+            os.environ.pop("MPLCONFIGDIR", None)
 
 
 _INTERRUPTED_LINE = "interrupted: finished rows are saved; rerun the same command to resume"

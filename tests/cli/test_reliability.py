@@ -834,3 +834,17 @@ def test_data_without_line_ends_is_refused_not_read_without_bound(tmp_path, monk
     assert err.count("\n") == 0 and "rows.jsonl:1: a line longer than" in err
     if Path("/dev/zero").exists():
         assert cli.main(judge_args(tmp_path, "--data", "/dev/zero")) == ExitCode.INPUT  # the real thing ends too
+
+
+def test_with_a_cache_dir_matplotlib_keeps_its_cache_there_not_under_home(tmp_path, monkeypatch):
+    """`tune --cache-dir D` drew its plots with matplotlib's cache under $HOME (issue 32, item 13)."""
+    import os
+
+    from bineval_dspy.cli import main as cli_main
+
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    assert cli_main._plots_cache(str(tmp_path / "cache")) is True
+    assert os.environ["MPLCONFIGDIR"] == str((tmp_path / "cache" / "matplotlib").resolve())
+    assert cli_main._plots_cache(str(tmp_path / "other")) is False  # one already set (by the user, say) wins
+    monkeypatch.delenv("MPLCONFIGDIR")
+    assert cli_main._plots_cache(None) is False and "MPLCONFIGDIR" not in os.environ

@@ -838,10 +838,10 @@ def test_data_without_line_ends_is_refused_not_read_without_bound(tmp_path, monk
 
 def test_with_a_cache_dir_matplotlib_keeps_its_cache_there_not_under_home(tmp_path, monkeypatch):
     """`tune --cache-dir D` drew its plots with matplotlib's cache under $HOME (issue 32, item 13)."""
+    import importlib
     import os
 
-    from bineval_dspy.cli import main as cli_main
-
+    cli_main = importlib.import_module("bineval_dspy.cli.main")  # the module: the package exports its main()
     monkeypatch.delenv("MPLCONFIGDIR", raising=False)
     assert cli_main._plots_cache(str(tmp_path / "cache")) is True
     assert os.environ["MPLCONFIGDIR"] == str((tmp_path / "cache" / "matplotlib").resolve())

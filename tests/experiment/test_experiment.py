@@ -81,9 +81,15 @@ def _prepare_infobench(files: list[Path]) -> list[Path]:
     return sorted(set(out.glob("*")) - before)  # every file the script wrote, the ones this config does not read too
 
 
-def test_arms_side_by_side_with_paired_intervals_against_the_start(tmp_path, scripted, capsys):
+def fruit_suite(tmp_path: Path, rows: int) -> Path:
+    """A suite of ``rows`` prompts each checked for bullet points (what the scripted generator gives on request)."""
     suite = tmp_path / "suite.jsonl"
-    suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(10)) + "\n")
+    suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(rows)) + "\n")
+    return suite
+
+
+def test_arms_side_by_side_with_paired_intervals_against_the_start(tmp_path, scripted, capsys):
+    suite = fruit_suite(tmp_path, 10)
     config = tmp_path / "exp.toml"
     config.write_text(f"""
 name = "fruits"
@@ -176,8 +182,7 @@ def test_a_bad_experiment_config_is_one_located_line(tmp_path, capsys, mode, arm
 
 
 def test_show_and_report_read_an_experiment(tmp_path, scripted, capsys):
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(6)) + "\n")
+    suite = fruit_suite(tmp_path, 6)
     config = tmp_path / "exp.toml"
     body = f'mode = "self"\nrun_dir = "runs/e"\n[data]\nsuite = "{suite.name}"\ntrain = 2\nval = 2\ntest = 2\n[program]\ninstructions = "Answer."\n'
     best = '[[arms]]\nname = "best"\nkind = "best_of"\nn = 2\nstop_at_pass = true\n'
@@ -196,8 +201,7 @@ def test_show_and_report_read_an_experiment(tmp_path, scripted, capsys):
 
 
 def _program_arm_config(tmp_path, path: str) -> Path:
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **SUITE_ROW}) for i in range(8)) + "\n")
+    suite = fruit_suite(tmp_path, 8)
     config = tmp_path / "exp.toml"
     config.write_text(f"""
 mode = "self"

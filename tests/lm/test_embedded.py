@@ -46,15 +46,23 @@ def test_json_schema_is_enforced_and_logprobs_exposed(lm):
 
 
 def test_prefix_is_reused_across_calls_that_share_it(lm):
+    """Schema calls (verdicts) reuse the KV cells of a shared prefix; free text is prefilled whole, so a generation
+    depends on its prompt alone (``llama_engine``'s module docstring)."""
     engine = lm.engine
     shared = "Article: " + "The council met on Tuesday and voted on the budget. " * 20
-    engine.complete(request(lm, shared + "\nQuestion one?", max_tokens=2, temperature=0.0))
-    before = (engine.stats.prompt_tokens, engine.stats.evaluated_prompt_tokens)
-    engine.complete(request(lm, shared + "\nQuestion two?", max_tokens=2, temperature=0.0))
-    prompt = engine.stats.prompt_tokens - before[0]
-    evaluated = engine.stats.evaluated_prompt_tokens - before[1]
-    assert prompt > 200
-    assert evaluated < 20  # only the question's suffix was evaluated
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"]}
+    verdict = {"response_format": {"type": "json_schema", "schema": schema, "name": "r", "strict": True}}
+
+    def evaluated(question: str, **config) -> tuple[int, int]:
+        before = (engine.stats.prompt_tokens, engine.stats.evaluated_prompt_tokens)
+        engine.complete(request(lm, shared + question, max_tokens=2, temperature=0.0, **config))
+        return engine.stats.prompt_tokens - before[0], engine.stats.evaluated_prompt_tokens - before[1]
+
+    evaluated("\nQuestion one?", **verdict)
+    prompt, suffix = evaluated("\nQuestion two?", **verdict)
+    assert prompt > 200 and suffix < 20  # only the question's suffix was evaluated
+    prompt, whole = evaluated("\nQuestion three?")
+    assert whole == prompt  # free text: the whole prompt, whatever came before
 
 
 def test_threads_share_one_model_safely(lm):

@@ -215,9 +215,7 @@ class Stick(dspy.Module):
             best = ChecklistBestOfN(self.program, self.judge, self.best_of, self.temperature, stop_at_pass=self.stop_at_pass)
             pick = best(prompt=prompt, checklist=checklist)
             response, card = pick.response, pick.scorecard
-            self.selections[prompt] = Selection(
-                n=self.best_of, candidates=pick.candidates, chosen=pick.chosen, stop_at_pass=self.stop_at_pass
-            )
+            self.selections[prompt] = pick.selection
         else:
             response = self.program(prompt=prompt).response
         if self.refine:

@@ -65,12 +65,6 @@ def _structured(request: Request) -> bool:
     return bool(request.config.response_format)
 
 
-def _emptied(llama: Any) -> int:
-    """Forget the KV cache, so the next prompt is prefilled from its first token; returns the tokens kept (0)."""
-    llama.n_tokens = 0
-    return 0
-
-
 class LlamaCppEngine:
     """DSPy engine running a GGUF model with llama-cpp-python in this process.
 
@@ -231,7 +225,7 @@ class LlamaCppEngine:
             tokens = self.tokenize(self.render(request))
             if len(tokens) >= self.n_ctx:
                 raise ValueError(f"prompt of {len(tokens)} tokens does not fit the context of {self.n_ctx}")
-            reused = self._reusable_prefix(llama, tokens) if _structured(request) else _emptied(llama)
+            reused = self._reusable_prefix(llama, tokens, request)
             text, generated, logprobs, finish = self._generate(llama, tokens, reused, config)
             self._account(len(tokens), len(tokens) - reused, generated, time.perf_counter() - started)
             response_id = f"llama-{self.stats.calls}"  # read under the lock: another thread may be counting
@@ -244,10 +238,10 @@ class LlamaCppEngine:
             logprobs=logprobs,
         )
 
-    def _reusable_prefix(self, llama: Any, tokens: list[int]) -> int:
+    def _reusable_prefix(self, llama: Any, tokens: list[int], request: Request) -> int:
         """How many leading tokens llama.cpp will keep from the previous call's KV cache (never the last one:
-        generating needs its logits)."""
-        if not self.reuse_prefix:
+        generating needs its logits); none for free text, which is prefilled from its first token."""
+        if not (self.reuse_prefix and _structured(request)):
             llama.reset()
             return 0
         return min(len(_common_prefix([llama.input_ids[: llama.n_tokens].tolist(), tokens])), len(tokens) - 1)

@@ -27,7 +27,7 @@ from bineval_dspy.core.scoring import join
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import BudgetMeter, metered_map
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.programs.records import CheckRecord, GenerationRecord, Refinement, Selection
+from bineval_dspy.programs.records import CheckRecord, GenerationRecord, Refinement
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, ChecklistBestOfN, SelfRefine
 from bineval_dspy.suites.rows import SuiteRow
 
@@ -139,8 +139,7 @@ def generate_row(
     selection = refinement = None
     if best_of > 1:
         pick = ChecklistBestOfN(program, judge, best_of, stop_at_pass=stop_at_pass)(prompt=row.prompt, checklist=checklist)
-        response, card = pick.response, pick.scorecard
-        selection = Selection(n=best_of, candidates=pick.candidates, chosen=pick.chosen, stop_at_pass=stop_at_pass)
+        response, card, selection = pick.response, pick.scorecard, pick.selection
     else:
         response = program(prompt=row.prompt).response
     if refine:

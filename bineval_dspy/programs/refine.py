@@ -16,6 +16,7 @@ from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.programs.records import Selection
 
 DEFAULT_MAX_TOKENS = 1024
 PLAN_MAX_TOKENS = 300
@@ -127,7 +128,8 @@ class SelfRefine(dspy.Module):
 
 
 class ChecklistBestOfN(dspy.Module):
-    """STICK Best-of-N: ``forward(prompt, checklist) -> Prediction(response, scorecard, candidates, chosen)``.
+    """STICK Best-of-N: ``forward(prompt, checklist) -> Prediction(response, scorecard, candidates, chosen, selection)``
+    (``selection``: the draw as output records keep it, for N of 2 or more).
 
     Samples up to ``n`` responses from ``program`` (called as ``program(prompt=..., config=...)``, returning a
     prediction with ``.response``) at ``temperature``, each with its own ``rollout_id`` so cached samples differ
@@ -160,15 +162,17 @@ class ChecklistBestOfN(dspy.Module):
                 cards.append(None)
                 continue
             card = self.judge(input=prompt, output=text, checklist=checklist)
-            candidates.append({"rollout_id": rollout, "response": text, "score": card.overall, "passed": passes(card)})
+            passed = passes(card)
+            candidates.append({"rollout_id": rollout, "response": text, "score": card.overall, "passed": passed})
             cards.append(card)
-            if self.stop_at_pass and passes(card):
+            if self.stop_at_pass and passed:
                 break
         answered = [i for i, card in enumerate(cards) if card is not None]
         if not answered:
             assert last_error is not None
             raise last_error
         chosen = max(answered, key=lambda i: (passes(cards[i]), rank(cards[i])))  # max keeps the first of equals
+        selection = Selection(n=self.n, candidates=candidates, chosen=chosen, stop_at_pass=self.stop_at_pass) if self.n > 1 else None
         return dspy.Prediction(
-            response=candidates[chosen]["response"], scorecard=cards[chosen], candidates=candidates, chosen=chosen
+            response=candidates[chosen]["response"], scorecard=cards[chosen], candidates=candidates, chosen=chosen, selection=selection
         )

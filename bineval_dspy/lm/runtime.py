@@ -45,6 +45,7 @@ def configure(options: LMOptions | str | None = None, cache_dir: Path | None = N
     ``cache_dir`` (None: ``default_cache_dir()``), so reruns are free; replies that gave no result are not kept."""
     if not isinstance(options, LMOptions):
         options = LMOptions(spec=options or DEFAULT_LM)
+    lm = checked_lm(options)  # first: an LM that cannot work is refused before the cache folder is made or opened
     folder = cache_dir or default_cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -56,7 +57,6 @@ def configure(options: LMOptions | str | None = None, cache_dir: Path | None = N
         if _disk_full(exc):  # the cache is fine: deleting it would throw away every paid reply
             raise InputError(f"--cache-dir {folder}: the disk is full ({one_line(exc)}); free some space, the cache is kept") from None
         raise InputError(f"--cache-dir {folder}: not a usable LM cache ({one_line(exc)}); delete it or give another folder") from None
-    lm = checked_lm(options)
     dspy.configure(lm=lm)
     return lm
 

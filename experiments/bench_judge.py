@@ -7,13 +7,16 @@ Arms (each on its own engine, interleaved pair by pair so machine load hits them
   or flash attention;
 - new: ``BinaryJudge()`` on the default engine: the questions of one output decoded as parallel sequences;
 - verdict_only: ``BinaryJudge(explanations="none")``: generation stops after the answer;
+- one_token: ``BinaryJudge(explanations="none", verdict_format="prefilled")``: the verdict's JSON start is in the
+  prompt, so a verdict is one generated token (its answers are compared with verdict_only's);
 - naive: one plain ``dspy.Predict`` per question with ChatAdapter and no prefix reuse;
 - floor: llama.cpp alone doing today's model work (same prompt tokens evaluated, as many tokens generated);
 - batched_floor: llama.cpp alone, the physical floor of one output: one prefill of the shared context, one
   batched pass over all question suffixes, one decoding step for every question's verdict token.
 
 Usage: python experiments/bench_judge.py [--data DIR] [--pairs N] [--questions N] [--arms A,B,...] [--out PATH]
-Prints a table and ends with ``ratios: today/new=A today/verdict_only=B verdict_only/batched_floor=C naive/new=D``
+Prints a table and ends with ``ratios: today/new=A today/verdict_only=B verdict_only/batched_floor=C naive/new=D
+one_token/batched_floor=E``
 (with ``--arms``, the ratios of the arms that ran: ``--arms verdict_only,batched_floor`` measures the one target
 pair side by side at a tenth of the time; ``floor`` needs ``today``, ``batched_floor`` needs ``verdict_only``).
 """
@@ -281,6 +284,7 @@ def main() -> None:
         "today": dict(batching=False, flash_attn=False, record_calls=True),
         "new": {},
         "verdict_only": {},
+        "one_token": {},
         "naive": dict(reuse_prefix=False, flash_attn=False),
         "floor": dict(batching=False, flash_attn=False),
         "batched_floor": {},
@@ -289,7 +293,10 @@ def main() -> None:
     for engine in engines.values():
         warm_up(engine)
     lms = {name: local_lm(engine, name) for name, engine in engines.items()}
-    judges = {"today": BinaryJudge(threads=1), "new": BinaryJudge(), "verdict_only": BinaryJudge(explanations="none")}
+    judges = {
+        "today": BinaryJudge(threads=1), "new": BinaryJudge(), "verdict_only": BinaryJudge(explanations="none"),
+        "one_token": BinaryJudge(explanations="none", verdict_format="prefilled"),
+    }  # fmt: skip
     judges = {name: judge for name, judge in judges.items() if name in engines}
     first = next(iter(engines.values()))  # one tokenizer: every engine loads the same model
     pairs = load_pairs(args.data, args.pairs, lambda text: len(first.tokenize(text)))
@@ -300,7 +307,7 @@ def main() -> None:
     )
     requests = {name: record_requests(engines[name]) for name in ("today", "verdict_only") if name in engines}
     predict = dspy.Predict("document, summary, question -> answer: bool, explanation: str")
-    meters = {name: Meter(engine if name in ("today", "new", "verdict_only", "naive") else None) for name, engine in engines.items()}
+    meters = {name: Meter(engine if name in (*judges, "naive") else None) for name, engine in engines.items()}
     floor_llama = engines["floor"]._load() if "floor" in engines else None
     batched_llama = engines["batched_floor"]._load() if "batched_floor" in engines else None
     batch = llama_cpp.llama_batch_init(batched_llama.n_batch, 0, 1) if batched_llama is not None else None
@@ -341,6 +348,10 @@ def main() -> None:
 
     compared = [name for name in ("new", "verdict_only") if name in answers] if "today" in answers else []
     same = {name: sum(a == b for x, y in zip(answers["today"], answers[name]) for a, b in zip(x, y)) for name in compared}
+    one_token_alike = (
+        sum(a == b for x, y in zip(answers["verdict_only"], answers["one_token"]) for a, b in zip(x, y))
+        if {"verdict_only", "one_token"} <= set(answers) else None
+    )  # fmt: skip
     explained_alike = sum(a == b for x, y in zip(explanations["today"], explanations["new"]) for a, b in zip(x, y)) if "new" in compared else None
     print(f"{len(pairs)} pairs x {q} questions; pair tokens (article+summary) mean "
           f"{sum(p.article_tokens + p.summary_tokens for p in pairs) / len(pairs):.0f}; "
@@ -356,10 +367,15 @@ def main() -> None:
     if compared:
         alike = f"; new's explanations equal to today's: {explained_alike}/{total} (flash attention changes the numbers: see README)" if explained_alike is not None else ""
         print("answers equal to today's: " + ", ".join(f"{name} {same[name]}/{total}" for name in compared) + alike)
+    if one_token_alike is not None:
+        print(f"one_token's answers equal to verdict_only's: {one_token_alike}/{total}")
     seconds = {name: m.figures.seconds for name, m in meters.items()}
     ratios = {
         f"{a}/{b}": seconds[a] / seconds[b]
-        for a, b in (("today", "new"), ("today", "verdict_only"), ("verdict_only", "batched_floor"), ("naive", "new"), ("today", "floor"))
+        for a, b in (
+            ("today", "new"), ("today", "verdict_only"), ("verdict_only", "batched_floor"), ("naive", "new"), ("today", "floor"),
+            ("one_token", "batched_floor"),
+        )  # fmt: skip
         if a in seconds and b in seconds
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -372,13 +388,14 @@ def main() -> None:
         **{name: {**asdict(m.figures), "cpu_seconds": m.cpu, "answers": m.answers} for name, m in meters.items()},
         "answers_equal_to_today": same,
         "explanations_equal_to_today": explained_alike,
+        "one_token_answers_equal_to_verdict_only": one_token_alike,
         "ratios": ratios,
     }, indent=2) + "\n")
-    shown = [k for k in ("today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new") if k in ratios]
+    shown = [k for k in ("today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new", "one_token/batched_floor") if k in ratios]
     print("ratios: " + " ".join(f"{k}={ratios[k]:.2f}" for k in shown))
 
 
-ARMS = ("today", "new", "verdict_only", "naive", "floor", "batched_floor")
+ARMS = ("today", "new", "verdict_only", "one_token", "naive", "floor", "batched_floor")
 NEEDS = {"floor": "today", "batched_floor": "verdict_only"}  # a floor replays the prompts its judge arm recorded
 
 
@@ -391,8 +408,8 @@ def arm_list(text: str) -> tuple[str, ...]:
     missing = [f"{floor} needs {judge}" for floor, judge in NEEDS.items() if floor in names and judge not in names]
     if missing:
         raise argparse.ArgumentTypeError("; ".join(missing))
-    if not names & {"today", "new", "verdict_only"}:
-        raise argparse.ArgumentTypeError("name at least one judge arm (today, new, verdict_only)")
+    if not names & {"today", "new", "verdict_only", "one_token"}:
+        raise argparse.ArgumentTypeError("name at least one judge arm (today, new, verdict_only, one_token)")
     return tuple(name for name in ARMS if name in names)
 
 

@@ -148,7 +148,10 @@ def _ends_whole(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-JUDGE_FLAGS = {"cot": False, "samples": 1, "probability": False, "partial": False, "explanations": "all", "calibration": "none", "scoring": "per_question"}
+JUDGE_FLAGS = {
+    "cot": False, "samples": 1, "probability": False, "partial": False, "explanations": "all", "calibration": "none",
+    "scoring": "per_question", "verdict_format": "json",
+}  # fmt: skip
 
 
 def _judge_of(args: argparse.Namespace, model: str) -> BinaryJudge:
@@ -161,7 +164,7 @@ def _judge_of(args: argparse.Namespace, model: str) -> BinaryJudge:
     if not args.program:
         return BinaryJudge.from_spec(JudgeSpec(
             model=model, chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial,
-            explanations=args.explanations, calibration=args.calibration, scoring=args.scoring,
+            explanations=args.explanations, calibration=args.calibration, scoring=args.scoring, verdict_format=args.verdict_format,
         ))
     changed = [name for name, default in JUDGE_FLAGS.items() if getattr(args, name) != default]
     if changed:
@@ -388,6 +391,10 @@ def add_judge_command(sub: argparse._SubParsersAction, common: argparse.Argument
     judge.add_argument(
         "--scoring", choices=("per_question", "batch"), default="per_question",
         help="one LM call per question (default), or all of an output's questions in one call (a missing verdict is unanswered)",
+    )
+    judge.add_argument(
+        "--verdict-format", choices=("json", "prefilled"), default="json",
+        help="prefilled (embedded model): the verdict's JSON start is in the prompt, so the answer is the first token generated",
     )
     judge.add_argument(
         "--explanations",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 Answer = Literal["yes", "no", "unanswered"]
 
@@ -136,6 +136,16 @@ class JudgeSpec(BaseModel):
     calibration: Literal["none", "content_free"] = "none"
     thresholds: dict[str, float] = Field(default_factory=dict)  # per-dimension P(yes) decision thresholds
     scoring: Literal["per_question", "batch"] = "per_question"  # one call per question, or one per output
+    verdict_format: Literal["json", "prefilled"] = "json"  # prefilled: the reply's JSON start is in the prompt
+
+    @model_serializer(mode="wrap")
+    def _added_options_at_default_left_out(self, handler: Any) -> dict[str, Any]:
+        """Options added after the first runs are left out at their defaults, so earlier fingerprints and records
+        stay what they were."""
+        data = handler(self)
+        if data.get("verdict_format") == "json":
+            del data["verdict_format"]
+        return data
 
 
 class Scorecard(BaseModel):

@@ -139,7 +139,8 @@ def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
 
 def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     program = context.programs[arm.of] if arm.of is not None else context.student
-    return Stick(context, best_of=arm.n, temperature=arm.temperature, program=program, stop_at_pass=arm.stop_at_pass), Cost()
+    stick = Stick(context, best_of=arm.n, temperature=arm.temperature, program=program, stop_at_pass=arm.stop_at_pass, per_round=arm.per_round)
+    return stick, Cost()
 
 
 def check_inputs(context: ArmContext) -> None:
@@ -197,7 +198,7 @@ class Stick(dspy.Module):
 
     def __init__(
         self, context: ArmContext, *, best_of: int = 1, refine: int = 0, temperature: float = 0.7, program: dspy.Module | None = None,
-        stop_at_pass: bool = False,
+        stop_at_pass: bool = False, per_round: int | None = None,
     ) -> None:
         super().__init__()
         self.program = (program or context.student).deepcopy()
@@ -206,13 +207,16 @@ class Stick(dspy.Module):
         self._checklist_for: Callable[[dspy.Example], Checklist] = metric.checklist_for  # type: ignore[union-attr]
         self.checklists = {str(ex.prompt): ex for ex in [*context.train, *context.val, *context.test]}
         self.best_of, self.refine, self.temperature, self.stop_at_pass = best_of, refine, temperature, stop_at_pass
+        self.per_round = per_round
         self.selections: dict[str, Selection] = {}  # prompt -> its Best-of-N draw, for ``selection_stats``
 
     def forward(self, prompt: str) -> dspy.Prediction:
         checklist = self._checklist_for(self.checklists[prompt])
         card = None
         if self.best_of > 1:
-            best = ChecklistBestOfN(self.program, self.judge, self.best_of, self.temperature, stop_at_pass=self.stop_at_pass)
+            best = ChecklistBestOfN(
+                self.program, self.judge, self.best_of, self.temperature, stop_at_pass=self.stop_at_pass, per_round=self.per_round
+            )
             pick = best(prompt=prompt, checklist=checklist)
             response, card = pick.response, pick.scorecard
             self.selections[prompt] = pick.selection

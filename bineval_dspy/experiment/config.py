@@ -66,6 +66,9 @@ class BestOfArm(_Arm):
     of: str | None = Field(default=None, description="an earlier arm whose program is sampled (default: the start program)")
     temperature: float = Field(default=0.7, ge=0, le=2)
     stop_at_pass: bool = Field(default=False, description="draw no sample after the first that passes every check")
+    per_round: int | None = Field(
+        default=None, ge=1, description="samples decoded together (default: all n, or one at a time with stop_at_pass); the response does not depend on it"
+    )
 
 
 class SelectionDemosArm(_Arm):

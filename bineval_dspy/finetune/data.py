@@ -25,6 +25,7 @@ from bineval_dspy.core.jsonio import append_jsonl, read_jsonl, rewrite_jsonl
 from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.finetune.settings import FinetuneSettings
 from bineval_dspy.optimize.metric import BinEvalMetric
+from bineval_dspy.programs.sampling import draw
 
 SAMPLES_FILE = "samples.jsonl"
 
@@ -87,9 +88,12 @@ def sample_prompt(student: dspy.Module, metric: BinEvalMetric, example: dspy.Exa
     samples = []
     if settings.greedy_too:
         samples.append(score_sample(metric, example, None, metric.output_of(student(prompt=prompt))))
-    for rollout in range(settings.samples):
-        config = {"rollout_id": rollout, "temperature": settings.temperature, "seed": settings.seed + rollout}
-        samples.append(score_sample(metric, example, rollout, metric.output_of(student(prompt=prompt, config=config))))
+    rollouts = range(settings.samples)
+    drawn = draw(student, prompt, rollouts, temperature=settings.temperature, seed=settings.seed, read=metric.output_of)
+    for rollout, response in zip(rollouts, drawn):
+        if isinstance(response, Exception):
+            raise response
+        samples.append(score_sample(metric, example, rollout, response))
     return PromptSamples(key=metric.example_id(example), prompt=prompt, samples=samples)
 
 

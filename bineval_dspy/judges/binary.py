@@ -57,6 +57,7 @@ class AnswerQuestion(dspy.Signature):
 
 
 Explanations = Literal["all", "failures", "none"]
+VerdictFormat = Literal["json", "prefilled"]
 Calibration = Literal["none", "content_free"]
 Scoring = Literal["per_question", "batch"]
 # What the judge sees in place of the output when it measures its own bias for a question (contextual calibration,
@@ -106,6 +107,44 @@ class VerdictFirstAdapter(StrictJSONAdapter):
             repaired = json_repair.loads(completion)
             fields["reasoning"] = str(repaired.get("reasoning", "")) if isinstance(repaired, dict) else ""
         return fields
+
+
+# The start of a verdict reply, given in the prompt as the assistant's own text by the prefilled format: the next
+# token is the answer.
+VERDICT_PREFILL = '{"verdict": {"answer": "'
+_PREFILLED_ANSWER = re.compile(r'(yes|no)(?:"|$)')
+_REPLY_START = re.compile(r"\A")  # the prefilled format's verdict token is the reply's first
+
+
+class PrefilledVerdictAdapter(StrictJSONAdapter):
+    """The prefilled verdict format: ``VERDICT_PREFILL`` ends the prompt as the start of the assistant's reply, so
+    the first generated token is the answer: one decoding step for a verdict, its P(yes) read there, and the
+    explanation (``explain``) decoded after it. The reply must start with yes or no and the closing quote (a
+    verdict-only call stops at that quote); anything else is a parse error, so the verdict is unanswered."""
+
+    def __init__(self, explain: bool) -> None:
+        super().__init__()
+        self.explain = explain
+
+    def format(self, signature: type[dspy.Signature], demos: list[dict[str, Any]], inputs: dict[str, Any]) -> list[dict[str, Any]]:
+        return [*super().format(signature, demos, inputs), {"role": "assistant", "content": VERDICT_PREFILL}]
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        if self.explain:
+            return super().parse(signature, VERDICT_PREFILL + (completion or ""))
+        match = _PREFILLED_ANSWER.match(completion or "")
+        if match is None:
+            raise AdapterParseError(
+                adapter_name=type(self).__name__, signature=signature, lm_response=completion,
+                message="the reply does not start with yes or no",
+            )
+        return {"verdict": Answer(answer=match.group(1), explanation="")}  # type: ignore[arg-type]
+
+
+def _continues_prefill(lm: dspy.LM | None) -> bool:
+    """Whether ``lm`` continues a reply from the assistant's prefill (the embedded engine does; an OpenAI-style
+    server may answer after it instead)."""
+    return bool(getattr(getattr(lm, "engine", None), "supports_prefill", False))
 
 
 def _whole_reply_answer(completion: str | None) -> str | None:
@@ -158,8 +197,13 @@ class BinaryJudge(dspy.Module):
         calibration: Calibration = "none",
         thresholds: dict[str, float] | None = None,
         scoring: Scoring = "per_question",
+        verdict_format: VerdictFormat = "json",
     ) -> None:
         super().__init__()
+        if verdict_format not in ("json", "prefilled"):
+            raise ValueError(f"verdict_format must be json or prefilled, got {verdict_format!r}")
+        if verdict_format == "prefilled" and (chain_of_thought or scoring == "batch"):
+            raise ValueError("the prefilled verdict format answers one question at its first token: no chain of thought, no batch scoring")
         if scoring not in ("per_question", "batch"):
             raise ValueError(f"scoring must be per_question or batch, got {scoring!r}")
         if scoring == "batch" and chain_of_thought:
@@ -187,6 +231,8 @@ class BinaryJudge(dspy.Module):
         self.calibration = calibration
         self.thresholds = dict(thresholds or {})
         self._verdict_adapter = VerdictFirstAdapter()
+        self.verdict_format = verdict_format
+        self._prefilled = {explain: PrefilledVerdictAdapter(explain) for explain in (False, True)}
         self.scoring = scoring
         # only a batch judge has the batch predictor: a per-question judge's predictors (what optimizers and saved
         # programs name) stay the one ``answer``
@@ -202,10 +248,12 @@ class BinaryJudge(dspy.Module):
         return cls(
             chain_of_thought=spec.chain_of_thought, samples=spec.samples, probability=spec.probability,
             verifier_mode=spec.verifier_mode, partial=spec.partial, explanations=spec.explanations,
-            calibration=spec.calibration, thresholds=spec.thresholds, scoring=spec.scoring, **runtime,
+            calibration=spec.calibration, thresholds=spec.thresholds, scoring=spec.scoring,
+            verdict_format=spec.verdict_format, **runtime,
         )
 
     def forward(self, input: str, output: str, checklist: Checklist) -> Scorecard:
+        self._check_format()
         routed = {q.id: self.code_router(q, input, output) for q in checklist.questions}
         asked = [q for q in checklist.questions if routed[q.id] is None]
         if self.scoring == "batch":
@@ -285,10 +333,18 @@ class BinaryJudge(dspy.Module):
             calibration=self.calibration,
             thresholds=self.thresholds,
             scoring=self.scoring,
+            verdict_format=self.verdict_format,
         )
+
+    def _check_format(self) -> None:
+        lm = self.answer_lm()
+        if self.verdict_format == "prefilled" and not _continues_prefill(lm):
+            model = getattr(lm, "model", "the LM")
+            raise InputError(f"{model}: the prefilled verdict format needs an LM that continues the assistant's prefill (the embedded model); use verdict format json")
 
     def judge_question(self, input: str, output: str, question: Question) -> Verdict:
         """One verdict for one question: by code when a verifier applies, else by the LM."""
+        self._check_format()
         routed = self.code_router(question, input, output)
         if routed is not None:
             return routed
@@ -314,7 +370,7 @@ class BinaryJudge(dspy.Module):
         if reads_p:
             config.update(logprobs=True, top_logprobs=10)
         if not explain:
-            config.update(stop=[EXPLANATION_STOP])
+            config.update(stop=['"'] if self.verdict_format == "prefilled" else [EXPLANATION_STOP])
         with reply_journal() as journal:
             verdict = self._read(input, output, question, config, explain, judge_name)
             if verdict.answer == "unanswered":
@@ -370,7 +426,7 @@ class BinaryJudge(dspy.Module):
             return Verdict(question_id=question.id, answer="unanswered", explanation=why, judge=judge_name)
 
         try:
-            with dspy.context(adapter=self.adapter if explain else self._verdict_adapter):
+            with dspy.context(adapter=self._adapter_for(explain)):
                 pred = self.answer(input=input, output=output, question=question.text, config=config)
             answer, explanation = pred.verdict.answer, pred.verdict.explanation
         except LMAuthError as exc:  # a refused key fails every call alike: the run's setup is wrong, not this answer
@@ -380,10 +436,16 @@ class BinaryJudge(dspy.Module):
         if answer not in ("yes", "no"):
             return unanswered(f"unparseable answer {answer!r}")
         # P(yes) is read at the verdict token and kept beside the parsed answer; it never overrides it
-        p_yes = p_yes_from_logprobs(getattr(pred, "logprobs", None)) if "logprobs" in config else None
+        key = _REPLY_START if self.verdict_format == "prefilled" else None
+        p_yes = p_yes_from_logprobs(getattr(pred, "logprobs", None), *([key] if key else [])) if "logprobs" in config else None
         if p_yes is None and self._needs_p_yes():  # the answer stands, but never passes for a probability
             explanation = f"{explanation} {NO_P_YES}".strip()
         return Verdict(question_id=question.id, answer=answer, p_yes=p_yes, explanation=explanation, judge=judge_name)
+
+    def _adapter_for(self, explain: bool) -> dspy.Adapter:
+        if self.verdict_format == "prefilled":
+            return self._prefilled[explain]
+        return self.adapter if explain else self._verdict_adapter
 
     def _needs_p_yes(self) -> bool:
         """Whether a verdict without P(yes) cannot be scored as asked: probability mode or calibration on one sample

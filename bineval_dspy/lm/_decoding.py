@@ -1,6 +1,6 @@
-"""One request's decoding on a llama.cpp context: greedy choice under a JSON grammar, stop sequences, token
-limits and logprobs read from raw logits, shared by the engine's sequential and parallel paths so both decode
-alike; and the llama.cpp buffers the engine owns."""
+"""One request's decoding on a llama.cpp context: greedy choice or seeded sampling under a JSON grammar, stop
+sequences, token limits and logprobs read from raw logits, shared by the engine's sequential and parallel paths so
+both decode alike; and the llama.cpp buffers the engine owns."""
 
 from __future__ import annotations
 
@@ -49,9 +49,39 @@ class _OwnedBatch:
             self.batch = None
 
 
+class Sampler:
+    """Seeded temperature sampling with top-k, top-p and min-p (llama.cpp's defaults: 40, 0.95, 0.05).
+
+    Our own rather than llama.cpp's sampler chain, which lives in the context and serves one sequence: here a
+    sample's tokens depend only on its logits and its seed, so the samples of one prompt decoded side by side are
+    the tokens each would get alone (tested).
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.temperature = float(config.temperature or 0.0)
+        self.top_k = config.top_k or 40
+        self.top_p = config.top_p if config.top_p is not None else 0.95
+        self.min_p = 0.05
+        self.rng = np.random.default_rng(config.seed if config.seed is not None else None)
+
+    def draw(self, logits: np.ndarray) -> int:
+        """One token from ``logits`` (raw; a grammar's rejected tokens at -inf)."""
+        k = min(self.top_k, int(np.isfinite(logits).sum())) or 1
+        best = np.argpartition(-logits, k - 1)[:k]
+        best = best[np.argsort(-logits[best], kind="stable")]
+        scaled = logits[best].astype(np.float64) / self.temperature
+        p = np.exp(scaled - scaled[0])
+        p /= p.sum()
+        keep = p >= self.min_p * p[0]
+        keep &= np.concatenate(([True], np.cumsum(p)[:-1] < self.top_p))  # the smallest head reaching top_p
+        p = np.where(keep, p, 0.0)
+        cumulative = np.cumsum(p / p.sum())
+        return int(best[min(int(np.searchsorted(cumulative, self.rng.random(), side="right")), k - 1)])
+
+
 class _Decoding:
-    """One request's generation state: grammar, stop sequences, token limit, logprobs. Shared by the sequential
-    and the parallel paths, so both stop, mask and account exactly alike."""
+    """One request's generation state: grammar, sampler, stop sequences, token limit, logprobs. Shared by the
+    sequential and the parallel paths, so both stop, mask and account exactly alike."""
 
     def __init__(self, llama: Any, config: Config, grammar: Any, greedy: bool) -> None:
         self.llama = llama
@@ -65,14 +95,18 @@ class _Decoding:
         vocab = llama._model.vocab
         self.check = (
             llama_cpp.llama_sampler_init_grammar(vocab, grammar._grammar.encode(), grammar._root.encode())
-            if grammar is not None and greedy
+            if grammar is not None
             else None
         )
+        self.sampler = None if greedy else Sampler(config)
         self._one = np.zeros(1, dtype=_TOKEN_DATA)
 
     def choose(self, logits: np.ndarray) -> int:
-        """The greedy token: the grammar is asked about the best raw token first, and masks the whole vocabulary
-        only when it rejects it (the same tokens as masking every step, at a fraction of the cost)."""
+        """The next token: greedy, or drawn by the sampler. Greedy asks the grammar about the best raw token first
+        and masks the whole vocabulary only when it rejects it (the same tokens as masking every step, at a
+        fraction of the cost); a sample is drawn from the masked vocabulary."""
+        if self.sampler is not None:
+            return self._draw(logits)
         token = int(np.argmax(logits))
         if self.check is not None:
             self._one[0] = (token, 0.0, 0.0)
@@ -84,6 +118,31 @@ class _Decoding:
                 _apply_sampler(self.check, allowed)
                 token = int(allowed["id"][np.argmax(allowed["logit"])])
             llama_cpp.llama_sampler_accept(self.check, token)
+        return token
+
+    def continue_from(self, prefill: list[int]) -> None:
+        """Advance the grammar through a prefill's tokens (the start of the reply, given in the prompt), so the
+        generation continues it. A prefill the grammar refuses is a ValueError, checked before llama.cpp's grammar
+        sees the token (it aborts the process on a token it cannot accept)."""
+        if self.check is None:
+            return
+        for token in prefill:
+            self._one[0] = (token, 0.0, 0.0)
+            _apply_sampler(self.check, self._one)
+            if not np.isfinite(self._one[0]["logit"]):
+                raise ValueError("the reply's prefill does not fit its response format")
+            llama_cpp.llama_sampler_accept(self.check, token)
+
+    def _draw(self, logits: np.ndarray) -> int:
+        assert self.sampler is not None
+        if self.check is None:
+            return self.sampler.draw(logits)
+        allowed = np.zeros(len(logits), dtype=_TOKEN_DATA)
+        allowed["id"] = np.arange(len(logits))
+        allowed["logit"] = logits
+        _apply_sampler(self.check, allowed)
+        token = self.sampler.draw(allowed["logit"])
+        llama_cpp.llama_sampler_accept(self.check, token)
         return token
 
     def accept(self, token: int, logits: np.ndarray) -> bool:

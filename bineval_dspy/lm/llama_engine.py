@@ -12,10 +12,14 @@ from its neighbour's cells up to their shared prefix (an output's context is eva
 prefilled, and every decoding step runs all sequences in one batch. The tokens are the ones each request would
 get alone (tested).
 
-Free text (a request with no ``response_format``: a generator's answer) is decoded on its own from an empty cache:
-a parallel decoding step or a neighbour's prefill rounds a 135M model's activations differently, which flipped
-2 of 25 greedy IFEval answers at 16 in flight (7 of 25 with a LoRA adapter), so a figure could not be reproduced
-to the item. Generations gain only 1.1-1.2x from batching (measured side by side), verdicts far more.
+Greedy free text (a request with no ``response_format``: a generator's answer) is decoded on its own from an empty
+cache: a neighbour's prefill rounds a 135M model's activations differently, which flipped 2 of 25 greedy IFEval
+answers at 16 in flight (7 of 25 with a LoRA adapter), so a figure could not be reproduced to the item.
+
+Free-text samples (Best-of-N's draw) are batched another way: the samples of one prompt share a single prefill,
+made from an empty stream exactly as alone, its KV cells and logits copied to each sample's stream, and then decode
+side by side, each drawing with its own seeded sampler (``_decoding.Sampler``). Every sample gets the tokens it
+would get alone (tested), so the same command draws the same samples however they were batched.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import random
 import threading
 import time
 from contextlib import closing
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from dspy.lm15 import Config, Message, Request, Response, Usage
+from dspy.lm15 import Message, Request, Response, Usage
 
 # llama.cpp's OpenMP workers spin while waiting by default; on a busy 2-core machine that starves every
 # other process (and this one). Passive waiting must be chosen before the library loads.
@@ -65,6 +68,23 @@ def _structured(request: Request) -> bool:
     return bool(request.config.response_format)
 
 
+def _sampled_text(request: Request) -> bool:
+    """A free-text sample (a Best-of-N draw): batched with the other samples of its prompt, which share its
+    prefill (see ``_complete_batch``)."""
+    return bool(request.config.temperature) and not _structured(request)
+
+
+def _prefill(request: Request) -> str | None:
+    """The text a request's reply must continue: its last message when that is the assistant's."""
+    last = request.messages[-1] if request.messages else None
+    return last.text if last is not None and last.role == "assistant" else None
+
+
+def _batchable(request: Request) -> bool:
+    """Greedy structured calls and free-text samples go to the batcher; the rest decode alone."""
+    return (not request.config.temperature and _structured(request)) or _sampled_text(request)
+
+
 class LlamaCppEngine:
     """DSPy engine running a GGUF model with llama-cpp-python in this process.
 
@@ -76,6 +96,7 @@ class LlamaCppEngine:
 
     in_process = True  # calls serialize on one context; see ``bineval_dspy.lm.specs.is_local``
     supports_response_schema = True
+    supports_prefill = True  # a request ending in an assistant message is continued from it (see ``render``)
     supports_function_calling = False
     supports_reasoning = False
     supported_params = frozenset(
@@ -97,7 +118,8 @@ class LlamaCppEngine:
         self.model_path = Path(model_path)
         self.lora_path = Path(lora_path) if lora_path is not None else None  # a GGUF LoRA adapter applied to every call
         self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        self.n_threads = n_threads or os.cpu_count() or 1  # every core: measured best (experiments/bench_sampling.py)
+        self._single_threads = 0  # the thread count now set for one-token decoding steps
         self.reuse_prefix = reuse_prefix
         self.record_calls = record_calls
         self.flash_attn = flash_attn
@@ -133,7 +155,8 @@ class LlamaCppEngine:
             llama = Llama(
                 model_path=str(self.model_path),
                 n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
+                n_threads=self.n_threads,  # llama-cpp-python's default is half the cores for a single sequence
+                n_threads_batch=self.n_threads,
                 n_batch=512,
                 flash_attn=self.flash_attn,
                 lora_path=str(self.lora_path) if self.lora_path is not None else None,
@@ -170,6 +193,7 @@ class LlamaCppEngine:
             if llama_cpp.llama_set_adapters_lora(llama._ctx.ctx, adapters, 1, (ctypes.c_float * 1)(llama.lora_scale)):
                 raise RuntimeError(f"llama.cpp could not apply the LoRA adapter {self.lora_path} to the batched context")
         llama.n_tokens = 0  # the new cache is empty
+        self._single_threads = 0  # the new context starts from the load's thread counts
         self._parallel = True
 
     @property
@@ -187,14 +211,17 @@ class LlamaCppEngine:
         return self._load().tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
     def render(self, request: Request) -> str:
-        """The prompt text for a request, through the model's own chat template."""
+        """The prompt text for a request, through the model's own chat template. A request whose last message is
+        the assistant's is a prefill: the reply continues that text (the grammar of a ``response_format`` is
+        advanced through it first, see ``_Decoding``)."""
         self._load()
+        turns = list(request.messages)
+        prefill = turns.pop().text if _prefill(request) is not None else ""
         messages = [{"role": "system", "content": request.system}] if request.system else []
-        messages += [{"role": m.role, "content": m.text} for m in request.messages]
+        messages += [{"role": m.role, "content": m.text} for m in turns]
         if self._formatter is not None:
-            return self._formatter(messages=messages).prompt
-        turns = "".join(f"{m['role']}: {m['content']}\n" for m in messages)
-        return turns + "assistant: "
+            return self._formatter(messages=messages).prompt + prefill
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: " + prefill
 
     def _grammar(self, response_format: dict | None) -> Any:
         if not response_format or response_format.get("type") not in ("json_schema", "json_object"):
@@ -212,8 +239,7 @@ class LlamaCppEngine:
     # -- the engine contract -------------------------------------------------------
     def complete(self, request: Request) -> Response:
         """Run one chat request and return text, usage and (if asked) logprobs."""
-        greedy = not request.config.temperature
-        if self._batcher is not None and greedy and _structured(request):
+        if self._batcher is not None and _batchable(request):
             return self._batcher.submit(request)
         return self._complete_one(request)
 
@@ -221,12 +247,12 @@ class LlamaCppEngine:
         with self._lock:
             started = time.perf_counter()
             llama = self._load()
-            config: Config = request.config
             tokens = self.tokenize(self.render(request))
             if len(tokens) >= self.n_ctx:
                 raise ValueError(f"prompt of {len(tokens)} tokens does not fit the context of {self.n_ctx}")
             reused = self._reusable_prefix(llama, tokens, request)
-            text, generated, logprobs, finish = self._generate(llama, tokens, reused, config)
+            self._set_threads(llama, alone=not _batchable(request))
+            text, generated, logprobs, finish = self._generate(llama, tokens, reused, request)
             self._account(len(tokens), len(tokens) - reused, generated, time.perf_counter() - started)
             response_id = f"llama-{self.stats.calls}"  # read under the lock: another thread may be counting
         return Response(
@@ -238,6 +264,17 @@ class LlamaCppEngine:
             logprobs=logprobs,
         )
 
+    def _set_threads(self, llama: Any, *, alone: bool) -> None:
+        """Threads for decoding steps of one token. Steps of several tokens (prefills, batches) use every thread
+        (``n_threads``), and so does a call that is always decoded alone (greedy free text). A call that may also be
+        decoded beside others (a verdict, a sample) takes its one-token steps on one thread: with more, llama.cpp
+        splits a single row's attention across threads, which rounds otherwise than a row of a batch and changed 1
+        of 64 samples (experiments/bench_sampling.py), so a call would get other tokens alone than batched."""
+        single = self.n_threads if alone else 1
+        if single != self._single_threads:
+            llama_cpp.llama_set_n_threads(llama._ctx.ctx, single, self.n_threads)
+            self._single_threads = single
+
     def _reusable_prefix(self, llama: Any, tokens: list[int], request: Request) -> int:
         """How many leading tokens llama.cpp will keep from the previous call's KV cache (never the last one:
         generating needs its logits); none for free text, which is prefilled from its first token."""
@@ -246,35 +283,30 @@ class LlamaCppEngine:
             return 0
         return min(len(_common_prefix([llama.input_ids[: llama.n_tokens].tolist(), tokens])), len(tokens) - 1)
 
-    def _generate(self, llama: Any, tokens: list[int], reused: int, config: Config) -> tuple[str, int, tuple | None, str]:
-        temperature = 0.0 if config.temperature is None else float(config.temperature)
-        grammar = self._grammar(config.response_format)
-        with closing(_Decoding(llama, config, grammar, greedy=temperature <= 0)) as decoding:
-            if temperature > 0:
-                llama.set_seed(config.seed if config.seed is not None else random.randrange(2**31))
-                stream = llama.generate(
-                    tokens,
-                    temp=temperature,
-                    top_k=config.top_k or 40,
-                    top_p=config.top_p if config.top_p is not None else 0.95,
-                    min_p=0.05,
-                    repeat_penalty=1.0,
-                    reset=True,
-                    grammar=grammar,
-                )
-                with closing(stream):
-                    for token in stream:
-                        if not decoding.accept(token, _last_logits(llama)):
-                            break
-            else:
-                llama.n_tokens = reused  # keep the KV cache of the shared prefix; eval drops everything after it
-                llama.eval(tokens[reused:])
-                while True:
-                    logits = _last_logits(llama)
-                    token = decoding.choose(logits)
-                    if not decoding.accept(token, logits):
-                        break
-                    llama.eval([token])
+    def _decoding(self, llama: Any, request: Request, *, sampled: bool | None = None) -> _Decoding:
+        """A request's decoding state, its grammar advanced through a prefill."""
+        config = request.config
+        greedy = not config.temperature if sampled is None else not sampled
+        decoding = _Decoding(llama, config, self._grammar(config.response_format), greedy=greedy)
+        prefill = _prefill(request)
+        if prefill:
+            try:
+                decoding.continue_from(self.tokenize(prefill))
+            except ValueError:
+                decoding.close()
+                raise
+        return decoding
+
+    def _generate(self, llama: Any, tokens: list[int], reused: int, request: Request) -> tuple[str, int, tuple | None, str]:
+        with closing(self._decoding(llama, request)) as decoding:
+            llama.n_tokens = reused  # keep the KV cache of the shared prefix; eval drops everything after it
+            llama.eval(tokens[reused:])
+            while True:
+                logits = _last_logits(llama)
+                token = decoding.choose(logits)
+                if not decoding.accept(token, logits):
+                    break
+                llama.eval([token])
             return decoding.result()
 
     # -- parallel sequences ----------------------------------------------------------
@@ -303,7 +335,12 @@ class LlamaCppEngine:
                     prompts[i] = tokens
             if prompts:
                 self._parallel_context(llama)
-                results.update(self._decode_streams(llama, prompts, requests))
+                self._set_threads(llama, alone=False)
+                samples = {i: tokens for i, tokens in prompts.items() if _sampled_text(requests[i])}
+                greedy = {i: tokens for i, tokens in prompts.items() if i not in samples}
+                for part in (greedy, samples):
+                    if part:
+                        results.update(self._decode_streams(llama, part, requests, sampled=part is samples))
                 seconds = time.perf_counter() - started
                 for response in results.values():
                     if isinstance(response, Response):
@@ -312,29 +349,43 @@ class LlamaCppEngine:
                         self._account(usage.input_tokens, evaluated, usage.output_tokens, seconds / len(prompts))
         return [results.get(i, RuntimeError("request not run")) for i in range(len(requests))]
 
-    def _decode_streams(self, llama: Any, prompts: dict[int, list[int]], requests: list[Request]) -> dict[int, Response | BaseException]:
+    def _decode_streams(
+        self, llama: Any, prompts: dict[int, list[int]], requests: list[Request], *, sampled: bool = False
+    ) -> dict[int, Response | BaseException]:
+        """Prefill every request in its own stream and decode them all step by step. ``sampled``: free-text samples,
+        each prompt prefilled once from an empty stream (as alone) and its other samples given a copy of those cells
+        and logits, so every sample's tokens are the ones it would get alone with its seed."""
         memory = llama._ctx.memory
-        order = _by_shared_prefix(prompts)
+        order = _by_prompt(prompts) if sampled else _by_shared_prefix(prompts)
         streams = {i: stream for stream, i in enumerate(order, start=1)}
         decodings: dict[int, _Decoding] = {}
         logits: dict[int, np.ndarray] = {}
         kept: dict[int, int] = {}  # prompt tokens each request took from the KV cache
+        failed: dict[int, BaseException] = {}
         try:
             source, cached = 0, llama.input_ids[: llama.n_tokens].tolist()
+            previous: int | None = None
             for i in order:
                 tokens, stream = prompts[i], streams[i]
-                keep = min(len(_common_prefix([cached, tokens])), len(tokens) - 1)
                 llama_cpp.llama_memory_seq_rm(memory, stream, -1, -1)
-                llama_cpp.llama_memory_seq_cp(memory, source, stream, -1, -1)  # streams copy whole sequences only
-                llama_cpp.llama_memory_seq_rm(memory, stream, keep, -1)
-                rows = [(t, keep + j, stream, keep + j == len(tokens) - 1, i) for j, t in enumerate(tokens[keep:])]
-                logits.update(self._decode_rows(llama, rows))
-                kept[i] = keep
-                config = requests[i].config
-                decodings[i] = _Decoding(llama, config, self._grammar(config.response_format), greedy=True)
-                source, cached = stream, tokens
+                if sampled and previous is not None and prompts[previous] == tokens:  # another sample of one prompt
+                    llama_cpp.llama_memory_seq_cp(memory, source, stream, -1, -1)
+                    logits[i], kept[i] = logits[previous].copy(), len(tokens)
+                else:
+                    keep = 0 if sampled else min(len(_common_prefix([cached, tokens])), len(tokens) - 1)
+                    if keep:
+                        llama_cpp.llama_memory_seq_cp(memory, source, stream, -1, -1)  # streams copy whole sequences only
+                        llama_cpp.llama_memory_seq_rm(memory, stream, keep, -1)
+                    rows = [(t, keep + j, stream, keep + j == len(tokens) - 1, i) for j, t in enumerate(tokens[keep:])]
+                    logits.update(self._decode_rows(llama, rows))
+                    kept[i] = keep
+                try:
+                    decodings[i] = self._decoding(llama, requests[i], sampled=sampled)
+                except ValueError as exc:  # a prefill the grammar refuses fails this request alone
+                    failed[i] = exc
+                source, cached, previous = stream, tokens, i
             positions = {i: len(prompts[i]) for i in order}
-            active = list(order)
+            active = [i for i in order if i in decodings]
             while active:
                 step: dict[int, list[tuple[int, int, int, bool, int]]] = {}
                 for i in active:
@@ -347,13 +398,13 @@ class LlamaCppEngine:
                 for rows in step.values():
                     logits.update(self._decode_rows(llama, rows))
             last = order[-1]  # leave sequence 0 as the sequential path would: holding the last request
-            generated = decodings[last].out
+            generated = decodings[last].out if last in decodings else []
             llama_cpp.llama_memory_seq_rm(memory, 0, -1, -1)
             llama_cpp.llama_memory_seq_cp(memory, streams[last], 0, -1, -1)
             state = prompts[last] + generated
             llama.input_ids[: len(state)] = state
             llama.n_tokens = len(state)
-            out: dict[int, Response | BaseException] = {}
+            out: dict[int, Response | BaseException] = dict(failed)
             for i, decoding in decodings.items():
                 text, n_generated, logprobs, finish = decoding.result()
                 out[i] = Response(
@@ -443,6 +494,15 @@ def _by_shared_prefix(prompts: dict[int, list[int]]) -> list[int]:
         else:
             groups.append([i])
     return [i for group in groups for i in group]
+
+
+def _by_prompt(prompts: dict[int, list[int]]) -> list[int]:
+    """Samples in arrival order, those of one prompt moved together behind the first of them (they share its
+    prefill)."""
+    first: dict[tuple[int, ...], int] = {}
+    for i, tokens in prompts.items():
+        first.setdefault(tuple(tokens), i)
+    return sorted(prompts, key=lambda i: (first[tuple(prompts[i])], i))
 
 
 def _outcome(work: Any) -> Any:

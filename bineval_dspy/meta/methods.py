@@ -26,7 +26,7 @@ import dspy
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from bineval_dspy.core.schema import Answer, Checklist, JudgeSpec, Question, Scorecard
-from bineval_dspy.judges.binary import BinaryJudge, Calibration, Explanations, Scoring
+from bineval_dspy.judges.binary import BinaryJudge, Calibration, Explanations, Scoring, VerdictFormat
 from bineval_dspy.meta.datasets import MetaRow
 from bineval_dspy.meta.holistic import HolisticJudge, Rating
 from bineval_dspy.meta.prompts import DEFINITIONS, QUESTIONS
@@ -72,13 +72,14 @@ class BinEvalMethod(_Method):
     explanations: Explanations = "none"
     calibration: Calibration = "none"
     scoring: Scoring = "per_question"
+    verdict_format: VerdictFormat = "json"  # prefilled: the verdict's JSON start in the prompt (embedded model)
     code_routing: bool = True  # False: the LM answers questions a code verifier would
 
     def judge_spec(self, model: str) -> JudgeSpec:
         """The judge this method runs, on the LM named ``model``."""
         return JudgeSpec(
             model=model, probability=self.probability, chain_of_thought=self.chain_of_thought, samples=self.samples,
-            explanations=self.explanations, calibration=self.calibration, scoring=self.scoring,
+            explanations=self.explanations, calibration=self.calibration, scoring=self.scoring, verdict_format=self.verdict_format,
         )
 
     def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:
@@ -89,6 +90,8 @@ class BinEvalMethod(_Method):
             raise MethodProblem("calibration", "calibration needs samples = 1")
         if self.scoring == "batch" and self.chain_of_thought:
             raise MethodProblem("scoring", "batch scoring answers without chain of thought")
+        if self.verdict_format == "prefilled" and (self.scoring == "batch" or self.chain_of_thought):
+            raise MethodProblem("verdict_format", "the prefilled format answers one question at its first token: no batch scoring, no chain of thought")
         if self.writer not in methods():
             raise MethodProblem("writer", f"unknown checklist method {self.writer!r} (choose from {', '.join(methods())})")
         if self.writer != "bineval" and self.checklist not in ("generate", "per_input"):
@@ -111,7 +114,7 @@ class BinEvalMethod(_Method):
         return {k: v for k, v in options.items() if _ADDED_BINEVAL_OPTIONS.get(k, object()) != v}
 
 
-_ADDED_BINEVAL_OPTIONS: dict[str, Any] = {"writer": "bineval", "scoring": "per_question", "code_routing": True}
+_ADDED_BINEVAL_OPTIONS: dict[str, Any] = {"writer": "bineval", "scoring": "per_question", "code_routing": True, "verdict_format": "json"}
 
 
 class HolisticMethod(_Method):

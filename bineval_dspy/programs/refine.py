@@ -17,6 +17,7 @@ from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.programs.records import Selection
+from bineval_dspy.programs.sampling import draw
 
 DEFAULT_MAX_TOKENS = 1024
 PLAN_MAX_TOKENS = 300
@@ -132,40 +133,47 @@ class ChecklistBestOfN(dspy.Module):
     (``selection``: the draw as output records keep it, for N of 2 or more).
 
     Samples up to ``n`` responses from ``program`` (called as ``program(prompt=..., config=...)``, returning a
-    prediction with ``.response``) at ``temperature``, each with its own ``rollout_id`` so cached samples differ
-    yet replay on a rerun; judges each; returns a passing sample before any other, then the highest overall score,
-    the first on ties. ``stop_at_pass`` draws no sample after the first that passes. A sample that fails is
-    recorded with its error; only if all fail does the error propagate.
+    prediction with ``.response``) at ``temperature``, each with its own ``rollout_id`` and seed (``seed`` plus the
+    rollout) so samples differ, the same command draws the same ones and a rerun replays them; judges each;
+    returns a passing sample before any other, then the highest overall score, the first on ties. Samples are drawn
+    ``per_round`` at a time (decoded together: see ``programs.sampling``); ``stop_at_pass`` draws no round after one
+    holding a passing sample, and keeps the first passing one, so the response does not depend on ``per_round``
+    (default: all ``n`` at once, or one at a time with ``stop_at_pass``). A sample that fails is recorded with its
+    error; only if all fail does the error propagate.
     """
 
-    def __init__(self, program: dspy.Module, judge: BinaryJudge, n: int, temperature: float = 0.7, stop_at_pass: bool = False) -> None:
+    def __init__(
+        self, program: dspy.Module, judge: BinaryJudge, n: int, temperature: float = 0.7, stop_at_pass: bool = False,
+        *, per_round: int | None = None, seed: int = 0,
+    ) -> None:
         super().__init__()
-        if n < 1:
-            raise ValueError("n must be at least 1")
+        if n < 1 or (per_round is not None and per_round < 1):
+            raise ValueError("n and per_round must be at least 1")
         self.program = program
         self.judge = judge
         self.n = n
         self.temperature = temperature
         self.stop_at_pass = stop_at_pass
+        self.per_round = min(n, per_round or (1 if stop_at_pass else n))
+        self.seed = seed
 
     def forward(self, prompt: str, checklist: Checklist) -> dspy.Prediction:
         candidates: list[dict[str, Any]] = []
         cards: list[Scorecard | None] = []
         last_error: Exception | None = None
-        for rollout in range(self.n):
-            try:
-                config = {"rollout_id": rollout, "temperature": self.temperature}
-                text = self.program(prompt=prompt, config=config).response
-            except Exception as exc:  # one bad sample must not lose the others
-                last_error = exc
-                candidates.append({"rollout_id": rollout, "error": one_line(exc)})
-                cards.append(None)
-                continue
-            card = self.judge(input=prompt, output=text, checklist=checklist)
-            passed = passes(card)
-            candidates.append({"rollout_id": rollout, "response": text, "score": card.overall, "passed": passed})
-            cards.append(card)
-            if self.stop_at_pass and passed:
+        for start in range(0, self.n, self.per_round):
+            rollouts = range(start, min(self.n, start + self.per_round))
+            texts = draw(self.program, prompt, rollouts, temperature=self.temperature, seed=self.seed, read=lambda p: p.response)
+            for rollout, text in zip(rollouts, texts):
+                if isinstance(text, Exception):
+                    last_error = text
+                    candidates.append({"rollout_id": rollout, "error": one_line(text)})
+                    cards.append(None)
+                    continue
+                card = self.judge(input=prompt, output=text, checklist=checklist)
+                candidates.append({"rollout_id": rollout, "response": text, "score": card.overall, "passed": passes(card)})
+                cards.append(card)
+            if self.stop_at_pass and any(passes(card) for card in cards):
                 break
         answered = [i for i, card in enumerate(cards) if card is not None]
         if not answered:

@@ -27,17 +27,20 @@ class Reply:
 Script = Callable[[Request], "str | Reply"]
 """Computes the LM's reply (text, or a Reply with logprobs) from the request DSPy's adapter built."""
 _LAST_ANSWER = re.compile(r'(.*"answer"\s*:\s*")(yes|no)(.*)', re.DOTALL)
+_FIRST_WORD = re.compile(r"()(yes|no)(.*)", re.DOTALL)  # a reply continuing a prefilled verdict starts with its word
 
 
 def _logprobs(reply: Reply) -> tuple[TokenLogprob, ...]:
-    """Three tokens: the text before the verdict word, the word with yes/no alternatives, the rest."""
-    match = _LAST_ANSWER.match(reply.text)
+    """Three tokens: the text before the verdict word (none when the reply starts with it), the word with yes/no
+    alternatives, the rest."""
+    match = _LAST_ANSWER.match(reply.text) or _FIRST_WORD.match(reply.text)
     if match is None:
         raise ValueError(f"a Reply with p_yes needs an answer of yes or no in its text: {reply.text!r}")
     before, word, after = match.groups()
     top = tuple(TopLogprob(token=w, logprob=math.log(max(p, 1e-12))) for w, p in (("yes", reply.p_yes), ("no", 1 - reply.p_yes)))
     chosen = next(t.logprob for t in top if t.token == word)
-    return (TokenLogprob(token=before, logprob=0.0), TokenLogprob(token=word, logprob=chosen, top=top), TokenLogprob(token=after, logprob=0.0))
+    tokens = (TokenLogprob(token=before, logprob=0.0), TokenLogprob(token=word, logprob=chosen, top=top), TokenLogprob(token=after, logprob=0.0))
+    return tokens if before else tokens[1:]
 
 
 class ScriptedEngine:
@@ -98,7 +101,7 @@ def _requirements_opening() -> str:
 
 
 def prompt_fields(request: Request | str) -> dict[str, str]:
-    """The input fields of the request's last message (or of a message's text, as a test server receives it) by
+    """The input fields of the request's last user message (or of a message's text, as a test server receives it) by
     name, as DSPy's chat adapters laid them out.
 
     Read with the adapters' own field-header pattern and without the output requirements appended to the last
@@ -106,7 +109,7 @@ def prompt_fields(request: Request | str) -> dict[str, str]:
     """
     fields: dict[str, list[str]] = {}
     current: list[str] | None = None
-    text = request if isinstance(request, str) else request.messages[-1].text
+    text = request if isinstance(request, str) else next(m.text for m in reversed(request.messages) if m.role == "user")
     for line in text.splitlines():
         header = field_header_pattern.fullmatch(line.strip())
         if header is not None:

@@ -181,11 +181,52 @@ def test_free_text_generations_depend_on_their_prompt_alone(engines):
     assert batched.stats.calls - calls == len(GENERATION_PROMPTS)
 
 
-def _generate(engine: LlamaCppEngine, prompt: str) -> tuple[str, str]:
-    """One free-text greedy call straight to the engine (no schema), as a generator makes it: its text and id."""
+def test_samples_decoded_together_are_the_samples_drawn_alone(engines):
+    """Best-of-N's draw: the samples of two prompts in one batch (each prompt prefilled once, its samples decoding
+    side by side) are token for token the samples each seed gives alone; another seed gives another sample."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sequential, batched = engines
+    prompts = GENERATION_PROMPTS[:2]
+    draws = [(prompt, seed) for prompt in prompts for seed in range(4)]
+    alone = [_generate(sequential, prompt, temperature=0.8, seed=seed)[0] for prompt, seed in draws]
+    with batched.expect(len(draws)), ThreadPoolExecutor(len(draws)) as pool:
+        together = list(pool.map(lambda draw: _generate(batched, draw[0], temperature=0.8, seed=draw[1]), draws))
+    assert [text for text, _ in together] == alone
+    assert all(response_id.startswith("llama-batch") for _, response_id in together)  # they were decoded together
+    assert len(set(alone[:4])) > 1 and len(set(alone[4:])) > 1  # seeds differ, samples differ
+    assert _generate(sequential, prompts[0], temperature=0.8, seed=0)[0] == alone[0]  # and a seed repeats itself
+
+
+def _generate(engine: LlamaCppEngine, prompt: str, temperature: float = 0.0, seed: int | None = None) -> tuple[str, str]:
+    """One free-text call straight to the engine (no schema), as a generator makes it: its text and id."""
     request = Request(
         model="local/smollm2-test", messages=(Message.user(prompt),), system="Respond to the user's prompt.",
-        config=Config(temperature=0.0, max_tokens=48),
+        config=Config(temperature=temperature, max_tokens=48, seed=seed),
     )
     response = engine.complete(request)
     return response.message.text, response.id
+
+
+def test_a_prefill_the_grammar_refuses_fails_its_request_alone(engines):
+    """A reply prefill that does not fit the response format is an error for that request (llama.cpp's grammar
+    would abort the process on it), in the sequential path and in a batch, where its neighbour still gets its answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}}, "required": ["answer"]}
+    config = Config(temperature=0.0, max_tokens=8, response_format={"type": "json_schema", "schema": schema})
+
+    def ask(engine: LlamaCppEngine, prefill: str) -> Response:
+        messages = (Message.user("Is the sky blue? Answer in JSON."), Message.assistant(prefill))
+        return engine.complete(Request(model="local/smollm2-test", messages=messages, config=config))
+
+    sequential, batched = engines
+    with pytest.raises(ValueError, match="prefill does not fit"):
+        ask(sequential, '{"nope": ')
+    good = ask(sequential, '{"answer": "').message.text
+    assert re.match(r"(yes|no)\"", good)
+    with batched.expect(2), ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(ask, batched, prefill) for prefill in ('{"nope": ', '{"answer": "')]
+    with pytest.raises(ValueError, match="prefill does not fit"):
+        futures[0].result()
+    assert futures[1].result().message.text == good

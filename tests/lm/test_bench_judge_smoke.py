@@ -30,12 +30,14 @@ def test_bench_judge_runs_at_its_smallest_size(tmp_path):
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("ratios: today/new=")
     assert [item.split("=")[0] for item in last.split()[1:]] == [
-        "today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new",
+        "today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new", "one_token/batched_floor",
     ]  # fmt: skip
     result = json.loads(out.read_text())
     assert len(result["pairs"]) == 1 and len(result["questions"]) == 2
-    for arm in ("today", "new", "verdict_only"):
+    for arm in ("today", "new", "verdict_only", "one_token"):
         assert sum(result[arm]["answers"].values()) == 2 and result[arm]["answers"]["unanswered"] == 0
+    assert result["one_token"]["generated_tokens"] <= 2 * 2  # the answer and the closing quote's token, at most
+    assert result["one_token_answers_equal_to_verdict_only"] in (0, 1, 2)
     assert result["batched_floor"]["calls"] == 2 and result["batched_floor"]["generated_tokens"] == 2
 
 

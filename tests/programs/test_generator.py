@@ -159,8 +159,7 @@ def test_cli_refine_records_iterations_and_code_judges(tmp_path, monkeypatch, ca
 
 
 def test_cli_best_of_records_every_sample(tmp_path, monkeypatch):
-    samples = iter([BAD, GOOD, BAD])
-    use_lm(monkeypatch, stick_script(generate=lambda prompt: next(samples)))
+    use_lm(monkeypatch, stick_script(samples=[BAD, GOOD, BAD]))
     out = tmp_path / "out.jsonl"
     suite = write_suite(tmp_path / "s.jsonl", [OCEAN])
     assert cli.main(["generate", "--suite", str(suite), "--best-of", "3", "--threads", "1", "-o", str(out)]) == 0
@@ -252,8 +251,7 @@ def test_generate_one_row_with_the_embedded_model(tmp_path):
 
 
 def test_cli_stop_at_pass_records_fewer_samples_and_is_a_setting_of_its_own(tmp_path, monkeypatch, capsys):
-    samples = iter([BAD, GOOD, BAD, GOOD, GOOD])
-    use_lm(monkeypatch, stick_script(generate=lambda prompt: next(samples)))
+    use_lm(monkeypatch, stick_script(samples=[BAD, GOOD, BAD]))
     out = tmp_path / "out.jsonl"
     suite = write_suite(tmp_path / "s.jsonl", [OCEAN])
     argv = ["generate", "--suite", str(suite), "--best-of", "3", "--threads", "1", "-o", str(out)]

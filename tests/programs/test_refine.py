@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import dspy
 import pytest
@@ -27,8 +27,10 @@ def stick_script(
     generate: Callable[[str], str] = lambda prompt: GOOD,
     rewrite: Callable[[str], str] = lambda text: GOOD,
     verdict: str = "yes",
+    samples: Sequence[str | Exception] = (),
 ) -> Callable[[Request], str]:
-    """Replies by request kind: TICK questions, judge verdicts, plans, rewrites, plain generations."""
+    """Replies by request kind: TICK questions, judge verdicts, plans, rewrites, plain generations; a sampled
+    generation (Best-of-N draws them concurrently, in no fixed order) is ``samples[seed]`` when given."""
 
     def script(request: Request) -> str:
         text = request.messages[-1].text
@@ -40,6 +42,11 @@ def stick_script(
             return json.dumps({"plan": "remove the commas and mention the ocean"})
         if "order of fields: `revised_response`" in text:
             return json.dumps({"revised_response": rewrite(text)})
+        if samples and request.config.seed is not None:
+            item = samples[request.config.seed]
+            if isinstance(item, Exception):
+                raise item
+            return item
         return generate(text)
 
     return script
@@ -128,8 +135,7 @@ def test_refine_judges_llm_questions_too():
 
 
 def test_best_of_n_picks_the_highest_score_first_on_ties():
-    samples = iter([BAD, HALF, GOOD, GOOD + " Yes."])
-    lm = scripted_lm(stick_script(generate=lambda prompt: next(samples)))
+    lm = scripted_lm(stick_script(samples=[BAD, HALF, GOOD, GOOD + " Yes."]))
     dspy.configure(lm=lm)
     pick = ChecklistBestOfN(Generator(), BinaryJudge(), n=4)(prompt=ROW.prompt, checklist=CODE_ONLY)
     assert pick.response == GOOD and pick.chosen == 2
@@ -139,7 +145,7 @@ def test_best_of_n_picks_the_highest_score_first_on_ties():
 
 
 def test_best_of_n_samples_are_cached_apart_and_replayed():
-    engine = ScriptedEngine(lambda request: f"sample {len(engine.requests)} about the ocean")
+    engine = ScriptedEngine(lambda request: f"sample {request.config.seed} about the ocean")
     lm = dspy.LM("custom/cached", engine=engine, cache=True, num_retries=0)
     dspy.configure(lm=lm)
     first = ChecklistBestOfN(Generator(), BinaryJudge(), n=3)(prompt=ROW.prompt, checklist=CODE_ONLY)
@@ -151,15 +157,7 @@ def test_best_of_n_samples_are_cached_apart_and_replayed():
 
 
 def test_best_of_n_survives_a_failed_sample():
-    calls = iter([RuntimeError("flaky"), GOOD])
-
-    def generate(prompt: str) -> str:
-        item = next(calls)
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    dspy.configure(lm=scripted_lm(stick_script(generate=generate)))
+    dspy.configure(lm=scripted_lm(stick_script(samples=[RuntimeError("flaky"), GOOD])))
     pick = ChecklistBestOfN(Generator(), BinaryJudge(), n=2)(prompt=ROW.prompt, checklist=CODE_ONLY)
     assert pick.response == GOOD and pick.chosen == 1
     assert "flaky" in pick.candidates[0]["error"]
@@ -175,8 +173,7 @@ def test_best_of_n_raises_when_every_sample_fails():
 
 
 def test_stop_at_pass_draws_no_sample_after_the_first_that_passes():
-    samples = iter([BAD, HALF, GOOD, GOOD + " Yes."])
-    lm = scripted_lm(stick_script(generate=lambda prompt: next(samples)))
+    lm = scripted_lm(stick_script(samples=[BAD, HALF, GOOD, GOOD + " Yes."]))
     dspy.configure(lm=lm)
     pick = ChecklistBestOfN(Generator(), BinaryJudge(), n=4, stop_at_pass=True)(prompt=ROW.prompt, checklist=CODE_ONLY)
     assert pick.response == GOOD and pick.chosen == 2
@@ -212,3 +209,25 @@ def test_selection_stats_count_pass_at_k_samples_and_efficiency():
     assert missed is not None and missed.efficiency == 0.0 and not missed.stop_at_pass  # a pass was drawn, not picked
     assert SelectionStats.of([]) is None
     assert "pass@4 0.750" in stats.text()
+
+
+def test_best_of_n_seeds_each_sample_by_its_rollout_and_draws_them_together():
+    lm = scripted_lm(stick_script(samples=[BAD, HALF, GOOD, GOOD + " Yes."]))
+    dspy.configure(lm=lm)
+    pick = ChecklistBestOfN(Generator(), BinaryJudge(), n=4, seed=0)(prompt=ROW.prompt, checklist=CODE_ONLY)
+    sampled = [r for r in lm.engine.requests if r.config.temperature]
+    assert sorted(r.config.seed for r in sampled) == [0, 1, 2, 3]  # the same command draws the same samples
+    assert pick.response == GOOD and [c["rollout_id"] for c in pick.candidates] == [0, 1, 2, 3]
+
+
+def test_stop_at_pass_keeps_the_first_pass_whatever_the_round_size():
+    picks = {}
+    for per_round in (1, 2, 4):
+        lm = scripted_lm(stick_script(samples=[BAD, GOOD + " Yes.", GOOD, HALF]))
+        dspy.configure(lm=lm)
+        best = ChecklistBestOfN(Generator(), BinaryJudge(), n=4, stop_at_pass=True, per_round=per_round)
+        picks[per_round] = best(prompt=ROW.prompt, checklist=CODE_ONLY)
+    assert {p.response for p in picks.values()} == {GOOD + " Yes."} and {p.chosen for p in picks.values()} == {1}
+    assert [len(picks[k].candidates) for k in (1, 2, 4)] == [2, 2, 4]  # a round is drawn whole: the rest are counted
+    with pytest.raises(ValueError, match="per_round"):
+        ChecklistBestOfN(Generator(), BinaryJudge(), n=4, per_round=0)

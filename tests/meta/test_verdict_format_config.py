@@ -8,13 +8,15 @@ import json
 import pytest
 
 from bineval_dspy import cli
-from tests.meta.test_checklist_bench import tiny
+from tests.meta.test_checklist_bench import EXPERIMENTS, tiny
 
 pytestmark = pytest.mark.embedded
 
 
 def test_the_verdict_format_comparison_runs_at_a_tiny_size(tmp_path, capsys):
     config = tiny("summeval_verdict_format.toml", tmp_path)
+    checklist = EXPERIMENTS / "summeval_lm_checklist.json"  # the shipped checklist, from the copied config
+    config.write_text(config.read_text().replace('"summeval_lm_checklist.json"', f'"{checklist}"'))
     assert cli.main(["meta-eval", str(config), "--limit", "1", "--cache-dir", str(tmp_path / "cache")]) == 0
     records = [json.loads(line) for line in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
     assert {r["method"] for r in records} == {"json-p", "prefilled-p"}

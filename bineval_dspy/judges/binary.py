@@ -436,8 +436,9 @@ class BinaryJudge(dspy.Module):
         if answer not in ("yes", "no"):
             return unanswered(f"unparseable answer {answer!r}")
         # P(yes) is read at the verdict token and kept beside the parsed answer; it never overrides it
-        key = _REPLY_START if self.verdict_format == "prefilled" else None
-        p_yes = p_yes_from_logprobs(getattr(pred, "logprobs", None), *([key] if key else [])) if "logprobs" in config else None
+        logprobs = getattr(pred, "logprobs", None)
+        at = (_REPLY_START,) if self.verdict_format == "prefilled" else ()  # where the verdict token is
+        p_yes = p_yes_from_logprobs(logprobs, *at) if "logprobs" in config else None
         if p_yes is None and self._needs_p_yes():  # the answer stands, but never passes for a probability
             explanation = f"{explanation} {NO_P_YES}".strip()
         return Verdict(question_id=question.id, answer=answer, p_yes=p_yes, explanation=explanation, judge=judge_name)

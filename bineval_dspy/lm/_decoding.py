@@ -105,19 +105,15 @@ class _Decoding:
         """The next token: greedy, or drawn by the sampler. Greedy asks the grammar about the best raw token first
         and masks the whole vocabulary only when it rejects it (the same tokens as masking every step, at a
         fraction of the cost); a sample is drawn from the masked vocabulary."""
+        if self.check is None:
+            return self.sampler.draw(logits) if self.sampler is not None else int(np.argmax(logits))
         if self.sampler is not None:
-            return self._draw(logits)
-        token = int(np.argmax(logits))
-        if self.check is not None:
-            self._one[0] = (token, 0.0, 0.0)
-            _apply_sampler(self.check, self._one)
-            if not np.isfinite(self._one[0]["logit"]):
-                allowed = np.zeros(len(logits), dtype=_TOKEN_DATA)
-                allowed["id"] = np.arange(len(logits))
-                allowed["logit"] = logits
-                _apply_sampler(self.check, allowed)
-                token = int(allowed["id"][np.argmax(allowed["logit"])])
-            llama_cpp.llama_sampler_accept(self.check, token)
+            token = self.sampler.draw(self._masked(logits))
+        else:
+            token = int(np.argmax(logits))
+            if not self._allows(token):
+                token = int(np.argmax(self._masked(logits)))
+        llama_cpp.llama_sampler_accept(self.check, token)
         return token
 
     def continue_from(self, prefill: list[int]) -> None:
@@ -127,23 +123,25 @@ class _Decoding:
         if self.check is None:
             return
         for token in prefill:
-            self._one[0] = (token, 0.0, 0.0)
-            _apply_sampler(self.check, self._one)
-            if not np.isfinite(self._one[0]["logit"]):
+            if not self._allows(token):
                 raise ValueError("the reply's prefill does not fit its response format")
             llama_cpp.llama_sampler_accept(self.check, token)
 
-    def _draw(self, logits: np.ndarray) -> int:
-        assert self.sampler is not None
-        if self.check is None:
-            return self.sampler.draw(logits)
+    def _allows(self, token: int) -> bool:
+        """Whether the grammar accepts ``token`` next."""
+        self._one[0] = (token, 0.0, 0.0)
+        _apply_sampler(self.check, self._one)
+        return bool(np.isfinite(self._one[0]["logit"]))
+
+    def _masked(self, logits: np.ndarray) -> np.ndarray:
+        """``logits`` with every token the grammar rejects next at -inf (indexed by token id)."""
         allowed = np.zeros(len(logits), dtype=_TOKEN_DATA)
         allowed["id"] = np.arange(len(logits))
         allowed["logit"] = logits
         _apply_sampler(self.check, allowed)
-        token = self.sampler.draw(allowed["logit"])
-        llama_cpp.llama_sampler_accept(self.check, token)
-        return token
+        masked = np.empty(len(logits), dtype=np.float32)
+        masked[allowed["id"]] = allowed["logit"]  # by token id, whatever order the sampler left
+        return masked
 
     def accept(self, token: int, logits: np.ndarray) -> bool:
         """Record ``token`` (produced from ``logits``); False once generation is over."""

@@ -283,11 +283,10 @@ class LlamaCppEngine:
             return 0
         return min(len(_common_prefix([llama.input_ids[: llama.n_tokens].tolist(), tokens])), len(tokens) - 1)
 
-    def _decoding(self, llama: Any, request: Request, *, sampled: bool | None = None) -> _Decoding:
+    def _decoding(self, llama: Any, request: Request) -> _Decoding:
         """A request's decoding state, its grammar advanced through a prefill."""
         config = request.config
-        greedy = not config.temperature if sampled is None else not sampled
-        decoding = _Decoding(llama, config, self._grammar(config.response_format), greedy=greedy)
+        decoding = _Decoding(llama, config, self._grammar(config.response_format), greedy=not config.temperature)
         prefill = _prefill(request)
         if prefill:
             try:
@@ -380,7 +379,7 @@ class LlamaCppEngine:
                     logits.update(self._decode_rows(llama, rows))
                     kept[i] = keep
                 try:
-                    decodings[i] = self._decoding(llama, requests[i], sampled=sampled)
+                    decodings[i] = self._decoding(llama, requests[i])
                 except ValueError as exc:  # a prefill the grammar refuses fails this request alone
                     failed[i] = exc
                 source, cached, previous = stream, tokens, i

@@ -1,5 +1,6 @@
 """The pytest plugin (entry point ``pytest11``): ``--bineval-lm``, ``--bineval-cache-dir`` and the ``bineval``
-fixture, whose ``assert_passes`` judges an output in a test with the LM the command line names.
+fixture, whose ``assert_passes`` judges an output in a test with the LM the command line names; a run that used
+it ends with one summary line (outputs judged, passed, mean score, LM calls and cost).
 
 It imports no DSPy until a test asks for the fixture, so installing bineval_dspy costs other test suites nothing.
 """
@@ -15,6 +16,9 @@ if TYPE_CHECKING:
     import dspy
 
     from bineval_dspy.core.schema import Scorecard
+    from bineval_dspy.lm.usage import Cost
+
+_SESSION = pytest.StashKey["BinevalSession"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,12 +29,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="on-disk LM call cache of the bineval fixture (default $BINEVAL_CACHE_DIR or ~/.cache/bineval_dspy)")
 
 
-class Bineval:
-    """What the ``bineval`` fixture gives a test: ``assert_passes`` with the session's LM (made on first use)."""
+class BinevalSession:
+    """The session's LM (made on first use) and what its judging added up to, for the summary line."""
 
     def __init__(self, spec: str | None, cache_dir: Path | None) -> None:
         self.spec, self.cache_dir = spec, cache_dir
         self._lm: dspy.LM | None = None
+        self.judged = self.passed = 0
+        self.scores: list[float] = []
+        self.cost: Cost | None = None
 
     @property
     def lm(self) -> dspy.LM:
@@ -43,19 +50,68 @@ class Bineval:
             self._lm = make_lm(self.spec or DEFAULT_LM, source="--bineval-lm")
         return self._lm
 
-    def assert_passes(self, output: str, *, lm: dspy.LM | None = None, **what: Any) -> Scorecard:
-        """``bineval_dspy.testing.assertions.assert_passes`` with this session's LM unless ``lm`` is given; a
-        suite row's code checks need none, so none is made for them."""
-        from bineval_dspy.testing.assertions import assert_passes
+    def record(self, card: Scorecard, passed: bool, cost: Cost) -> None:
+        """Count one judged output."""
+        self.judged += 1
+        self.passed += passed
+        self.scores += [card.overall] if card.overall is not None else []
+        self.cost = cost if self.cost is None else self.cost + cost
 
+    def summary(self) -> str:
+        mean = f", mean score {sum(self.scores) / len(self.scores):.2f}" if self.scores else ""
+        cost = f"; {self.cost.summary()}" if self.cost is not None else ""
+        return f"bineval: {self.judged} output(s) judged, {self.passed} passed{mean}{cost}"
+
+
+class Bineval:
+    """What the ``bineval`` fixture gives a test: ``assert_passes`` with the session's LM, a relative checklist path
+    read from the test file's folder."""
+
+    def __init__(self, session: BinevalSession, folder: Path) -> None:
+        self.session, self.folder = session, folder
+
+    @property
+    def lm(self) -> dspy.LM:
+        return self.session.lm
+
+    def assert_passes(self, output: str, *, lm: dspy.LM | None = None, **what: Any) -> Scorecard:
+        """``bineval_dspy.testing.assertions.assert_passes`` (``min_score=`` included) with this session's LM
+        unless ``lm`` is given; a suite row's code checks need none, so none is made for them."""
+        __tracebackhide__ = True
+        from bineval_dspy.lm.usage import measuring
+        from bineval_dspy.testing.assertions import BinevalAssertionError, assert_passes
+
+        checklist = what.get("checklist")
+        if isinstance(checklist, str | Path) and not Path(checklist).is_absolute():
+            what["checklist"] = self.folder / checklist
         if lm is None and what.get("row") is None:
             lm = self.lm
-        return assert_passes(output, lm=lm, **what)
+        missed: BinevalAssertionError | None = None
+        with measuring() as measurement:
+            try:
+                card = assert_passes(output, lm=lm, **what)
+            except BinevalAssertionError as failed:
+                card, missed = failed.scorecard, failed
+        self.session.record(card, missed is None, measurement.cost)
+        if missed is not None:
+            raise missed
+        return card
 
 
-@pytest.fixture(scope="session")
-def bineval(pytestconfig: pytest.Config) -> Bineval:
-    """Judge outputs in tests: ``bineval.assert_passes(output, checklist="checklist.json", input=...)`` or
-    ``bineval.assert_passes(output, row=suite_row)``; a failure lists the missed questions and why."""
-    cache_dir = pytestconfig.getoption("--bineval-cache-dir")
-    return Bineval(pytestconfig.getoption("--bineval-lm"), Path(cache_dir) if cache_dir else None)
+@pytest.fixture
+def bineval(request: pytest.FixtureRequest) -> Bineval:
+    """Judge outputs in tests: ``bineval.assert_passes(output, checklist="checklist.json", input=...)`` (a path from
+    the test file's folder; ``min_score=0.8`` passes at that score) or ``bineval.assert_passes(output, row=suite_row)``;
+    a failure lists the missed questions and why."""
+    config = request.config
+    if _SESSION not in config.stash:
+        cache_dir = config.getoption("--bineval-cache-dir")
+        config.stash[_SESSION] = BinevalSession(config.getoption("--bineval-lm"), Path(cache_dir) if cache_dir else None)
+    return Bineval(config.stash[_SESSION], request.path.parent)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line after a run that judged outputs with the fixture."""
+    session = config.stash.get(_SESSION, None)
+    if session is not None and session.judged:
+        terminalreporter.write_line(session.summary())

@@ -4,8 +4,12 @@ Arms:
 
 - bineval@N: ``bineval judge --concurrency N`` (the library's judging runner, through the CLI's ``main()`` in this
   process, a fresh cache folder each run) on ``--rows`` rows x a 10-question checklist against an instant
-  OpenAI-compatible server on 127.0.0.1 (a uvicorn subprocess answering every chat completion at once);
-- raw@N: a plain asyncio httpx loop sending the same number of chat completions, N at a time, to the same server;
+  OpenAI-compatible server on 127.0.0.1 (a subprocess on a bare asyncio protocol writing one canned reply per
+  request: thousands of calls a second on one core, so it is not what the bench measures);
+- raw@N: a plain asyncio httpx loop sending the same number of chat completions, N at a time, to the same server
+  (the reference the ratios are taken against);
+- aiohttp@N: the same loop on aiohttp's client, to show how fast the server answers a lean client;
+- every arm also reports its client CPU per call (this process's CPU time over the calls, all threads);
 - llama_cpp: ``bineval judge --concurrency 4`` against a real ``python -m llama_cpp.server`` on the bundled
   SmolLM2 GGUF (``--llama-rows`` rows; 0 leaves it out). llama-cpp-python's server has no parallel slots (no
   ``--n_parallel``: it answers one request at a time under a lock), so the requests in flight queue there;
@@ -13,7 +17,7 @@ Arms:
   server (one LM question and nine code-verified ones, so the rows' scorecards are full-size and the LM calls few).
 
 Usage: python experiments/bench_remote.py [--rows N] [--rss-rows N] [--llama-rows N] [--out PATH]
-Prints one line per arm and ends with ``ratios: bineval/raw@64=A bineval/raw@256=B``.
+Prints one line per concurrency and ends with ``ratios: bineval/raw@64=A bineval/raw@256=B``.
 """
 
 from __future__ import annotations
@@ -41,31 +45,46 @@ REPLY = json.dumps({"verdict": {"answer": "yes", "explanation": "because"}})
 
 
 # -- the instant server (run as this script with --serve PORT) ------------------------------------------------------
-async def instant_app(scope: dict, receive: Any, send: Any) -> None:
-    """An OpenAI-compatible chat endpoint that answers every request at once with one verdict."""
-    if scope["type"] != "http":
-        return
-    more = True
-    while more:
-        message = await receive()
-        more = message.get("more_body", False)
-    if scope["path"].endswith("/models"):
-        payload: dict[str, Any] = {"object": "list", "data": [{"id": "m", "object": "model"}]}
-    else:
-        payload = {
-            "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
+def _http_reply(payload: dict[str, Any]) -> bytes:
     body = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+
+
+CHAT_REPLY = _http_reply({
+    "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+})  # fmt: skip
+MODELS_REPLY = _http_reply({"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+
+class InstantServer(asyncio.Protocol):
+    """An OpenAI-compatible endpoint on a bare asyncio protocol: it reads HTTP/1.1 requests off a keep-alive
+    connection (head, then ``content-length`` bytes of body) and writes one canned reply each, with no framework in
+    between, so it answers thousands of calls a second on one core and the client is what the bench measures."""
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport, self.pending = transport, b""
+
+    def data_received(self, data: bytes) -> None:
+        self.pending += data
+        while (end := self.pending.find(b"\r\n\r\n")) >= 0:
+            head = self.pending[:end].lower()
+            at = head.find(b"content-length:")
+            length = int(head[at + 15 :].split(b"\r\n", 1)[0]) if at >= 0 else 0
+            if len(self.pending) < end + 4 + length:
+                return
+            self.pending = self.pending[end + 4 + length :]
+            self.transport.write(MODELS_REPLY if b"/models" in head.split(b"\r\n", 1)[0] else CHAT_REPLY)
 
 
 def serve(port: int) -> None:
-    import uvicorn
+    async def forever() -> None:
+        server = await asyncio.get_running_loop().create_server(InstantServer, "127.0.0.1", port, backlog=4096)
+        async with server:
+            await server.serve_forever()
 
-    uvicorn.run(instant_app, host="127.0.0.1", port=port, log_level="error", access_log=False, backlog=4096, timeout_keep_alive=300)
+    asyncio.run(forever())
 
 
 def free_port() -> int:
@@ -162,6 +181,14 @@ def unanswered(out: Path) -> int:
     return sum(v["answer"] == "unanswered" for card in rows for v in card["verdicts"])
 
 
+def _chat_body(i: int) -> dict[str, Any]:
+    return {
+        "model": "m", "temperature": 0.0, "max_tokens": 256,
+        "messages": [{"role": "system", "content": "You are a strict evaluator."}, {"role": "user", "content": f"Article {i}. Question {i % QUESTIONS}?"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "schema": {"type": "object"}}},
+    }  # fmt: skip
+
+
 def raw_arm(url: str, calls: int, concurrency: int) -> float:
     """Seconds a plain asyncio httpx loop takes to send ``calls`` chat completions, ``concurrency`` at a time."""
     import httpx
@@ -172,13 +199,8 @@ def raw_arm(url: str, calls: int, concurrency: int) -> float:
             gate = asyncio.Semaphore(concurrency)
 
             async def one(i: int) -> None:
-                body = {
-                    "model": "m", "temperature": 0.0, "max_tokens": 256,
-                    "messages": [{"role": "system", "content": "You are a strict evaluator."}, {"role": "user", "content": f"Article {i}. Question {i % QUESTIONS}?"}],
-                    "response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "schema": {"type": "object"}}},
-                }
                 async with gate:
-                    reply = await client.post("/chat/completions", json=body)
+                    reply = await client.post("/chat/completions", json=_chat_body(i))
                     reply.raise_for_status()
                     json.loads(reply.json()["choices"][0]["message"]["content"])
 
@@ -187,6 +209,34 @@ def raw_arm(url: str, calls: int, concurrency: int) -> float:
             return time.perf_counter() - started
 
     return asyncio.run(run())
+
+
+def aiohttp_arm(url: str, calls: int, concurrency: int) -> float:
+    """The same loop on aiohttp's client: how fast the server answers a client with little overhead of its own."""
+    import aiohttp
+
+    async def run() -> float:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as client:
+            gate = asyncio.Semaphore(concurrency)
+
+            async def one(i: int) -> None:
+                async with gate, client.post(f"{url}/chat/completions", json=_chat_body(i)) as reply:
+                    reply.raise_for_status()
+                    json.loads((await reply.json())["choices"][0]["message"]["content"])
+
+            started = time.perf_counter()
+            await asyncio.gather(*(one(i) for i in range(calls)))
+            return time.perf_counter() - started
+
+    return asyncio.run(run())
+
+
+def timed(arm: Any, *args: Any) -> tuple[float, float]:
+    """An arm's wall seconds and the CPU seconds this process spent in it (every thread; the server is another
+    process, so this is the client's CPU)."""
+    cpu = time.process_time()
+    seconds = arm(*args)
+    return seconds, time.process_time() - cpu
 
 
 def rss_arm(checklist: Path, data: Path, out: Path, url: str, concurrency: int = 64) -> float:
@@ -217,13 +267,19 @@ def main() -> None:
         calls = args.rows * QUESTIONS
         with instant_server(folder) as url:
             raw_arm(url, min(calls, 256), 64)  # warm: imports, connections
+            aiohttp_arm(url, min(calls, 256), 64)
             bineval_arm(judge_argv(checklist, data, folder / "warm.jsonl", url, 64))
             for concurrency in CONCURRENCY:
-                ours = bineval_arm(judge_argv(checklist, data, folder / f"judge-{concurrency}.jsonl", url, concurrency))
-                raw = raw_arm(url, calls, concurrency)
-                results[f"bineval@{concurrency}"] = {"seconds": ours, "calls_per_s": calls / ours}
-                results[f"raw@{concurrency}"] = {"seconds": raw, "calls_per_s": calls / raw}
-                print(f"@{concurrency}: bineval {calls / ours:,.0f} calls/s, raw {calls / raw:,.0f} calls/s", flush=True)
+                arms = {
+                    "bineval": (bineval_arm, judge_argv(checklist, data, folder / f"judge-{concurrency}.jsonl", url, concurrency)),
+                    "raw": (raw_arm, url, calls, concurrency),
+                    "aiohttp": (aiohttp_arm, url, calls, concurrency),
+                }
+                for name, (arm, *inputs) in arms.items():
+                    seconds, cpu = timed(arm, *inputs)
+                    results[f"{name}@{concurrency}"] = {"seconds": seconds, "calls_per_s": calls / seconds, "client_cpu_ms_per_call": 1000 * cpu / calls}
+                line = ", ".join(f"{name} {results[f'{name}@{concurrency}']['calls_per_s']:,.0f} calls/s ({results[f'{name}@{concurrency}']['client_cpu_ms_per_call']:.2f} ms CPU/call)" for name in arms)
+                print(f"@{concurrency}: {line}", flush=True)
             rss_checklist, rss_data = write_inputs(folder, args.rss_rows, coded=QUESTIONS - 1)
             rss = rss_arm(rss_checklist, rss_data, folder / "rss.jsonl", url)
             results["rss"] = {"rows": args.rss_rows, "peak_mb": rss}
@@ -238,6 +294,9 @@ def main() -> None:
             print(f"llama_cpp.server (--concurrency {LLAMA_CONCURRENCY}): {llama_calls / seconds:.1f} calls/s on {args.llama_rows} rows, {missing} unanswered", flush=True)
     ratios = {c: results[f"raw@{c}"]["calls_per_s"] / results[f"bineval@{c}"]["calls_per_s"] for c in CONCURRENCY}
     results["ratios"] = ratios
+    lean = {c: results[f"aiohttp@{c}"]["calls_per_s"] / results[f"bineval@{c}"]["calls_per_s"] for c in CONCURRENCY}
+    results["ratios_to_aiohttp"] = lean
+    print(f"beside a lean client: bineval/aiohttp@64={lean[64]:.1f} bineval/aiohttp@256={lean[256]:.1f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(f"ratios: bineval/raw@64={ratios[64]:.2f} bineval/raw@256={ratios[256]:.2f}")

@@ -25,6 +25,8 @@ from bineval_dspy.testing import Script, ScriptedEngine, prompt_fields, question
 
 __all__ = ["SHARED_DATA", "ScriptedEngine", "bag_of_words", "prompt_fields", "question_of", "route_cli_lm", "scripted_lm", "verdict_json"]  # tests import them from here
 
+pytest_plugins = ["pytester"]  # tests/testing/test_pytest_plugin.py runs a project's suite that uses our plugin
+
 # The project's shared data lies beside the checkout (CI lays it there too); BINEVAL_SHARED_DATA overrides.
 SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
@@ -55,6 +57,29 @@ def words_embedder() -> Iterator[Embedder]:
     """Every component built in the test without its own embedder embeds with ``bag_of_words``, not MiniLM."""
     with use_embedder(bag_of_words) as embed:
         yield embed
+
+
+class _EveryQuestionRelated:
+    """A stand-in for ``checklists.relevance.Relevance`` that finds every question about the task (and questions
+    duplicates only when their texts are equal): for tests of a checklist command's other logic, whose scripted
+    writers word their questions with no regard to the task. The screen itself is tested with MiniLM in
+    tests/checklists/test_relevance.py."""
+
+    def __init__(self, task: str, embed: Embedder | None = None) -> None:
+        self.task = task
+
+    def problem(self, text: str) -> None:
+        return None
+
+    def duplicate(self, a: str, b: str) -> bool:
+        return a == b
+
+
+@pytest.fixture
+def every_question_related(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bineval_dspy.checklists import relevance
+
+    monkeypatch.setattr(relevance, "Relevance", _EveryQuestionRelated)
 
 
 @pytest.fixture(autouse=True)

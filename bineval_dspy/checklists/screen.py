@@ -82,14 +82,19 @@ def promised_minimum(writer: Any, dimensions: list[str]) -> int:
     return max(1, len(dimensions))
 
 
-def _kept(checklists: list[Checklist]) -> tuple[list[Question], list[str]]:
+Unrelated = Callable[[str], "str | None"]  # why a question is not about the task (``relevance.Relevance.problem``), or None
+
+
+def _kept(checklists: list[Checklist], unrelated: Unrelated | None = None) -> tuple[list[Question], list[str]]:
     """The fit questions of every attempt (first wins on repeats), and a line per question left out."""
     kept: dict[str, Question] = {}
     dropped: dict[str, str] = {}
     for checklist in checklists:
         for q in checklist.questions:
             key = " ".join(q.text.lower().split())
-            problem = question_problem(q.text)
+            if key in kept or key in dropped:
+                continue
+            problem = question_problem(q.text) or (unrelated(q.text) if unrelated else None)
             if problem:
                 dropped.setdefault(key, f"{q.text[:80]!r} {problem}")
             elif key not in kept:
@@ -105,20 +110,43 @@ def _merged(first: Checklist, questions: list[Question]) -> Checklist | None:
     return Checklist.model_validate({**first.model_dump(), "questions": renumbered})
 
 
-def write_screened(write: Callable[[int], Checklist | None], dimensions: list[str], minimum: int, retries: int = RETRIES) -> Screened:
+def write_screened(
+    write: Callable[[int], Checklist | None], dimensions: list[str], minimum: int, retries: int = RETRIES, unrelated: Unrelated | None = None
+) -> Screened:
     """Write (``write(attempt)``; None: that attempt gave nothing), screen, and write again while problems remain,
     at most ``retries`` more times; the result holds the fit questions of every attempt and the problems none of
-    them fixed."""
+    them fixed. ``unrelated``: also leave out questions that are not about the task."""
     attempts: list[Checklist] = []
     result = Screened(checklist=None)
     for attempt in range(retries + 1):
         written = write(attempt)
         if written is not None:
             attempts.append(written)
-        questions, dropped = _kept(attempts)
+        questions, dropped = _kept(attempts, unrelated)
         merged = _merged(attempts[0], questions) if attempts else None
         left = checklist_problems(merged, dimensions, minimum) if merged is not None else ["no question passed the screen"]
         result = Screened(checklist=merged, problems=left, dropped=dropped, attempts=attempt + 1)
         if not left and (not dropped or attempt > 0):  # a dropped question is worth one retry to replace it
             break
     return result
+
+
+def with_constraints(
+    write: Callable[[int], Checklist | None],
+    task: str,
+    dimensions: list[str],
+    minimum: int,
+    relevance: Any = None,
+    constraints: list[Question] | None = None,
+) -> Screened:
+    """``write_screened`` with the task's own checkable constraints: questions ``relevance`` (a
+    ``relevance.Relevance``) finds unrelated are left out, and ``constraints`` (``constraints.stated_constraints``)
+    join the written questions as code questions, replacing any written question that asks the same."""
+    from bineval_dspy.checklists.constraints import with_stated_constraints
+
+    screened = write_screened(write, dimensions, minimum, unrelated=relevance.problem if relevance is not None else None)
+    if not constraints:
+        return screened
+    merged = with_stated_constraints(task, screened.checklist, constraints, relevance.duplicate if relevance is not None else lambda a, b: False)
+    assert merged is not None  # constraints were given
+    return Screened(checklist=merged, problems=checklist_problems(merged, dimensions, minimum), dropped=screened.dropped, attempts=screened.attempts)

@@ -93,8 +93,10 @@ def _template_inputs(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_checklist(args: argparse.Namespace) -> int:
     """Generate a checklist for a task with the chosen method, save it as JSON, and say what it cost."""
+    from bineval_dspy.checklists.constraints import stated_constraints
     from bineval_dspy.checklists.qworld import QworldWriter
-    from bineval_dspy.checklists.screen import promised_minimum, write_screened
+    from bineval_dspy.checklists.relevance import Relevance
+    from bineval_dspy.checklists.screen import promised_minimum, with_constraints
     from bineval_dspy.checklists.writers import make_writer, save_checklist_usage
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.usage import measured
@@ -114,8 +116,11 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     lm = runtime.configure(lm_options(args), args.cache_dir)
     minimum = promised_minimum(writer, dims)
     failures: list[tuple[int, RunError]] = []
+    constraints = stated_constraints(task)  # what the task states that code checks exactly, whatever the LM writes
+    relevance = Relevance(task)
     with console.status(f"writing the checklist ({args.method})"):
-        screened, cost = measured(lambda: write_screened(lambda attempt: _write_attempt(writer, task, dims, lm, attempt, failures), dims, minimum))
+        write = lambda attempt: write_attempt(writer, task, dims, lm, attempt, failures)  # noqa: E731
+        screened, cost = measured(lambda: with_constraints(write, task, dims, minimum, relevance, constraints))
     for line in screened.dropped:
         console.print(f"left out: {line}", style="yellow")
     for number, failure in failures if screened.checklist is not None else []:
@@ -142,7 +147,8 @@ def cmd_checklist(args: argparse.Namespace) -> int:
             f"qworld tree: {len(tree.scenarios)} scenarios, {len(tree.perspectives)} perspectives, {len(tree.criteria)} criteria; "
             f"merged duplicates {stats.merged}; unparseable answers {stats.unparseable}"
         )
-    shown.print(f"wrote {len(checklist.questions)} questions to {out} (its cost to {sidecar.name})")
+    count = len(checklist.questions)
+    shown.print(f"wrote {count} question{'' if count == 1 else 's'} to {out} (its cost to {sidecar.name})")
     retried = f" ({screened.attempts} attempts: the screen asked again)" if screened.attempts > 1 else ""
     console.print(f"cost: {cost.summary()}{retried}")
     for problem in screened.problems:
@@ -153,7 +159,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _write_attempt(
+def write_attempt(
     writer: ChecklistWriter, task: str, dims: list[str], lm: Any, attempt: int, failures: list[tuple[int, RunError]]
 ) -> Checklist | None:
     """One writer attempt: the first as configured, a retry as a new sample (raised temperature, its own cache
@@ -174,9 +180,26 @@ def _write_attempt(
         return None
 
 
+class _PrintExampleChecklist(argparse.Action):
+    """``--example``: print a small hand-written checklist (``data/example_checklist.json``) to edit, and exit 0."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: str | None = None) -> None:
+        from importlib.resources import files
+
+        print(files("bineval_dspy.data").joinpath("example_checklist.json").read_text(encoding="utf-8"), end="")
+        parser.exit(0)
+
+
 def add_checklist_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``bineval checklist``."""
     checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")
+    checklist.add_argument(
+        "--example", action=_PrintExampleChecklist,
+        help="print a small checklist to edit by hand (two code-verified questions, three for the LM) and exit; judge it with bineval judge --checklist",
+    )  # fmt: skip
     checklist.add_argument("--task", required=True, help="the task text, or @FILE")
     checklist.add_argument(
         "--method", "--writer", dest="method", default="bineval", metavar="NAME",

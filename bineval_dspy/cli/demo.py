@@ -70,6 +70,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cards = [card for card, _ in judged]
     results = []
     for summary, (card, cost) in zip(summaries, judged):
+        shown.print(styled((f"\nsummary '{summary['label']}':", "bold"), f" {summary['text']}"))  # what was judged, before its card
         print_scorecard(f"summary '{summary['label']}'", checklist, card)
         results.append({"label": summary["label"], "summary": summary["text"], "scorecard": card.model_dump(mode="json"), "usage": cost.model_dump(mode="json")})
     _print_ranking(summaries, cards)

@@ -34,7 +34,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.dry_run:
         shown.print(_plan(config, rows, checklist, args.api_base).summary())
         return ExitCode.OK
-    judge_lm = runtime.configure(lm_options(args, spec=config.judge_lm, source=f"{config.source}: field 'judge_lm' ="), args.cache_dir or config.run_dir / "cache")
+    judge_lm = runtime.configure(lm_options(args, spec=config.judge_lm, source=f"{config.source}: field 'judge_lm' ="), runtime.run_cache_dir(args.cache_dir, config.run_dir / "cache"))
     columns: dict[str, dict[str, Cell]] = {}
     spent: dict[str, Cost] = {}
     for name, prompt, lm_spec in config.columns():

@@ -60,7 +60,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
         shown.print(experiment_plan(config, config.lm, args.api_base).summary())
         return ExitCode.OK
-    cache = args.cache_dir or config.run_dir / "cache"
+    cache = runtime.run_cache_dir(args.cache_dir, config.run_dir / "cache")
     lm = runtime.configure(lm_options(args, spec=config.lm, source=source), cache)
     results = run_experiment(config, lm, say=console.print)
     print(markdown(results))  # the table, on stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,14 +91,29 @@ def fmt(value: float | None) -> str:
 
 
 
-def _data_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
+
+
+def _fields(args: argparse.Namespace, path: Path) -> tuple[str, str]:
+    """The data rows' input and output fields: ``--input-field``/``--output-field``, else input and output, else a
+    generate output's prompt and response (when its first row has those and not the others)."""
+    if args.input_field or args.output_field:
+        return args.input_field or "input", args.output_field or "output"
+    first = next((row for _, row in read_jsonl(path)), {})
+    if not {"input", "output"} & first.keys() and set(GENERATED_FIELDS) <= first.keys():
+        console.print(f"{path}: judging each row's '{GENERATED_FIELDS[1]}' for its '{GENERATED_FIELDS[0]}' (generate output)")
+        return GENERATED_FIELDS
+    return "input", "output"
+
+
+def _data_rows(path: Path, limit: int | None = None, fields: tuple[str, str] = ("input", "output")) -> Iterator[tuple[int, dict[str, Any]]]:
     """The data rows (data line, row), read as they are judged; a bad one is one located line."""
     from bineval_dspy.judges.rows import JUDGE_KEY
 
-    for index, (number, row) in enumerate(read_jsonl(path, required=("input", "output"), standard=True)):  # its text goes to the LM and the output
+    for index, (number, row) in enumerate(read_jsonl(path, required=fields, standard=True)):  # its text goes to the LM and the output
         if limit is not None and index >= limit:
             return
-        for field in ("input", "output"):
+        for field in fields:
             if not isinstance(row[field], str):
                 raise InputError(f"{path}:{number}: field '{field}' must be a string")
         if JUDGE_KEY in row:
@@ -105,9 +121,9 @@ def _data_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict
         yield number, row
 
 
-def _count_rows(path: Path, limit: int | None) -> int:
+def _count_rows(path: Path, limit: int | None, fields: tuple[str, str]) -> int:
     """How many rows a run judges (at most ``limit``), every row checked first, before any LM loads."""
-    rows = sum(1 for _ in _data_rows(path))
+    rows = sum(1 for _ in _data_rows(path, fields=fields))
     if not rows:
         raise InputError(f"{path}: no rows to judge")
     return min(rows, limit) if limit else rows
@@ -162,10 +178,13 @@ def _judge_of(args: argparse.Namespace, model: str) -> BinaryJudge:
     from bineval_dspy.programs.state import load_program
 
     if not args.program:
-        return BinaryJudge.from_spec(JudgeSpec(
-            model=model, chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial,
-            explanations=args.explanations, calibration=args.calibration, scoring=args.scoring, verdict_format=args.verdict_format,
-        ))
+        try:
+            return BinaryJudge.from_spec(JudgeSpec(
+                model=model, chain_of_thought=args.cot, samples=args.samples, probability=args.probability, partial=args.partial,
+                explanations=args.explanations, calibration=args.calibration, scoring=args.scoring, verdict_format=args.verdict_format,
+            ))
+        except ValueError as exc:  # options that cannot go together (--verdict-format prefilled --cot, --scoring batch --cot)
+            raise InputError(f"judge options: {exc}") from None
     changed = [name for name, default in JUDGE_FLAGS.items() if getattr(args, name) != default]
     if changed:
         flag = "--" + changed[0].replace("_", "-")
@@ -192,10 +211,11 @@ def cmd_judge(args: argparse.Namespace) -> int:
     checklist_path, data_path, out = Path(args.checklist), Path(args.data), Path(args.output)
     checklist = load_model(checklist_path, Checklist)
     check_verifiers(checklist, str(checklist_path))
-    rows = _count_rows(data_path, args.limit)
+    fields = _fields(args, data_path)
+    rows = _count_rows(data_path, args.limit, fields)
     target = _batch_target(args) if args.batch else None
     if args.dry_run:
-        plan_of_calls = _judge_plan(args, checklist, data_path, out)
+        plan_of_calls = _judge_plan(args, checklist, data_path, out, fields)
         shown.print(plan_of_calls.summary())
         if target is not None:
             from bineval_dspy.lm.batches import batch_plan
@@ -220,32 +240,33 @@ def cmd_judge(args: argparse.Namespace) -> int:
         **({"weights": weights.adapter_sha256} if (weights := weights_of(judge)) is not None else {}),  # a fine-tuned judge's
         **({"program": digest(json.dumps([instructions_of(judge), demos_of(judge)], sort_keys=True))} if args.program else {}),
         **({"verifiers": code_digest()} if any(q.verifier for q in checklist.questions) else {}),
+        **({"fields": " -> ".join(fields)} if fields != ("input", "output") else {}),
     }
     finished = _finished_rows(out) if open_for_resume(out, fingerprint, args.overwrite) else set()
-    todo = rows - sum(1 for n, _ in _data_rows(data_path, args.limit) if n in finished) if finished else rows
+    todo = rows - sum(1 for n, _ in _data_rows(data_path, args.limit, fields) if n in finished) if finished else rows
     if finished:
         console.print(f"resuming: {len(finished)} complete row(s) kept in {out}, {todo} to judge")
     if target is not None and todo:  # the replies come from batches; the rows are then judged and saved as usual
         from bineval_dspy.lm.batches import collect_replies
 
         def judge_pending() -> None:
-            for n, row in _data_rows(data_path, args.limit):
+            for n, row in _data_rows(data_path, args.limit, fields):
                 if n not in finished:
-                    judge(input=row["input"], output=row["output"], checklist=checklist)
+                    judge(input=row[fields[0]], output=row[fields[1]], checklist=checklist)
 
         collect_replies(lm, target, judge_pending, out, fingerprint, args.overwrite, follow_ups=judge.explanations == "failures")
 
     spent, written, stopped = Cost(), 0, None
     try:
-        stream = ((n, row) for n, row in _data_rows(data_path, args.limit) if n not in finished)
-        for row, result in judge_rows(judge, checklist, stream, total=todo, plan=plan, meter=meter):
+        stream = ((n, row) for n, row in _data_rows(data_path, args.limit, fields) if n not in finished)
+        for row, result in judge_rows(judge, checklist, stream, total=todo, plan=plan, meter=meter, fields=fields):
             append_jsonl(out, result.row(row))
             spent, written = spent + result.usage, written + 1
     except BudgetExhausted as exc:
         stopped = exc
     summary = JudgedSummary(checklist, NO_P_YES)
     for _, obj in read_jsonl(out) if out.exists() else ():
-        summary.add(JudgeResult.model_validate(obj[JUDGE_KEY]))
+        summary.add(JudgeResult.model_validate(obj[JUDGE_KEY]), obj.get("id"))
     if summary.rows:
         _print_means(checklist, summary)
         _print_failures(summary)
@@ -260,9 +281,23 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if stopped is not None:
         raise stopped
     if summary.incomplete:
-        console.print(f"{summary.incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again", style="yellow")
-        return ExitCode.INCOMPLETE
+        return _incomplete(summary)
     return ExitCode.OK
+
+
+def _incomplete(summary: JudgedSummary) -> ExitCode:
+    """Say why verdicts are unanswered (the most common kind, one line, an example whole). Where every LM verdict
+    failed in one LM call error (a server not listening, refusing, timing out) the LM failed: exit 3, and a rerun
+    fails alike until it is fixed. Else the run is incomplete (exit 1): a rerun asks again."""
+    if summary.causes:
+        kind, count = summary.causes.most_common(1)[0]
+        example = " ".join(summary.example_cause[kind].split())
+        if count == summary.asked and len(summary.causes) == 1 and kind.startswith("LM"):
+            print(f"error: every LM verdict ({count}) unanswered, each the same way: {example}", file=sys.stderr)
+            return ExitCode.LM_FAILURE
+        console.print(f"{sum(summary.causes.values())} LM verdict(s) unanswered, most often ({count}) so: {example}", style="yellow")
+    console.print(f"{summary.incomplete} row(s) incomplete (unanswered questions): rerun the same command to judge them again", style="yellow")
+    return ExitCode.INCOMPLETE
 
 
 def _batch_target(args: argparse.Namespace) -> BatchTarget:
@@ -272,7 +307,7 @@ def _batch_target(args: argparse.Namespace) -> BatchTarget:
     return batch_target(lm_options(args), budgeted=args.max_cost is not None or args.max_calls is not None)
 
 
-def _judge_plan(args: argparse.Namespace, checklist: Checklist, data_path: Path, out: Path) -> Plan:
+def _judge_plan(args: argparse.Namespace, checklist: Checklist, data_path: Path, out: Path, fields: tuple[str, str]) -> Plan:
     """The judge's LM work on the rows a run would judge (complete rows of earlier output are kept): every LM
     question of every row, ``--samples`` times, plus its content-free prior under calibration (``--scoring batch``:
     one call for all of a row's questions)."""
@@ -288,20 +323,21 @@ def _judge_plan(args: argparse.Namespace, checklist: Checklist, data_path: Path,
     asked = [q for q in checklist.questions if q.verifier is None]
     predictor = judge.named_predictors()[0][1]
     rows = calls = tokens = 0
-    for n, row in _data_rows(data_path, args.limit):
+    given, judged = fields
+    for n, row in _data_rows(data_path, args.limit, fields):
         if n in kept:
             continue
         rows += 1
         if judge.scoring == "batch" and asked:  # one call a sample for all the row's questions (and one for its prior)
-            for output, times in ((row["output"], judge.samples), (CONTENT_FREE_OUTPUT, int(judge.calibration == "content_free"))):
-                prompt = message_tokens(count, _batch_messages(judge, row["input"], output, asked))
+            for output, times in ((row[judged], judge.samples), (CONTENT_FREE_OUTPUT, int(judge.calibration == "content_free"))):
+                prompt = message_tokens(count, _batch_messages(judge, row[given], output, asked))
                 calls, tokens = calls + times, tokens + times * prompt
             continue
         for q in asked:
-            prompt = message_tokens(count, formatted(predictor, judge.adapter, {"input": row["input"], "output": row["output"], "question": q.text}))
+            prompt = message_tokens(count, formatted(predictor, judge.adapter, {"input": row[given], "output": row[judged], "question": q.text}))
             calls, tokens = calls + judge.samples, tokens + judge.samples * prompt
             if judge.calibration == "content_free":
-                prior = formatted(predictor, judge.adapter, {"input": row["input"], "output": CONTENT_FREE_OUTPUT, "question": q.text})
+                prior = formatted(predictor, judge.adapter, {"input": row[given], "output": CONTENT_FREE_OUTPUT, "question": q.text})
                 calls, tokens = calls + 1, tokens + message_tokens(count, prior)
     what = f"judge {rows} row(s) x {len(asked)} LM question(s)" + (f" ({len(kept)} complete row(s) of {out} kept)" if kept else "")
     return Plan(what, calls, tokens, args.lm_max_tokens or completion_limit(), exact, spec, args.api_base)
@@ -345,7 +381,7 @@ def _print_failures(summary: JudgedSummary) -> None:
     if not summary.worst:
         shown.print(f"no question failed in {summary.rows} row(s)")
         return
-    shown.print(f"rows that failed most (data line: failed questions): {', '.join(f'{line}: {n}' for line, n in summary.worst)}")
+    shown.print(f"rows that failed most (row: failed questions): {', '.join(f'{name}: {n}' for name, n in summary.worst)}")
     table = Table(title="questions that failed most")
     table.add_column("failed", justify="right")
     table.add_column("dimension", style="cyan")
@@ -380,7 +416,9 @@ def add_judge_command(sub: argparse._SubParsersAction, common: argparse.Argument
     judge = sub.add_parser("judge", parents=[common], help="judge rows of (input, output) against a checklist")
     judge.add_argument("--checklist", required=True, help="the checklist JSON (bineval checklist writes one)")
     judge.add_argument("--program", metavar="PROGRAM", help="a judge program.json from a cross-model optimize run (or its run directory): instructions, demos, thresholds and options")
-    judge.add_argument("--data", required=True, help="JSONL rows with 'input' and 'output'; other fields pass through")
+    judge.add_argument("--data", required=True, help="JSONL rows with 'input' and 'output' (or generate's 'prompt' and 'response'); other fields pass through")
+    judge.add_argument("--input-field", metavar="FIELD", help="the data rows' field holding the task input (default: input, or prompt in generate output)")
+    judge.add_argument("--output-field", metavar="FIELD", help="the data rows' field holding the output to judge (default: output, or response in generate output)")
     judge.add_argument("-o", "--output", default="scorecards.jsonl", help="JSONL: each data row with its results under 'bineval'; resumed when it exists")
     judge.add_argument("--cot", action="store_true", help="reason before answering")
     judge.add_argument("--samples", type=count(1), default=1, help="k-sample majority vote")

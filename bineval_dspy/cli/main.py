@@ -6,6 +6,7 @@ Building the parser imports no DSPy, LiteLLM or llama.cpp: each command imports 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import signal
 import sys
@@ -78,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--lm", default=None, help=f"{DEFAULT_LM} (embedded default), gemma3-270m, a .gguf path, or a LiteLLM model string")
     common.add_argument("--threads", type=count(1), default=None, help=f"parallel LM calls for remote LMs (default {DEFAULT_THREADS})")
-    common.add_argument("--cache-dir", type=Path, default=None, help="on-disk LM call cache (default $BINEVAL_CACHE_DIR or ~/.cache/bineval_dspy)")
+    common.add_argument("--cache-dir", type=Path, default=None, help="on-disk LM call cache (default $BINEVAL_CACHE_DIR, else ~/.cache/bineval_dspy; eval, experiment and tune: else the run's own folder)")
     common.add_argument("--api-base", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     common.add_argument("--api-key-env", metavar="NAME", help="the environment variable holding the server's API key")
     common.add_argument("--temperature", type=_temperature, metavar="T", help="sampling temperature (default 0: greedy)")
@@ -158,7 +159,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.INTERRUPTED
     finally:
         outputs.release_all()
-        if previous is not None:
+        if signal.getsignal(signal.SIGINT) is _quit_now:
+            # After a first Ctrl-C the process is on its way out: a second one quits at once while it joins worker
+            # threads still in their LM calls, and is ignored once Python has begun to finalize (which would put
+            # back the default handler, and the process would end by the signal, not with its exit code).
+            atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)
+        elif previous is not None:
             signal.signal(signal.SIGINT, previous)
         if plots_cache:
             os.environ.pop("MPLCONFIGDIR", None)

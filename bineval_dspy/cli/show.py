@@ -220,13 +220,11 @@ def show_tune(run: TuneRun) -> None:
 def show_experiment(run: ExperimentRun) -> None:
     """Every arm's test figure with its interval and its paired difference from the baseline (two decimals)."""
     results = run.results
-    main = "strict_prompt" if results.mode == "self" else "kappa"
-    title = f"{results.name}: {results.splits['test']} test items; {main.replace('_', ' ')} against {results.baseline}"
-    table = _table(title, "arm", "calls", main.replace("_", " "), "minus baseline", left=("arm",))
+    main = results.measure.replace("_", " ")
+    title = f"{results.name}: {results.splits['test']} test items; {main}, each minus {results.baseline}"
+    table = _table(title, "arm", "calls", main, "minus baseline", left=("arm",))
     for arm in results.arms:
-        value = arm.test.accuracy.get(main) if results.mode == "self" else arm.test.kappa
-        comparison = arm.vs_baseline
-        diff = None if comparison is None else (comparison.accuracy.get(main) if results.mode == "self" else comparison.kappa)
+        value, diff = results.figures(arm)
         _row(table, arm.name, arm.lm_calls, value.text(2) if value else "n/a", diff.text(2, signed=True) if diff else "-")
     console.print(table)
     for arm in results.arms:

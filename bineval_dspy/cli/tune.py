@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from bineval_dspy.cli.options import (
@@ -18,23 +17,16 @@ from bineval_dspy.core.console import console, results_on_stdout, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
 
-def _study_cache(given: Path | None) -> Path | None:
-    """--cache-dir, else $BINEVAL_CACHE_DIR, else None: the study's own DIR/lm-cache."""
-    from bineval_dspy.lm import runtime
-
-    env = os.environ.get(runtime.CACHE_ENV)
-    return given or (Path(env) if env else None)
-
-
 def cmd_tune(args: argparse.Namespace) -> int:
     """Run trials until the study has its count (this process, or ``--workers`` processes), then report it."""
     from bineval_dspy.lm.budget import BudgetMeter
+    from bineval_dspy.lm.runtime import run_cache_dir
     from bineval_dspy.tune.report import collect, print_best, write_results
     from bineval_dspy.tune.study import open_study, prepare, run_workers, work
 
     path = Path(args.config)
     options = lm_options(args)
-    cache_dir = _study_cache(args.cache_dir)
+    cache_dir = run_cache_dir(args.cache_dir, None)  # None: the study's own DIR/lm-cache
     budget = budget_of(args)
     tuning = prepare(path, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, priced=budget.max_cost is not None)
     if args.dry_run:  # every trial at its base settings; no study is opened, no LM called

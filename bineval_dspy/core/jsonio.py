@@ -19,8 +19,13 @@ Model = TypeVar("Model", bound=BaseModel)
 
 
 def describe_validation_error(exc: ValidationError) -> str:
-    """The first pydantic error as 'field: message', short enough for one line."""
-    err = exc.errors()[0]
+    """The first pydantic error as 'field: message', short enough for one line; several missing fields are all named
+    (a config printed by ``--example`` leaves each required key for the user to fill)."""
+    errors = exc.errors()
+    missing = [".".join(str(p) for p in err["loc"]) for err in errors if err["type"] == "missing"]
+    if len(missing) > 1:
+        return f"required fields missing: {', '.join(repr(name) for name in missing)}"
+    err = errors[0]
     field = ".".join(str(p) for p in err["loc"]) or "(root)"
     return f"field '{field}': {err['msg']}"
 
@@ -112,6 +117,18 @@ def read_jsonl(
         if missing:
             raise InputError(f"{path}:{number}: missing field '{missing[0]}'")
         yield number, obj
+
+
+def read_jsonl_models(
+    path: Path, model: type[Model], required: Sequence[str] = (), *, torn_tail: bool = False, hint: str = ""
+) -> Iterator[tuple[int, Model]]:
+    """``read_jsonl``, each line validated as ``model``: the first line that is not one is one located InputError
+    (``hint`` appended, e.g. what to do about damaged output of a run), never a pydantic traceback."""
+    for number, obj in read_jsonl(path, required, torn_tail=torn_tail):
+        try:
+            yield number, model.model_validate(obj)
+        except ValidationError as exc:
+            raise InputError(f"{path}:{number}: {describe_validation_error(exc)}{hint}") from None
 
 
 MAX_LINE_BYTES = 64 * 2**20  # one JSON Lines row; a longer "line" is no row of ours

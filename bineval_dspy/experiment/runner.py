@@ -69,6 +69,21 @@ class ExperimentResults(BaseModel):
         return total([arm.optimization + arm.test_usage for arm in self.arms])
 
     @property
+    def measure(self) -> str:
+        """The figure an arm is read by: strict prompt-level accuracy on a suite, kappa with the reference for a
+        judge, the score for an ``eval`` matrix (its columns are graded, not compared with a reference)."""
+        return {"self": "strict_prompt", "eval": "score"}.get(self.mode, "kappa")
+
+    def figures(self, arm: ArmResult) -> tuple[Interval | None, Interval | None]:
+        """The arm's ``measure`` on test and its paired difference from the baseline (None for the baseline)."""
+        comparison = arm.vs_baseline
+        if self.measure == "strict_prompt":
+            return arm.test.accuracy.get(self.measure), comparison.accuracy.get(self.measure) if comparison else None
+        if self.measure == "score":
+            return arm.test.interval, comparison.score if comparison else None
+        return arm.test.kappa, comparison.kappa if comparison else None
+
+    @property
     def incomplete(self) -> list[str]:
         """Arms whose test evaluation has unanswered verdicts or failed outputs: a rerun retries them."""
         return [arm.name for arm in self.arms if arm.test.unanswered or arm.test.errors]
@@ -147,7 +162,7 @@ def save(results: ExperimentResults, run_dir: Path) -> None:
 def markdown(results: ExperimentResults) -> str:
     """One table: every arm's test figures with intervals and its paired difference from the baseline."""
     self_mode = results.mode == "self"
-    main = "strict_prompt" if self_mode else "kappa"
+    main = results.measure
     header = ["arm", "kind", "LM calls (optimize + test)", "score [95% CI]", f"{main} [95% CI]", f"{main} minus {results.baseline} [paired 95% CI]"]
     if self_mode:
         header += ["strict instruction", "loose prompt", "loose instruction", "prompt chars"]
@@ -159,8 +174,7 @@ def markdown(results: ExperimentResults) -> str:
         "|" + " --- |" * len(header),
     ]
     for arm in results.arms:
-        value = arm.test.accuracy.get(main) if self_mode else arm.test.kappa
-        diff = None if arm.vs_baseline is None else (arm.vs_baseline.accuracy.get(main) if self_mode else arm.vs_baseline.kappa)
+        value, diff = results.figures(arm)
         cells = [
             arm.name, arm.kind, f"{arm.optimization.lm_calls} + {arm.test_usage.lm_calls}", arm.test.interval.text(),
             value.text() if value else "n/a", diff.text(signed=True) if diff else "—",

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import Fingerprint, open_for_resume
-from bineval_dspy.core.jsonio import append_jsonl, read_jsonl, rewrite_jsonl
+from bineval_dspy.core.jsonio import append_jsonl, read_jsonl_models, rewrite_jsonl
 from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.finetune.settings import FinetuneSettings
 from bineval_dspy.optimize.metric import BinEvalMetric
@@ -70,7 +70,7 @@ class PreferencePair(BaseModel):
 
 def score_sample(metric: BinEvalMetric, example: dspy.Example, rollout: int | None, response: str) -> Sample:
     """The checklist's verdicts on one response; an unanswered question raises (the sample proves nothing)."""
-    result = metric(example, dspy.Prediction(response=response))
+    result = metric.judged(example, dspy.Prediction(response=response))
     if result.unanswered:
         raise RunError(f"{result.unanswered} checklist question(s) unanswered")
     checklist = metric.checklist_for(example)
@@ -112,7 +112,7 @@ def collect(
     out = folder / SAMPLES_FILE
     done: dict[str, PromptSamples] = {}
     if open_for_resume(out, fingerprint):
-        done = {r.key: r for r in (PromptSamples.model_validate(obj) for _, obj in read_jsonl(out, torn_tail=True))}
+        done = {r.key: r for _, r in read_jsonl_models(out, PromptSamples, torn_tail=True, hint="; use --overwrite or a new run_dir")}
         rewrite_jsonl(out, [r.model_dump() for r in done.values()])  # without a torn last line
     todo = [ex for ex in examples if metric.example_id(ex) not in done]
 

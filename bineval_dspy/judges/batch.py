@@ -19,6 +19,7 @@ from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel, Field, create_model
 
 from bineval_dspy.core.schema import Question, Verdict
+from bineval_dspy.judges.formats import MemoJSONAdapter
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
 from bineval_dspy.judges.replies import parsed_reply, unfenced
 
@@ -60,7 +61,7 @@ def numbered(questions: Sequence[Question]) -> str:
     return "\n".join(f"q{k}: {q.text}" for k, q in enumerate(questions, start=1))
 
 
-class BatchAdapter(dspy.JSONAdapter):
+class BatchAdapter(MemoJSONAdapter):
     """JSON adapter whose parse keeps whatever verdicts the reply holds (validated one by one by ``read_batch``);
     a reply that is not one JSON object of verdicts (prose around it, a key given twice, more answers than
     questions) is a parse error: every question unanswered."""

@@ -29,6 +29,7 @@ from bineval_dspy.core.scoring import met, score
 from bineval_dspy.judges import batch
 from bineval_dspy.judges.base import CodeRouter
 from bineval_dspy.judges.code import make_code_router
+from bineval_dspy.judges.formats import MemoJSONAdapter
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
 from bineval_dspy.judges.replies import parsed_reply, unfenced
 from bineval_dspy.lm._batching import call_order
@@ -77,7 +78,7 @@ NO_P_YES = "[no P(yes): the LM sent no logprobs at the verdict token; scored by 
 LOCAL_PARALLEL = 16  # questions sent together to an in-process model, which decodes them as one batch
 
 
-class StrictJSONAdapter(dspy.JSONAdapter):
+class StrictJSONAdapter(MemoJSONAdapter):
     """DSPy's JSON adapter, reading only a reply that is one JSON object with one answer (``replies.check_reply``):
     prose around a quoted schema, a second object or a key given twice is a parse error, so the verdict is
     unanswered. A reply cut short by the token limit is still repaired as DSPy does."""

@@ -5,7 +5,15 @@ from __future__ import annotations
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.schema import Checklist, Question, Verdict
 from bineval_dspy.judges.base import CodeRouter
-from bineval_dspy.verifiers import Mode, VerifierError, build_check, describe, diagnose, known_instruction_ids
+from bineval_dspy.verifiers import (
+    Mode,
+    VerifierError,
+    build_check,
+    describe,
+    diagnose,
+    known_instruction_ids,
+    unknown_id,
+)
 
 
 def make_code_router(mode: Mode = "strict") -> CodeRouter:
@@ -46,7 +54,7 @@ def check_verifiers(checklist: Checklist, source: str) -> None:
             continue
         where = f"{source}: field 'questions.{index}.verifier'"
         if question.verifier not in known:
-            raise InputError(f"{where}: unknown verifier id {question.verifier!r}")
+            raise InputError(f"{where}: {unknown_id(question.verifier, 'verifier id')}")
         try:
             build_check(question.verifier, question.verifier_kwargs, prompt="")
         except VerifierError as exc:

@@ -4,6 +4,8 @@ add up to (means, failures, lineage), summed one row at a time so a report on an
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
@@ -76,6 +78,16 @@ class _Mean:
         return self.total / self.count if self.count else None
 
 
+_ERROR_KIND = re.compile(r"no usable answer: (\w+)")
+
+
+def cause_of(explanation: str) -> str:
+    """What kind of failure left a verdict unanswered: the error's class for a failed call or an unparseable reply,
+    else the explanation's first words (the same for every verdict it left unanswered)."""
+    match = _ERROR_KIND.match(explanation)
+    return match.group(1) if match else " ".join(explanation.split()[:4])
+
+
 class JudgedSummary:
     """What a run's judged rows add up to, fed one result at a time (``add``): memory flat in the number of rows.
 
@@ -90,12 +102,16 @@ class JudgedSummary:
         self.rows = self.scored = self.unanswered = self.incomplete = self.unread = 0
         self.means = {d: _Mean() for d in [*checklist.by_dimension(), "overall"]}
         self.empty_lines: list[int] = []
-        self.worst: list[tuple[int, int]] = []  # (data line, failed questions), most failed first, input order on ties
+        self.worst: list[tuple[str, int]] = []  # (row id, else "line N"; failed questions), most failed first, input order on ties
         self.failed_by_question = {q.id: 0 for q in checklist.questions}
+        self.asked = 0  # verdicts the LM was asked for (not code-verified)
+        self.causes: Counter[str] = Counter()  # why LM-asked verdicts are unanswered: the error's kind
+        self.example_cause: dict[str, str] = {}  # one whole explanation of each kind
         self.tracked = list(LINEAGE_KEYS) if has_qworld_lineage(checklist) else []
         self.lineage = {key: {q.lineage[key]: _Mean() for q in checklist.questions if key in q.lineage} for key in self.tracked}
 
-    def add(self, result: JudgeResult) -> None:
+    def add(self, result: JudgeResult, row_id: Any = None) -> None:
+        """Count one judged row; ``row_id`` (the data row's ``id``) names it where it failed most."""
         card = result.scorecard
         self.rows += 1
         self.scored += card.overall is not None
@@ -106,13 +122,22 @@ class JudgedSummary:
             self.empty_lines.append(result.line)
         for dim, mean in self.means.items():
             mean.add(card.overall if dim == "overall" else card.dimension_scores.get(dim))
+        for v in card.verdicts:
+            if v.judge.startswith("code:"):
+                continue
+            self.asked += 1
+            if v.answer == "unanswered":
+                kind = cause_of(v.explanation)
+                self.causes[kind] += 1
+                self.example_cause.setdefault(kind, v.explanation)
         misses = 0
         for q, v in join(self.checklist, card.verdicts):
             miss = failed(q, v)
             self.failed_by_question[q.id] += miss
             misses += miss
         if misses:
-            self.worst = sorted([*self.worst, (result.line, misses)], key=lambda pair: -pair[1])[:MOST_FAILED]
+            name = f"line {result.line}" if row_id is None else str(row_id)
+            self.worst = sorted([*self.worst, (name, misses)], key=lambda pair: -pair[1])[:MOST_FAILED]
         for key in self.tracked:
             for value, score in lineage_scores(self.checklist, card, key).items():
                 self.lineage[key][value].add(score)

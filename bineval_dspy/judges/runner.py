@@ -96,14 +96,16 @@ def judge_rows(
     total: int,
     plan: Parallelism,
     meter: BudgetMeter | None = None,
+    fields: tuple[str, str] = ("input", "output"),
 ) -> Iterator[tuple[Row, JudgeResult]]:
     """Each (data line, row) of the stream judged against ``checklist``, as (row, result) in input order; ``total``
     is how many the stream holds (for the progress bar and a budget stop's message). The judge asks
-    ``plan.questions`` of a row's questions at once."""
+    ``plan.questions`` of a row's questions at once. ``fields``: the row's input and output fields."""
     judge.threads = plan.questions
+    given, judged = fields
 
     def one(item: tuple[int, Row]) -> Scorecard:
-        return judge(input=item[1]["input"], output=item[1]["output"], checklist=checklist)
+        return judge(input=item[1][given], output=item[1][judged], checklist=checklist)
 
     for (line, row), card, cost in ordered_map(one, rows, "judging", total=total, rows=plan.rows, meter=meter):
-        yield row, judge_result(line, row["output"], checklist, card, cost)
+        yield row, judge_result(line, row[judged], checklist, card, cost)

@@ -13,6 +13,7 @@ not an input to it. So a hard-answer judge after a P(yes) judge on the same ques
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,7 @@ from dspy.clients import DISK_CACHE_LIMIT
 from dspy.clients.cache import Cache
 from dspy.utils.callback import BaseCallback
 
+logger = logging.getLogger(__name__)
 _journal: ContextVar[Journal | None] = ContextVar("bineval_reply_journal", default=None)
 _last_call: ContextVar[list[tuple[ReplyCache, str]] | None] = ContextVar("bineval_last_call", default=None)
 
@@ -138,7 +140,10 @@ class ForgetUnparsed(BaseCallback):
 class OneThreadDisk:
     """The disk cache with every operation run on one thread of its own. diskcache opens an SQLite connection per
     thread and shard (16 shards), so a run with hundreds of threads (``judge --concurrency``) would hold thousands
-    of connections and hundreds of MB; SQLite serializes the writes anyway."""
+    of connections and hundreds of MB; SQLite serializes the writes anyway.
+
+    A write is queued, not waited for: the caller already holds the reply, and the one thread runs operations in
+    order, so a later read or delete of the key sees it. The thread is joined at exit, so queued writes land."""
 
     def __init__(self, disk: Any) -> None:
         self._disk = disk
@@ -150,8 +155,18 @@ class OneThreadDisk:
     def get(self, key: str) -> Any:
         return self._run("get", key)
 
-    def set(self, key: str, value: Any) -> Any:
-        return self._run("set", key, value)
+    def set(self, key: str, value: Any) -> None:
+        self._thread.submit(self._set, key, value)
+
+    def _set(self, key: str, value: Any) -> None:
+        try:
+            self._disk.set(key, value)
+        except Exception as exc:  # what DSPy does with a failed write: the reply is kept in memory, not on disk
+            logger.debug("disk cache write failed: %s", exc)
+
+    def flush(self) -> None:
+        """Wait for the writes queued so far."""
+        self._thread.submit(lambda: None).result()
 
     def delete(self, key: str) -> Any:
         return self._run("delete", key)
@@ -184,6 +199,9 @@ def install(cache_dir: Path | None) -> ReplyCache:
             cache.disk_cache.reset(setting, value)
         cache.disk_cache = OneThreadDisk(cache.disk_cache)
     with getattr(dspy, "_cache_lock", _install_lock):  # the lock DSPy's lazy build of its cache holds
+        previous = vars(dspy).get("cache")  # not getattr: DSPy would build its default cache under this lock
+        if isinstance(getattr(previous, "disk_cache", None), OneThreadDisk):
+            previous.disk_cache.flush()  # its queued writes land before this cache reads the same folder
         dspy.cache = cache
     callbacks = list(dspy.settings.get("callbacks") or [])
     if not any(isinstance(callback, ForgetUnparsed) for callback in callbacks):

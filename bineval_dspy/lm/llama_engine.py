@@ -162,6 +162,12 @@ class LlamaCppEngine:
                 lora_path=str(self.lora_path) if self.lora_path is not None else None,
                 verbose=False,
             )
+            if self.lora_path is not None and not llama._lora_adapter:
+                # llama-cpp-python keeps going with a NULL adapter (it checks for None, ctypes gives a NULL pointer),
+                # and the first decode then crashes the process.
+                llama._lora_adapter = None
+                llama.close()
+                raise RuntimeError("llama.cpp cannot apply it as a LoRA adapter of this model (damaged, or not an adapter)")
             template = llama.metadata.get("tokenizer.chat_template")
             if template:
                 eos = llama.detokenize([llama.token_eos()]).decode("utf-8", "ignore")

@@ -24,6 +24,13 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "bineval_dspy")
 
 
+def run_cache_dir(given: Path | None, own: Path | None) -> Path | None:
+    """The cache of a command that has a run folder: ``--cache-dir``, else ``$BINEVAL_CACHE_DIR``, else the run's
+    ``own`` folder (None: the default cache)."""
+    env = os.environ.get(CACHE_ENV)
+    return given or (Path(env) if env else own)
+
+
 class LMOptions(BaseModel):
     """The LM options the commands share, from the command line (``cli.options.lm_options``) to ``make_lm``; None: its default."""
 

@@ -13,6 +13,7 @@ import hashlib
 import importlib.metadata
 import re
 from pathlib import Path
+from typing import Any
 
 import dspy
 
@@ -91,7 +92,7 @@ def make_lm(
     tpm: float | None = None,
     source: str = "--lm",
     lora: Path | None = None,
-    **kwargs,
+    cache_dir: Path | str | None = None,
 ) -> dspy.LM:
     """One call for every LM: embedded GGUF models run in-process, a server at ``api_base`` through our engine
     (``bineval_dspy.lm.remote``), anything else through DSPy (native clients or LiteLLM).
@@ -100,7 +101,11 @@ def make_lm(
     ``rpm`` and ``tpm`` (client-side limits per minute) to a server at ``api_base`` only, whose engine is ours.
     ``source`` names where the spec came from in error messages (``--lm``, or a config file's field); ``lora``, a
     GGUF LoRA adapter for an embedded model (a fine-tuned program's weights: ``bineval_dspy.finetune``).
+    ``cache_dir``: keep the process's LM replies on disk there, as the commands' ``--cache-dir`` does (DSPy's cache is
+    one per process; replies that gave no result are never kept). An unknown argument is a ``TypeError`` here, not a
+    failure at every call.
     """
+    kwargs: dict[str, Any] = {}
     if (rpm or tpm) and not api_base:
         flag = "--rpm" if rpm else "--tpm"
         raise InputError(f"{flag}: a limit for a server at --api-base; {source} {spec} is not called through one")
@@ -119,22 +124,32 @@ def make_lm(
             adapter = sha256_of(lora)[:12]
             model += f"+lora-sha256-{adapter}"
         engine = _shared_engine(path.resolve(), n_ctx, lora.resolve() if lora is not None else None, adapter)
-        return dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0, **kwargs)
+        return _cached_in(cache_dir, dspy.LM(model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0))
     if lora is not None:
         raise InputError(f"{source} {spec}: a LoRA adapter applies to an embedded model only (smollm2, gemma3-270m or a .gguf path)")
     if "/" not in spec or not _PROVIDER.fullmatch(spec.split("/", 1)[0]) or Path(spec).exists():  # /etc/passwd is no model
         raise InputError(f"{source} {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
     timeout = timeout or remote.DEFAULT_TIMEOUT
     if api_base:
-        return remote.remote_lm(
+        return _cached_in(cache_dir, remote.remote_lm(
             spec, api_base, api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens, cache=cache,
-            rpm=rpm, tpm=tpm, **kwargs,
-        )
+            rpm=rpm, tpm=tpm,
+        ))  # fmt: skip
     if api_key:
         kwargs["api_key"] = api_key
-    return dspy.LM(
+    return _cached_in(cache_dir, dspy.LM(
         spec, temperature=temperature, max_tokens=max_tokens, cache=cache, timeout=timeout, num_retries=remote.RETRIES, **kwargs
-    )
+    ))  # fmt: skip
+
+
+def _cached_in(cache_dir: Path | str | None, lm: dspy.LM) -> dspy.LM:
+    """``lm``, with the process's reply cache installed at ``cache_dir`` first when one is given (after the LM was
+    made: a refused spec leaves no cache folder behind)."""
+    if cache_dir is not None:
+        from bineval_dspy.lm.cache import install
+
+        install(Path(cache_dir))
+    return lm
 
 
 GGUF_MAGIC = b"GGUF"

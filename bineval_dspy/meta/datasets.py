@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
+from bineval_dspy.core.jsonio import read_jsonl_models
 
 Text = Annotated[str, StringConstraints(min_length=1)]
 Task = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -54,11 +54,7 @@ RowT = TypeVar("RowT", bound=_Row)
 
 def _parse(path: Path, model: type[RowT]) -> Iterator[tuple[int, RowT]]:
     """Each line of a JSON Lines file as ``model``; the first bad line is one located InputError."""
-    for number, obj in read_jsonl(path):
-        try:
-            yield number, model.model_validate(obj)
-        except ValidationError as exc:
-            raise InputError(f"{path}:{number}: {describe_validation_error(exc)}") from None
+    yield from read_jsonl_models(path, model)
 
 
 class _Unique:

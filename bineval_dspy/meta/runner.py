@@ -18,7 +18,7 @@ from pathlib import Path
 
 import dspy
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError, computed_field
+from pydantic import BaseModel, Field, computed_field
 
 from bineval_dspy.checklists.writers import ChecklistUsage, save_checklist_usage, usage_sidecar
 from bineval_dspy.core.console import console
@@ -27,9 +27,8 @@ from bineval_dspy.core.fingerprint import Fingerprint, file_digest, open_for_res
 from bineval_dspy.core.jsonio import (
     append_jsonl,
     check_output_path,
-    describe_validation_error,
     load_model,
-    read_jsonl,
+    read_jsonl_models,
     rewrite_jsonl,
     write_json,
 )
@@ -265,11 +264,8 @@ def run_fingerprint(config: MetaEvalConfig, lm: str | None, checklists: Mapping[
 def _kept_records(out: Path, planned: set[tuple[str, str]]) -> dict[tuple[str, str], OutputScore]:
     """Complete lines of earlier output by (method, output id); the rest are dropped from the file, to score again."""
     kept: dict[tuple[str, str], OutputScore] = {}
-    for number, obj in read_jsonl(out, torn_tail=True):  # a run killed mid-write leaves a torn last line
-        try:
-            record = OutputScore.model_validate(obj)
-        except ValidationError as exc:
-            raise InputError(f"{out}:{number}: {describe_validation_error(exc)}; use --overwrite or a new run_dir") from None
+    # a run killed mid-write leaves a torn last line
+    for _, record in read_jsonl_models(out, OutputScore, torn_tail=True, hint="; use --overwrite or a new run_dir"):
         if record.complete and (record.method, record.id) in planned:
             kept[record.method, record.id] = record
     rewrite_jsonl(out, (r.model_dump(mode="json") for r in kept.values()))  # atomic: a kill keeps the old file

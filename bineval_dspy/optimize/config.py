@@ -87,6 +87,13 @@ class ProgramConfig(_Strict):
             raise ValueError(f"must be [low, high] with 1 <= low <= high, or [0, 0] for none; got [{low}, {high}]")
         return value
 
+    @field_validator("judge")
+    @classmethod
+    def _one_question_a_call(cls, value: JudgeOptions) -> JudgeOptions:
+        if value.scoring == "batch":
+            raise ValueError("scoring: the optimizer edits the per-question judge's prompt; batch scoring asks through another")
+        return value
+
 
 class ReferenceConfig(_Strict):
     lm: str | None = None

@@ -6,6 +6,9 @@
 - ``objective_scores``: one objective per dimension;
 - ``failures``: the failed questions as structured ``Failure`` records (what the NoteTaker turns into lessons),
   and ``passed``/``unanswered``/``scorecard`` beside them.
+Called with a ``trace`` and no ``pred_name`` (``dspy.BootstrapFewShot``, MIPROv2's bootstrap: "should this run become
+a demonstration?") it answers a bool instead, DSPy's contract there: the score reached ``pass_threshold``. A
+Prediction is always truthy, so returning one there kept failing outputs as demonstrations.
 Verdicts are deterministic (temperature 0, cached LM, code verifiers), so GEPA's per-predictor calls see the same
 score as the module-level call.
 """
@@ -42,8 +45,12 @@ class BinEvalMetric:
         output_field: str = "response",
         judge_lm: dspy.LM | None = None,
         example_id: Callable[[dspy.Example], str] = default_example_id,
+        pass_threshold: float = 1.0,
     ) -> None:
+        if not 0 <= pass_threshold <= 1:
+            raise ValueError(f"pass_threshold is a score from 0 to 1, got {pass_threshold}")
         self.judge = judge
+        self.pass_threshold = pass_threshold
         self.checklist_for = checklist_for
         self.input_field = input_field
         self.output_field = output_field
@@ -78,7 +85,14 @@ class BinEvalMetric:
 
     def __call__(
         self, gold: dspy.Example, pred: Any, trace: Any = None, pred_name: str | None = None, pred_trace: Any = None
-    ) -> dspy.Prediction:
+    ) -> dspy.Prediction | bool:
+        result = self.judged(gold, pred)
+        if trace is not None and pred_name is None:  # bootstrapping a demonstration: pass or fail
+            return bool(result.score >= self.pass_threshold)
+        return result
+
+    def judged(self, gold: dspy.Example, pred: Any) -> dspy.Prediction:
+        """The score, feedback and failures of one prediction (see the module)."""
         self.check_examples([gold], "the")
         checklist = self.checklist_for(gold)
         output = self.output_of(pred)
@@ -125,11 +139,14 @@ def bineval_metric(
     output_field: str = "response",
     judge_lm: dspy.LM | None = None,
     example_id: Callable[[dspy.Example], str] = default_example_id,
+    pass_threshold: float = 1.0,
 ) -> BinEvalMetric:
-    """The metric for ``BinEvalOptimizer(metric)`` and ``dspy.GEPA(metric)``: ``judge`` answers ``checklist_for(example)``
-    about the program's ``output_field``, given the example's ``input_field``."""
+    """The metric for ``BinEvalOptimizer(metric)``, ``dspy.GEPA(metric)`` and ``dspy.BootstrapFewShot(metric)``:
+    ``judge`` answers ``checklist_for(example)`` about the program's ``output_field``, given the example's
+    ``input_field``; a bootstrapped run passes at ``pass_threshold`` (default: every question met)."""
     return BinEvalMetric(
-        judge, checklist_for, input_field=input_field, output_field=output_field, judge_lm=judge_lm, example_id=example_id
+        judge, checklist_for, input_field=input_field, output_field=output_field, judge_lm=judge_lm, example_id=example_id,
+        pass_threshold=pass_threshold,
     )
 
 

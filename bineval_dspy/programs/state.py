@@ -69,6 +69,8 @@ class JudgeOptions(BaseModel):
     partial: bool = False
     explanations: Literal["all", "failures", "none"] = "all"
     calibration: Literal["none", "content_free"] = "none"
+    scoring: Literal["per_question", "batch"] = "per_question"
+    verdict_format: Literal["json", "prefilled"] = "json"
 
 
 class ProgramFile(BaseModel):

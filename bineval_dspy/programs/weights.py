@@ -48,10 +48,17 @@ class Weights(BaseModel):
                 raise InputError(f"{where}: field '{field}': {path} is not the file this program was trained with (its sha256 differs)")
 
     def lm(self) -> dspy.LM:
-        """The base model with the adapter applied, through the same embedded engine as any ``--lm``."""
+        """The base model with the adapter applied, through the same embedded engine as any ``--lm``, loaded now:
+        an adapter llama.cpp cannot apply is one located error before any call, not a failure at every call."""
+        from bineval_dspy.core.errors import one_line
         from bineval_dspy.lm.specs import make_lm
 
-        return make_lm(self.base, lora=self.adapter, source="weights.base")
+        lm = make_lm(self.base, lora=self.adapter, source="weights.base")
+        try:
+            lm.engine.load()  # type: ignore[attr-defined]
+        except Exception as exc:
+            raise InputError(f"field 'weights.adapter': {self.adapter}: {exc if isinstance(exc, RuntimeError) else one_line(exc)}") from None
+        return lm
 
     def relative_to(self, folder: Path) -> Weights:
         """These weights with the adapter's path written from ``folder`` (where program.json goes)."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,10 +78,15 @@ def verified_card(row: dict[str, Any], where: str) -> Scorecard:
     answers = {True: "yes", False: "no", None: "unanswered"}
     if any(f not in answers for f in follows):
         raise InputError(f"{where}: field 'follow_instruction_list': expected true, false or null")
-    return suite_card([
-        Verdict(question_id=f"i{k}", question=str(i), dimension=SUITE_DIMENSION, answer=answers[f], judge=f"code:{i}")  # type: ignore[arg-type]
-        for k, (i, f) in enumerate(zip(ids, follows))
-    ])
+    # Keyed by the instruction's id, not its position: views add verdicts up by question id across rows, and rows
+    # list their instructions in any order (a second use of one id in a row is told apart by its place).
+    seen: Counter[str] = Counter()
+    verdicts = []
+    for i, f in zip(ids, follows):
+        seen[str(i)] += 1
+        key = str(i) if seen[str(i)] == 1 else f"{i}#{seen[str(i)]}"
+        verdicts.append(Verdict(question_id=key, question=str(i), dimension=SUITE_DIMENSION, answer=answers[f], judge=f"code:{i}"))  # type: ignore[arg-type]
+    return suite_card(verdicts)
 
 
 def generated_card(row: dict[str, Any], where: str) -> Scorecard:

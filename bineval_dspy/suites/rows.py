@@ -10,7 +10,7 @@ from pydantic import BaseModel, BeforeValidator, Field, ValidationError, model_v
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
-from bineval_dspy.verifiers import Check, VerifierError, build_check, known_instruction_ids
+from bineval_dspy.verifiers import Check, VerifierError, build_check, known_instruction_ids, unknown_id
 
 
 def _key_as_text(value: Any) -> Any:
@@ -104,7 +104,7 @@ def _suite_row(obj: dict[str, Any], where: str) -> SuiteRow:
     known = set(known_instruction_ids())
     for index, instruction_id in enumerate(row.instruction_id_list):
         if instruction_id not in known:
-            raise InputError(f"{where}: field 'instruction_id_list.{index}': unknown instruction id {instruction_id!r}")
+            raise InputError(f"{where}: field 'instruction_id_list.{index}': {unknown_id(instruction_id)}")
     return row
 
 

@@ -68,14 +68,20 @@ def assert_passes(
     input: str = "",
     lm: dspy.LM | None = None,
     mode: Mode = "strict",
+    min_score: float | None = None,
 ) -> Scorecard:
     """Judge ``output`` against ``checklist`` (a ``Checklist`` or its JSON file) or a suite ``row`` (its code
     verifiers; ``input`` defaults to its prompt) and return the scorecard; raise ``BinevalAssertionError`` naming
-    every failed or unanswered question. ``lm`` (else the DSPy context's) answers questions code cannot."""
+    every failed or unanswered question. ``lm`` (else the DSPy context's) answers questions code cannot.
+    ``min_score``: pass at this overall (weighted) score instead of every question met; an unanswered question
+    still fails the test, as it leaves no score."""
+    __tracebackhide__ = True  # a red test shows the test's line, not the library's frames
     import dspy
 
     from bineval_dspy.judges.binary import BinaryJudge
 
+    if min_score is not None and not 0 <= min_score <= 1:
+        raise ValueError(f"assert_passes: min_score is a score from 0 to 1, got {min_score}")
     if not isinstance(output, str):
         raise TypeError(f"assert_passes: output must be a string, got {type(output).__name__}")
     judged, prompt = _checklist_of(checklist, row)
@@ -85,8 +91,11 @@ def assert_passes(
     judge = BinaryJudge(verifier_mode=mode)
     with dspy.context(lm=lm) if lm is not None else dspy.context():
         card = judge(input=input or prompt or "", output=output, checklist=judged)
-    if any(_missed(q, v) for q, v in zip(judged.questions, _ordered(judged, card))):
+    missed = any(_missed(q, v) for q, v in zip(judged.questions, _ordered(judged, card)))
+    if min_score is None and missed:
         raise BinevalAssertionError(failure_message(judged, card), card)
+    if min_score is not None and (card.overall is None or card.overall < min_score):
+        raise BinevalAssertionError(f"score below min_score {min_score:g}; " + failure_message(judged, card), card)
     return card
 
 

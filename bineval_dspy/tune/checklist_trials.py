@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.checklists.base import ChecklistWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, file_digest
-from bineval_dspy.core.jsonio import describe_validation_error, load_model, read_jsonl, write_json
+from bineval_dspy.core.jsonio import load_model, read_jsonl_models, write_json
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.specs import DEFAULT_LM
@@ -88,12 +88,7 @@ class ChecklistTrialResult(BaseModel):
 
 
 def load_tasks(path: Path) -> list[GoldTask]:
-    tasks = []
-    for number, obj in read_jsonl(path, required=("task", "gold")):
-        try:
-            tasks.append(GoldTask.model_validate(obj))
-        except ValidationError as exc:
-            raise InputError(f"{path}:{number}: {describe_validation_error(exc)}") from None
+    tasks = [task for _, task in read_jsonl_models(path, GoldTask, required=("task", "gold"))]
     if not tasks:
         raise InputError(f"{path}: no tasks")
     return tasks

@@ -22,6 +22,7 @@ from bineval_dspy.verifiers.registry import (
     known_instruction_ids,
     loose_variants,
     register,
+    unknown_id,
 )
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "known_instruction_ids",
     "loose_variants",
     "register",
+    "unknown_id",
 ]
 
 # Importing the modules registers their verifiers.

@@ -91,11 +91,24 @@ def known_instruction_ids() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def unknown_id(instruction_id: str, noun: str = "instruction id") -> str:
+    """"unknown instruction id 'x'", with the nearest known ids when a typo or half an id is likely
+    ("lowercase" -> change_case:english_lowercase)."""
+    import difflib
+
+    ids = known_instruction_ids()
+    wanted = instruction_id.casefold()
+    near = difflib.get_close_matches(instruction_id, ids, n=3, cutoff=0.75)
+    near += [i for i in ids if wanted and wanted in i.casefold() and i not in near][: 3 - len(near)]
+    hint = f"; did you mean {' or '.join(repr(i) for i in near)}?" if near else "; `bineval verifiers` lists them"
+    return f"unknown {noun} {instruction_id!r}{hint}"
+
+
 def _arguments(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str) -> tuple[Factory, dict[str, Any]]:
     """The factory of ``instruction_id`` and the arguments a row gives it (None values dropped, prompt added)."""
     factory = _FACTORIES.get(instruction_id)
     if factory is None:
-        raise VerifierError(f"unknown instruction id {instruction_id!r}")
+        raise VerifierError(unknown_id(instruction_id))
     args = {k: v for k, v in (kwargs or {}).items() if v is not None}
     params = inspect.signature(factory).parameters
     if "prompt" in params:
@@ -170,7 +183,10 @@ def _rule_text(instruction_id: str) -> str:
             return rule
         params = inspect.signature(rule).parameters.items()
         declared = inspect.signature(_FACTORIES[instruction_id]).parameters  # the rule's kwargs, with their types
-        placeholders = {n: _placeholder(n, declared.get(n, p)) if p.default is inspect.Parameter.empty else p.default for n, p in params}
+        # Kwargs without a value (required, or None by default while the check needs one of them: "give min_words,
+        # max_words or both") are named where they go, never shown as a number the rule would make of None.
+        unset = (inspect.Parameter.empty, None)
+        placeholders = {n: _placeholder(n, declared.get(n, p)) if p.default in unset else p.default for n, p in params}
         try:
             return rule(**placeholders)  # a rule with grammar over its kwargs, told their names
         except Exception:  # one that computes with its kwargs: say which it needs

@@ -19,6 +19,8 @@ from bineval_dspy.core.schema import Checklist, Question
 from tests.checklists.qworld_script import OPS, always_new, fake_embed
 from tests.conftest import prompt_fields, question_of, route_cli_lm, verdict_json
 
+pytestmark = pytest.mark.usefixtures("every_question_related")  # the relevance screen: tests/checklists/test_relevance.py
+
 TASK = "Explain how to take ibuprofen safely."
 STEP1 = {"requirements": {"items": [{"requirement": "Gives the usual adult dose.", "dimension": "accuracy"}, {"requirement": "Warns about the maximum dose.", "dimension": "safety"}]}}
 

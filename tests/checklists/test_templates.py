@@ -17,6 +17,8 @@ from bineval_dspy.checklists.writers import METHODS, make_writer, methods
 from bineval_dspy.core.errors import InputError, RunError
 from tests.conftest import bag_of_words, scripted_lm
 
+pytestmark = pytest.mark.usefixtures("every_question_related")  # the relevance screen: tests/checklists/test_relevance.py
+
 TASK = "Write a short poem about the sea that mentions a lighthouse."
 
 

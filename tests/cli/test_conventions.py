@@ -64,8 +64,16 @@ def test_the_final_progress_frame_is_complete(files, lm, capsys):
 def test_judge_ends_with_the_rows_and_questions_that_failed_most(files, lm, capsys):
     assert cli.main(judge(files)) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "rows that failed most (data line: failed questions): 1: 1, 2: 1, 3: 1" in out
+    assert "rows that failed most (row: failed questions): line 1: 1, line 2: 1, line 3: 1" in out
     assert "questions that failed most" in out and "3/3" in out and "Is it kind?" in out
+
+
+def test_the_rows_that_failed_most_are_named_by_their_id(tmp_path, lm, capsys):
+    """Issue 33, item 15: a data row's own id, not its line, where it has one."""
+    rows = [{"id": "doc-7", "input": "a", "output": "b"}, {"input": "c", "output": "d"}]
+    files = write_checklist(tmp_path / "checklist.json"), write_rows(tmp_path / "rows.jsonl", rows), tmp_path / "out.jsonl"
+    assert cli.main(judge(files)) == 0
+    assert "rows that failed most (row: failed questions): doc-7: 1, line 2: 1" in " ".join(capsys.readouterr().out.split())
 
 
 def test_empty_outputs_are_flagged_in_rows_and_summary(files, lm, capsys):
@@ -337,3 +345,81 @@ def test_optimize_prints_its_trajectory_on_stdout_and_its_cost_on_stderr(tmp_pat
     captured = capsys.readouterr()
     assert "== optimizer run:" in captured.out and "as its audit records it" not in captured.out
     assert "as its audit records it" in " ".join(captured.err.split()) and "== optimizer run:" not in captured.err
+
+
+def test_the_dry_runs_tokenizer_prints_nothing_of_its_own(capfd):
+    """A vocabulary-only llama.cpp context warned of its 0-token training context on every dry run's stderr."""
+    from bineval_dspy.lm import estimate
+
+    estimate._embedded_counter.cache_clear()
+    count, exact = estimate.token_counter("smollm2")
+    assert exact and count("hello world") == 2
+    assert capfd.readouterr().err == ""
+
+
+def test_show_and_report_count_verify_output_by_instruction_id_not_position(tmp_path, capsys):
+    """Rows list their instructions in any order: the per-question view adds them up by id (issue 33, item 1)."""
+    lower, comma = "change_case:english_lowercase", "punctuation:no_comma"
+    suite = write_rows(tmp_path / "suite.jsonl", [
+        {"key": 1, "prompt": "Say hi.", "instruction_id_list": [comma, lower], "kwargs": [{}, {}]},
+        {"key": 2, "prompt": "Say bye.", "instruction_id_list": [lower], "kwargs": [{}]},
+        {"key": 3, "prompt": "Say yo.", "instruction_id_list": [lower, comma], "kwargs": [{}, {}]},
+    ])  # fmt: skip
+    responses = write_rows(tmp_path / "responses.jsonl", [
+        {"key": 1, "response": "hi, you"}, {"key": 2, "response": "bye"}, {"key": 3, "response": "yo there my good friend"},
+    ])  # fmt: skip
+    verified = tmp_path / "results.jsonl"
+    cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(verified)])
+    capsys.readouterr()
+    assert cli.main(["show", str(verified)]) == 0
+    rows = {line.split()[1]: line.split()[2:5] for line in capsys.readouterr().out.splitlines() if line.strip().startswith("instructions ") and ":" in line}
+    assert rows[comma] == ["1", "1", "0"]  # row 1 has a comma, row 3 none
+    assert sum(map(int, rows[lower])) == 3  # one verdict from each row
+
+
+def test_checklist_example_is_a_valid_checklist_and_the_one_the_readme_shows(capsys):
+    """Issue 33, item 8: a checklist a user can copy and edit, with working verifiers."""
+    from bineval_dspy.judges.code import check_verifiers
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["checklist", "--example"])  # --task is not needed to print it
+    printed = capsys.readouterr().out
+    checklist = Checklist.model_validate_json(printed)
+    check_verifiers(checklist, "the example")
+    assert exited.value.code == 0 and sum(q.verifier is not None for q in checklist.questions) == 2
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert json.loads(printed) == json.loads(readme.split("```json\n", 1)[1].split("```", 1)[0])
+
+
+def test_judge_reads_the_fields_it_is_told_and_generate_output_as_it_is(tmp_path, lm, capsys):
+    """Issue 33, item 10: judge a user's own generations with no jq step."""
+    checklist = write_checklist(tmp_path / "checklist.json")
+    generated = write_rows(tmp_path / "generated.jsonl", [{"key": 1, "prompt": "Say hi.", "response": "hi"}])
+    named = write_rows(tmp_path / "named.jsonl", [{"q": "Say hi.", "a": "hello"}])
+    out = tmp_path / "out.jsonl"
+    assert cli.main(["judge", "--checklist", str(checklist), "--data", str(generated), "-o", str(out)]) == 0
+    assert "judging each row's 'response' for its 'prompt' (generate output)" in " ".join(capsys.readouterr().err.split())
+    assert all("Say hi." in r.messages[-1].text for r in lm.engine.requests)  # the prompt went in as the input
+    row = json.loads(out.read_text())
+    assert row["response"] == "hi" and row["bineval"]["complete"] and "input" not in row
+    argv = ["judge", "--checklist", str(checklist), "--data", str(named), "-o", str(tmp_path / "named-out.jsonl"), "--input-field", "q", "--output-field", "a"]
+    assert cli.main(argv) == 0
+    assert json.loads((tmp_path / "named-out.jsonl").read_text())["bineval"]["complete"]
+    assert "hello" in lm.engine.requests[-1].messages[-1].text
+    assert cli.main([*argv[:-4], "--input-field", "q", "--output-field", "missing", "--overwrite"]) == 2
+    assert "named.jsonl:1: missing field 'missing'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, missing", [
+    ("optimize", "'mode', 'run_dir'"), ("experiment", "'mode', 'run_dir', 'arms'"), ("eval", "'run_dir', 'suite', 'prompts', 'lms'"),
+    ("tune", "'name', 'trials', 'objectives', 'space', 'run'"),
+])  # fmt: skip
+def test_an_example_config_run_as_printed_names_every_key_to_fill_in_one_line(tmp_path, capsys, command, missing):
+    """Issue 33, item 12: it named the first missing key only, so filling them in took one run per key."""
+    with pytest.raises(SystemExit):
+        cli.main([command, "--example"])
+    config = tmp_path / "run.toml"
+    config.write_text(capsys.readouterr().out)
+    assert cli.main([command, str(config)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {config}: required fields missing: {missing}"

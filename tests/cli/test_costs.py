@@ -225,10 +225,12 @@ def test_tune_results_carry_each_trials_cost_and_the_studys(tmp_path, monkeypatc
     assert all(assert_block(t["usage"]) == Cost() for t in results["trials"]) and assert_block(results["usage"]) == Cost()
 
 
-def test_demo_results_carry_the_cost_of_each_summary_and_the_run(tmp_path, monkeypatch):
+def test_demo_results_carry_the_cost_of_each_summary_and_the_run(tmp_path, monkeypatch, capsys):
     route_cli_lm(monkeypatch, lambda r: verdict_json("yes"), model=PRICED, usage=USAGE)
     out = tmp_path / "demo.json"
     assert cli.main(["demo", "-o", str(out)]) in (ExitCode.OK, ExitCode.INCOMPLETE)
     saved = json.loads(out.read_text())
+    printed = " ".join(capsys.readouterr().out.split())
+    assert all(" ".join(r["summary"].split())[:60] in printed for r in saved["results"])  # the summaries it judged (issue 33, item 15)
     each = [assert_block(r["usage"]) for r in saved["results"]]
     assert assert_block(saved["usage"]) == assert_block(saved["checklist_usage"]) + total(each) and total(each).lm_calls > 0

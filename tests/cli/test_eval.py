@@ -48,7 +48,9 @@ def test_the_matrix_shows_every_verdict_and_the_paired_difference(tmp_path, lms,
     assert len(lms["custom/plain"].engine.requests) == requests
     capsys.readouterr()
     assert cli.main(["show", str(tmp_path / "runs" / "eval")]) == 0
-    assert "start@plain" in capsys.readouterr().out
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "score, each minus start@comma" in shown and "n/a" not in shown  # issue 33, item 3: it showed kappa n/a
+    assert "0.00 [0.00, 0.00] - start@plain" in shown and "1.00 [1.00, 1.00] +1.00 [1.00, 1.00]" in shown
 
 
 def test_eval_dry_run_and_example(tmp_path, lms, capsys):
@@ -106,3 +108,18 @@ def test_the_columns_take_the_commands_lm_options(tmp_path, monkeypatch, capsys)
         assert cli.main(argv) == 0
     assert "| 0 | Y |" in capsys.readouterr().out
     assert {body["model"] for body in server.bodies} == {"served"} and {body["temperature"] for body in server.bodies} == {0.3}
+
+
+def test_the_cache_is_the_flag_else_bineval_cache_dir_else_the_runs_own(tmp_path, lms, monkeypatch):
+    """`--help` names $BINEVAL_CACHE_DIR as the default; eval and experiment wrote RUN_DIR/cache whatever it said
+    (issue 33, item 4)."""
+    seen = []
+    configure = runtime.configure
+    monkeypatch.setattr(runtime, "configure", lambda options=None, cache_dir=None: seen.append(cache_dir) or configure(options, cache_dir))
+    config = write_config(tmp_path)
+    monkeypatch.setenv("BINEVAL_CACHE_DIR", str(tmp_path / "shared"))
+    assert cli.main(["eval", str(config)]) == 0
+    assert cli.main(["eval", str(config), "--cache-dir", str(tmp_path / "given")]) == 0
+    monkeypatch.delenv("BINEVAL_CACHE_DIR")
+    assert cli.main(["eval", str(config)]) == 0
+    assert seen[:2] == [tmp_path / "shared", tmp_path / "given"] and seen[2].parts[-3:] == ("runs", "eval", "cache")

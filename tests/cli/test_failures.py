@@ -68,9 +68,10 @@ def test_a_judge_whose_lm_fails_exits_non_zero_and_a_rerun_judges_again(tmp_path
     lm = use(switch)
     c, d = files(tmp_path)
     out = tmp_path / "out.jsonl"
-    assert cli.main(judge_args(c, d, out)) == 1
+    assert cli.main(judge_args(c, d, out)) == 3  # every LM call failed alike: the LM failed (issue 33, item 6)
     err = capsys.readouterr().err
-    assert "2 row(s) incomplete" in err and "unanswered" in err
+    assert "error: every LM verdict (4) unanswered, each the same way: no usable answer: LMUnexpectedError" in err
+    assert "endpoint unreachable" in err.splitlines()[-1]
     rows_out = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["bineval"]["complete"] for r in rows_out] == [False, False]
     assert rows_out[0]["bineval"]["scorecard"]["overall"] is None
@@ -350,7 +351,10 @@ def test_judge_rejects_unknown_verifier_ids(tmp_path, use, capsys):
     use(lambda r: verdict_json("yes"))
     c, d = files(tmp_path, questions=[Question(text="Is it ok?", dimension="d", verifier="no:such_check")])
     assert cli.main(judge_args(c, d, tmp_path / "o.jsonl")) == 2
-    assert "field 'questions.0.verifier': unknown verifier id 'no:such_check'" in capsys.readouterr().err
+    assert "field 'questions.0.verifier': unknown verifier id 'no:such_check'; `bineval verifiers` lists them" in capsys.readouterr().err
+    c, d = files(tmp_path, questions=[Question(text="Is it lower?", dimension="d", verifier="lowercase")])
+    assert cli.main(judge_args(c, d, tmp_path / "o.jsonl")) == 2
+    assert "unknown verifier id 'lowercase'; did you mean 'change_case:english_lowercase'?" in capsys.readouterr().err  # issue 33, item 15
 
 
 # -- 10. DSPy settings survive set_lm and threads ------------------------------------------------------------

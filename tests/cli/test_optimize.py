@@ -65,6 +65,7 @@ max_iterations = 2
         ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\nbogus = 1\n', "field 'data.bogus'"),
         ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\ntrain = 5\nval = 5\n', "fewer than train + val + test"),
         ("mode = = 1", "malformed TOML"),
+        ('mode = "cross"\nrun_dir = "r"\n[data]\nexamples = "e.jsonl"\n[program.judge]\nscoring = "batch"\n', "field 'program.judge'"),
     ],
 )
 def test_bad_config_is_a_one_line_error(tmp_path, suite, scripted, capsys, body, message):

@@ -186,7 +186,7 @@ def test_markup_like_dimension_and_question_are_printed_as_text(tmp_path, capsys
     assert "[/INST]" in capsys.readouterr().out  # tables are results: stdout
 
 
-def test_an_lm_written_question_holding_markup_is_printed_as_text(tmp_path, capsys):
+def test_an_lm_written_question_holding_markup_is_printed_as_text(tmp_path, capsys, every_question_related):
     questions = {"questions": {"items": ["Is it short [/INST]?", "Does it avoid [red]colour[/red]?"]}}
     with scripted_server(lambda body: json.dumps(questions)) as server:
         args = ["checklist", "--task", "Write a haiku.", "--method", "tick", "-o", str(tmp_path / "c.json"), "--cache-dir", str(tmp_path / "cache")]
@@ -568,6 +568,96 @@ def test_ctrl_c_in_tune_is_one_line_not_a_traceback(tmp_path):
     assert "Traceback" not in err and "interrupted" in err
 
 
+def slow_answer(body: dict) -> str:
+    time.sleep(2)
+    return "1. apple\n2. pear"
+
+
+def test_two_quick_ctrl_c_during_optimize_end_in_one_line_and_the_rerun_finishes(tmp_path):
+    """Issue 32, item 14: the second Ctrl-C lands while the first still unwinds the optimizer's thread pool."""
+    row = {"instruction_id_list": ["detectable_format:number_bullet_lists"], "kwargs": [{"num_bullets": 2}]}
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **row}) + "\n" for i in range(6)))
+    config = tmp_path / "run.toml"
+    config.write_text('mode = "self"\nrun_dir = "run"\n[data]\nsuite = "suite.jsonl"\ntrain = 3\nval = 2\ntest = 1\n'
+                      '[program]\ninstructions = "Answer the request."\n[optimizer]\nmax_iterations = 1\n')
+    argv = ["optimize", str(config), "--cache-dir", str(tmp_path / "cache"), "--threads", "4"]
+    with scripted_server(slow_answer) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "bineval_dspy.cli", *argv, *server.lm_args()], stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+        deadline = time.time() + 60
+        while len(server.bodies) < 2 and time.time() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == ExitCode.INTERRUPTED, err
+        assert "Traceback" not in err and "interrupted" in err
+        done = subprocess.run([sys.executable, "-m", "bineval_dspy.cli", *argv, *server.lm_args()], capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == ExitCode.OK, done.stderr[-2000:]
+    assert json.loads((tmp_path / "run" / "results.json").read_text())
+
+
+def answer_by_row(body: dict) -> str:
+    """A verdict that depends on the row only, after a pause: a run killed mid-way has replies in flight."""
+    time.sleep(0.05)
+    text = json.dumps(body)
+    return verdict("yes" if any(f"row {i} " in text for i in (0, 3, 5, 8)) else "no")
+
+
+def test_a_judge_killed_with_cache_writes_queued_then_rerun_ends_as_an_undisturbed_run(tmp_path):
+    """kill -9 while the disk cache's writes are queued on its thread: a rerun keeps the complete rows, asks the rest
+    again and ends with the same verdicts as a run never killed (issue 32's own pass)."""
+    rows = [{"id": str(i), "input": f"row {i} input", "output": "b"} for i in range(12)]
+    questions = [Question(text="Is it short?", dimension="d"), Question(text="Is it kind?", dimension="d")]
+    killed, calm = tmp_path / "killed", tmp_path / "calm"
+    for folder in (killed, calm):
+        folder.mkdir()
+        write_inputs(folder, questions=questions, rows=rows)
+    with scripted_server(answer_by_row) as server:
+        command = [sys.executable, "-m", "bineval_dspy.cli", *judge_args(killed, *server.lm_args(), "--concurrency", "4")]
+        proc = subprocess.Popen(command, stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[2])
+        deadline = time.time() + 60
+        while len(server.bodies) < 9 and time.time() < deadline:
+            time.sleep(0.01)
+        proc.kill()
+        proc.wait(timeout=30)
+        assert len((killed / "out.jsonl").read_text().splitlines()) < len(rows)  # killed mid-way
+        assert subprocess.run(command, stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[2], timeout=300).returncode == ExitCode.OK
+        assert cli.main(judge_args(calm, *server.lm_args(), "--concurrency", "4")) == ExitCode.OK
+    assert by_row(killed / "out.jsonl") == by_row(calm / "out.jsonl")
+    assert by_row(calm / "out.jsonl")[3] == ("3", ["yes", "yes"])
+
+
+def by_row(path: Path) -> list[tuple[str, list[str]]]:
+    return [(obj["id"], [v["answer"] for v in obj["bineval"]["scorecard"]["verdicts"]]) for _, obj in read_jsonl(path)]
+
+
+def test_nothing_listening_at_the_api_base_is_said_on_stderr_and_exits_as_a_failed_lm(tmp_path, capsys):
+    """Issue 33, item 6: it exited 1 saying only "unanswered ... rerun"; the cause was in the JSON alone."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    code = cli.main(judge_args(tmp_path, "--lm", "openai/m", "--api-base", f"http://127.0.0.1:{port}/v1", "--timeout", "2"))
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == ExitCode.LM_FAILURE
+    assert last.startswith("error: every LM verdict (2) unanswered, each the same way: no usable answer: LMTransportError") and f"127.0.0.1:{port}" in last
+
+
+def test_some_verdicts_unanswered_say_their_most_common_cause_and_exit_1(tmp_path, capsys):
+    def kind_fails(body: dict):
+        return (500, {"error": {"message": "kind is down"}}) if "Is it kind?" in json.dumps(body) else verdict("yes")
+
+    write_inputs(tmp_path, questions=[Question(text="Is it short?", dimension="d"), Question(text="Is it kind?", dimension="d")])
+    with scripted_server(kind_fails) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--timeout", "1"))
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == ExitCode.INCOMPLETE
+    assert "1 LM verdict(s) unanswered, most often (1) so: no usable answer: LMServerError" in err and "kind is down" in err
+
+
 # -- the second pass (docs/reliability.md) -----------------------------------------------------------------------
 def test_a_refused_api_key_stops_the_run_in_one_line(tmp_path, capsys):
     write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
@@ -603,7 +693,7 @@ def test_a_server_asking_to_retry_after_a_day_costs_one_timeout(tmp_path):
 
         handler.send_response = send_response
         started = time.time()
-        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--timeout", "1")) == ExitCode.INCOMPLETE
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--timeout", "1")) == ExitCode.LM_FAILURE  # every call alike
     assert time.time() - started < 20 and len(server.bodies) == 2  # one retry, after at most the timeout
 
 
@@ -681,7 +771,7 @@ def test_a_cache_dir_that_is_a_file_is_one_line(tmp_path, capsys):
     assert "--cache-dir" in capsys.readouterr().err
 
 
-def test_a_checklist_the_lm_failed_to_write_is_asked_again_on_rerun(tmp_path):
+def test_a_checklist_the_lm_failed_to_write_is_asked_again_on_rerun(tmp_path, every_question_related):
     reply = Switchable(lambda body: "no checklist here")
     args = ["checklist", "--task", "Write a haiku.", "--method", "tick", "-o", str(tmp_path / "c.json"), "--cache-dir", str(tmp_path / "cache")]
     with scripted_server(reply) as server:

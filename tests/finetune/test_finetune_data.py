@@ -80,6 +80,10 @@ def test_samples_are_scored_by_the_verifiers_and_resume(tmp_path):
     assert student.calls == calls and again == records  # resumed from samples.jsonl: nothing sampled twice
     with pytest.raises(InputError, match="other settings"):
         collect(student, metric, examples, settings, tmp_path, {"run": "2"})
+    lines = (tmp_path / SAMPLES_FILE).read_text().splitlines()
+    (tmp_path / SAMPLES_FILE).write_text(lines[0] + '\n{"key": "b"}\n')  # a damaged row: one located line, no traceback
+    with pytest.raises(InputError, match=rf"{SAMPLES_FILE}:2: field 'prompt': Field required; use --overwrite"):
+        collect(student, metric, examples, settings, tmp_path, {"run": "1"})
 
 
 def test_a_failed_sample_stops_the_run_and_its_prompt_is_not_written(tmp_path):

@@ -73,3 +73,41 @@ def test_the_format_is_recorded_only_when_it_is_not_the_default():
     assert BinaryJudge.from_spec(spec).spec().model_dump() == {**spec.model_dump(), "model": "unknown-lm"}
     with pytest.raises(ValueError, match="no chain of thought"):
         BinaryJudge(verdict_format="prefilled", chain_of_thought=True)
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--verdict-format", "prefilled", "--cot"], "no chain of thought"),
+        (["--verdict-format", "prefilled", "--scoring", "batch"], "no batch scoring"),
+        (["--scoring", "batch", "--cot"], "batch scoring answers without chain of thought"),
+    ],
+)
+def test_judge_options_that_cannot_go_together_are_one_line_before_any_work(tmp_path, capsys, flags, message):
+    """They were a ValueError traceback, exit 1 (issue 32's own pass)."""
+    from bineval_dspy import cli
+
+    (tmp_path / "c.json").write_text(CHECKLIST.model_dump_json())
+    (tmp_path / "d.jsonl").write_text('{"input": "A", "output": "B"}\n')
+    out = tmp_path / "out.jsonl"
+    argv = ["judge", "--checklist", str(tmp_path / "c.json"), "--data", str(tmp_path / "d.jsonl"), "-o", str(out), "--lm", "openai/m", "--api-base", "http://127.0.0.1:9/v1"]
+    assert cli.main([*argv, *flags]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and message in error and not out.exists()
+
+
+def test_votes_are_one_token_verdicts_each():
+    votes = iter(["yes", "no", "yes"] * 2)
+    card, requests = judged(lambda r: next(votes), explanations="none", samples=3)
+    assert [v.answer for v in card.verdicts] == ["yes", "yes"] and len(requests) == 6
+    assert all(request.messages[-1].text == VERDICT_PREFILL for request in requests)
+
+
+def test_the_content_free_prior_is_read_at_its_first_token_too():
+    def script(request):
+        return Reply("yes", p_yes=0.9 if "N/A" in request.messages[-2].text else 0.6)
+
+    card, requests = judged(script, explanations="none", calibration="content_free")
+    assert [v.p_yes_content_free for v in card.verdicts] == pytest.approx([0.9, 0.9])
+    assert [(v.answer, v.p_yes) for v in card.verdicts] == [("no", pytest.approx(1 / 7))] * 2  # 0.6 against a 0.9 prior
+    assert all(request.messages[-1].text == VERDICT_PREFILL and request.config.logprobs for request in requests)

@@ -226,7 +226,7 @@ def test_a_batch_that_fails_validation_leaves_every_question_unanswered(tmp_path
     write_inputs(tmp_path, QUESTIONS, ROWS[:1])
     with batch_server(yes_to_short) as server:
         server.invalid = True
-        assert cli.main(batch_args(tmp_path, server)) == ExitCode.INCOMPLETE
+        assert cli.main(batch_args(tmp_path, server)) == ExitCode.LM_FAILURE  # every verdict failed alike: the LM failed
     assert answers(tmp_path / "out.jsonl") == ["unanswered", "unanswered"]
     assert "batch batch_1 failed: line 1 is not valid; its requests are unanswered" in " ".join(capsys.readouterr().err.split())
 
@@ -296,7 +296,7 @@ def test_a_vanished_result_file_leaves_its_requests_unanswered_and_a_rerun_submi
     write_inputs(tmp_path, QUESTIONS, ROWS[:1])
     with batch_server(yes_to_short) as server:
         server.vanish = True
-        assert cli.main(batch_args(tmp_path, server)) == ExitCode.INCOMPLETE
+        assert cli.main(batch_args(tmp_path, server)) == ExitCode.LM_FAILURE  # every verdict failed alike
         assert "is gone" in capsys.readouterr().err
         server.vanish = False
         assert cli.main(batch_args(tmp_path, server)) == ExitCode.OK

@@ -69,7 +69,7 @@ def test_a_server_that_keeps_throttling_costs_one_timeout_and_leaves_the_questio
     write_inputs(tmp_path)
     with scripted_server(lambda body: (429, SLOW_DOWN)) as server:
         started = time.monotonic()
-        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--timeout", "1.5")) == ExitCode.INCOMPLETE
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--timeout", "1.5")) == ExitCode.LM_FAILURE  # every call alike
         took = time.monotonic() - started
     row = json.loads((tmp_path / "out.jsonl").read_text())
     (verdict_,) = row["bineval"]["scorecard"]["verdicts"]
@@ -81,7 +81,7 @@ def test_a_server_that_keeps_throttling_costs_one_timeout_and_leaves_the_questio
 def test_a_request_the_server_refuses_is_not_retried(tmp_path):
     write_inputs(tmp_path)
     with scripted_server(lambda body: (400, {"error": {"message": "bad request", "type": "invalid_request_error"}})) as server:
-        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.INCOMPLETE
+        assert cli.main(judge_args(tmp_path, *server.lm_args())) == ExitCode.LM_FAILURE  # every call alike
     assert len(server.bodies) == 1
     assert usage_of(tmp_path)["retried_calls"] == 0
 

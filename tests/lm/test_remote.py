@@ -205,7 +205,7 @@ def test_a_server_that_never_answers_gives_unanswered_verdicts(tmp_path):
         code = cli.main([*judge_files(tmp_path), "--lm", "openai/m", "--api-base", url, "--timeout", "2"])
     finally:
         listener.close()
-    assert code == ExitCode.INCOMPLETE
+    assert code == ExitCode.LM_FAILURE  # every call failed alike: the LM failed
     (verdict,) = verdicts(tmp_path)
     assert verdict["answer"] == "unanswered"
     assert "Timeout" in verdict["explanation"]
@@ -285,6 +285,6 @@ def test_a_reply_dripped_a_byte_at_a_time_ends_within_twice_the_timeout(tmp_path
             code = cli.main([*judge_files(tmp_path), "--lm", "openai/m", "--api-base", f"http://127.0.0.1:{httpd.server_address[1]}/v1", "--timeout", "1"])
         finally:
             stop.set()
-    assert code == ExitCode.INCOMPLETE and len(sent) < len(body)  # it gave up while the reply was still coming
+    assert code == ExitCode.LM_FAILURE and len(sent) < len(body)  # it gave up while the reply was still coming
     (verdict,) = verdicts(tmp_path)
     assert verdict["answer"] == "unanswered" and "within the call's 2 s" in verdict["explanation"]

@@ -62,3 +62,21 @@ def test_any_dspy_metric_works_and_compile_prints_nothing(capsys):
     assert opt.audit.best.val_score == 1.0 and "bullet" in program.generate.signature.instructions.lower()
     assert capsys.readouterr() == ("", "")
     assert not hasattr(program, "audit")  # results live on the optimizer, typed
+
+
+def test_bootstrap_few_shot_keeps_only_outputs_that_pass_as_demonstrations():
+    """DSPy asks a metric called with a trace for pass or fail; a Prediction is always truthy, so every output was
+    kept, 0.0 scores too (issue 33, item 2)."""
+    def answer(request) -> str:
+        user = request.messages[-1].text
+        return "* one\n* two" if any(f"({i})" in user for i in (0, 2)) else "one and two"  # two rows pass
+
+    dspy.configure(lm=scripted_lm(answer))
+    metric = bineval_metric(BinaryJudge(), checklist_for)
+    assert metric(rows(1)[0], dspy.Prediction(response="one and two")).score == 0.0  # without a trace: the full result
+    bootstrap = dspy.BootstrapFewShot(metric=metric, max_bootstrapped_demos=4, max_labeled_demos=0, max_rounds=1)
+    compiled = bootstrap.compile(Generator(START), trainset=rows(4))
+    demos = [demo for _, predictor in compiled.named_predictors() for demo in predictor.demos]
+    assert sorted(demo["prompt"] for demo in demos) == ["List two fruits (0).", "List two fruits (2)."]
+    with pytest.raises(ValueError, match="pass_threshold"):
+        bineval_metric(BinaryJudge(), checklist_for, pass_threshold=2)

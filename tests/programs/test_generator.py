@@ -264,3 +264,7 @@ def test_cli_stop_at_pass_records_fewer_samples_and_is_a_setting_of_its_own(tmp_
     assert cli.main(argv) == 2  # output made with stop-at-pass is not resumed by a run without it
     assert cli.main(["generate", "--suite", str(suite), "--stop-at-pass", "-o", str(tmp_path / "o.jsonl")]) == 2
     assert "--stop-at-pass stops Best-of-N early" in capsys.readouterr().err
+    for count in ("0", "-3"):
+        with pytest.raises(SystemExit) as exited:
+            cli.main(["generate", "--suite", str(suite), "--best-of", count, "-o", str(tmp_path / "o.jsonl")])
+        assert exited.value.code == 2 and f"argument --best-of: must be at least 1, got {count}" in capsys.readouterr().err

@@ -35,6 +35,14 @@ def test_a_judge_round_trips_with_thresholds_and_options(tmp_path):
         load_program(tmp_path, kind="generator")
 
 
+@pytest.mark.parametrize("options", [{"verdict_format": "prefilled", "explanations": "none"}, {"scoring": "batch"}])
+def test_a_judge_keeps_its_verdict_format_and_scoring_through_its_program_file(tmp_path, options):
+    """A prefilled or batch-scoring judge saved and reloaded is the same judge, not today's defaults."""
+    ProgramFile.of(BinaryJudge(**options)).save(tmp_path / "program.json")
+    rebuilt = load_program(tmp_path / "program.json", kind="judge").build()
+    assert all(getattr(rebuilt, name) == value for name, value in options.items())
+
+
 def test_judge_with_a_program_decides_by_its_thresholds(tmp_path, monkeypatch, capsys):
     route_cli_lm(monkeypatch, lambda request: Reply(verdict_json("yes"), p_yes=0.6))
     ProgramFile.of(BinaryJudge(probability=True, thresholds={"Content": 0.75})).save(tmp_path / "program.json")
@@ -49,3 +57,30 @@ def test_judge_with_a_program_decides_by_its_thresholds(tmp_path, monkeypatch, c
     capsys.readouterr()
     assert cli.main([*argv, "-o", str(tmp_path / "other.jsonl"), "--program", str(tmp_path), "--cot"]) == 2
     assert "the program sets the judge's options; drop --cot" in capsys.readouterr().err
+
+
+def _weights_program(tmp_path, **change):
+    from bineval_dspy.lm.specs import embedded_model_path, sha256_of
+
+    adapter = tmp_path / "adapter.gguf"
+    adapter.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(16))
+    weights = {"base": "smollm2", "base_sha256": sha256_of(embedded_model_path("smollm2")), "adapter": adapter.name, "adapter_sha256": sha256_of(adapter), "method": "sft"}
+    (tmp_path / "program.json").write_text(json.dumps({"kind": "generator", "instructions": {"generate": "Answer."}, "weights": {**weights, **change}}))
+    return tmp_path / "program.json"
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"adapter": "missing.gguf"}, "field 'weights.adapter': .*missing.gguf not found"),
+        ({"base": "/nonexistent/base.gguf"}, "field 'weights.base': /nonexistent/base.gguf not found"),
+        ({"base_sha256": "0" * 64}, "field 'weights.base': .* is not the file this program was trained with"),
+        ({"adapter": "../../../../etc/hostname"}, "field 'weights.adapter': .* is not the file this program was trained with"),
+        ({"method": "ppo"}, "field 'weights.method': Input should be 'sft' or 'dpo'"),
+        ({"extra": 1}, "field 'weights.extra': Extra inputs are not permitted"),
+    ],
+)
+def test_a_program_whose_weights_are_not_the_recorded_files_is_one_located_line(tmp_path, change, message):
+    """Checked when the program is read, before any model loads (issue 32's own pass)."""
+    with pytest.raises(InputError, match=rf"program.json: {message}"):
+        load_program(_weights_program(tmp_path, **change))

@@ -289,3 +289,13 @@ def test_code_router_explains_with_rule_and_detail() -> None:
         verdict is not None
         and verdict.explanation == "Answer with at least 10 words. Not met: asked for at least 10 words; found 2"
     )
+
+
+def test_the_catalogue_names_kwargs_a_rule_needs_never_a_zero_made_of_none() -> None:
+    """`bineval verifiers` said "Write at least 0 sentences." for a check that needs a bound (issue 33, item 15)."""
+    from bineval_dspy.verifiers.registry import catalog
+
+    rules = {info.instruction_id: info.rule for info in catalog("count")}
+    assert rules["text:sentence_count"] == "Write between {min_sentences} and {max_sentences} sentences."
+    assert rules["text:word_count"] == "Write between {min_words} and {max_words} words."
+    assert not any(" 0 " in rule for rule in rules.values())

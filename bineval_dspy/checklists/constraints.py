@@ -109,7 +109,8 @@ def _rule(
     unless: str | None = None,
 ) -> Rule:
     ask = question if callable(question) else (lambda kw, text=question: text.format(**kw))
-    return Rule(verifier, re.compile(pattern, re.IGNORECASE), kwargs, ask, re.compile(unless, re.IGNORECASE) if unless else None)
+    flags = re.IGNORECASE | (re.DOTALL if verifier == "combination:repeat_prompt" else 0)  # the request spans lines
+    return Rule(verifier, re.compile(pattern, flags), kwargs, ask, re.compile(unless, re.IGNORECASE) if unless else None)
 
 
 def _words(m: re.Match[str]) -> dict[str, Any]:
@@ -190,6 +191,10 @@ RULES: tuple[Rule, ...] = (
           lambda kw: f"Does the response include the keywords {', '.join(repr(k) for k in kw['keywords'])}?", lambda m: {"keywords": [m.group(1)]}),
     _rule("keywords:forbidden_words", r"(?:\bnot|n't|\bnever|\bavoid|\bwithout)\s+(?:use|using|include|including|contain|containing|say|saying|mention|mentioning)\s+(?:the\s+|any\s+of\s+the\s+)?(?:words?|keywords?)\s*:?\s+([^.;]{1,120})",
           lambda kw: f"Does the response avoid the words {', '.join(repr(k) for k in kw['forbidden_words'])}?", lambda m: {"forbidden_words": _items(m.group(1))}),
+    _rule("combination:repeat_prompt", r"\A(?:(?!\n\s*\n).)*?\brepeat (?:the|this) (?:exact )?(?:request|sentence|question|prompt)s? below\b.*?\n\s*\n(.*\S)\s*\Z",
+          "Does the response start by repeating the request word for word?", lambda m: {"prompt_to_repeat": m.group(1).strip()}),
+    _rule("combination:repeat_prompt", r"\A(.*?\S)\s*\n[^\n]*\brepeat (?:the|this) (?:exact )?(?:request|sentence|question|prompt)s?\b(?! below)",
+          "Does the response start by repeating the request word for word?", lambda m: {"prompt_to_repeat": m.group(1).strip()}),
     _rule("language:response_language", r"\b(" + "|".join(name.capitalize() for name in LANGUAGES) + r")\b(?=[^.]{0,60}\bno other language)|\b(?:respond|answer|write|reply|response|rewrite)\w*\b[^.]{0,40}?\b(?:only |entirely |fully |wholly )?in (?:only )?(" + "|".join(name.capitalize() for name in LANGUAGES) + r")\b(?!,? and\b)",
           lambda kw: f"Is the whole response in {kw['name']}?", lambda m: {"language": LANGUAGES[(m.group(1) or m.group(2)).lower()], "name": m.group(1) or m.group(2)}),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -54,9 +55,30 @@ def cmd_verify(args: argparse.Namespace) -> int:
             f"{stats.suite_rows_without_response} suite row(s) had no response and were not graded: the accuracies cover part of the suite",
             style="yellow",
         )
+    if args.program and args.split == "test":
+        _compare_with_the_run(args, stats)
     shown.print(f"wrote {len(results)} graded row(s) to {out}")
     incomplete = stats.ungraded_instructions or stats.skipped_suite_rows or stats.skipped_responses or stats.suite_rows_without_response
     return ExitCode.INCOMPLETE if incomplete else ExitCode.OK
+
+
+def _compare_with_the_run(args: argparse.Namespace, stats: Any) -> None:
+    """Say whether this grading of the test split gives the accuracy the optimizer run recorded for its final
+    program (``test.final`` in its results.json): the same responses must give the same figure."""
+    from bineval_dspy.optimize.results import RESULTS_FILE, RunResults
+
+    folder = Path(args.program) if Path(args.program).is_dir() else Path(args.program).parent
+    if not (folder / RESULTS_FILE).exists():
+        return
+    test = RunResults.load(folder).test
+    recorded = test.final.accuracy.get(f"{stats.mode}_prompt") if test is not None else None
+    if recorded is None or recorded.estimate is None or stats.prompt_accuracy is None:
+        return
+    here = stats.prompt_accuracy
+    if abs(here - recorded.estimate) < 5e-4:
+        console.print(f"{stats.mode} prompt accuracy {here:.3f}: as the run recorded for its final program on test ({folder / RESULTS_FILE})")
+    else:
+        console.print(f"{stats.mode} prompt accuracy {here:.3f}, where the run recorded {recorded.estimate:.3f} for its final program on test: these are other responses", style="yellow")
 
 
 def add_verify_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

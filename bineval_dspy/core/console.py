@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
@@ -74,3 +75,26 @@ def in_caller_context(fn: Callable[[T], R]) -> Callable[[T], R]:
             thread_local_overrides.reset(token)
 
     return run
+
+
+class _OnceEach(logging.Filter):
+    """Lets each distinct message through once, and nothing below WARNING: DSPy's "LM response was truncated" came
+    once per call, GEPA's progress at INFO once per step, burying the command's own lines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, object]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.msg)
+        if record.levelno < logging.WARNING or key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+def quiet_dspy_logs() -> None:
+    """DSPy's log handler (its own, not propagating) shows each warning once per process."""
+    for handler in logging.getLogger("dspy").handlers:
+        if not any(isinstance(f, _OnceEach) for f in handler.filters):
+            handler.addFilter(_OnceEach())

@@ -10,7 +10,7 @@ from pathlib import Path
 import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
-from bineval_dspy.core.console import console
+from bineval_dspy.core.console import console, quiet_dspy_logs
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.lm import cache
 from bineval_dspy.lm.specs import DEFAULT_LM, check_provider_key, is_local, make_lm
@@ -50,6 +50,7 @@ class LMOptions(BaseModel):
 def configure(options: LMOptions | str | None = None, cache_dir: Path | None = None) -> dspy.LM:
     """Configure DSPy with one LM (a spec, or ``None``: the embedded default) and an on-disk LM cache at
     ``cache_dir`` (None: ``default_cache_dir()``), so reruns are free; replies that gave no result are not kept."""
+    quiet_dspy_logs()
     if not isinstance(options, LMOptions):
         options = LMOptions(spec=options or DEFAULT_LM)
     lm = checked_lm(options)  # first: an LM that cannot work is refused before the cache folder is made or opened

@@ -423,3 +423,18 @@ def test_an_example_config_run_as_printed_names_every_key_to_fill_in_one_line(tm
     assert cli.main([command, str(config)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: {config}: required fields missing: {missing}"
+
+
+def test_dspys_warnings_show_once_and_its_info_lines_not_at_all(capfd):
+    """Issue 33, item 13: "LM response was truncated" came once per call, GEPA's INFO once per step."""
+    import logging
+
+    from bineval_dspy.core.console import quiet_dspy_logs
+
+    quiet_dspy_logs()
+    quiet_dspy_logs()  # a second command in the process adds no second filter
+    for _ in range(3):
+        logging.getLogger("dspy.clients.lm").warning("LM response was truncated; increase max_tokens or inspect history.")
+        logging.getLogger("dspy.teleprompt.gepa.gepa").info("Iteration 3: new subsample score 2.0")
+    err = capfd.readouterr().err
+    assert err.count("LM response was truncated") == 1 and "Iteration 3" not in err

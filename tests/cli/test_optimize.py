@@ -118,11 +118,17 @@ max_iterations = 2
     assert sorted(str(json.loads(line)["key"]) for line in responses.read_text().splitlines()) == sorted(splits["test"])
     graded = tmp_path / "graded.jsonl"
     argv = ["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(graded), "--program", str(run), "--split", "test"]
+    capsys.readouterr()
     assert cli.main(argv) == 0
+    assert "strict prompt accuracy 1.000: as the run recorded for its final program on test" in " ".join(capsys.readouterr().err.split())
     rows = [json.loads(line) for line in graded.read_text().splitlines()]
     assert {str(row["key"]): row["follow_all_instructions"] for row in rows} == test["final"]["followed"]  # to the item
     followed = sum(row["follow_all_instructions"] is True for row in rows) / len(rows)
     assert followed == test["final"]["accuracy"]["strict_prompt"]["estimate"]
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({"key": int(key), "response": "no list here"}) + "\n" for key in splits["test"]))
+    assert cli.main([*argv[:4], str(other), "-o", str(tmp_path / "other-graded.jsonl"), *argv[7:]]) == 0
+    assert "accuracy 0.000, where the run recorded 1.000 for its final program on test" in " ".join(capsys.readouterr().err.split())
     capsys.readouterr()
     assert cli.main(["show", str(run)]) == 0
     assert "test split (4 items" in "".join(capsys.readouterr())

@@ -486,21 +486,23 @@ def slow_reply(body: dict) -> str:
 def test_a_second_ctrl_c_prints_no_traceback(tmp_path):
     write_inputs(tmp_path, rows=[{"input": str(i), "output": "b"} for i in range(4)])
     with scripted_server(slow_reply) as server:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bineval_dspy.cli", *judge_args(tmp_path, *server.lm_args(), "--threads", "4")],
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=Path(__file__).resolve().parents[2],
-        )
-        deadline = time.time() + 60
-        while len(server.bodies) < 4 and time.time() < deadline:
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    assert proc.returncode == ExitCode.INTERRUPTED
+        code, err = interrupted_twice(judge_args(tmp_path, *server.lm_args(), "--threads", "4"), server, requests=4, gap=0.5)
+    assert code == ExitCode.INTERRUPTED
     assert "Traceback" not in err and "interrupted" in err
+
+
+def interrupted_twice(argv: list[str], server, requests: int, gap: float) -> tuple[int, str]:
+    """A command run as a user runs it, sent Ctrl-C twice ``gap`` seconds apart once ``requests`` reached the server:
+    its exit code and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "bineval_dspy.cli", *argv], stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    deadline = time.time() + 60
+    while len(server.bodies) < requests and time.time() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(gap)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err
 
 
 SECOND_CTRL_C_WHILE_A_GENERATOR_IS_FINALIZED = """
@@ -582,15 +584,8 @@ def test_two_quick_ctrl_c_during_optimize_end_in_one_line_and_the_rerun_finishes
                       '[program]\ninstructions = "Answer the request."\n[optimizer]\nmax_iterations = 1\n')
     argv = ["optimize", str(config), "--cache-dir", str(tmp_path / "cache"), "--threads", "4"]
     with scripted_server(slow_answer) as server:
-        proc = subprocess.Popen([sys.executable, "-m", "bineval_dspy.cli", *argv, *server.lm_args()], stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
-        deadline = time.time() + 60
-        while len(server.bodies) < 2 and time.time() < deadline:
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == ExitCode.INTERRUPTED, err
+        code, err = interrupted_twice([*argv, *server.lm_args()], server, requests=2, gap=0.1)
+        assert code == ExitCode.INTERRUPTED, err
         assert "Traceback" not in err and "interrupted" in err
         done = subprocess.run([sys.executable, "-m", "bineval_dspy.cli", *argv, *server.lm_args()], capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == ExitCode.OK, done.stderr[-2000:]

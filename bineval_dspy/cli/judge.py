@@ -227,6 +227,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
         raise InputError("--calibration needs --samples 1: a vote share is not the P(yes) the prior is measured in")
     if args.concurrency is not None and args.threads is not None:
         raise InputError("--concurrency: give it or --threads, not both (--concurrency counts requests across rows and questions)")
+    if not args.program:
+        _judge_of(args, "")  # options that cannot go together are refused before the LM loads or its cache opens
     lm = runtime.configure(lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
     judge = _judge_of(args, lm.model)

@@ -83,9 +83,12 @@ def test_the_format_is_recorded_only_when_it_is_not_the_default():
         (["--scoring", "batch", "--cot"], "batch scoring answers without chain of thought"),
     ],
 )
-def test_judge_options_that_cannot_go_together_are_one_line_before_any_work(tmp_path, capsys, flags, message):
-    """They were a ValueError traceback, exit 1 (issue 32's own pass)."""
+def test_judge_options_that_cannot_go_together_are_one_line_before_any_work(tmp_path, monkeypatch, capsys, flags, message):
+    """They were a ValueError traceback, exit 1 (issue 32's own pass); refused before the LM's cache opens."""
     from bineval_dspy import cli
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("BINEVAL_CACHE_DIR", raising=False)
 
     (tmp_path / "c.json").write_text(CHECKLIST.model_dump_json())
     (tmp_path / "d.jsonl").write_text('{"input": "A", "output": "B"}\n')
@@ -93,7 +96,7 @@ def test_judge_options_that_cannot_go_together_are_one_line_before_any_work(tmp_
     argv = ["judge", "--checklist", str(tmp_path / "c.json"), "--data", str(tmp_path / "d.jsonl"), "-o", str(out), "--lm", "openai/m", "--api-base", "http://127.0.0.1:9/v1"]
     assert cli.main([*argv, *flags]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.count("\n") == 0 and message in error and not out.exists()
+    assert error.count("\n") == 0 and message in error and not out.exists() and not (tmp_path / "home").exists()
 
 
 def test_votes_are_one_token_verdicts_each():

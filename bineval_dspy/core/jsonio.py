@@ -19,10 +19,10 @@ Model = TypeVar("Model", bound=BaseModel)
 
 
 def describe_validation_error(exc: ValidationError) -> str:
-    """The first pydantic error as 'field: message', short enough for one line; several missing fields are all named
-    (a config printed by ``--example`` leaves each required key for the user to fill)."""
+    """The first pydantic error as 'field: message', short enough for one line; several missing top-level fields are
+    all named (a config printed by ``--example`` leaves each required key for the user to fill)."""
     errors = exc.errors()
-    missing = [".".join(str(p) for p in err["loc"]) for err in errors if err["type"] == "missing"]
+    missing = [str(err["loc"][0]) for err in errors if err["type"] == "missing" and len(err["loc"]) == 1]  # top-level keys
     if len(missing) > 1:
         return f"required fields missing: {', '.join(repr(name) for name in missing)}"
     err = errors[0]

@@ -80,7 +80,7 @@ def test_summary_sums_rows_one_at_a_time():
         summary.add(judge_result(line, "o", CHECKLIST, c, Cost()))
     assert (summary.rows, summary.incomplete, summary.unanswered) == (4, 1, 1)
     assert summary.mean("a") == sum(c.dimension_scores["a"] for c in cards if c.dimension_scores.get("a") is not None) / 3
-    assert summary.worst == [(2, 3), (4, 2)]  # most failed first; a row that failed nothing is not listed
+    assert summary.worst == [("line 2", 3), ("line 4", 2)]  # most failed first; a row that failed nothing is not listed
     assert [(q.id, n) for q, n in summary.most_failed_questions()] == [("a1", 2), ("b2", 2), ("b1", 1)]
 
 

@@ -92,7 +92,7 @@ def write(path: Path, text: str) -> Path:
         ("x.json", "{", "x.json:1: malformed JSON"),
         ("x.jsonl", '{"a": 1}\n', "x.jsonl:1: not a run the library writes"),
         ("x.jsonl", '{"bineval": {"line": 1, "complete": true, "scorecard": {"overall": "high"}}}\n', "x.jsonl:1: in 'bineval': field 'scorecard."),
-        ("x.jsonl", '{"bineval": {"scorecard": {}}}\n', "x.jsonl:1: in 'bineval': field 'line': Field required"),
+        ("x.jsonl", '{"bineval": {"scorecard": {}}}\n', "x.jsonl:1: in 'bineval': required fields missing: 'line', 'complete'"),
         ("x.jsonl", '{"bineval": 3}\n', "missing field 'bineval.scorecard'"),
         ("run.toml", 'mode = "self"\n', "not a meta-eval config"),
         ("audit.json", '{"mode": "self", "start": {}, "best": {}}', "audit.json: field"),
@@ -127,7 +127,7 @@ def test_results_of_another_shape_are_located(tmp_path, monkeypatch, capsys):
     write(folder / "scores.jsonl", lines[0] + "\n" + json.dumps({"method": "m", "scores": {}}) + "\n")
     (folder / "results.json").unlink()
     assert cli.main(["show", str(config)]) == 2
-    assert "scores.jsonl:2: field 'id'" in capsys.readouterr().err
+    assert "scores.jsonl:2: required fields missing: 'id'," in capsys.readouterr().err
 
 
 def test_a_config_whose_dataset_is_not_the_runs_is_refused(tmp_path, monkeypatch, capsys):

@@ -6,7 +6,7 @@ fingerprinted and resumed as ``bineval generate`` does; every response is then g
 verifiers and, with a ``checklist``, judged by ``judge_lm``. A row's score is the share of its instructions
 followed (ungraded ones leave the row incomplete, never a pass), or with a checklist the mean of that share and
 the checklist's overall score. ``results.json`` is an experiment's results (one arm per column, so ``bineval show``
-and ``report`` read it); ``matrix.md`` holds every row's verdicts.
+and ``report`` read it); ``matrix.md`` holds every row's verdicts, ``grid.jsonl`` every row's outputs with them.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_toml, read_text
+from bineval_dspy.experiment.grid import GridCell
 
 MATRIX_FILE = "matrix.md"
 
@@ -113,23 +114,6 @@ def build_program(prompt: PromptSpec, max_tokens: int) -> Any:
     return Generator(text, max_tokens=max_tokens)
 
 
-class Cell(BaseModel):
-    """One row in one column: the response's verdicts and its score (None: incomplete)."""
-
-    key: str
-    followed: list[bool | None] = Field(default_factory=list)
-    checklist: float | None = None
-    score: float | None = None
-    error: str = ""
-
-    def text(self) -> str:
-        """The cell as the matrix shows it: instructions followed, checklist score."""
-        if self.error:
-            return "failed"
-        shown = "".join("Y" if f else "n" if f is False else "?" for f in self.followed)
-        return shown + (f" {self.checklist:.2f}" if self.checklist is not None else "")
-
-
 def row_score(followed: list[bool | None], checklist: float | None, judged: bool) -> float | None:
     """The share of instructions followed (with a checklist, its mean with the checklist score); None when an
     instruction is ungraded or the checklist has no score: an incomplete row is never scored as a pass."""
@@ -139,7 +123,7 @@ def row_score(followed: list[bool | None], checklist: float | None, judged: bool
     return (share + checklist) / 2 if judged and checklist is not None else share
 
 
-def matrix_markdown(keys: list[str], columns: dict[str, dict[str, Cell]], summary: dict[str, str]) -> str:
+def matrix_markdown(keys: list[str], columns: dict[str, dict[str, GridCell]], summary: dict[str, str]) -> str:
     """Rows x columns, each verdict visible (Y followed, n not, ? ungraded; then the checklist score), and one
     summary line per column."""
     names = list(columns)

@@ -13,7 +13,8 @@ from bineval_dspy.core.errors import ExitCode
 
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
     from bineval_dspy.core.schema import Checklist
-    from bineval_dspy.evalmatrix import Cell, EvalConfig
+    from bineval_dspy.evalmatrix import EvalConfig
+    from bineval_dspy.experiment.grid import GridCell
     from bineval_dspy.lm.usage import Cost
 
 
@@ -35,16 +36,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         shown.print(_plan(config, rows, checklist, args.api_base).summary())
         return ExitCode.OK
     judge_lm = runtime.configure(lm_options(args, spec=config.judge_lm, source=f"{config.source}: field 'judge_lm' ="), runtime.run_cache_dir(args.cache_dir, config.run_dir / "cache"))
-    columns: dict[str, dict[str, Cell]] = {}
+    columns: dict[str, dict[str, GridCell]] = {}
     spent: dict[str, Cost] = {}
     for name, prompt, lm_spec in config.columns():
         columns[name], spent[name] = _column(config, name, prompt, lm_spec, rows, checklist, judge_lm, args)
-    return _report(config, [row.key for row in rows], columns, spent, checklist is not None)
+    return _report(config, rows, columns, spent, checklist is not None)
 
 
 def _column(
     config: EvalConfig, name: str, prompt: Any, lm_spec: Any, rows: list, checklist: Checklist | None, judge_lm: Any, args: argparse.Namespace
-) -> tuple[dict[str, Cell], Cost]:
+) -> tuple[dict[str, GridCell], Cost]:
     """One column: its responses (generated or resumed), each graded by code and judged by the checklist. Its LM
     takes the command's LM options (--api-base, --api-key-env, --timeout, --temperature) like the judge's."""
     import dspy
@@ -52,7 +53,8 @@ def _column(
     from bineval_dspy.cli.generate import _keep_finished
     from bineval_dspy.core.fingerprint import open_for_resume
     from bineval_dspy.core.jsonio import read_jsonl
-    from bineval_dspy.evalmatrix import Cell, build_program, column_fingerprint, row_score
+    from bineval_dspy.evalmatrix import build_program, column_fingerprint, row_score
+    from bineval_dspy.experiment.grid import Check, GridCell
     from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.lm.runtime import checked_lm, lm_identity
     from bineval_dspy.programs.generator import run_generation
@@ -72,18 +74,21 @@ def _column(
     records = {str(r["key"]): r for _, r in read_jsonl(out)}
     failures = dict(report.failures)
     judge = BinaryJudge()
-    cells: dict[str, Cell] = {}
+    cells: dict[str, GridCell] = {}
     for row in rows:
         record = records.get(row.key)
         if record is None or not str(record.get("response") or "").strip():
-            cells[row.key] = Cell(key=row.key, error=failures.get(row.key, "no response"))
+            cells[row.key] = GridCell(error=failures.get(row.key, "no response"))
             continue
-        followed = grade(row, record["response"]).follow_instruction_list
+        response = str(record["response"])
+        followed = grade(row, response).follow_instruction_list
+        checks = [Check(name=iid, by="code", passed=f) for iid, f in zip(row.instruction_id_list, followed, strict=True)]
         overall = None
         if checklist is not None:
-            card, judged = _judged(judge, judge_lm, row.prompt, str(record["response"]), checklist)
+            card, judged = _judged(judge, judge_lm, row.prompt, response, checklist)
             overall, cost = card.overall, cost + judged
-        cells[row.key] = Cell(key=row.key, followed=followed, checklist=overall, score=row_score(followed, overall, checklist is not None))
+            checks += [Check(name=v.question_id, by="llm", passed=None if v.answer == "unanswered" else v.answer == "yes", text=v.question or "") for v in card.verdicts]
+        cells[row.key] = GridCell(output=response, checks=checks, checklist=overall, score=row_score(followed, overall, checklist is not None))
     return cells, cost
 
 
@@ -97,16 +102,18 @@ def _judged(judge: Any, lm: Any, prompt: str, response: str, checklist: Checklis
         return measured(lambda: judge(input=prompt, output=response, checklist=checklist))
 
 
-def _report(config: EvalConfig, keys: list[str], columns: dict[str, dict[str, Cell]], spent: dict[str, Cost], judged: bool) -> int:
-    """results.json (one experiment arm per column), matrix.md, the matrix on stdout; exit 1 when a cell is
+def _report(config: EvalConfig, rows: list, columns: dict[str, dict[str, GridCell]], spent: dict[str, Cost], judged: bool) -> int:
+    """results.json (one experiment arm per column), matrix.md and grid.jsonl, the matrix on stdout; exit 1 when a cell is
     incomplete (rerun to retry it)."""
     from bineval_dspy.core.jsonio import write_json, write_text_atomic
     from bineval_dspy.evalmatrix import MATRIX_FILE, matrix_markdown
+    from bineval_dspy.experiment.grid import GridRow, write_grid
     from bineval_dspy.experiment.runner import ArmResult, Comparison, ExperimentResults
     from bineval_dspy.lm.usage import Cost, total
     from bineval_dspy.optimize.results import SplitScore
     from bineval_dspy.stats.bootstrap import Bootstrap
 
+    keys = [row.key for row in rows]
     baseline = config.baseline or next(iter(columns))
     base = columns[baseline]
     arms, summary = [], {}
@@ -132,9 +139,10 @@ def _report(config: EvalConfig, keys: list[str], columns: dict[str, dict[str, Ce
     write_json(config.run_dir / "results.json", results.model_dump(mode="json"))
     table = matrix_markdown(keys, columns, summary)
     write_text_atomic(config.run_dir / MATRIX_FILE, table)
+    write_grid(config.run_dir, [GridRow(id=row.key, input=row.prompt, cells={name: cells[row.key] for name, cells in columns.items()}) for row in rows])
     print(table, end="")  # the matrix, on stdout, wide: never cut
     what = "Y followed, n not, ? ungraded" + ("; then the checklist score" if judged else "")
-    shown.print(f"wrote results.json and {MATRIX_FILE} in {config.run_dir} ({what}; mean score with 95% interval, paired difference from {baseline})")
+    shown.print(f"wrote results.json, {MATRIX_FILE} and grid.jsonl in {config.run_dir} ({what}; mean score with 95% interval, paired difference from {baseline})")
     console.print(f"cost: {total(spent.values()).summary()}")
     incomplete = sum(arm.test.unanswered + arm.test.errors for arm in arms)
     if incomplete:

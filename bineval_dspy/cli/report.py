@@ -22,7 +22,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError(f"{out}: exists and is not an HTML file, which the report would replace; give an .html path")
     refuse_replacing(out, args.overwrite)
     runs = [run for path in args.runs for run in load_runs(Path(path))]
-    write_report(runs, out, title=args.title)
+    write_report(runs, out, title=args.title, charts_on=args.charts)
     kinds = ", ".join(f"{run.kind} {shown_path(run.source)}" for run in runs)
     shown.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; {kinds})", markup=False, highlight=False)
     return ExitCode.OK
@@ -39,5 +39,6 @@ def add_report_command(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("-o", "--output", default="report.html", help="the HTML file to write (default report.html)")
     parser.add_argument("--title", default="bineval report", help="the page's title")
+    parser.add_argument("--no-charts", dest="charts", action="store_false", help="tables only: leaves out plotly.js (4.6 MB) and every chart")
     add_overwrite_option(parser, "the HTML file")
     parser.set_defaults(func=cmd_report)

@@ -21,6 +21,7 @@ from bineval_dspy.core.console import console, results_on_stdout
 from bineval_dspy.core.terminal import printable
 
 if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for the parser
+    from bineval_dspy.experiment.grid import GridCell
     from bineval_dspy.lm.usage import Cost
     from bineval_dspy.meta.correlation import Estimate
     from bineval_dspy.optimize.audit import EvalSummary
@@ -230,7 +231,32 @@ def show_experiment(run: ExperimentRun) -> None:
     for arm in results.arms:
         if arm.selection is not None:
             _say(f"{arm.name}: {arm.selection.text()}")
+    if run.grid:
+        _show_disagreements(run)
     _spend(run.spend)
+
+
+def _show_disagreements(run: ExperimentRun) -> None:
+    """The first rows where the columns disagree: each column's score and the checks it missed (the report's
+    grid has the outputs)."""
+    from bineval_dspy.experiment.grid import disagreeing
+
+    rows = disagreeing(run.grid)
+    names = [arm.name for arm in run.results.arms]
+    table = _table(f"columns disagree on {len(rows)} of {len(run.grid)} rows (first {min(len(rows), WORST)}; outputs in `bineval report`)", "row", *names, left=("row", *names), wrap=names)
+    for row in rows[:WORST]:
+        _row(table, row.id, *(_cell(row.cells.get(name)) for name in names))
+    console.print(table)
+
+
+def _cell(cell: GridCell | None) -> str:
+    if cell is None:
+        return "-"
+    if cell.error:
+        return "failed"
+    missed = [check.name for check in cell.checks if check.passed is not True]
+    score = "incomplete" if cell.score is None else f"{cell.score:.2f}"
+    return score + (f" missed {', '.join(missed)}" if missed else "")
 
 
 def show_run(run: Run) -> None:

@@ -3,12 +3,13 @@
 Every arm's program is scored on the same test items with the run's own feedback (the optimizer's measure) and,
 for suites, verify's four accuracies; every interval comes from one set of bootstrap draws over test groups, so
 each arm's difference from the baseline is paired. LM calls are counted apart for optimization and for the test
-evaluation (where Best-of-N and STICK spend theirs). ``RUN_DIR/results.json`` and ``results.md`` hold the table.
+evaluation (where Best-of-N and STICK spend theirs). ``RUN_DIR/results.json`` and ``results.md`` hold the table,
+``grid.jsonl`` every test output of every arm side by side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import dspy
@@ -16,10 +17,11 @@ from pydantic import BaseModel, Field
 
 from bineval_dspy.experiment.arms import ARMS, ArmContext, Stick, check_inputs
 from bineval_dspy.experiment.config import ExperimentConfig
+from bineval_dspy.experiment.grid import experiment_grid, write_grid
 from bineval_dspy.lm.usage import Cost, measuring, total
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import build, splits_of, test_scorer
-from bineval_dspy.optimize.feedback import Evaluation
+from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdateFeedback
 from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer
 from bineval_dspy.programs.records import SelectionStats
 from bineval_dspy.programs.state import ProgramFile, prompt_length
@@ -99,6 +101,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
     context = ArmContext(config, student, train, val, test, optimizer.feedback, lm, optimization_calls={})
     check_inputs(context)
     evaluations: dict[str, Evaluation] = {}
+    inputs = _inputs(optimizer.feedback, test)
     experiment = ExperimentResults(
         name=config.name, mode=config.mode, splits={"train": len(train), "val": len(val), "test": len(test)},
         baseline=config.baseline_arm, arms=[],
@@ -128,8 +131,17 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
             experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm], student=program)
         _compare(experiment, evaluations, scorer)
         save(experiment, config.run_dir)
+        write_grid(config.run_dir, experiment_grid(evaluations, inputs, scorer.rows))
         say(f"arm {arm.name}: test score {evaluations[arm.name].score:.3f}")
     return experiment
+
+
+def _inputs(feedback: FeedbackSource, test: Sequence[dspy.Example]) -> dict[str, str]:
+    """What each test item's grid row shows as its input: the program's input (self-update) or the judged
+    example's input (cross-model)."""
+    if isinstance(feedback, SelfUpdateFeedback):
+        return {feedback.example_id(ex): str(ex.get(feedback.input_field, "")) for ex in test}
+    return {str(ex.get("example_id", "")): str(ex.get("input", "")) for ex in test}
 
 
 def _audit(folder: Path) -> Audit | None:

@@ -92,12 +92,17 @@ def diff(before: str, after: str, before_name: str = "before", after_name: str =
 
 # -- the page ------------------------------------------------------------------------------------------------------
 class Charts:
-    """The figures of one page, each named by the element that shows it."""
+    """The figures of one page, each named by the element that shows it; with ``drawn`` off, none (the page then
+    carries no plotly.js, which is most of its size)."""
 
-    def __init__(self) -> None:
+    def __init__(self, drawn: bool = True) -> None:
         self.figures: dict[str, Figure] = {}
+        self.drawn = drawn
 
     def add(self, figure: Figure) -> str:
+        """The figure's element name ('' with charts off: the template leaves it out)."""
+        if not self.drawn:
+            return ""
         name = f"figure-{len(self.figures) + 1}"
         self.figures[name] = figure
         return name
@@ -203,7 +208,10 @@ def _tune_view(run: TuneRun, charts: Charts) -> dict[str, Any]:
 def _experiment_view(run: ExperimentRun, charts: Charts) -> dict[str, Any]:
     results = run.results
     items = list(dict.fromkeys(k for arm in results.arms for k in [*arm.test.followed, *arm.test.item_scores])) if results.mode == "eval" else []
-    return {"run": run, "results": results, "measures": list(dict.fromkeys(m for arm in results.arms for m in arm.test.accuracy)), "matrix_rows": items}
+    return {
+        "run": run, "results": results, "measures": list(dict.fromkeys(m for arm in results.arms for m in arm.test.accuracy)), "matrix_rows": items,
+        "grid": run.grid, "grid_columns": [arm.name for arm in results.arms], "disagree": sum(row.disagree for row in run.grid),
+    }
 
 
 def _view(run: Run, charts: Charts) -> dict[str, Any]:
@@ -245,16 +253,18 @@ def _hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def render(runs: Sequence[Run], title: str = "bineval report") -> str:
-    """The report on ``runs`` as one HTML document (UTF-8 text) that needs nothing else to be viewed."""
-    charts = Charts()
+def render(runs: Sequence[Run], title: str = "bineval report", charts_on: bool = True) -> str:
+    """The report on ``runs`` as one HTML document (UTF-8 text) that needs nothing else to be viewed; without
+    ``charts_on``, tables only (a few kB, not the 4.6 MB of plotly.js)."""
+    charts = Charts(charts_on)
     sections = [
         Section(anchor=f"run-{k}", kind=run.kind, heading=TITLES[run.kind], source=shown_path(run.source), view=_view(run, charts))
         for k, run in enumerate(runs, start=1)
     ]
-    plotly_js = _inline(get_plotlyjs())
+    plotly_js = _inline(get_plotlyjs()) if charts_on else ""
     page_js = _inline(ASSETS.joinpath("report.js").read_text(encoding="utf-8"))
-    policy = f"default-src 'none'; script-src {_hash(plotly_js)} {_hash(page_js)}; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+    scripts = " ".join(_hash(script) for script in (plotly_js, page_js) if script)
+    policy = f"default-src 'none'; script-src {scripts}; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
     return _environment().get_template("report.html.j2").render(
         title=title,
         version=__version__,
@@ -267,9 +277,9 @@ def render(runs: Sequence[Run], title: str = "bineval report") -> str:
     )
 
 
-def write_report(runs: Sequence[Run], out: Path, title: str = "bineval report") -> Path:
+def write_report(runs: Sequence[Run], out: Path, title: str = "bineval report", charts_on: bool = True) -> Path:
     """Write the report atomically (temporary file, then rename); returns ``out``."""
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(render(runs, title), encoding="utf-8")
+    tmp.write_text(render(runs, title, charts_on), encoding="utf-8")
     tmp.replace(out)
     return out

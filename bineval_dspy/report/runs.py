@@ -22,6 +22,7 @@ from bineval_dspy.analysis.pruning import PruningReport
 from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, read_json_object, read_jsonl
+from bineval_dspy.experiment.grid import GridRow, read_grid
 from bineval_dspy.experiment.runner import ExperimentResults
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.runner import SCORES_FILE
@@ -97,6 +98,7 @@ class ExperimentRun:
     source: Path
     results: ExperimentResults
     spend: Cost = field(default_factory=Cost)
+    grid: list[GridRow] = field(default_factory=list)  # every test output of every arm (runs before grids: none)
     kind: Literal["experiment"] = "experiment"
 
 
@@ -146,7 +148,7 @@ def _json_run(path: Path, raw: dict[str, Any]) -> Run:
         return _tune(path, raw)
     if {"arms", "baseline"} <= raw.keys():
         results = validated(ExperimentResults, raw, str(path))
-        return ExperimentRun(source=path.parent, results=results, spend=results.usage)
+        return ExperimentRun(source=path.parent, results=results, spend=results.usage, grid=read_grid(path.parent))
     for kind, keys in (("phi", {"statistic", "dimensions"}), ("pruning", {"dropped", "questions_before"}), ("weights", {"alpha", "folds"})):
         if keys <= raw.keys():
             return _analysis(path.parent, {kind: path})

@@ -11,6 +11,7 @@ from bineval_dspy import cli
 from bineval_dspy.lm import runtime, specs
 from bineval_dspy.testing import scripted_lm, verdict_json
 from tests.conftest import route_cli_lm
+from tests.report import browser
 
 ROW = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
 
@@ -83,14 +84,45 @@ def test_a_checklist_judges_every_response_beside_the_verifiers(tmp_path, lms, c
     assert [a["test"]["score"] for a in arms] == [0.5, 1.0] and arms[0]["test_usage"]["lm_calls"] == 4 + 4
 
 
-def test_the_report_shows_the_matrix_row_by_row(tmp_path, lms, capsys):
+def test_the_report_and_show_put_every_output_side_by_side(tmp_path, lms, capsys):
+    """Issue 33, item 9: an output grid (each column's output, verdicts and score per row) with a "columns
+    disagree" filter; `show` names the rows where they do; --no-charts keeps the page small."""
+    lms["custom/comma"] = scripted_lm(lambda r: "hi there" if "(3)" in r.messages[-1].text else "hi, there", model="custom/comma")
     config = write_config(tmp_path)
     assert cli.main(["eval", str(config)]) == 0
-    report = tmp_path / "report.html"
+    grid = [json.loads(line) for line in (tmp_path / "runs" / "eval" / "grid.jsonl").read_text().splitlines()]
+    assert [row["id"] for row in grid] == ["0", "1", "2", "3"] and grid[0]["input"] == "Say hi (0)."
+    assert grid[0]["cells"]["start@comma"]["output"] == "hi, there" and grid[0]["cells"]["start@plain"]["checks"][0]["passed"] is True
+    report, small = tmp_path / "report.html", tmp_path / "small.html"
     assert cli.main(["report", str(tmp_path / "runs" / "eval"), "-o", str(report)]) == 0
-    html = report.read_text()
-    assert "(eval matrix): 2 columns (prompt@LM) on 4 suite rows" in html
-    assert "0.00 (missed)" in html and "1.00 (all followed)" in html
+    assert cli.main(["report", str(tmp_path / "runs" / "eval"), "-o", str(small), "--no-charts"]) == 0
+    html = small.read_text()
+    assert "(eval matrix): 2 columns (prompt@LM) on 4 suite rows" in html and "only rows where the columns disagree (3)" in html
+    assert html.count('data-disagree="yes"') == 3 and html.count('data-disagree="no"') == 1
+    assert "hi, there</pre>" in html and '<li class="answer-no" data-check="punctuation:no_comma"' in html
+    assert html.count("<script") == 2 and small.stat().st_size < report.stat().st_size / 20  # the data and our script: no plotly.js
+    capsys.readouterr()
+    assert cli.main(["show", str(tmp_path / "runs" / "eval")]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "columns disagree on 3 of 4 rows" in shown and "0 0.00 missed punctuation:no_comma 1.00" in shown
+
+
+@pytest.mark.skipif(not browser.available(), reason="needs chromium and chromedriver (apt-get install chromium chromium-driver)")
+def test_the_grid_filter_shows_only_the_rows_where_columns_disagree(tmp_path, lms):
+    from selenium.webdriver.common.by import By
+
+    lms["custom/comma"] = scripted_lm(lambda r: "hi there" if "(3)" in r.messages[-1].text else "hi, there", model="custom/comma")
+    assert cli.main(["eval", str(write_config(tmp_path))]) == 0
+    report = tmp_path / "report.html"
+    assert cli.main(["report", str(tmp_path / "runs" / "eval"), "-o", str(report), "--no-charts"]) == 0
+    with browser.chromium() as driver:
+        browser.open_report(driver, report)
+        visible = "return Array.from(document.querySelectorAll('tr.grid-row')).filter((r) => r.offsetParent !== null).map((r) => r.dataset.row)"
+        assert driver.execute_script(visible) == ["0", "1", "2", "3"]
+        driver.find_element(By.CSS_SELECTOR, "input[data-grid-filter]").click()
+        assert driver.execute_script(visible) == ["0", "1", "2"]
+        assert driver.execute_script("return document.querySelector('div.grid-filters output.count').textContent") == "3 of 4 rows"
+        assert browser.problems(driver) == []
 
 
 def test_the_columns_take_the_commands_lm_options(tmp_path, monkeypatch, capsys):

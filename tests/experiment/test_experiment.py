@@ -198,6 +198,10 @@ def test_show_and_report_read_an_experiment(tmp_path, scripted, capsys):
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "3 arms on 2 test items" in html and "+1.000 [1.000, 1.000]" in html
     assert "best (Best-of-2): 2.00 of 2 samples per prompt, stopping at the first pass" in html
+    grid = [json.loads(line) for line in (run / "grid.jsonl").read_text().splitlines()]  # issue 33, item 9
+    assert len(grid) == 2 and all(set(row["cells"]) == {"start", "guard", "best"} and row["input"] for row in grid)
+    assert all(row["cells"]["guard"]["checks"] and row["cells"]["guard"]["output"] is not None for row in grid)
+    assert 'class="grid"' in html and "columns disagree on 2 of 2 rows" in err
 
 
 def _program_arm_config(tmp_path, path: str) -> Path:

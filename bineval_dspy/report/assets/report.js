@@ -1,4 +1,5 @@
-// The report's only script of ours: draw the charts from the page's JSON data, and filter the verdict tables.
+// The report's only script of ours: draw the charts from the page's JSON data, and filter the verdict tables
+// and the output grid.
 // It builds no HTML from strings: text enters the page through textContent only.
 (function () {
   "use strict";
@@ -39,5 +40,21 @@
     for (const select of selects) {
       select.addEventListener("change", apply);
     }
+  }
+
+  // An output grid's filter: with "disagree" ticked, only the rows where the columns differ show.
+  for (const bar of document.querySelectorAll("div.grid-filters")) {
+    const section = bar.closest("section");
+    const box = bar.querySelector("input[data-grid-filter]");
+    const rows = Array.from(section.querySelectorAll("tr.grid-row"));
+    const count = bar.querySelector("output.count");
+    box.addEventListener("change", function () {
+      let shown = 0;
+      for (const row of rows) {
+        row.hidden = box.checked && row.dataset.disagree !== "yes";
+        shown += row.hidden ? 0 : 1;
+      }
+      count.textContent = shown + " of " + rows.length + " rows";
+    });
   }
 })();

@@ -15,6 +15,7 @@ from pathlib import Path
 import dspy
 from pydantic import BaseModel, Field
 
+from bineval_dspy.core.errors import InputError
 from bineval_dspy.experiment.arms import ARMS, ArmContext, Stick, check_inputs
 from bineval_dspy.experiment.config import ExperimentConfig
 from bineval_dspy.experiment.grid import experiment_grid, write_grid
@@ -95,6 +96,8 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
     """Every arm in order (each resumes from its folder); the table is saved after each arm, so an interrupted
     run shows what finished; ``say`` gets progress lines."""
     student, optimizer, (train, val, test) = build(config, progress=True)
+    if not test:
+        raise InputError(f"{config.source}: field 'data.test': no group is left for the test split after train ({len(train)}) and val ({len(val)}); give fewer or more data")
     splits_of(config, (train, val, test)).save(config.run_dir)
     scorer = test_scorer(config, student, optimizer, test)
     scorer.resamples = config.resamples

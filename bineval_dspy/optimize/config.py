@@ -50,7 +50,9 @@ class DataConfig(_Strict):
     examples: Path | None = None
     train: int | Path = Field(default=12, description="a count of groups drawn from the data file, or a file")
     val: int | Path = Field(default=8, description="a count, or a file")
-    test: int | Path = Field(default=0, description="a count (0: no test split), or a file")
+    test: Literal["rest"] | int | Path = Field(
+        default="rest", description='a count (0: no test split), a file, or "rest": every group not in train or val, held out to score the result'
+    )
     seed: int = 0
     limit: dict[str, int] = Field(default_factory=dict, description="at most this many groups per split (the first of each)")
 
@@ -141,7 +143,8 @@ def split(items: list, data: DataConfig, source: str, group=lambda item: item) -
     """Seeded train/val/test split by group (suite key, or instruction id), so no group spans two splits."""
     groups = list(dict.fromkeys(group(item) for item in items))
     random.Random(data.seed).shuffle(groups)
-    sizes = [int(getattr(data, name)) for name in SPLIT_NAMES]
+    sizes = [int(data.train), int(data.val)]  # type: ignore[arg-type]  (counts: the validator refused a mix with files)
+    sizes.append(max(len(groups) - sum(sizes), 0) if data.test == "rest" else int(data.test))  # type: ignore[arg-type]
     if len(groups) < sum(sizes):
         raise InputError(f"{source}: {len(groups)} groups in the data, fewer than train + val + test = {sum(sizes)}")
     cut = {"train": groups[: sizes[0]], "val": groups[sizes[0] : sizes[0] + sizes[1]]}

@@ -153,3 +153,17 @@ def test_files_and_counts_do_not_mix(tmp_path, scripted, capsys):
     config = write_config(tmp_path, 'mode = "self"\nrun_dir = "r"\n[data]\ntrain = "tr.jsonl"\nval = "va.jsonl"\ntest = 5\n')
     assert cli.main(["optimize", str(config)]) == 2
     assert "all as files or all as counts (train, val a file, test a count)" in capsys.readouterr().err
+
+
+def test_the_test_split_is_the_rest_by_default_so_the_loop_closes(tmp_path, suite, scripted, capsys):
+    """Issue 33, item 12: with no `test` key, every group not in train or val is held out and scored."""
+    config = write_config(tmp_path, f'mode = "self"\nrun_dir = "runs/rest"\n[data]\nsuite = "{suite.name}"\ntrain = 3\nval = 2\n[optimizer]\nmax_iterations = 1\n')
+    assert cli.main(["optimize", str(config)]) == 0
+    run = tmp_path / "runs" / "rest"
+    splits = json.loads((run / "splits.json").read_text())
+    assert len(splits["test"]) == 1 and not set(splits["test"]) & set(splits["train"] + splits["val"])
+    results = json.loads((run / "results.json").read_text())
+    assert results["splits"]["test"] == 1 and results["test"]["final"]["items"] == 1
+    none_left = write_config(tmp_path, f'mode = "self"\nrun_dir = "runs/none"\n[data]\nsuite = "{suite.name}"\ntrain = 4\nval = 2\n[optimizer]\nmax_iterations = 1\n')
+    assert cli.main(["optimize", str(none_left)]) == 0  # nothing left: no test split, as with test = 0
+    assert json.loads((tmp_path / "runs" / "none" / "results.json").read_text())["test"] is None

@@ -1,10 +1,16 @@
-"""The README's Python examples run: the `compile()` snippet, on a scripted LM and a small suite."""
+"""The README's examples run: the `compile()` snippet on a scripted LM and a small suite, and the quick start's
+commands as written on the embedded LM."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import bineval_dspy
 from tests.conftest import scripted_lm
@@ -34,3 +40,19 @@ def test_the_compile_snippet_runs(tmp_path, monkeypatch, capsys, words_embedder)
     captured = capsys.readouterr()
     assert captured.err == ""  # compile prints nothing; the snippet's own print is on stdout
     assert captured.out.strip().endswith("0.0 -> 1.0")
+
+
+@pytest.mark.embedded
+def test_the_quick_start_runs_as_written(tmp_path):
+    """Issue 33: the README's quick start, line by line in an empty folder, on the embedded LM: every line exits 0,
+    and the first checklist has the lowercase rule checked by code."""
+    block = re.search(r"### Quick start\n.*?```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    assert block is not None
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "BINEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", block.group(1)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    checklist = json.loads((tmp_path / "haiku.json").read_text())
+    assert "change_case:english_lowercase" in [q["verifier"] for q in checklist["questions"]]
+    assert "mean scores over 1 row(s)" in (tmp_path / "summary.txt").read_text()
+    grid = (tmp_path / "runs" / "eval" / "grid.jsonl").read_text().splitlines()
+    assert len(grid) == 4 and (tmp_path / "report.html").stat().st_size > 0 and "[data]" in (tmp_path / "run.toml").read_text()

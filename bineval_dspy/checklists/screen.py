@@ -21,23 +21,38 @@ REPEATED_NGRAM = 3  # a three-word sequence that occurs ...
 REPEATS = 3  # ... this many times makes a question that repeats itself
 RETRIES = 2  # attempts after the first
 RETRY_TEMPERATURE = 0.7  # a retry at temperature 0 would replay the same answer
+ABOUT_THE_CHECKLIST = re.compile(r"\byes\s*(?:/|or)\s*no\s+questions?\b|\bchecklists?\b", re.IGNORECASE)
+STUTTER = re.compile(r"(\S{2,}?)\1{4,}")  # one piece five times in a row, no space between ("no_no_no_no_no_")
 AUXILIARIES = frozenset(
     "is are was were am does do did has have had can could will would should shall may might must".split()
 )
 
 
+def repeats_itself(text: str) -> str | None:
+    """What ``text`` repeats ('a phrase' N times), or None: a three-word sequence ``REPEATS`` times, or one piece
+    five times with nothing between."""
+    words = re.findall(r"[\w']+", text.lower())
+    grams = Counter(tuple(words[i : i + REPEATED_NGRAM]) for i in range(len(words) - REPEATED_NGRAM + 1))
+    if grams and max(grams.values()) >= REPEATS:
+        phrase, times = grams.most_common(1)[0]
+        return f"'{' '.join(phrase)}' {times} times"
+    stutter = STUTTER.search(text)
+    return f"{stutter.group(1)!r} {len(stutter.group(0)) // len(stutter.group(1))} times in a row" if stutter else None
+
+
 def question_problem(text: str) -> str | None:
     """Why one question is unfit for a yes/no judge, or None: not a yes/no question, several questions, a
-    question that repeats itself, or one past ``MAX_WORDS``."""
+    question that repeats itself, one past ``MAX_WORDS``, or one about the checklist instead of the response."""
     words = re.findall(r"[\w']+", text.lower())
     if not words:
         return "is empty"
     if len(words) > MAX_WORDS:
         return f"is too long ({len(words)} words; at most {MAX_WORDS})"
-    grams = Counter(tuple(words[i : i + REPEATED_NGRAM]) for i in range(len(words) - REPEATED_NGRAM + 1))
-    if grams and max(grams.values()) >= REPEATS:
-        phrase, times = grams.most_common(1)[0]
-        return f"repeats itself ('{' '.join(phrase)}' {times} times)"
+    repeated = repeats_itself(text)
+    if repeated:
+        return f"repeats itself ({repeated})"
+    if ABOUT_THE_CHECKLIST.search(text):
+        return "asks about the checklist, not the response"
     if text.count("?") > 1:
         return "asks more than one question"
     first = re.sub(r"^[^\w]+", "", text).split(maxsplit=1)
@@ -97,17 +112,20 @@ def _kept(checklists: list[Checklist], unrelated: Unrelated | None = None) -> tu
             problem = question_problem(q.text) or (unrelated(q.text) if unrelated else None)
             if problem:
                 dropped.setdefault(key, f"{q.text[:80]!r} {problem}")
-            elif key not in kept:
-                kept[key] = q
+            else:
+                kept[key] = q.model_copy(update={"no_example": ""}) if repeats_itself(q.no_example) else q
     return list(kept.values()), list(dropped.values())
 
 
 def _merged(first: Checklist, questions: list[Question]) -> Checklist | None:
-    """The first attempt's task and dimensions with the kept questions, renumbered; None when none is kept."""
+    """The first attempt's task with the kept questions, renumbered, and the dimensions they use (in the first
+    attempt's order); None when none is kept."""
     if not questions:
         return None
     renumbered = [q.model_copy(update={"id": f"q{k}"}).model_dump() for k, q in enumerate(questions, start=1)]
-    return Checklist.model_validate({**first.model_dump(), "questions": renumbered})
+    used = {q.dimension for q in questions}
+    dimensions = [d for d in first.dimensions if d in used] + sorted(used - set(first.dimensions))
+    return Checklist.model_validate({**first.model_dump(), "dimensions": dimensions, "questions": renumbered})
 
 
 def write_screened(

@@ -23,6 +23,11 @@ from tests.conftest import route_cli_lm
     ("Describe the autumn imagery.", "is not a yes/no question"),
     ("Does it rhyme? Does it have three lines?", "asks more than one question"),
     ("Does it " + "mention one more leaf and " * 9 + "stop?", f"is too long (48 words; at most {MAX_WORDS})"),
+    # issue 33: what the embedded writer put in the quickstart's first checklist
+    ("Does the yes/no question for this task meet the requirement of 1 yes/no question for this task?", "asks about the checklist"),
+    ("Is every item of the checklist answered?", "asks about the checklist"),
+    ("Is it lowercase_lowercase_lowercase_lowercase_lowercase_?", "repeats itself ('lowercase_' 5 times in a row)"),
+    ("Does the response answer the user's question with yes or no?", None),
 ])
 def test_question_problem_names_what_is_wrong(text, problem):
     found = question_problem(text)
@@ -49,6 +54,17 @@ def test_write_screened_retries_keeps_what_passed_and_stops_at_its_bound():
     assert calls == list(range(RETRIES + 1))
     assert [q.text for q in result.checklist.questions] == ["Does it have three lines?"]
     assert result.problems == ["1 question(s); the method promises at least 2"] and len(result.dropped) == 1
+
+
+def test_a_stuttering_no_example_is_cleared_and_empty_dimensions_go():
+    """Issue 33: the quickstart's checklist kept a no_example of 'no_no_no_...' and two dimensions with no question."""
+    written = Checklist(task="t", dimensions=["item", "form", "item_name"], questions=[
+        Question(text="Does it have three lines?", dimension="form", no_example="no_" * 40),
+        Question(text="Is it about autumn?", dimension="form", no_example="A poem about the sea."),
+    ])
+    result = write_screened(lambda attempt: written, ["form"], minimum=1)
+    assert result.checklist.dimensions == ["form"] and result.problems == []
+    assert [q.no_example for q in result.checklist.questions] == ["", "A poem about the sea."]
 
 
 TASK = "Write a haiku about autumn."

@@ -5,6 +5,7 @@ they depend on outputs not yet written."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from bineval_dspy.core.errors import InputError
@@ -36,7 +37,13 @@ def optimize_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
         f"optimize ({config.mode}) at most: {steps} iteration(s) over {len(train)} train, {len(val)} val and "
         f"{len(test)} test example(s), {calls_per_example} call(s) an example"
     )
-    return Plan(what, calls, tokens, limit, False, lm_spec, api_base)
+    return Plan(what, calls, tokens, limit, exact, lm_spec, api_base, estimated=_estimated(config))
+
+
+def _estimated(config: Any) -> str:
+    """The parts of an optimizer run's prompts that depend on text not yet written: the judge's (it sees the
+    response) and the note-taker's (it sees the failures)."""
+    return "note-taking and judge prompts" if config.mode == "self" and config.program.llm_questions[1] else "note-taking prompts"
 
 
 def _self_costs(config: Any, student: Any, count: Any, examples: list) -> tuple[float, int, int]:
@@ -63,15 +70,16 @@ def _cross_costs(config: Any, student: Any, count: Any, examples: list) -> tuple
     return sum(prompts) / len(prompts), calls, completion_limit()
 
 
-def _per_example(config: Any, lm_spec: str) -> tuple[float, int, int, int, int]:
-    """Prompt tokens a call, calls an example, the completion limit and the train/test sizes of a run config."""
+def _per_example(config: Any, lm_spec: str) -> tuple[float, int, int, tuple[int, int, int], bool]:
+    """Prompt tokens a call, calls an example, the completion limit, the train/val/test sizes of a run config, and
+    whether the LM's own tokenizer counted."""
     from bineval_dspy.optimize.config import build
 
     student, _, (train, val, test) = build(config)
-    count, _ = token_counter(lm_spec)
+    count, exact = token_counter(lm_spec)
     costs = _self_costs if config.mode == "self" else _cross_costs
     per_call, calls, limit = costs(config, student, count, [*train, *val, *test])
-    return per_call, calls, limit, len(train), len(test)
+    return per_call, calls, limit, (len(train), len(val), len(test)), exact
 
 
 def experiment_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
@@ -88,17 +96,24 @@ def experiment_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
     )
     from bineval_dspy.finetune.settings import FinetuneSettings
 
-    per_call, per_example, limit, n_train, n_test = _per_example(config, lm_spec)
+    per_call, per_example, limit, (n_train, n_val, n_test), exact = _per_example(config, lm_spec)
     calls, tokens = 0, 0.0
+    optimization: dict[str, int] = {}  # each arm's planned optimization calls, for a GEPA arm's calls_like
     for arm in config.arms:
         if isinstance(arm, BinEvalArm | SelectionDemosArm):
             settings = arm_settings(config, arm)
             arm_plan = optimize_plan(config.model_copy(update={"optimizer": settings}), lm_spec, api_base)
             extra = n_train * arm.n * per_example if isinstance(arm, SelectionDemosArm) else 0
+            tested = n_test * per_example * (settings.max_iterations + 1 if config.test_every else 2)  # optimize's plan counts its test too
+            optimization[arm.name] = arm_plan.calls - tested + extra
             calls, tokens = calls + arm_plan.calls + extra, tokens + arm_plan.prompt_tokens + extra * per_call
             continue
-        if isinstance(arm, GepaArm):
-            examples = (arm.max_metric_calls or 0) + n_test
+        if isinstance(arm, GepaArm):  # as gepa_arm sets it: its metric calls, one reflection per 2 x minibatch of them
+            m = arm.minibatch
+            budget = arm.max_metric_calls or max(n_val + 2 * m, round(optimization.get(arm.calls_like or "", 0) * 2 * m / (2 * m + 1)))
+            reflections = math.ceil(budget / (2 * m))
+            calls, tokens = calls + reflections, tokens + reflections * NOTE_TOKENS
+            examples = budget + n_test
         elif isinstance(arm, BestOfArm):
             examples = n_test * arm.n
         elif isinstance(arm, RefineArm):
@@ -109,8 +124,8 @@ def experiment_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
         else:
             examples = n_test
         calls, tokens = calls + examples * per_example, tokens + examples * per_example * per_call
-    what = f"experiment at most: {len(config.arms)} arm(s), {n_test} test example(s), {per_example} call(s) an example (GEPA arms at calls_like and train_data rows: not counted)"
-    return Plan(what, calls, round(tokens), limit, False, lm_spec, api_base)
+    what = f"experiment at most: {len(config.arms)} arm(s), {n_test} test example(s), {per_example} call(s) an example (train_data rows: not counted)"
+    return Plan(what, calls, round(tokens), limit, exact, lm_spec, api_base, estimated=_estimated(config) + " and GEPA's reflections")
 
 
 def meta_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
@@ -149,8 +164,10 @@ def meta_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
         if isinstance(method, BinEvalMethod) and method.checklist == "generate":
             calls += 1 + method.max_questions  # the writer: requirements, then questions for each
     what = f"meta-eval: {sum(m.uses_lm for m in config.methods)} LM method(s) on {len(rows)} output(s) (a resume skips finished scores)"
-    only_given = all(isinstance(m, BinEvalMethod) and m.checklist != "generate" for m in config.methods if m.uses_lm)
-    return Plan(what, calls, tokens, completion_limit(), exact and only_given, lm_spec, api_base)
+    generated = any(isinstance(m, BinEvalMethod) and isinstance(m.checklist, str) and m.checklist in ("generate", "per_input") for m in config.methods if m.uses_lm)
+    rated = any(not isinstance(m, BinEvalMethod) for m in config.methods if m.uses_lm)
+    estimated = " and ".join(part for part, present in (("written checklists' questions", generated), ("rating prompts", rated)) if present)
+    return Plan(what, calls, tokens, completion_limit(), exact, lm_spec, api_base, estimated=estimated)
 
 
 def tune_plan(tuning: Any, lm_spec: str | None, api_base: str | None) -> Plan:
@@ -169,13 +186,13 @@ def tune_plan(tuning: Any, lm_spec: str | None, api_base: str | None) -> Plan:
         spec = lm_spec or base.lm
         each = optimize_plan(base, spec, api_base)
         return Plan(f"tune: {trials} optimizer trial(s) at most, each {each.what}", trials * each.calls, trials * each.prompt_tokens,
-                    each.completion_limit, False, spec, api_base)
+                    each.completion_limit, each.tokenized, spec, api_base, estimated=each.estimated)
     if config.run["kind"] != "checklist":
         raise InputError(f"{config.source}: field 'run.kind': --dry-run plans optimizer and checklist trials, not {config.run['kind']!r}")
     spec = lm_spec or run.get("lm", DEFAULT_LM)
     tasks = load_tasks((tuning.env.base / run["tasks"]).resolve())
-    count, _ = token_counter(spec)
+    count, exact = token_counter(spec)
     per_task = {"bineval": 25, "tick": 1}.get(run.get("method", ""), 1 + 3 + 3 * 5 + 12 * 1)  # qworld: its README bound at defaults
     tokens = trials * sum(per_task * (count(task.task) + NOTE_TOKENS) for task in tasks)
     return Plan(f"tune: {trials} checklist trial(s) at most over {len(tasks)} task(s)", trials * len(tasks) * per_task, tokens,
-                completion_limit(), False, spec, api_base)
+                completion_limit(), exact, spec, api_base, estimated="the writers' prompts")

@@ -32,10 +32,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     checklist = load_model(config.checklist, Checklist) if config.checklist else None
     if checklist is not None:
         check_verifiers(checklist, str(config.checklist))
+    plan = _plan(config, rows, checklist, args.api_base)
     if args.dry_run:
-        shown.print(_plan(config, rows, checklist, args.api_base).summary())
+        shown.print(plan.summary())
         return ExitCode.OK
     judge_lm = runtime.configure(lm_options(args, spec=config.judge_lm, source=f"{config.source}: field 'judge_lm' ="), runtime.run_cache_dir(args.cache_dir, config.run_dir / "cache"))
+    plan.save(config.run_dir)  # `show` holds it against what the run spent
     columns: dict[str, dict[str, GridCell]] = {}
     spent: dict[str, Cost] = {}
     for name, prompt, lm_spec in config.columns():
@@ -57,6 +59,7 @@ def _column(
     from bineval_dspy.experiment.grid import Check, GridCell
     from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.lm.runtime import checked_lm, lm_identity
+    from bineval_dspy.lm.usage import Cost, total
     from bineval_dspy.programs.generator import run_generation
     from bineval_dspy.suites.grading import grade
 
@@ -70,8 +73,8 @@ def _column(
     console.print(f"column {name}")
     with dspy.context(lm=lm):
         report = run_generation(rows, program, out)
-    cost = report.usage
     records = {str(r["key"]): r for _, r in read_jsonl(out)}
+    cost = report.usage if not records else total(Cost.model_validate(r["usage"]) for r in records.values() if "usage" in r)  # resumed rows too
     failures = dict(report.failures)
     judge = BinaryJudge()
     cells: dict[str, GridCell] = {}
@@ -162,7 +165,7 @@ def _plan(config: EvalConfig, rows: list, checklist: Checklist | None, api_base:
 
     calls = tokens = 0
     asked = [q for q in checklist.questions if q.verifier is None] if checklist is not None else []
-    exact = not asked
+    exact = True
     for _, prompt, lm_spec in config.columns():
         program = build_program(prompt, lm_spec.max_tokens)
         count, counted = token_counter(lm_spec.lm)
@@ -172,7 +175,8 @@ def _plan(config: EvalConfig, rows: list, checklist: Checklist | None, api_base:
             calls, tokens = calls + 1 + len(asked), tokens + prompt_tokens + len(asked) * (prompt_tokens + lm_spec.max_tokens + JUDGE_OVERHEAD_TOKENS)
     what = f"eval: {len(config.columns())} column(s) x {len(rows)} row(s), {len(asked)} checklist LM question(s) a response"
     limit = max(m.max_tokens for m in config.lms)
-    return Plan(what, calls, tokens, limit, exact, config.lms[0].lm if len(config.lms) == 1 else config.lms[0].lm, api_base)
+    models = " and ".join(dict.fromkeys(m.lm for m in config.lms))
+    return Plan(what, calls, tokens, limit, exact, models, api_base, estimated="judge prompts" if asked else "")
 
 
 def add_eval_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

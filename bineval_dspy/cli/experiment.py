@@ -55,13 +55,15 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     config, source = command_line_lm(args, config)
     if args.tiny:
         config = tiny(config)
-    if args.dry_run:  # every arm at its most; nothing is called or written
-        from bineval_dspy.cli.dry_run import experiment_plan
+    from bineval_dspy.cli.dry_run import experiment_plan
 
-        shown.print(experiment_plan(config, config.lm, args.api_base).summary())
+    plan = experiment_plan(config, config.lm, args.api_base)
+    if args.dry_run:  # every arm at its most; nothing is called or written
+        shown.print(plan.summary())
         return ExitCode.OK
     cache = runtime.run_cache_dir(args.cache_dir, config.run_dir / "cache")
     lm = runtime.configure(lm_options(args, spec=config.lm, source=source), cache)
+    plan.save(config.run_dir)  # `show` holds it against what the run spent
     results = run_experiment(config, lm, say=console.print)
     print(markdown(results))  # the table, on stdout
     console.print(f"wrote {RESULTS_FILE} and {TABLE_FILE} in {config.run_dir}")

@@ -99,7 +99,7 @@ def _plan(args: argparse.Namespace, rows: list, program: Generator, out: Path) -
         tokens += sum(p * (args.best_of - 1) + p + j * responses * STICK_QUESTIONS + (p + response_tokens) * args.refine for p, j in zip(prompts, judge_prompt))
     what = f"generate {len(todo)} row(s)" + (f" with STICK (best of {args.best_of}, refine {args.refine}; at most)" if stick else "")
     what += f" ({len(kept)} finished row(s) of {out} kept)" if kept else ""
-    return Plan(what, calls, tokens, program.max_tokens, exact and not stick, spec, args.api_base)
+    return Plan(what, calls, tokens, program.max_tokens, exact, spec, args.api_base, estimated="STICK's judge prompts and rewrites" if stick else "")
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

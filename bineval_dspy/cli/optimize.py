@@ -28,12 +28,14 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
     config = load_config(Path(args.config))
     config, source = command_line_lm(args, config)
-    if args.dry_run:  # the most the run may ask of its LM; nothing is called or written
-        from bineval_dspy.cli.dry_run import optimize_plan
+    from bineval_dspy.cli.dry_run import optimize_plan
 
-        shown.print(optimize_plan(config, config.lm, args.api_base).summary())
+    plan = optimize_plan(config, config.lm, args.api_base)
+    if args.dry_run:  # the most the run may ask of its LM; nothing is called or written
+        shown.print(plan.summary())
         return ExitCode.OK
     lm = runtime.configure(lm_options(args, spec=config.lm, source=source), args.cache_dir)
+    plan.save(config.run_dir)  # `show` holds it against what the run spent
     meter = budget_meter(args, [lm.model, *(spec for spec in (config.lesson_lm, config.reference.lm) if spec)])
     student, optimizer, (train, val, test) = build(config, progress=True)
     optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))

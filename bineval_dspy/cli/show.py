@@ -161,6 +161,8 @@ def show_optimizer(run: OptimizerRun) -> None:
         _row(table, it.iteration, it.kind, _score(it.train), _score(it.val), chars, lessons, len(it.edits or []), it.lm_calls, it.outcome)
     console.print(table)
     _spend(run.spend)
+    if run.plan is not None:  # the test evaluation is in the plan, and spent apart from the loop
+        _say(run.plan.against(run.spend if run.results is None else run.spend + run.results.usage))
     for it in audit.iterations:
         if it.decision is not None:
             _say(f"iteration {it.iteration}: {it.decision.reason}")
@@ -234,6 +236,8 @@ def show_experiment(run: ExperimentRun) -> None:
     if run.grid:
         _show_disagreements(run)
     _spend(run.spend)
+    if run.plan is not None:
+        _say(run.plan.against(run.spend))
 
 
 def _show_disagreements(run: ExperimentRun) -> None:

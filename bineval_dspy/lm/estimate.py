@@ -11,21 +11,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-from bineval_dspy.lm.usage import dollars
+from pydantic import TypeAdapter
+from pydantic.dataclasses import dataclass
+
+from bineval_dspy.core.jsonio import write_text_atomic
+from bineval_dspy.lm.usage import Cost, dollars
 
 CHARS_PER_TOKEN = 4  # the usual English average; used only where the model's tokenizer is not at hand
 
 Counter = Callable[[str], int]
 
 
+PLAN_FILE = "plan.json"
+
+
 @dataclass(frozen=True)
 class Plan:
-    """The LM work of one run: calls, the prompt tokens they send, each call's completion limit, and whether the
-    tokens were counted by the model's tokenizer (else estimated)."""
+    """The LM work of one run: calls, the prompt tokens they send, each call's completion limit, whether the
+    tokens were counted by the model's tokenizer (else at ``CHARS_PER_TOKEN``), and which parts had to be estimated
+    on either basis (prompts built from outputs not yet written)."""
 
     what: str
     calls: int
@@ -34,6 +42,12 @@ class Plan:
     tokenized: bool
     model: str
     api_base: str | None = None
+    estimated: str = ""
+
+    def basis(self) -> str:
+        """How the prompt tokens were counted: one basis for every command."""
+        counted = f"counted with {self.model}'s tokenizer" if self.tokenized else f"estimated at ~{CHARS_PER_TOKEN} characters a token"
+        return counted + (f"; {self.estimated} estimated" if self.estimated else "")
 
     def usd(self) -> float | None:
         """The most it costs at the model's list price; None when the model has no price (or is on a server)."""
@@ -46,13 +60,38 @@ class Plan:
 
     def summary(self) -> str:
         """The one line ``--dry-run`` prints."""
-        counted = f"counted with {self.model}'s tokenizer" if self.tokenized else f"estimated at ~{CHARS_PER_TOKEN} characters a token"
         usd = self.usd()
         price = "price unknown" if usd is None else f"at most {dollars(usd)} (list price, every call using its completion limit)"
         return (
-            f"dry run: {self.what}: {self.calls:,} LM call(s), {self.prompt_tokens:,} prompt tokens ({counted}), "
+            f"dry run: {self.what}: {self.calls:,} LM call(s), {self.prompt_tokens:,} prompt tokens ({self.basis()}), "
             f"at most {self.completion_limit:,} completion tokens a call; {price}; no LM was called"
         )
+
+    def save(self, run_dir: Path) -> None:
+        """``RUN_DIR/plan.json``: what the run was planned to ask, for ``show`` to hold against what it spent."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(run_dir / PLAN_FILE, _PLAN.dump_json(self, indent=2).decode("utf-8"))
+
+    def against(self, spent: Cost) -> str:
+        """The plan beside what a run spent: calls and prompt tokens, each with its share of the plan."""
+
+        def share(used: int, planned: int) -> str:
+            return f" ({used / planned:.0%} of the plan)" if planned else ""
+
+        return (
+            f"planned at most {self.calls:,} LM call(s), {self.prompt_tokens:,} prompt tokens ({self.basis()}); "
+            f"spent {spent.lm_calls:,} call(s){share(spent.lm_calls, self.calls)}, "
+            f"{spent.prompt_tokens:,} prompt tokens{share(spent.prompt_tokens, self.prompt_tokens)}"
+        )
+
+
+_PLAN = TypeAdapter(Plan)
+
+
+def load_plan(run_dir: Path) -> Plan | None:
+    """A run's saved plan; None for a run that saved none (or one written before plans were kept)."""
+    path = run_dir / PLAN_FILE
+    return _PLAN.validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 @cache

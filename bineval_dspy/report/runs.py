@@ -24,6 +24,7 @@ from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, read_json_object, read_jsonl
 from bineval_dspy.experiment.grid import GridRow, read_grid
 from bineval_dspy.experiment.runner import ExperimentResults
+from bineval_dspy.lm.estimate import Plan, load_plan
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.runner import SCORES_FILE
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
@@ -66,6 +67,7 @@ class OptimizerRun:
     audit: Audit
     spend: Cost = field(default_factory=Cost)
     results: RunResults | None = None  # the test split's results, once the run scored it
+    plan: Plan | None = None  # what the run was planned to ask of its LM (runs before plans were kept: none)
     kind: Literal["optimizer"] = "optimizer"
 
 
@@ -99,6 +101,7 @@ class ExperimentRun:
     results: ExperimentResults
     spend: Cost = field(default_factory=Cost)
     grid: list[GridRow] = field(default_factory=list)  # every test output of every arm (runs before grids: none)
+    plan: Plan | None = None
     kind: Literal["experiment"] = "experiment"
 
 
@@ -148,7 +151,7 @@ def _json_run(path: Path, raw: dict[str, Any]) -> Run:
         return _tune(path, raw)
     if {"arms", "baseline"} <= raw.keys():
         results = validated(ExperimentResults, raw, str(path))
-        return ExperimentRun(source=path.parent, results=results, spend=results.usage, grid=read_grid(path.parent))
+        return ExperimentRun(source=path.parent, results=results, spend=results.usage, grid=read_grid(path.parent), plan=load_plan(path.parent))
     for kind, keys in (("phi", {"statistic", "dimensions"}), ("pruning", {"dropped", "questions_before"}), ("weights", {"alpha", "folds"})):
         if keys <= raw.keys():
             return _analysis(path.parent, {kind: path})
@@ -179,7 +182,7 @@ def _optimizer(path: Path, raw: dict[str, Any] | None = None) -> OptimizerRun:
     audit = validated(Audit, raw, str(path))
     results_path = path.parent / OPTIMIZE_RESULTS_FILE
     results = load_model(results_path, RunResults) if results_path.is_file() else None
-    return OptimizerRun(source=path.parent, audit=audit, spend=audit.usage, results=results)
+    return OptimizerRun(source=path.parent, audit=audit, spend=audit.usage, results=results, plan=load_plan(path.parent))
 
 
 def _analysis(folder: Path, files: dict[str, Path]) -> AnalysisRun:

@@ -287,7 +287,7 @@ def test_optimize_dry_run_bounds_the_whole_loop_and_calls_no_lm(tmp_path, lm, mo
     line = " ".join(capsys.readouterr().out.split())
     # evaluations: val 2 + 2 x (train 3 + val 2) + test 2 x 1 = 14 examples x (1 response + 3 questions + 1 writer) + 2 x (4 + 1) notes
     assert "optimize (self) at most: 2 iteration(s) over 3 train, 2 val and 1 test example(s), 5 call(s) an example: 80 LM call(s)" in line
-    assert "estimated" in line and "no LM was called" in line
+    assert "(counted with smollm2's tokenizer; note-taking and judge prompts estimated)" in line and "no LM was called" in line
     assert not lm.engine.requests and not (tmp_path / "runs").exists()
 
 
@@ -326,6 +326,12 @@ def test_experiment_and_tune_dry_runs_add_up_their_parts(tmp_path, lm, capsys):
     assert cli.main(["experiment", str(experiment), "--dry-run"]) == 0
     line = " ".join(capsys.readouterr().out.split())
     assert "experiment at most: 3 arm(s), 1 test example(s)" in line and ": 17 LM call(s)," in line  # 1 + 12 + 4
+    # issue 33, item 14: a GEPA arm at calls_like is counted: opt's 10 optimization calls (12 less its 2 test
+    # evaluations) give a budget of max(2 + 2 x 3, round(10 x 6 / 7)) = 9 metric calls, 2 reflections, 1 test
+    experiment.write_text(experiment.read_text() + '[[arms]]\nname = "gepa"\nkind = "gepa"\ncalls_like = "opt"\n')
+    assert cli.main(["experiment", str(experiment), "--dry-run"]) == 0
+    line = " ".join(capsys.readouterr().out.split())
+    assert ": 29 LM call(s)," in line and "counted with smollm2's tokenizer; note-taking prompts and GEPA's reflections estimated" in line
     _run_config(tmp_path)
     study = tmp_path / "tune.toml"
     study.write_text('name = "s"\ntrials = 3\n[objectives]\nval_score = "maximize"\n[space.min_delta]\ntype = "float"\nlow = 0.0\nhigh = 0.1\n'

@@ -52,6 +52,7 @@ def test_the_matrix_shows_every_verdict_and_the_paired_difference(tmp_path, lms,
     shown = " ".join(capsys.readouterr().out.split())
     assert "score, each minus start@comma" in shown and "n/a" not in shown  # issue 33, item 3: it showed kappa n/a
     assert "0.00 [0.00, 0.00] - start@plain" in shown and "1.00 [1.00, 1.00] +1.00 [1.00, 1.00]" in shown
+    assert "planned at most 8 LM call(s)" in shown and "spent 8 call(s) (100% of the plan)" in shown  # resumed rows count what they cost
 
 
 def test_eval_dry_run_and_example(tmp_path, lms, capsys):

@@ -54,6 +54,11 @@ max_iterations = 2
     assert cli.main(["show", str(run)]) == 0
     err = "".join(capsys.readouterr())
     assert "accepted" in err and "+Use bullet points." in err and "iteration 1: held-out gain +1.000" in err
+    plan = json.loads((run / "plan.json").read_text())  # issue 33, item 14: the plan, held against what was spent
+    spent = json.loads((run / "audit.json").read_text())["usage"]["lm_calls"] + json.loads((run / "results.json").read_text())["usage"]["lm_calls"]
+    assert spent <= plan["calls"]
+    line = " ".join(err.split())
+    assert f"planned at most {plan['calls']} LM call(s)" in line and f"spent {spent} call(s) ({spent / plan['calls']:.0%} of the plan)" in line
 
 
 @pytest.mark.parametrize(

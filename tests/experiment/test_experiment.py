@@ -202,6 +202,10 @@ def test_show_and_report_read_an_experiment(tmp_path, scripted, capsys):
     assert len(grid) == 2 and all(set(row["cells"]) == {"start", "guard", "best"} and row["input"] for row in grid)
     assert all(row["cells"]["guard"]["checks"] and row["cells"]["guard"]["output"] is not None for row in grid)
     assert 'class="grid"' in html and "columns disagree on 2 of 2 rows" in err
+    plan = json.loads((run / "plan.json").read_text())
+    spent = json.loads((run / "results.json").read_text())
+    calls = sum(arm["optimization"]["lm_calls"] + arm["test_usage"]["lm_calls"] for arm in spent["arms"])
+    assert 0 < calls <= plan["calls"] and f"planned at most {plan['calls']} LM call(s)" in " ".join(err.split())
 
 
 def _program_arm_config(tmp_path, path: str) -> Path:

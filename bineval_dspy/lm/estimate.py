@@ -15,10 +15,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
 
-from bineval_dspy.core.jsonio import write_text_atomic
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import describe_validation_error, read_json, write_text_atomic
 from bineval_dspy.lm.usage import Cost, dollars
 
 CHARS_PER_TOKEN = 4  # the usual English average; used only where the model's tokenizer is not at hand
@@ -91,7 +92,12 @@ _PLAN = TypeAdapter(Plan)
 def load_plan(run_dir: Path) -> Plan | None:
     """A run's saved plan; None for a run that saved none (or one written before plans were kept)."""
     path = run_dir / PLAN_FILE
-    return _PLAN.validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        return _PLAN.validate_python(read_json(path))
+    except ValidationError as exc:  # a damaged plan is one located line, as every file a run reads
+        raise InputError(f"{path}: {describe_validation_error(exc)}") from None
 
 
 @cache

@@ -62,7 +62,11 @@ class DataConfig(_Strict):
         files = [name for name, value in sizes.items() if isinstance(value, Path)]
         counted = [name for name, value in sizes.items() if isinstance(value, int) and (value or name != "test")]
         if files and counted:
-            raise ValueError(f"give train, val and test all as files or all as counts ({', '.join(files)} a file, {', '.join(counted)} a count)")
+            given = ", ".join(f"{name} = {str(sizes[name])!r}" for name in files)
+            raise ValueError(
+                f"give train, val and test all as files or all as counts ({given} read as a file, {', '.join(counted)} a count;"
+                ' test may also be "rest": every group not in train or val)'
+            )
         for name, value in sizes.items():
             if isinstance(value, int) and value < (0 if name == "test" else 1):
                 raise ValueError(f"{name} must be at least {0 if name == 'test' else 1}, got {value}")

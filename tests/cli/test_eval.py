@@ -108,6 +108,16 @@ def test_the_report_and_show_put_every_output_side_by_side(tmp_path, lms, capsys
     assert "columns disagree on 3 of 4 rows" in shown and "0 0.00 missed punctuation:no_comma 1.00" in shown
 
 
+def test_hostile_outputs_in_the_grid_stay_text(tmp_path, lms):
+    """Probe 124: an output holding markup is shown as written in the grid, never as markup."""
+    lms["custom/comma"] = scripted_lm(lambda r: '</pre><img src=x onerror="alert(1)"><script>alert(2)</script>', model="custom/comma")
+    assert cli.main(["eval", str(write_config(tmp_path))]) == 0
+    report = tmp_path / "report.html"
+    assert cli.main(["report", str(tmp_path / "runs" / "eval"), "-o", str(report), "--no-charts"]) == 0
+    html = report.read_text()
+    assert "<img" not in html and "<script>alert" not in html and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html
+
+
 @pytest.mark.skipif(not browser.available(), reason="needs chromium and chromedriver (apt-get install chromium chromium-driver)")
 def test_the_grid_filter_shows_only_the_rows_where_columns_disagree(tmp_path, lms):
     from selenium.webdriver.common.by import By

@@ -157,7 +157,10 @@ def test_explicit_split_files_and_a_leak_between_them(tmp_path, scripted, capsys
 def test_files_and_counts_do_not_mix(tmp_path, scripted, capsys):
     config = write_config(tmp_path, 'mode = "self"\nrun_dir = "r"\n[data]\ntrain = "tr.jsonl"\nval = "va.jsonl"\ntest = 5\n')
     assert cli.main(["optimize", str(config)]) == 2
-    assert "all as files or all as counts (train, val a file, test a count)" in capsys.readouterr().err
+    assert "all as files or all as counts (train = 'tr.jsonl', val = 'va.jsonl' read as a file, test a count;" in capsys.readouterr().err
+    config.write_text('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\ntrain = 2\nval = 2\ntest = "all"\n')  # probe 123
+    assert cli.main(["optimize", str(config)]) == 2
+    assert "(test = 'all' read as a file, train, val a count; test may also be \"rest\"" in capsys.readouterr().err
 
 
 def test_the_test_split_is_the_rest_by_default_so_the_loop_closes(tmp_path, suite, scripted, capsys):
@@ -172,3 +175,15 @@ def test_the_test_split_is_the_rest_by_default_so_the_loop_closes(tmp_path, suit
     none_left = write_config(tmp_path, f'mode = "self"\nrun_dir = "runs/none"\n[data]\nsuite = "{suite.name}"\ntrain = 4\nval = 2\n[optimizer]\nmax_iterations = 1\n')
     assert cli.main(["optimize", str(none_left)]) == 0  # nothing left: no test split, as with test = 0
     assert json.loads((tmp_path / "runs" / "none" / "results.json").read_text())["test"] is None
+
+
+@pytest.mark.parametrize("damage", ["[1]", '{"what": "x"}', "{not json"])
+def test_a_damaged_plan_is_one_located_line(tmp_path, suite, scripted, capsys, damage):
+    """Issue 32 (probe 122): `show` on a run whose plan.json is damaged said a pydantic traceback."""
+    config = write_config(tmp_path, f'mode = "self"\nrun_dir = "runs/p"\n[data]\nsuite = "{suite.name}"\ntrain = 3\nval = 2\n[optimizer]\nmax_iterations = 1\n')
+    assert cli.main(["optimize", str(config)]) == 0
+    (tmp_path / "runs" / "p" / "plan.json").write_text(damage)
+    capsys.readouterr()
+    assert cli.main(["show", str(tmp_path / "runs" / "p")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "plan.json" in err and err.count("\n") == 1

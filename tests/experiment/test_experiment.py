@@ -253,3 +253,14 @@ def test_a_program_arm_that_cannot_be_read_is_one_line_before_any_arm_runs(tmp_p
     ProgramFile(kind="judge", instructions={}).save(tmp_path / "judge.json")
     assert cli.main(["experiment", str(_program_arm_config(tmp_path, "judge.json"))]) == 2
     assert "field 'kind': a judge program" in capsys.readouterr().err
+
+
+def test_an_experiment_with_no_group_left_for_test_is_one_line(tmp_path, scripted, capsys):
+    """Probe 130: with `test` left at "rest" and every group in train or val, no arm runs."""
+    suite = fruit_suite(tmp_path, 4)
+    config = tmp_path / "exp.toml"
+    config.write_text(f'mode = "self"\nrun_dir = "runs/e"\n[data]\nsuite = "{suite.name}"\ntrain = 2\nval = 2\n[[arms]]\nname = "start"\nkind = "start"\n')
+    assert cli.main(["experiment", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "field 'data.test': no group is left for the test split after train (2) and val (2)" in err and err.count("\n") == 1
+    assert not (tmp_path / "runs" / "e" / "results.json").exists()

@@ -118,3 +118,14 @@ def test_hostile_text_is_shown_as_written_and_never_runs(driver, tmp_path, monke
     assert question in driver.execute_script("return Array.from(document.querySelectorAll('#run-1 table.rates td')).map((c) => c.textContent)")
     ticks = driver.execute_script("return Array.from(document.querySelectorAll('#run-1 .ytick text')).map((t) => t.textContent)")
     assert any(tick.startswith(textwrap.shorten(question, 60, placeholder="...")) for tick in ticks), ticks
+
+
+def test_every_kind_renders_without_charts(driver, every_kind, tmp_path):
+    """`report --no-charts` (issue 33, item 9): tables only, no plotly.js, every section there, no page error."""
+    runs = [run for path in every_kind.paths for run in load_runs(path)]
+    report = write_report(runs, tmp_path / "tables.html", charts_on=False)
+    browser.open_report(driver, report)
+    assert browser.problems(driver) == []
+    assert driver.execute_script("return [document.querySelectorAll('[data-figure]').length, typeof window.Plotly, document.body.dataset.charts]") == [0, "undefined", "0"]
+    assert driver.execute_script("return document.querySelectorAll('section.run').length") == len(runs)
+    assert report.stat().st_size < every_kind.report.stat().st_size / 10

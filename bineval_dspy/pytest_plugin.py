@@ -43,10 +43,11 @@ class BinevalSession:
     def lm(self) -> dspy.LM:
         """The LM ``--bineval-lm`` names, made once per session, with the on-disk cache installed."""
         if self._lm is None:
-            from bineval_dspy.lm import cache, runtime
+            from bineval_dspy.core.cache_dir import default_cache_dir
+            from bineval_dspy.lm import cache
             from bineval_dspy.lm.specs import DEFAULT_LM, make_lm
 
-            cache.install(self.cache_dir or runtime.default_cache_dir())
+            cache.install(self.cache_dir or default_cache_dir())
             self._lm = make_lm(self.spec or DEFAULT_LM, source="--bineval-lm")
         return self._lm
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 def agg_figure(**options: Any) -> Figure:
     """A new Figure (``options`` as ``Figure`` takes them) attached to an Agg canvas; ``$MPLCONFIGDIR`` wins."""
-    from bineval_dspy.lm.runtime import default_cache_dir
+    from bineval_dspy.core.cache_dir import default_cache_dir
 
     os.environ.setdefault("MPLCONFIGDIR", str(default_cache_dir() / "matplotlib"))  # read at matplotlib's import
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -10,18 +10,13 @@ from pathlib import Path
 import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
+from bineval_dspy.core.cache_dir import CACHE_ENV, default_cache_dir
 from bineval_dspy.core.console import console, quiet_dspy_logs
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.lm import cache
 from bineval_dspy.lm.specs import DEFAULT_LM, check_provider_key, is_local, make_lm
 
 DEFAULT_THREADS = 4  # parallel calls for remote LMs when --threads is not given
-CACHE_ENV = "BINEVAL_CACHE_DIR"
-
-
-def default_cache_dir() -> Path:
-    """``$BINEVAL_CACHE_DIR``, else ``~/.cache/bineval_dspy``: read when a command runs, not at import."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "bineval_dspy")
 
 
 def run_cache_dir(given: Path | None, own: Path | None) -> Path | None:

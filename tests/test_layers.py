@@ -1,0 +1,53 @@
+"""The layering docs/architecture.md states holds: every `bineval_dspy` import (module-level or deferred) points
+to a lower layer, never sideways to another package of the same layer nor up (issue 34, item 5)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "bineval_dspy"
+TOP = {"__init__", "__main__", "pytest_plugin"}  # above every layer: they may import anything
+
+
+def layers() -> dict[str, int]:
+    """Package (or top-level module) name -> layer, from the architecture document's table."""
+    found: dict[str, int] = {}
+    for layer, names in re.findall(r"^\| (\d+) \| (.+?) \|", (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"), flags=re.M):
+        for name in re.findall(r"`([\w.]+?)/?`", names):
+            found[name.removesuffix(".py")] = int(layer)
+    return found
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, the first name under bineval_dspy) of every import of the package in ``path``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("bineval_dspy"):
+            parts = node.module.split(".")
+            names = [parts[1]] if len(parts) > 1 else [alias.name for alias in node.names]
+            out += [(node.lineno, name) for name in names]
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name.split(".")[1]) for alias in node.names if alias.name.startswith("bineval_dspy.")]
+    return out
+
+
+def test_the_table_names_every_package():
+    table = layers()
+    present = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()} | {p.stem for p in PACKAGE.glob("*.py")}
+    assert present - TOP == set(table), "docs/architecture.md's layer table and the package's folders differ"
+
+
+def test_no_import_points_sideways_or_up():
+    table = layers()
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        if source in TOP:
+            continue
+        for line, target in imports(path):
+            if target in table and target != source and table[target] >= table[source]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {source} (layer {table[source]}) imports {target} (layer {table[target]})")
+    assert wrong == []

@@ -52,8 +52,7 @@ def _column(
     takes the command's LM options (--api-base, --api-key-env, --timeout, --temperature) like the judge's."""
     import dspy
 
-    from bineval_dspy.cli.generate import _keep_finished
-    from bineval_dspy.core.fingerprint import open_for_resume
+    from bineval_dspy.cli.generate import generated_log
     from bineval_dspy.core.jsonio import read_jsonl
     from bineval_dspy.evalmatrix import build_program, column_fingerprint, row_score
     from bineval_dspy.experiment.grid import Check, GridCell
@@ -68,8 +67,7 @@ def _column(
     lm = checked_lm(options.model_copy(update={"max_tokens": lm_spec.max_tokens}))
     out = config.run_dir / "columns" / name / "responses.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
-    if open_for_resume(out, column_fingerprint(config.suite, program, lm_identity(lm)), args.overwrite):
-        _keep_finished(out)
+    generated_log(out).open(column_fingerprint(config.suite, program, lm_identity(lm)), args.overwrite)
     console.print(f"column {name}")
     with dspy.context(lm=lm):
         report = run_generation(rows, program, out)

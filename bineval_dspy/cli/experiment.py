@@ -47,6 +47,7 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run (or resume) every arm of an experiment; ``--lm`` replaces the config's ``lm``."""
+    from bineval_dspy.cli.dry_run import experiment_plan
     from bineval_dspy.experiment.config import load_experiment
     from bineval_dspy.experiment.runner import RESULTS_FILE, TABLE_FILE, markdown, run_experiment
     from bineval_dspy.lm import runtime
@@ -55,15 +56,12 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     config, source = command_line_lm(args, config)
     if args.tiny:
         config = tiny(config)
-    from bineval_dspy.cli.dry_run import experiment_plan
-
-    plan = experiment_plan(config, config.lm, args.api_base)
     if args.dry_run:  # every arm at its most; nothing is called or written
-        shown.print(plan.summary())
+        shown.print(experiment_plan(config, config.lm, args.api_base).summary())
         return ExitCode.OK
     cache = runtime.run_cache_dir(args.cache_dir, config.run_dir / "cache")
     lm = runtime.configure(lm_options(args, spec=config.lm, source=source), cache)
-    plan.save(config.run_dir)  # `show` holds it against what the run spent
+    experiment_plan(config, config.lm, args.api_base).save(config.run_dir)  # `show` holds it against what the run spent
     results = run_experiment(config, lm, say=console.print)
     print(markdown(results))  # the table, on stdout
     console.print(f"wrote {RESULTS_FILE} and {TABLE_FILE} in {config.run_dir}")

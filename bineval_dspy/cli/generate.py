@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
@@ -14,8 +14,9 @@ from bineval_dspy.cli.options import add_budget_options, add_dry_run_option, bud
 from bineval_dspy.cli.splits import add_split_option, split_rows
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode, InputError
-from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
-from bineval_dspy.core.jsonio import check_output_path, jsonl_lines, read_jsonl, read_text, rewrite_jsonl
+from bineval_dspy.core.fingerprint import digest, file_digest
+from bineval_dspy.core.jsonio import check_output_path, read_jsonl, read_text
+from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.terminal import styled
 
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
@@ -35,28 +36,15 @@ def _mean(values: list[float | None]) -> str:
     return f"{sum(known) / len(known):.3f}" if known else "n/a"
 
 
-def _earlier_records(out: Path) -> list[dict]:
-    """The records of earlier output; a torn last line (a run killed mid-write) is left out, not an error."""
-    return [obj for _, obj in read_jsonl(out, required=("key",), torn_tail=True)]
-
-
-def _finished(record: dict) -> bool:
-    """A record a rerun keeps: a non-blank response, every STICK check answered."""
+def generated_log(out: Path) -> RunLog[dict[str, Any]]:
+    """Generate's output as a run log: records keyed by suite key, kept when the response is not blank and every
+    STICK check was answered (a blank response is retried: the LM cache never keeps one)."""
     from bineval_dspy.programs.generator import unchecked
 
-    return bool(str(record.get("response") or "").strip()) and not unchecked(record)
+    def finished(record: dict[str, Any]) -> bool:
+        return bool(str(record.get("response") or "").strip()) and not unchecked(record)
 
-
-def _keep_finished(out: Path) -> None:
-    """Drop unfinished records, repeats and a torn last line from resumed output, rewriting it atomically, so the
-    generator skips only finished rows (a blank response is retried: the LM cache never keeps one)."""
-    text = read_text(out)
-    kept: dict[str, dict] = {}
-    for record in _earlier_records(out):
-        if _finished(record):
-            kept.setdefault(str(record["key"]), record)
-    if len(kept) != len(jsonl_lines(text)) or not text.endswith("\n"):
-        rewrite_jsonl(out, kept.values())
+    return RunLog(out, key=lambda record: str(record["key"]), parse=lambda number, record: record, dump=lambda record: record, finished=finished, required=("key",))
 
 
 def _program(args: argparse.Namespace, instructions: str | None) -> Generator:
@@ -86,7 +74,7 @@ def _plan(args: argparse.Namespace, rows: list, program: Generator, out: Path) -
 
     spec = args.lm or DEFAULT_LM
     count, exact = token_counter(spec)
-    kept = {str(r["key"]) for r in _earlier_records(out) if _finished(r)} if out.exists() and not args.overwrite else set()
+    kept = generated_log(out).finished_keys() if not args.overwrite else set()
     todo = [row for row in rows if str(row.key) not in kept]
     prompts = [message_tokens(count, formatted(program.generate, program.adapter, {"prompt": row.prompt})) for row in todo]
     calls, tokens = len(todo), sum(prompts)
@@ -135,7 +123,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     inputs = [Path(path) for path in (args.instructions,) if path] + ([program_path(Path(args.program))] if args.program else [])
     check_output_path(out, suite_path, *inputs)
     if out.exists():
-        _earlier_records(out)  # a malformed output file is reported before any LM is loaded
+        generated_log(out).finished_keys()  # a malformed output file is reported before any LM is loaded
     lm = runtime.configure(lm_options(args), args.cache_dir)
     meter = budget_meter(args, [lm.model])
     program = _program(args, instructions)
@@ -154,8 +142,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         "judge": judge.spec().model_dump_json() if judge is not None else "none",
         **({"verifiers": code_digest()} if judge is not None else {}),  # refinement and Best-of-N grade by them
     }
-    if open_for_resume(out, fingerprint, args.overwrite):
-        _keep_finished(out)
+    generated_log(out).open(fingerprint, args.overwrite)
     plan = parallelism(lm, 0, threads=args.threads)  # rows generated at once, as the judging runner runs rows
     effective_threads(lm, args.threads or 1, asked=True)  # the embedded model says it ignores --threads
     if judge is not None:

@@ -20,14 +20,14 @@ from bineval_dspy.cli.options import (
 )
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError
-from bineval_dspy.core.fingerprint import digest, file_digest, open_for_resume
+from bineval_dspy.core.fingerprint import digest, file_digest
 from bineval_dspy.core.jsonio import (
     append_jsonl,
     check_output_path,
     load_model,
     read_jsonl,
-    rewrite_jsonl,
 )
+from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard
 from bineval_dspy.core.scoring import join
 from bineval_dspy.core.terminal import styled
@@ -129,39 +129,25 @@ def _count_rows(path: Path, limit: int | None, fields: tuple[str, str]) -> int:
     return min(rows, limit) if limit else rows
 
 
-def _finished_rows(out: Path) -> set[int]:
-    """The data lines of complete rows of earlier output. Incomplete rows, a torn last line (a killed run) and
-    repeats are dropped from the file, rewritten atomically, to be judged again; a file with none is left as is."""
+def judged_log(out: Path) -> RunLog[dict[str, Any]]:
+    """The judge's output as a run log: data rows keyed by their data line, kept when complete; a row kept is a
+    row show and report will read, so each carries a whole judge result."""
     from pydantic import ValidationError
 
     from bineval_dspy.judges.rows import JUDGE_KEY, JudgeResult
 
-    kept: dict[int, int] = {}  # data line -> the output line that holds it
-    read = 0
-    for number, obj in read_jsonl(out, required=(JUDGE_KEY,), torn_tail=True):
-        ours = obj[JUDGE_KEY]
-        try:  # a row kept is a row show and report will read: the whole result, not just its line and flag
-            JudgeResult.model_validate(ours)
+    def parse(number: int, obj: dict[str, Any]) -> dict[str, Any]:
+        try:
+            JudgeResult.model_validate(obj[JUDGE_KEY])
         except ValidationError as exc:
             where = ".".join(str(part) for part in exc.errors()[0]["loc"])
-            raise InputError(
-                f"{out}:{number}: field '{JUDGE_KEY}.{where}' is not a judge result; use --overwrite or a new output path"
-            ) from None
-        read += 1
-        if ours["complete"]:
-            kept.setdefault(ours["line"], number)
-    if len(kept) < read or not _ends_whole(out):
-        rewrite_jsonl(out, (obj for number, obj in read_jsonl(out, torn_tail=True) if kept.get(obj[JUDGE_KEY]["line"]) == number))
-    return set(kept)
+            raise InputError(f"{out}:{number}: field '{JUDGE_KEY}.{where}' is not a judge result; use --overwrite or a new output path") from None
+        return obj
 
-
-def _ends_whole(path: Path) -> bool:
-    """Whether a file is empty or ends with its last line's "\n" (a killed run may leave a torn line)."""
-    with path.open("rb") as handle:
-        if handle.seek(0, 2) == 0:
-            return True
-        handle.seek(-1, 2)
-        return handle.read(1) == b"\n"
+    return RunLog(
+        out, key=lambda obj: str(obj[JUDGE_KEY]["line"]), parse=parse, dump=lambda obj: obj,
+        finished=lambda obj: bool(obj[JUDGE_KEY]["complete"]), required=(JUDGE_KEY,),
+    )
 
 
 JUDGE_FLAGS = {
@@ -244,7 +230,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         **({"verifiers": code_digest()} if any(q.verifier for q in checklist.questions) else {}),
         **({"fields": " -> ".join(fields)} if fields != ("input", "output") else {}),
     }
-    finished = _finished_rows(out) if open_for_resume(out, fingerprint, args.overwrite) else set()
+    finished = {int(line) for line in judged_log(out).open(fingerprint, args.overwrite)}
     todo = rows - sum(1 for n, _ in _data_rows(data_path, args.limit, fields) if n in finished) if finished else rows
     if finished:
         console.print(f"resuming: {len(finished)} complete row(s) kept in {out}, {todo} to judge")
@@ -314,14 +300,13 @@ def _judge_plan(args: argparse.Namespace, checklist: Checklist, data_path: Path,
     question of every row, ``--samples`` times, plus its content-free prior under calibration (``--scoring batch``:
     one call for all of a row's questions)."""
     from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
-    from bineval_dspy.judges.rows import JUDGE_KEY
     from bineval_dspy.lm.estimate import Plan, completion_limit, formatted, message_tokens, token_counter
     from bineval_dspy.lm.specs import DEFAULT_LM
 
     spec = args.lm or DEFAULT_LM
     judge = _judge_of(args, spec)
     count, exact = token_counter(spec)
-    kept = {obj[JUDGE_KEY]["line"] for n, obj in read_jsonl(out, torn_tail=True) if isinstance(obj.get(JUDGE_KEY), dict) and obj[JUDGE_KEY].get("complete")} if out.exists() and not args.overwrite else set()
+    kept = {int(line) for line in judged_log(out).finished_keys()} if not args.overwrite else set()
     asked = [q for q in checklist.questions if q.verifier is None]
     predictor = judge.named_predictors()[0][1]
     rows = calls = tokens = 0

@@ -17,8 +17,8 @@ from pathlib import Path
 from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
 from bineval_dspy.cli.checklist import add_checklist_command
-from bineval_dspy.cli.defaults import DEFAULT_LM, DEFAULT_THREADS, DEFAULT_TIMEOUT
 from bineval_dspy.cli.data import add_data_command
+from bineval_dspy.cli.defaults import DEFAULT_LM, DEFAULT_THREADS, DEFAULT_TIMEOUT
 from bineval_dspy.cli.demo import add_demo_command
 from bineval_dspy.cli.eval import add_eval_command
 from bineval_dspy.cli.experiment import add_experiment_command

@@ -19,6 +19,7 @@ from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Run (or resume) the optimization a config describes; ``--lm`` given on the command line replaces ``lm``."""
+    from bineval_dspy.cli.dry_run import optimize_plan
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import lm_identity
     from bineval_dspy.lm.specs import make_lm
@@ -28,14 +29,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
     config = load_config(Path(args.config))
     config, source = command_line_lm(args, config)
-    from bineval_dspy.cli.dry_run import optimize_plan
-
-    plan = optimize_plan(config, config.lm, args.api_base)
     if args.dry_run:  # the most the run may ask of its LM; nothing is called or written
-        shown.print(plan.summary())
+        shown.print(optimize_plan(config, config.lm, args.api_base).summary())
         return ExitCode.OK
     lm = runtime.configure(lm_options(args, spec=config.lm, source=source), args.cache_dir)
-    plan.save(config.run_dir)  # `show` holds it against what the run spent
+    optimize_plan(config, config.lm, args.api_base).save(config.run_dir)  # `show` holds it against what the run spent
     meter = budget_meter(args, [lm.model, *(spec for spec in (config.lesson_lm, config.reference.lm) if spec)])
     student, optimizer, (train, val, test) = build(config, progress=True)
     optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))

@@ -247,7 +247,7 @@ def _show_disagreements(run: ExperimentRun) -> None:
 
     rows = disagreeing(run.grid)
     names = [arm.name for arm in run.results.arms]
-    table = _table(f"columns disagree on {len(rows)} of {len(run.grid)} rows (first {min(len(rows), WORST)}; outputs in `bineval report`)", "row", *names, left=("row", *names), wrap=names)
+    table = _table(f"columns disagree on {len(rows)} of {len(run.grid)} rows (first {min(len(rows), WORST)}; outputs in `bineval report`)", "row", *names, left=("row", *names), wrap=tuple(names))
     for row in rows[:WORST]:
         _row(table, row.id, *(_cell(row.cells.get(name)) for name in names))
     console.print(table)

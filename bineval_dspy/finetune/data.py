@@ -20,8 +20,8 @@ from pydantic import BaseModel
 
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError, RunError, one_line
-from bineval_dspy.core.fingerprint import Fingerprint, open_for_resume
-from bineval_dspy.core.jsonio import append_jsonl, read_jsonl_models, rewrite_jsonl
+from bineval_dspy.core.fingerprint import Fingerprint
+from bineval_dspy.core.runlog import model_log
 from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.finetune.settings import FinetuneSettings
 from bineval_dspy.optimize.metric import BinEvalMetric
@@ -110,10 +110,8 @@ def collect(
     that could not be sampled or scored stops the run after the others are written (``RunError``)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / SAMPLES_FILE
-    done: dict[str, PromptSamples] = {}
-    if open_for_resume(out, fingerprint):
-        done = {r.key: r for _, r in read_jsonl_models(out, PromptSamples, torn_tail=True, hint="; use --overwrite or a new run_dir")}
-        rewrite_jsonl(out, [r.model_dump() for r in done.values()])  # without a torn last line
+    log = model_log(out, PromptSamples, key=lambda r: r.key, hint="; use --overwrite or a new run_dir")
+    done = log.open(fingerprint)
     todo = [ex for ex in examples if metric.example_id(ex) not in done]
 
     def one(example: dspy.Example) -> PromptSamples | str:
@@ -127,7 +125,7 @@ def collect(
         if isinstance(result, str):
             failures.append(result)
             continue
-        append_jsonl(out, result.model_dump())
+        log.append(result)
         done[result.key] = result
     if failures:
         raise RunError(f"{len(failures)} train prompt(s) could not be sampled and scored (first: {failures[0]}); rerun to retry them")

@@ -23,15 +23,13 @@ from pydantic import BaseModel, Field, computed_field
 from bineval_dspy.checklists.writers import ChecklistUsage, save_checklist_usage, usage_sidecar
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError, RunError, one_line
-from bineval_dspy.core.fingerprint import Fingerprint, file_digest, open_for_resume
+from bineval_dspy.core.fingerprint import Fingerprint, file_digest
 from bineval_dspy.core.jsonio import (
-    append_jsonl,
     check_output_path,
     load_model,
-    read_jsonl_models,
-    rewrite_jsonl,
     write_json,
 )
+from bineval_dspy.core.runlog import RunLog, model_log
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.judges.runner import Parallelism, ordered_map, parallelism
@@ -153,9 +151,11 @@ def run_meta_eval(
     config.run_dir.mkdir(parents=True, exist_ok=True)
     out = config.run_dir / SCORES_FILE
     check_output_path(out)
-    resumed = open_for_resume(out, run_fingerprint(config, identity, checklists), overwrite)
     planned = {(m.name, row.id) for m in config.methods for row in rows}
-    records = _kept_records(out, planned) if resumed else {}
+    log = scores_log(out)
+    resumed = not overwrite and out.exists() and out.stat().st_size > 0  # a written checklist is reused then too
+    kept = log.open(run_fingerprint(config, identity, checklists), overwrite, wanted=lambda key: tuple(key.split("\x00", 1)) in planned)
+    records = {(r.method, r.id): r for r in kept.values()}
     if records:
         console.print(f"resuming: {len(records)} finished score(s) kept in {out}, {len(planned) - len(records)} to do")
 
@@ -172,7 +172,7 @@ def run_meta_eval(
                     if isinstance(method, BinEvalMethod) and method.checklist == "generate":
                         checklist = _generated_checklist(config, method, dimensions, reuse=resumed, meter=meter)
                     for record in _score(method, todo, config, checklist, method_lm, threads, meter, rows):
-                        append_jsonl(out, record.model_dump(mode="json"))
+                        log.append(record)
                         records[record.method, record.id] = record
     except BudgetExhausted:
         raise meter.exhausted(f"{len(planned) - len(records)} of {len(planned)} score(s) not started") from None
@@ -261,15 +261,9 @@ def run_fingerprint(config: MetaEvalConfig, lm: str | None, checklists: Mapping[
     return fingerprint
 
 
-def _kept_records(out: Path, planned: set[tuple[str, str]]) -> dict[tuple[str, str], OutputScore]:
-    """Complete lines of earlier output by (method, output id); the rest are dropped from the file, to score again."""
-    kept: dict[tuple[str, str], OutputScore] = {}
-    # a run killed mid-write leaves a torn last line
-    for _, record in read_jsonl_models(out, OutputScore, torn_tail=True, hint="; use --overwrite or a new run_dir"):
-        if record.complete and (record.method, record.id) in planned:
-            kept[record.method, record.id] = record
-    rewrite_jsonl(out, (r.model_dump(mode="json") for r in kept.values()))  # atomic: a kill keeps the old file
-    return kept
+def scores_log(out: Path) -> RunLog[OutputScore]:
+    """A meta-eval's scores as a run log: keyed by (method, output id), kept when every dimension got a score."""
+    return model_log(out, OutputScore, key=lambda r: f"{r.method}\x00{r.id}", finished=lambda r: r.complete, hint="; use --overwrite or a new run_dir")
 
 
 def _generated_checklist(

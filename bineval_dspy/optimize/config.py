@@ -143,12 +143,18 @@ def resolve_paths(config: Config, path: Path) -> Config:
     return config
 
 
+def _count(size: int | Path | str) -> int:
+    """A split's size given as a count (the validator refused counts mixed with files)."""
+    assert isinstance(size, int), size
+    return size
+
+
 def split(items: list, data: DataConfig, source: str, group=lambda item: item) -> tuple[list, list, list]:
     """Seeded train/val/test split by group (suite key, or instruction id), so no group spans two splits."""
     groups = list(dict.fromkeys(group(item) for item in items))
     random.Random(data.seed).shuffle(groups)
-    sizes = [int(data.train), int(data.val)]  # type: ignore[arg-type]  (counts: the validator refused a mix with files)
-    sizes.append(max(len(groups) - sum(sizes), 0) if data.test == "rest" else int(data.test))  # type: ignore[arg-type]
+    sizes = [_count(data.train), _count(data.val)]
+    sizes.append(max(len(groups) - sum(sizes), 0) if data.test == "rest" else _count(data.test))
     if len(groups) < sum(sizes):
         raise InputError(f"{source}: {len(groups)} groups in the data, fewer than train + val + test = {sum(sizes)}")
     cut = {"train": groups[: sizes[0]], "val": groups[sizes[0] : sizes[0] + sizes[1]]}

@@ -68,6 +68,7 @@ class DimensionPhi(BaseModel):
 class PhiReport(BaseModel):
     """``phi.json``: per dimension, the phi of every pair of its questions over the judged outputs."""
 
+    kind: Literal["phi"] = "phi"  # what the file is, for the readers of every run file
     source: str
     values: Values
     statistic: Literal["phi", "pearson"]  # phi on yes/no answers; Pearson r on P(yes)

@@ -18,6 +18,7 @@ Savings: one LM call per output for every dropped question the LM answered (code
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, computed_field
 
@@ -45,6 +46,7 @@ class Cut(BaseModel):
 class PruningReport(BaseModel):
     """``pruning.json``: what was cut and why, and the LM calls per output before and after."""
 
+    kind: Literal["pruning"] = "pruning"  # what the file is, for the readers of every run file
     values: Values
     statistic: str
     threshold: float

@@ -19,6 +19,7 @@ of the same outputs, with paired bootstrap intervals over documents.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -128,6 +129,7 @@ class DimensionWeights(BaseModel):
 class WeightsReport(BaseModel):
     """``weights.json``: the fitted weights per dimension and how they do on held-out documents."""
 
+    kind: Literal["weights"] = "weights"  # what the file is, for the readers of every run file
     values: Values
     alpha: float
     folds: int

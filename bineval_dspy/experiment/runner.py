@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import dspy
 from pydantic import BaseModel, Field
 
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.experiment.arms import ARMS, ArmContext, Stick, check_inputs
 from bineval_dspy.experiment.config import ExperimentConfig
 from bineval_dspy.experiment.grid import experiment_grid, write_grid
@@ -61,6 +63,7 @@ class ArmResult(BaseModel):
 
 
 class ExperimentResults(BaseModel):
+    kind: Literal["experiment"] = "experiment"  # what the file is, for the readers of every run file
     name: str
     mode: str
     splits: dict[str, int]
@@ -168,10 +171,8 @@ def _compare(experiment: ExperimentResults, evaluations: dict[str, Evaluation], 
 
 def save(results: ExperimentResults, run_dir: Path) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / (RESULTS_FILE + ".tmp")
-    tmp.write_text(results.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(run_dir / RESULTS_FILE)
-    (run_dir / TABLE_FILE).write_text(markdown(results) + "\n", encoding="utf-8")
+    write_text_atomic(run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
+    write_text_atomic(run_dir / TABLE_FILE, markdown(results) + "\n")
 
 
 def markdown(results: ExperimentResults) -> str:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Literal
 
 import dspy
 import numpy as np
@@ -98,6 +99,7 @@ class MethodResult(BaseModel):
 class MetaEvalResults(BaseModel):
     """What ``run_meta_eval`` returns (and ``meta.report`` writes as ``results.md`` and ``results.csv``)."""
 
+    kind: Literal["meta-eval"] = "meta-eval"  # what the file is, for the readers of every run file
     dataset: str
     lm: str | None
     documents: int

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, computed_field, model_validator
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import load_model
+from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.optimize.edits import Edit
 from bineval_dspy.optimize.lessons import Failure, Lesson
@@ -140,6 +140,7 @@ class IterationRecord(Charged):
 class Audit(BaseModel):
     """Everything one optimizer run did; ``fingerprint`` records what decided its results (resume checks it)."""
 
+    kind: Literal["optimizer-audit"] = "optimizer-audit"  # what the file is, for the readers of every run file
     mode: Literal["self", "cross"]
     settings: OptimizerSettings
     fingerprint: dict[str, str] = Field(default_factory=dict)
@@ -159,9 +160,7 @@ class Audit(BaseModel):
     def save(self, run_dir: Path) -> None:
         """Write atomically: a kill never leaves a half-written audit."""
         run_dir.mkdir(parents=True, exist_ok=True)
-        tmp = run_dir / (AUDIT_FILE + ".tmp")
-        tmp.write_text(self.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
-        tmp.replace(run_dir / AUDIT_FILE)
+        write_text_atomic(run_dir / AUDIT_FILE, self.model_dump_json(indent=2, exclude_none=True))
 
     @classmethod
     def load(cls, run_dir: Path) -> Audit:

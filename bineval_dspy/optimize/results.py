@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import dspy
 import numpy as np
 from pydantic import BaseModel, Field
 
-from bineval_dspy.core.jsonio import load_model
+from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.meta.agreement import kappa_statistic
 from bineval_dspy.optimize.audit import Audit, Demos, ItemResult
@@ -90,15 +91,14 @@ class TestResults(BaseModel):
 class RunResults(BaseModel):
     """``RUN_DIR/results.json``: the split sizes and the test comparison, with what scoring the test split cost."""
 
+    kind: Literal["optimizer-test"] = "optimizer-test"  # what the file is, for the readers of every run file
     splits: dict[str, int]
     test: TestResults | None = None
     usage: Cost = Field(default_factory=Cost)
 
     def save(self, run_dir: Path) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
-        tmp = run_dir / (RESULTS_FILE + ".tmp")
-        tmp.write_text(self.model_dump_json(indent=2), encoding="utf-8")
-        tmp.replace(run_dir / RESULTS_FILE)
+        write_text_atomic(run_dir / RESULTS_FILE, self.model_dump_json(indent=2))
 
     @classmethod
     def load(cls, run_dir: Path) -> RunResults:

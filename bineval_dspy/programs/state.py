@@ -16,7 +16,7 @@ import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import load_model
+from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.programs.weights import Weights, attach, weights_of
 
@@ -122,9 +122,7 @@ class ProgramFile(BaseModel):
         """Write atomically: a kill never leaves half a program. An adapter's path is written from the file's folder."""
         path.parent.mkdir(parents=True, exist_ok=True)
         state = self if self.weights is None else self.model_copy(update={"weights": self.weights.relative_to(path.parent)})
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(state.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, state.model_dump_json(indent=2, exclude_none=True))
 
 
 def program_path(path: Path) -> Path:

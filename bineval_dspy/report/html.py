@@ -29,6 +29,7 @@ from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
 from bineval_dspy import __version__
+from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate
 from bineval_dspy.report import figures
 from bineval_dspy.report.figures import Figure
@@ -279,7 +280,5 @@ def render(runs: Sequence[Run], title: str = "bineval report", charts_on: bool =
 
 def write_report(runs: Sequence[Run], out: Path, title: str = "bineval report", charts_on: bool = True) -> Path:
     """Write the report atomically (temporary file, then rename); returns ``out``."""
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(render(runs, title, charts_on), encoding="utf-8")
-    tmp.replace(out)
+    write_text_atomic(out, render(runs, title, charts_on))
     return out

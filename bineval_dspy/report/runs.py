@@ -144,7 +144,14 @@ NOT_A_RUN = "not a run the library writes (an optimizer's audit.json, a meta-eva
 
 
 def _json_run(path: Path, raw: dict[str, Any]) -> Run:
-    """A JSON file, by the fields that tell the kinds apart."""
+    """A JSON file, by its ``kind`` (files from before runs carried one: by the fields that tell the kinds apart)."""
+    kind = raw.get("kind")
+    if kind == "optimizer-test" and (path.parent / AUDIT_FILE).is_file():
+        return _optimizer(path.parent / AUDIT_FILE)
+    if kind in ("phi", "pruning", "weights"):
+        return _analysis(path.parent, {kind: path})
+    if kind == "meta-eval" and (path.parent / SCORES_FILE).is_file():
+        return load_meta(path.parent)
     if {"mode", "start", "best"} <= raw.keys():
         return _optimizer(path, raw)
     if {"study", "trials"} <= raw.keys():

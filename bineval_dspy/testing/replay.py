@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ from dspy.clients.backend_selection import CLIENT_KEYS
 from dspy.lm15 import FinishReason, Message, Request, Response, TokenLogprob, TopLogprob, Usage
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
 
+from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.testing.scripted import Script, ScriptedEngine
 
 PREVIEW_LINES = 4
@@ -210,9 +210,7 @@ def save_cassette(path: str | Path, entries: Iterable[CassetteEntry]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [entry.model_dump_json() + "\n" for entry in sorted(entries, key=lambda entry: entry.key)]
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(lines), encoding="utf-8")
-    os.replace(partial, path)
+    write_text_atomic(path, "".join(lines))
 
 
 class RecordingEngine:

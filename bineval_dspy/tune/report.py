@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, computed_field
 from rich.table import Table
 
 from bineval_dspy.core.console import console
+from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.core.plots import agg_figure
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.tune.config import Direction, TuneConfig
@@ -43,6 +44,7 @@ class TrialRecord(BaseModel):
 class TuneResults(BaseModel):
     """A study when this worker finished: counts by state, the best trial(s), and every trial."""
 
+    kind: Literal["tune"] = "tune"  # what the file is, for the readers of every run file
     study: str
     storage: str
     objectives: dict[str, Direction]
@@ -103,10 +105,8 @@ def write_results(results: TuneResults, folder: Path) -> tuple[Path, Path]:
     """``results.json`` and ``trials.png`` in the study's folder, each written whole (then renamed)."""
     folder.mkdir(parents=True, exist_ok=True)
     path, plot = folder / RESULTS_FILE, folder / PLOT_FILE
-    tmp = _tmp(path)
-    tmp.write_text(results.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(path)
-    tmp = _tmp(plot)
+    write_text_atomic(path, results.model_dump_json(indent=2))
+    tmp = _tmp(plot)  # matplotlib writes the file itself: renamed whole once it is done
     plot_trials(results, tmp)
     tmp.replace(plot)
     return path, plot

@@ -9,7 +9,6 @@ tells a user whether their copy is that part, so a figure they rerun is comparab
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from importlib.resources import files
 from pathlib import Path
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode, InputError
+from bineval_dspy.core.fingerprint import sha256_of
 from bineval_dspy.core.terminal import styled
 
 
@@ -35,14 +35,6 @@ class DataFile(BaseModel):
 def catalogue() -> list[DataFile]:
     raw = json.loads(files("bineval_dspy.data").joinpath("datasets.json").read_text(encoding="utf-8"))
     return [DataFile.model_validate(entry) for entry in raw["files"]]
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def cmd_data(args: argparse.Namespace) -> int:
@@ -66,11 +58,11 @@ def cmd_data(args: argparse.Namespace) -> int:
         path = found.get(entry.file)
         if path is None:
             shown.print(f"missing  {entry.file}", markup=False, highlight=False)
-        elif sha256(path) == entry.sha256:
+        elif sha256_of(path) == entry.sha256:
             shown.print(f"ok       {entry.file}", markup=False, highlight=False)
         else:
             differ += 1
-            shown.print(f"DIFFERS  {entry.file}: not the file the figures were measured on (sha256 {sha256(path)[:16]}...)", markup=False, highlight=False)
+            shown.print(f"DIFFERS  {entry.file}: not the file the figures were measured on (sha256 {sha256_of(path)[:16]}...)", markup=False, highlight=False)
     console.print(f"{len(found) - differ} of {len(entries)} file(s) match, {differ} differ, {len(entries) - len(found)} missing")
     return ExitCode.INCOMPLETE if differ else ExitCode.OK
 

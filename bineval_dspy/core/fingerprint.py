@@ -32,6 +32,16 @@ def file_digest(path: Path) -> str:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
 
 
+def sha256_of(path: Path) -> str:
+    """A file's whole sha256, streamed (a model or data file may be large), read now: an adapter may be rewritten by
+    a resumed training run."""
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
 def sidecar(out: Path) -> Path:
     """Where the fingerprint of ``out`` lives: ``OUT.fingerprint.json`` beside it."""
     return out.with_name(out.name + ".fingerprint.json")

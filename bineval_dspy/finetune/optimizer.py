@@ -69,7 +69,8 @@ class BinEvalFinetune:
         """The student on a fine-tuned adapter, or the student itself when nothing made training data (``valset`` is
         not used: no choice is made on held-out data). A generator learns from its own samples, scored by the metric;
         a ``BinaryJudge`` from the ``reference`` verdicts its train examples carry (distillation)."""
-        from bineval_dspy.lm.specs import EMBEDDED, embedded_model_path, sha256_of
+        from bineval_dspy.core.fingerprint import sha256_of
+        from bineval_dspy.lm.specs import EMBEDDED, embedded_model_path
 
         self.base = self.base or _configured_base()
         if self.base not in EMBEDDED and not self.base.endswith(".gguf"):

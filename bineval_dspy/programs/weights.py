@@ -36,7 +36,7 @@ class Weights(BaseModel):
 
     def check(self, where: str) -> None:
         """Both files exist and are the ones recorded; else one located error."""
-        from bineval_dspy.lm.specs import sha256_of
+        from bineval_dspy.core.fingerprint import sha256_of
 
         for field, path, recorded in (
             ("weights.adapter", self.adapter, self.adapter_sha256),

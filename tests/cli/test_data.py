@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.cli.data import catalogue, sha256
+from bineval_dspy.cli.data import catalogue
+from bineval_dspy.core.fingerprint import sha256_of
 from tests.conftest import SHARED_DATA
 
 
@@ -30,5 +31,5 @@ def test_a_copy_that_differs_is_named_and_exits_1_and_a_folder_without_any_is_on
 def test_the_shared_data_is_what_the_catalogue_says(capsys):
     for entry in catalogue():
         path = SHARED_DATA / entry.file
-        assert sha256(path) == entry.sha256 and len(path.read_bytes().splitlines()) == entry.rows, entry.file
+        assert sha256_of(path) == entry.sha256 and len(path.read_bytes().splitlines()) == entry.rows, entry.file
     assert cli.main(["data", "--check", str(SHARED_DATA)]) == 0

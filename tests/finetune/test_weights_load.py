@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.lm.specs import embedded_model_path, sha256_of
+from bineval_dspy.core.fingerprint import sha256_of
+from bineval_dspy.lm.specs import embedded_model_path
 
 pytestmark = pytest.mark.embedded
 

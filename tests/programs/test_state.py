@@ -60,7 +60,8 @@ def test_judge_with_a_program_decides_by_its_thresholds(tmp_path, monkeypatch, c
 
 
 def _weights_program(tmp_path, **change):
-    from bineval_dspy.lm.specs import embedded_model_path, sha256_of
+    from bineval_dspy.core.fingerprint import sha256_of
+    from bineval_dspy.lm.specs import embedded_model_path
 
     adapter = tmp_path / "adapter.gguf"
     adapter.write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(16))

@@ -47,8 +47,8 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run (or resume) every arm of an experiment; ``--lm`` replaces the config's ``lm``."""
-    from bineval_dspy.cli.dry_run import experiment_plan
     from bineval_dspy.experiment.config import load_experiment
+    from bineval_dspy.experiment.plan import experiment_plan
     from bineval_dspy.experiment.runner import RESULTS_FILE, TABLE_FILE, markdown, run_experiment
     from bineval_dspy.lm import runtime
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -16,7 +16,6 @@ from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.fingerprint import digest, file_digest
 from bineval_dspy.core.jsonio import check_output_path, read_jsonl, read_text
-from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.terminal import styled
 
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
@@ -36,17 +35,6 @@ def _mean(values: list[float | None]) -> str:
     return f"{sum(known) / len(known):.3f}" if known else "n/a"
 
 
-def generated_log(out: Path) -> RunLog[dict[str, Any]]:
-    """Generate's output as a run log: records keyed by suite key, kept when the response is not blank and every
-    STICK check was answered (a blank response is retried: the LM cache never keeps one)."""
-    from bineval_dspy.programs.generator import unchecked
-
-    def finished(record: dict[str, Any]) -> bool:
-        return bool(str(record.get("response") or "").strip()) and not unchecked(record)
-
-    return RunLog(out, key=lambda record: str(record["key"]), parse=lambda number, record: record, dump=lambda record: record, finished=finished, required=("key",))
-
-
 def _program(args: argparse.Namespace, instructions: str | None) -> Generator:
     """The generator: from ``--program`` (its instructions, demos and token limit, unless ``--max-tokens`` is
     given), else the default or ``--instructions``."""
@@ -62,15 +50,15 @@ def _program(args: argparse.Namespace, instructions: str | None) -> Generator:
 
 
 STICK_QUESTIONS = 8  # the most LM-written (TICK) questions of a row's hybrid checklist: its judge's calls per response
-JUDGE_OVERHEAD_TOKENS = 450  # the judge's instructions and verdict schema (about 450 tokens with smollm2's tokenizer)
 
 
 def _plan(args: argparse.Namespace, rows: list, program: Generator, out: Path) -> Plan:
     """The LM work of the rows a run would generate (finished rows of earlier output are kept): one response each;
     with STICK also the TICK writer, every sample's and rewrite's judging and the rewrites, counted at most and
     then estimated (their prompts depend on responses not yet written)."""
-    from bineval_dspy.lm.estimate import Plan, formatted, message_tokens, token_counter
+    from bineval_dspy.lm.estimate import JUDGE_OVERHEAD_TOKENS, Plan, formatted, message_tokens, token_counter
     from bineval_dspy.lm.specs import DEFAULT_LM
+    from bineval_dspy.programs.generator import generated_log
 
     spec = args.lm or DEFAULT_LM
     count, exact = token_counter(spec)
@@ -98,7 +86,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from bineval_dspy.judges.runner import parallelism
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
-    from bineval_dspy.programs.generator import run_generation, unchecked
+    from bineval_dspy.programs.generator import generated_log, run_generation, unchecked
     from bineval_dspy.programs.records import Selection, SelectionStats
     from bineval_dspy.programs.state import demos_of, program_path
     from bineval_dspy.programs.weights import weights_of

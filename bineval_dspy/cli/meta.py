@@ -35,7 +35,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
         console.print(f"--limit {args.limit} replaces limit = {config.limit} of {config.source}")
         config = config.model_copy(update={"limit": args.limit})
     if args.dry_run:  # every LM method on every sampled output; nothing is called or written
-        from bineval_dspy.cli.dry_run import meta_plan
+        from bineval_dspy.meta.plan import meta_plan
 
         shown.print(meta_plan(config, config.lm, args.api_base).summary())
         return ExitCode.OK

@@ -19,12 +19,12 @@ from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
 def cmd_optimize(args: argparse.Namespace) -> int:
     """Run (or resume) the optimization a config describes; ``--lm`` given on the command line replaces ``lm``."""
-    from bineval_dspy.cli.dry_run import optimize_plan
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import lm_identity
     from bineval_dspy.lm.specs import make_lm
     from bineval_dspy.optimize.audit import AUDIT_FILE
     from bineval_dspy.optimize.config import build, load_config, run_fingerprint, splits_of, test_scorer
+    from bineval_dspy.optimize.plan import optimize_plan
     from bineval_dspy.optimize.results import RunResults, score_test
 
     config = load_config(Path(args.config))

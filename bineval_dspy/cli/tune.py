@@ -30,7 +30,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     budget = budget_of(args)
     tuning = prepare(path, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, priced=budget.max_cost is not None)
     if args.dry_run:  # every trial at its base settings; no study is opened, no LM called
-        from bineval_dspy.cli.dry_run import tune_plan
+        from bineval_dspy.tune.plan import tune_plan
 
         shown.print(tune_plan(tuning, args.lm, args.api_base).summary())
         return ExitCode.OK

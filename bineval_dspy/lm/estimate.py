@@ -23,6 +23,10 @@ from bineval_dspy.core.jsonio import describe_validation_error, read_json, write
 from bineval_dspy.lm.usage import Cost, dollars
 
 CHARS_PER_TOKEN = 4  # the usual English average; used only where the model's tokenizer is not at hand
+# prompts built from text not yet written are estimated at these sizes (with smollm2's tokenizer)
+NOTE_TOKENS = 600  # a note-taker or prompt-updater call: the instructions, one failure and the lesson so far
+JUDGE_OVERHEAD_TOKENS = 450  # a judge call's instructions and verdict schema, beside the input and the response
+RATING_OVERHEAD_TOKENS = 300  # a holistic or UniEval prompt's instructions and definition
 
 Counter = Callable[[str], int]
 

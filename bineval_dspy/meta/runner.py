@@ -132,7 +132,7 @@ def run_meta_eval(
     remote LM. Bad input raises InputError before any LM call; an LM that writes no usable checklist, RunError;
     ``meter``'s budget reached, BudgetExhausted (the finished scores are saved).
     """
-    rows = _checked_rows(config)
+    rows = checked_rows(config)
     dimensions = config.scored_dimensions()
     checklists: dict[str, Checklist] = {}
     for method in config.methods:
@@ -212,7 +212,7 @@ def _score(
         yield OutputScore(**dict(score), method=method.name, id=row.id, doc_id=row.doc_id, usage=cost, seconds=seconds)
 
 
-def _checked_rows(config: MetaEvalConfig) -> list[MetaRow]:
+def checked_rows(config: MetaEvalConfig) -> list[MetaRow]:
     """The dataset's rows after every check that needs no LM: dimensions rated, methods applicable; then sampled."""
     where = config.source or "config"
     rows = config.dataset.load()
@@ -277,7 +277,7 @@ def _generated_checklist(
     if reuse and path.exists():
         return load_model(path, Checklist)
     task = config.dataset.task
-    assert task is not None  # _checked_rows refuses a generated checklist without one
+    assert task is not None  # checked_rows refuses a generated checklist without one
     with meter.unit("checklist", f"method {method.name}'s checklist not written") as measurement:
         try:
             checklist = checklist_writer(method, config.dataset.genre)(task=task, dimensions=list(dimensions))

@@ -22,6 +22,7 @@ from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError, one_line
 from bineval_dspy.core.jsonio import append_jsonl, read_jsonl
+from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join
 from bineval_dspy.judges.binary import BinaryJudge
@@ -237,3 +238,12 @@ def run_generation(
     except BudgetExhausted as exc:
         report.stopped = exc
     return report
+
+
+def generated_log(out: Path) -> RunLog[dict[str, Any]]:
+    """Generate's output as a run log: records keyed by suite key, kept when the response is not blank and every
+    STICK check was answered (a blank response is retried: the LM cache never keeps one)."""
+    def finished(record: dict[str, Any]) -> bool:
+        return bool(str(record.get("response") or "").strip()) and not unchecked(record)
+
+    return RunLog(out, key=lambda record: str(record["key"]), parse=lambda number, record: record, dump=lambda record: record, finished=finished, required=("key",))

@@ -15,7 +15,7 @@ import dspy
 
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.schema import Question, Verdict
-from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.base import Judge
 from bineval_dspy.judges.runner import ordered_map
 from bineval_dspy.optimize.audit import EvalSummary, ItemResult
 from bineval_dspy.optimize.lessons import Failure
@@ -211,7 +211,7 @@ class CrossModelFeedback:
     mode: Literal["self", "cross"] = "cross"
 
     def __init__(
-        self, reference_judge: BinaryJudge | None = None, reference_lm: dspy.LM | None = None, *, progress: bool = False
+        self, reference_judge: Judge | None = None, reference_lm: dspy.LM | None = None, *, progress: bool = False
     ) -> None:
         if (reference_judge is None) != (reference_lm is None):
             raise ValueError("give both reference_judge and reference_lm, or neither (recorded references)")

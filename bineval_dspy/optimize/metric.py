@@ -23,7 +23,7 @@ import dspy
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.core.scoring import join, outcomes
-from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.base import Judge
 from bineval_dspy.optimize.lessons import Failure
 from bineval_dspy.verifiers import VerifierError, describe
 
@@ -38,7 +38,7 @@ class BinEvalMetric:
 
     def __init__(
         self,
-        judge: BinaryJudge,
+        judge: Judge,
         checklist_for: Callable[[dspy.Example], Checklist],
         *,
         input_field: str = "prompt",
@@ -132,7 +132,7 @@ class BinEvalMetric:
 
 
 def bineval_metric(
-    judge: BinaryJudge,
+    judge: Judge,
     checklist_for: Callable[[dspy.Example], Checklist],
     *,
     input_field: str = "prompt",

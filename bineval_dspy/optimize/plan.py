@@ -40,7 +40,7 @@ def estimated(config: Any) -> str:
     return "note-taking and judge prompts" if config.mode == "self" and config.program.llm_questions[1] else "note-taking prompts"
 
 
-def _self_costs(config: Any, student: Any, count: Any, examples: list) -> tuple[float, int, int]:
+def _self_costs(config: Any, student: Any, count: Any, examples: list[Any]) -> tuple[float, int, int]:
     """Mean prompt tokens a call, calls an example (its response and each LM question of its checklist) and the
     completion limit, for a generator."""
     prompts = [message_tokens(count, formatted(student.generate, student.adapter, {"prompt": ex.prompt})) for ex in examples] or [0]
@@ -51,7 +51,7 @@ def _self_costs(config: Any, student: Any, count: Any, examples: list) -> tuple[
     return (mean_prompt + questions * judge_prompt) / calls, calls, config.program.max_tokens
 
 
-def _cross_costs(config: Any, student: Any, count: Any, examples: list) -> tuple[float, int, int]:
+def _cross_costs(config: Any, student: Any, count: Any, examples: list[Any]) -> tuple[float, int, int]:
     """The same for a judge: one verdict an example (``samples`` of them), and the reference's when it is an LM."""
     from bineval_dspy.lm.estimate import completion_limit
 

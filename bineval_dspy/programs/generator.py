@@ -25,6 +25,7 @@ from bineval_dspy.core.jsonio import append_jsonl, read_jsonl
 from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join
+from bineval_dspy.judges.base import Judge
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import BudgetMeter, metered_map
 from bineval_dspy.lm.usage import Cost
@@ -122,7 +123,7 @@ def generate_row(
     *,
     refine: int = 0,
     best_of: int = 1,
-    judge: BinaryJudge | None = None,
+    judge: Judge | None = None,
     writer: TickQuestionWriter | None = None,
     stop_at_pass: bool = False,
 ) -> GenerationRecord:
@@ -197,7 +198,7 @@ def run_generation(
     threads: int = 1,
     refine: int = 0,
     best_of: int = 1,
-    judge: BinaryJudge | None = None,
+    judge: Judge | None = None,
     writer: TickQuestionWriter | None = None,
     meter: BudgetMeter | None = None,
     stop_at_pass: bool = False,

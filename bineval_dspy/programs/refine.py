@@ -15,7 +15,7 @@ import dspy
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join, outcomes
-from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.base import Judge
 from bineval_dspy.programs.records import Selection
 from bineval_dspy.programs.sampling import draw
 
@@ -77,7 +77,7 @@ class SelfRefine(dspy.Module):
     as in the paper; refinement stops early once nothing fails or a rewrite changes nothing.
     """
 
-    def __init__(self, judge: BinaryJudge, max_iterations: int = 1, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+    def __init__(self, judge: Judge, max_iterations: int = 1, max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
         super().__init__()
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
@@ -143,7 +143,7 @@ class ChecklistBestOfN(dspy.Module):
     """
 
     def __init__(
-        self, program: dspy.Module, judge: BinaryJudge, n: int, temperature: float = 0.7, stop_at_pass: bool = False,
+        self, program: dspy.Module, judge: Judge, n: int, temperature: float = 0.7, stop_at_pass: bool = False,
         *, per_round: int | None = None, seed: int = 0,
     ) -> None:
         super().__init__()

@@ -166,3 +166,17 @@ def test_the_cache_is_the_flag_else_bineval_cache_dir_else_the_runs_own(tmp_path
     monkeypatch.delenv("BINEVAL_CACHE_DIR")
     assert cli.main(["eval", str(config)]) == 0
     assert seen[:2] == [tmp_path / "shared", tmp_path / "given"] and seen[2].parts[-3:] == ("runs", "eval", "cache")
+
+
+def test_a_torn_or_repeated_column_row_is_repaired_on_resume_and_only_it_regenerated(tmp_path, lms):
+    """Probe 135 (issue 34's run kernel under eval): a kill mid-write and a repeated row in a column's file."""
+    config = write_config(tmp_path)
+    assert cli.main(["eval", str(config)]) == 0
+    column = tmp_path / "runs" / "eval" / "columns" / "start@plain" / "responses.jsonl"
+    lines = column.read_text().splitlines(keepends=True)
+    column.write_text(lines[0] + "".join(lines[:3]) + lines[3][:20])  # row 0 twice, row 3 torn
+    before = len(lms["custom/plain"].engine.requests)
+    assert cli.main(["eval", str(config)]) == 0
+    assert len(lms["custom/plain"].engine.requests) == before + 1  # row 3 only
+    keys = [json.loads(line)["key"] for line in column.read_text().splitlines()]
+    assert sorted(str(key) for key in keys) == ["0", "1", "2", "3"]  # each row once, whole

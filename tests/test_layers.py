@@ -51,3 +51,40 @@ def test_no_import_points_sideways_or_up():
             if target in table and target != source and table[target] >= table[source]:
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {source} (layer {table[source]}) imports {target} (layer {table[target]})")
     assert wrong == []
+
+
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]+(?:-[a-z0-9]+)*")
+SPEAKS_CLI = {"cli", "pytest_plugin", "__main__"}  # a command line of their own: bineval's, pytest's
+
+
+def strings(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string a module's code holds, docstrings left out (they may show a command line)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value) for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+        and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }  # fmt: skip
+    return [
+        (node.lineno, node.value) for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]  # fmt: skip
+
+
+def test_no_library_string_names_a_cli_flag():
+    """Library messages name parameters (`overwrite`); the CLI says its flags (issue 34, item 4)."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {FLAG.search(text).group()}"  # type: ignore[union-attr]
+        for path in sorted(PACKAGE.rglob("*.py")) if path.relative_to(PACKAGE).parts[0].removesuffix(".py") not in SPEAKS_CLI
+        for line, text in strings(path) if FLAG.search(text) and "pip install" not in text  # pip's own flags may be shown
+    ]  # fmt: skip
+    assert not found, f"{len(found)} library string(s) name a CLI flag:\n" + "\n".join(found)
+
+
+def test_the_cli_says_a_library_message_in_its_flags():
+    from bineval_dspy.cli.main import build_parser, flags_of, in_flags
+
+    say = in_flags(flags_of(build_parser()))
+    assert say("use `overwrite` or a new output path") == "use --overwrite or a new output path"
+    assert say("drop `judge.chain_of_thought`; check `api_key`") == "drop --cot; check --api-key-env"
+    assert say("field `dimension` stays") == "field `dimension` stays"  # not a parameter of any command

@@ -44,15 +44,15 @@ def analysed_method(kind: Kind, scores: Path, method: str | None) -> str | None:
 
     if kind == "judge":
         if method is not None:
-            raise InputError(f"--method: {scores} is `bineval judge` output, not a meta-eval run")
+            raise InputError(f"`method`: {scores} is `bineval judge` output, not a meta-eval run")
         return None
     methods = scored_methods(scores)
     if method is None:
         if len(methods) != 1:
-            raise InputError(f"--method: {scores} holds scorecards of {len(methods)} methods ({', '.join(methods) or 'none'}); choose one")
+            raise InputError(f"`method`: {scores} holds scorecards of {len(methods)} methods ({', '.join(methods) or 'none'}); choose one")
         return methods[0]
     if method not in methods:
-        raise InputError(f"--method {method}: no scorecards of it in {scores} (methods with scorecards: {', '.join(methods) or 'none'})")
+        raise InputError(f"`method` {method}: no scorecards of it in {scores} (methods with scorecards: {', '.join(methods) or 'none'})")
     return method
 
 
@@ -77,7 +77,7 @@ def reference_scores(values: list[str], kind: Kind, scores: Path) -> tuple[Refer
         elif kind == "judge":
             sources.append((value, field_references(scores, value)))
         else:
-            raise InputError(f"--reference {value}: no such file (a field name works on `bineval judge` output only)")
+            raise InputError(f"`reference` {value}: no such file (a field name works on `bineval judge` output only)")
     return (merge_references(sources) if sources else None), checklists
 
 
@@ -91,8 +91,8 @@ def judged_checklist(given: Path | None, kind: Kind, scores: Path, method: str |
         generated = scores.parent / f"checklist-{method}.json"
         path = generated if generated.is_file() else named.get(method)
     if path is None:
-        wanted = "the checklist the rows were judged with" if kind == "judge" else f"the checklist of method {method!r}, or the run's config as --reference CONFIG.toml"
-        raise InputError(f"--checklist: needed ({wanted})")
+        wanted = "the checklist the rows were judged with" if kind == "judge" else f"the checklist of method {method!r}, or the run's config as `reference` CONFIG.toml"
+        raise InputError(f"`checklist`: needed ({wanted})")
     checklist = load_model(path, Checklist)
     if method is None:
         check_judge_checklist(scores, checklist, path)
@@ -115,7 +115,7 @@ def load_judged(
     kind = detect_kind(scores)
     chosen = analysed_method(kind, scores, method)
     if kind == "meta" and group is not None:
-        raise InputError("--group: a meta-eval run's outputs are grouped by their doc_id")
+        raise InputError("`group`: a meta-eval run's outputs are grouped by their doc_id")
     merged, named = reference_scores(list(references), kind, scores)
     judged_with = judged_checklist(checklist, kind, scores, chosen, named)
     if chosen is None:
@@ -130,7 +130,7 @@ def analysis_folder(folder: Path, overwrite: bool = False) -> Path:
         raise InputError(f"{folder}: not a folder (-o names the folder the analysis is written into)")
     earlier = [name for name in ANALYSIS_OUTPUTS if (folder / name).exists()]
     if earlier and not overwrite:
-        raise InputError(f"{folder}: holds an earlier analysis ({earlier[0]}); use --overwrite to replace it, or a new folder")
+        raise InputError(f"{folder}: holds an earlier analysis ({earlier[0]}); use `overwrite` to replace it, or a new folder")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -122,7 +122,7 @@ def load_judge_output(path: Path, checklist: Checklist, group: str = "input") ->
         card = result.scorecard
         _check_verdicts(checklist, card.verdicts, where, f"{JUDGE_KEY}.scorecard")
         if group not in row:
-            raise InputError(f"{where}: missing field '{group}' (the --group field: the source document of the output)")
+            raise InputError(f"{where}: missing field '{group}' (the `group` field: the source document of the output)")
         oid = _judge_row_id(row, result.line, where)
         if oid in lines:
             raise InputError(f"{where}: field 'id': {oid!r} repeats line {lines[oid]}")
@@ -214,7 +214,7 @@ def field_references(path: Path, field: str) -> References:
     for number, row in read_jsonl(path, required=(JUDGE_KEY,)):
         where = f"{path}:{number}"
         if field not in row:
-            raise InputError(f"{where}: missing field '{field}' (named by --reference)")
+            raise InputError(f"{where}: missing field '{field}' (named by `reference`)")
         ours = row[JUDGE_KEY]
         line: int = ours["line"] if isinstance(ours, dict) and isinstance(ours.get("line"), int) else number
         out[_judge_row_id(row, line, where)] = _scores(row[field], where, field)
@@ -268,7 +268,7 @@ def merge_references(sources: Sequence[tuple[str, References]]) -> References:
         for oid, scores in references.items():
             for dim, value in scores.items():
                 if (oid, dim) in given:
-                    raise InputError(f"--reference {name}: output {oid!r} already has a {dim!r} score from {given[oid, dim]}")
+                    raise InputError(f"`reference` {name}: output {oid!r} already has a {dim!r} score from {given[oid, dim]}")
                 given[oid, dim] = name
                 merged.setdefault(oid, {})[dim] = value
     return merged

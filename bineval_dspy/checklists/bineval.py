@@ -6,7 +6,7 @@ When no dimensions are given, step 1 names them from the task.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import dspy
 from pydantic import BaseModel, Field, StringConstraints, create_model
@@ -72,7 +72,7 @@ class WriteQuestions(dspy.Signature):
 
 def _requirements_signature(dimensions: list[str]) -> type[dspy.Signature]:
     """Step 1's signature; given dimensions become an enum the LM must pick from."""
-    dim_type = Literal[tuple(dimensions)] if dimensions else DimensionName  # type: ignore[valid-type]
+    dim_type = Literal[tuple(dimensions)] if dimensions else DimensionName
 
     class Requirement(BaseModel):
         requirement: ShortText
@@ -119,7 +119,7 @@ class BinEvalWriter(dspy.Module):
         dims = [d.strip().lower() for d in (dimensions or []) if d.strip()]
         step1 = self.write_requirements
         # Given dimensions change only this call's output type; the predictor (its LM, demos, instructions) stays.
-        call: dict = {}
+        call: dict[str, Any] = {}
         if dims:
             call["signature"] = _requirements_signature(dims).with_instructions(step1.signature.instructions)
         asked = ", ".join(dims) if dims else "choose 2 to 5 short dimension names that fit the task"
@@ -161,7 +161,7 @@ class BinEvalWriter(dspy.Module):
             return [QuestionDraft(question=f"Does the output meet this requirement: {text}?", no_example=f"An output that fails: {text}.")]
 
 
-def _unique(requirements: list) -> list:
+def _unique(requirements: list[Any]) -> list:
     """Drop requirements the LM repeated word for word (tiny models loop)."""
     seen: set[str] = set()
     kept = []

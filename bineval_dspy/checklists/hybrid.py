@@ -8,6 +8,8 @@ never by the LM, and each verdict names the judge that gave it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from bineval_dspy.checklists.tick import DEFAULT_LLM_QUESTIONS, TickQuestionWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.schema import Checklist, Question
@@ -19,7 +21,7 @@ LLM_DIMENSION = "content"
 MAX_KWARG_CHARS = 60
 
 
-def constraint_question(instruction_id: str, kwargs: dict | None) -> Question:
+def constraint_question(instruction_id: str, kwargs: dict[str, Any] | None) -> Question:
     """The code-checked question for one constraint; its text names the constraint and its set arguments."""
     args = {k: v for k, v in (kwargs or {}).items() if v is not None}
     shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items())

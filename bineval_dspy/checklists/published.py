@@ -84,7 +84,7 @@ CHECKEVAL = WriterTemplate(
 )
 ROCKETEVAL = WriterTemplate(
     name="rocketeval",
-    description="instruction + reference answer -> binary questions; judge with --probability (P(yes) confidence)",
+    description="instruction + reference answer -> binary questions; judge with `probability` (P(yes) confidence)",
     steps=[TemplateStep(prompt=_ROCKETEVAL, min_questions=2, max_questions=10)],
 )
 RLCF = WriterTemplate(

@@ -23,6 +23,7 @@ from bineval_dspy.checklists.bineval import DimensionName, QuestionText
 from bineval_dspy.checklists.routing import route_to_code
 from bineval_dspy.core.errors import InputError, RunError
 from bineval_dspy.core.jsonio import load_model, load_toml
+from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist, Question
 
 Schema = Literal["plain", "weighted", "categorized", "keep"]
@@ -107,7 +108,7 @@ def placeholders(prompt: str) -> list[str]:
     return [name for name, _, _ in fields]
 
 
-TEMPLATES: dict[str, WriterTemplate] = {}
+TEMPLATES: Registry[WriterTemplate] = Registry("checklist template")
 
 
 def register_template(template: WriterTemplate, *, replace: bool = False) -> WriterTemplate:
@@ -116,10 +117,7 @@ def register_template(template: WriterTemplate, *, replace: bool = False) -> Wri
 
     if template.name in WRITERS:
         raise InputError(f"template {template.name!r}: the name of a built-in writer; choose another")
-    if template.name in TEMPLATES and TEMPLATES[template.name] != template and not replace:
-        raise InputError(f"template {template.name!r}: already registered with other steps; rename it")
-    TEMPLATES[template.name] = template
-    return template
+    return TEMPLATES.add(template.name, template, replace=replace)
 
 
 def load_templates(path: Path) -> list[str]:
@@ -147,11 +145,11 @@ def _output_model(schema: Schema, low: int, high: int, dimensions: list[str]) ->
     elif schema == "weighted":
         item = WeightedItem
     elif schema == "categorized":
-        category = Literal[tuple(dimensions)] if dimensions else DimensionName  # type: ignore[valid-type]
+        category = Literal[tuple(dimensions)] if dimensions else DimensionName
         item = create_model("CategorizedItem", question=(QuestionText, ...), category=(category, ...))  # type: ignore[arg-type]
     else:
         return create_model("KeptQuestions", __doc__="Numbers of the listed questions to keep.", items=(list[int], Field(min_length=1)))
-    return create_model("WrittenQuestions", items=(list[item], Field(min_length=low, max_length=high)))  # type: ignore[valid-type]
+    return create_model("WrittenQuestions", items=(list[item], Field(min_length=low, max_length=high)))
 
 
 def _signature(template: WriterTemplate, step: TemplateStep, dimensions: list[str]) -> type[dspy.Signature]:
@@ -160,7 +158,7 @@ def _signature(template: WriterTemplate, step: TemplateStep, dimensions: list[st
         "request": (str, dspy.InputField(desc="what to write, and from what")),
         "questions": (model, dspy.OutputField()),
     }
-    return dspy.Signature(fields, template.instructions)  # type: ignore[arg-type]
+    return dspy.Signature(fields, template.instructions)
 
 
 def _numbered(texts: list[str]) -> str:

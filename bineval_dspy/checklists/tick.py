@@ -22,7 +22,7 @@ def _question_list(low: int, high: int) -> type[BaseModel]:
     top-level output fields, and a field's bounds reach the JSON schema (and a local model's grammar)."""
     return create_model(
         "TickQuestionList",
-        items=(list[QuestionText], Field(min_length=low, max_length=high)),  # type: ignore[valid-type]
+        items=(list[QuestionText], Field(min_length=low, max_length=high)),
     )
 
 

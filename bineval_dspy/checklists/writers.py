@@ -20,6 +20,7 @@ from bineval_dspy.checklists.templates import TEMPLATES, TemplateWriter
 from bineval_dspy.checklists.tick import DEFAULT_LLM_QUESTIONS, TickWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import write_json
+from bineval_dspy.core.registry import Registry
 from bineval_dspy.lm.usage import Cost
 
 
@@ -78,12 +79,12 @@ def _qworld(params: dict[str, Any]) -> ChecklistWriter:
     return QworldWriter(QworldConfig.model_validate({k: v for k, v in params.items() if v is not None}), embed=embed)
 
 
-WRITERS: dict[str, tuple[Callable[[dict[str, Any]], ChecklistWriter], tuple[str, ...]]] = {
-    "bineval": (_bineval, tuple(BinEvalParams.model_fields)),
-    "tick": (_tick, tuple(TickParams.model_fields)),
-    "qworld": (_qworld, (*QworldConfig.model_fields, "embed")),
-}
-TEMPLATES.update({template.name: template for template in PUBLISHED})
+WRITERS: Registry[tuple[Callable[[dict[str, Any]], ChecklistWriter], tuple[str, ...]]] = Registry("checklist writer")
+WRITERS.add("bineval", (_bineval, tuple(BinEvalParams.model_fields)))
+WRITERS.add("tick", (_tick, tuple(TickParams.model_fields)))
+WRITERS.add("qworld", (_qworld, (*QworldConfig.model_fields, "embed")))
+for _published in PUBLISHED:
+    TEMPLATES.add(_published.name, _published)
 METHODS = (*WRITERS, *(template.name for template in PUBLISHED))  # the built-in writers and published templates
 
 

@@ -153,7 +153,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def add_analyze_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_analyze_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval analyze`` and ``bineval coverage``."""
     analyze = sub.add_parser("analyze", help="phi between questions, redundancy pruning and fitted weights over judged outputs")
     analyze.add_argument("scorecards", metavar="SCORECARDS", help="`bineval judge` output (JSONL), or a meta-eval run directory or its scores.jsonl")

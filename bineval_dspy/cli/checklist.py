@@ -14,7 +14,7 @@ from bineval_dspy.cli.options import (
     refuse_replacing,
 )
 from bineval_dspy.core.console import console, shown
-from bineval_dspy.core.errors import ExitCode, InputError, RunError, one_line
+from bineval_dspy.core.errors import ExitCode, InputError, RunError
 from bineval_dspy.core.jsonio import (
     check_output_path,
     read_json,
@@ -22,33 +22,14 @@ from bineval_dspy.core.jsonio import (
     read_text,
     write_text_atomic,
 )
-from bineval_dspy.core.schema import Checklist
 from bineval_dspy.core.terminal import styled
 
 if TYPE_CHECKING:
-    from bineval_dspy.checklists.base import ChecklistWriter
+    pass
 
 
 def read_task(value: str) -> str:
     return read_text(Path(value[1:])) if value.startswith("@") else value
-
-
-def write_checklist(writer: ChecklistWriter, task: str, dimensions: list[str]) -> Checklist:
-    """The writer's checklist; an LM that gives nothing usable stops the command in one line, and the replies
-    that led there are not replayed from the cache: a rerun asks again."""
-    from bineval_dspy.lm.cache import reply_journal
-
-    with reply_journal() as journal:
-        try:
-            return writer(task=task, dimensions=dimensions)
-        except InputError:
-            raise
-        except RunError:
-            journal.forget()
-            raise
-        except Exception as exc:
-            journal.forget()
-            raise RunError(f"checklist: the LM gave no usable checklist ({one_line(exc)})") from None
 
 
 QWORLD_FLAGS = ("w1", "w2", "w3")
@@ -93,13 +74,10 @@ def _template_inputs(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_checklist(args: argparse.Namespace) -> int:
     """Generate a checklist for a task with the chosen method, save it as JSON, and say what it cost."""
-    from bineval_dspy.checklists.constraints import stated_constraints
+    from bineval_dspy.checklists.first import first_checklist
     from bineval_dspy.checklists.qworld import QworldWriter
-    from bineval_dspy.checklists.relevance import Relevance
-    from bineval_dspy.checklists.screen import promised_minimum, with_constraints
     from bineval_dspy.checklists.writers import make_writer, save_checklist_usage
     from bineval_dspy.lm import runtime
-    from bineval_dspy.lm.usage import measured
 
     task = read_task(args.task)
     if not task.strip():
@@ -114,13 +92,9 @@ def cmd_checklist(args: argparse.Namespace) -> int:
         load_templates(Path(args.writer_file))
     writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads
     lm = runtime.configure(lm_options(args), args.cache_dir)
-    minimum = promised_minimum(writer, dims)
-    failures: list[tuple[int, RunError]] = []
-    constraints = stated_constraints(task)  # what the task states that code checks exactly, whatever the LM writes
-    relevance = Relevance(task)
     with console.status(f"writing the checklist ({args.method})"):
-        write = lambda attempt: write_attempt(writer, task, dims, lm, attempt, failures)  # noqa: E731
-        screened, cost = measured(lambda: with_constraints(write, task, dims, minimum, relevance, constraints))
+        written = first_checklist(writer, task, dims, lm)
+    screened, cost, failures = written.screened, written.cost, written.failures
     for line in screened.dropped:
         console.print(f"left out: {line}", style="yellow")
     for number, failure in failures if screened.checklist is not None else []:
@@ -159,27 +133,6 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def write_attempt(
-    writer: ChecklistWriter, task: str, dims: list[str], lm: Any, attempt: int, failures: list[tuple[int, RunError]]
-) -> Checklist | None:
-    """One writer attempt: the first as configured, a retry as a new sample (raised temperature, its own cache
-    entry). An LM that gives nothing usable leaves that attempt empty (its reason kept in ``failures``), so the
-    screen's bounded retries also cover an unparseable answer."""
-    import dspy
-
-    from bineval_dspy.checklists.screen import RETRY_TEMPERATURE
-
-    temperature = max(float(lm.kwargs.get("temperature") or 0.0), RETRY_TEMPERATURE)
-    try:
-        if attempt == 0:
-            return write_checklist(writer, task, dims)
-        with dspy.context(lm=lm.copy(rollout_id=attempt, temperature=temperature)):
-            return write_checklist(writer, task, dims)
-    except RunError as exc:
-        failures.append((attempt, exc))
-        return None
-
-
 class _PrintExampleChecklist(argparse.Action):
     """``--example``: print a small hand-written checklist (``data/example_checklist.json``) to edit, and exit 0."""
 
@@ -193,7 +146,7 @@ class _PrintExampleChecklist(argparse.Action):
         parser.exit(0)
 
 
-def add_checklist_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_checklist_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval checklist``."""
     checklist = sub.add_parser("checklist", parents=[common], help="generate a checklist for a task")
     checklist.add_argument(

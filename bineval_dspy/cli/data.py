@@ -67,7 +67,7 @@ def cmd_data(args: argparse.Namespace) -> int:
     return ExitCode.INCOMPLETE if differ else ExitCode.OK
 
 
-def add_data_command(sub: argparse._SubParsersAction) -> None:
+def add_data_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``bineval data``; it calls no LM and downloads nothing."""
     parser = sub.add_parser("data", help="the public data sets behind the figures: sources, sha256, and a check of your copy")
     parser.add_argument("--check", metavar="DIR", help="check the files under DIR (ifeval/ifeval_shared.jsonl, ...) against the catalogue")

@@ -6,11 +6,13 @@ import argparse
 import json
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bineval_dspy.cli.options import (
+    add_judge_options,
     add_overwrite_option,
     count,
+    judge_options,
     lm_options,
     refuse_replacing,
 )
@@ -26,8 +28,7 @@ from bineval_dspy.core.terminal import styled
 if TYPE_CHECKING:
     pass
 
-from bineval_dspy.cli.checklist import write_checklist
-from bineval_dspy.cli.judge import CALIBRATION_HELP, fmt, print_scorecard
+from bineval_dspy.cli.judge import fmt, print_scorecard
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -38,6 +39,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     the main subject) code answers; ``--write-checklist`` lets the LM write it with BinEval's two steps instead.
     """
     from bineval_dspy.checklists.bineval import BinEvalWriter
+    from bineval_dspy.checklists.first import write_checklist
     from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.budget import metered_map
@@ -64,7 +66,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"checklist: {len(checklist.questions)} questions over {', '.join(checklist.dimensions)}, {source}; "
         f"{coded} answered by code, {len(checklist.questions) - coded} by the LM ({lm.model})"
     )
-    judge = BinaryJudge.from_spec(JudgeSpec(model=lm.model, probability=args.probability, calibration=args.calibration))
+    judge = BinaryJudge.from_spec(JudgeSpec(model=lm.model, **judge_options(args).model_dump()))
     summaries = example["summaries"]
     judged = list(metered_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
     cards = [card for card, _ in judged]
@@ -84,19 +86,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return ExitCode.OK if all(card.complete for card in cards) else ExitCode.INCOMPLETE
 
 
-def _print_ranking(summaries: list[dict], cards: list[Scorecard]) -> None:
+def _print_ranking(summaries: list[dict[str, Any]], cards: list[Scorecard]) -> None:
     """One line a newcomer can check: the overall score of each summary, best first."""
     ranked = sorted(zip(summaries, cards), key=lambda pair: -1.0 if pair[1].overall is None else -pair[1].overall)
     shown.print("ranking: " + " > ".join(f"{s['label']} {fmt(c.overall)}" for s, c in ranked))
 
 
-def add_demo_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_demo_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval demo``."""
     demo = sub.add_parser("demo", parents=[common], help="judge three bundled summaries with the embedded LM")
     demo.add_argument("-o", "--output", default="demo-results.json", help="the JSON file of checklist, verdicts and scores")
     add_overwrite_option(demo)
     demo.add_argument("--max-questions", type=count(1), default=12, help="with --write-checklist: most questions the LM may write")
-    demo.add_argument("--probability", action="store_true", help="score with P(yes) from logprobs")
-    demo.add_argument("--calibration", choices=("none", "content_free"), default="none", help=CALIBRATION_HELP)
+    add_judge_options(demo, ("probability", "calibration"))
     demo.add_argument("--write-checklist", action="store_true", help="let the LM write the checklist (BinEval's two steps)")
     demo.set_defaults(func=cmd_demo)

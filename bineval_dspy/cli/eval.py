@@ -55,7 +55,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def add_eval_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_eval_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval eval``."""
     parser = sub.add_parser("eval", parents=[common], help="prompts x LMs on one suite: a matrix with paired intervals against a baseline (TOML config)")
     parser.add_argument("config", help="an eval matrix description (TOML; its keys: bineval eval --example); writes RUN_DIR/results.json, matrix.md, grid.jsonl, plan.json, columns/")

@@ -72,7 +72,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def add_experiment_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_experiment_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval experiment``."""
     parser = sub.add_parser("experiment", parents=[common], help="arms side by side on one test split, with paired intervals (TOML config)")
     parser.add_argument("config", help="an optimize run description plus [[arms]] (its keys: bineval experiment --example); "

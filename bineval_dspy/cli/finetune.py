@@ -61,7 +61,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def add_finetune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_finetune_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval finetune``."""
     parser = sub.add_parser(
         "finetune", parents=[common],

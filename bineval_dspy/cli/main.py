@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bineval_dspy import __version__
@@ -27,7 +27,7 @@ from bineval_dspy.cli.generate import add_generate_command
 from bineval_dspy.cli.judge import add_judge_command
 from bineval_dspy.cli.meta import add_meta_command
 from bineval_dspy.cli.optimize import add_optimize_command
-from bineval_dspy.cli.options import count
+from bineval_dspy.cli.options import count, judge_flag
 from bineval_dspy.cli.report import add_report_command
 from bineval_dspy.cli.show import add_show_command
 from bineval_dspy.cli.suite import add_suite_command
@@ -35,8 +35,8 @@ from bineval_dspy.cli.tune import add_tune_command
 from bineval_dspy.cli.verifiers import add_verifiers_command
 from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.core import outputs
-from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError
+from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, spoken
 
 # -- parser --------------------------------------------------------------------------------
 MAX_TIMEOUT_S = 86400.0
@@ -134,9 +134,39 @@ def _plots_cache(cache_dir: str | None) -> bool:
     return True
 
 
+LIBRARY_NAMES = {"api_key": "--api-key-env", "spec": "--lm", "max_tokens": "--max-tokens"}  # where no flag's dest is the name
+
+
+def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Every command's flags by the parameter they set (their dest), for saying a library message in flags."""
+    names: dict[str, str] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                names = {**flags_of(sub), **names}
+        elif action.option_strings:
+            names.setdefault(action.dest, max(action.option_strings, key=len))
+    return names
+
+
+def in_flags(names: dict[str, str]) -> Callable[[str], str]:
+    """A library message as the CLI says it: each parameter named in backticks (``core.errors``) as its flag
+    (`judge.chain_of_thought`: --cot), the others as they are."""
+
+    def flag(name: str) -> str | None:
+        if name.startswith("judge."):
+            return judge_flag(name.removeprefix("judge."))
+        return LIBRARY_NAMES.get(name) or names.get(name)
+
+    return lambda text: spoken(text, flag)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the exit code is an ``ExitCode`` (0 ok, 1 incomplete, 2 bad input, 3 LM failure, 4 budget, 130)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    say = in_flags(flags_of(parser))
+    console.speak = shown.speak = say
     _said.clear()
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _first_interrupt) if in_main_thread else None
@@ -148,18 +178,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return ExitCode.INPUT
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)  # plain print: one line, never wrapped
+        print(f"error: {say(str(exc))}", file=sys.stderr)  # plain print: one line, never wrapped
         return ExitCode.INPUT
     except RunError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {say(str(exc))}", file=sys.stderr)
         return ExitCode.LM_FAILURE
     except BudgetExhausted as exc:
-        print(f"stopped: {exc}", file=sys.stderr)
+        print(f"stopped: {say(str(exc))}", file=sys.stderr)
         return ExitCode.BUDGET
     except KeyboardInterrupt:
         _say_interrupted()
         return ExitCode.INTERRUPTED
     finally:
+        console.speak = shown.speak = None
         outputs.release_all()
         if signal.getsignal(signal.SIGINT) is _quit_now:
             # After a first Ctrl-C the process is on its way out: a second one quits at once while it joins worker

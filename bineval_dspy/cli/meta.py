@@ -65,7 +65,7 @@ def _report(results: MetaEvalResults) -> None:
     console.print(f"cost: {results.usage.summary()} (every score of the table, over the runs that made them)")
 
 
-def add_meta_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_meta_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval meta-eval``."""
     parser = sub.add_parser("meta-eval", parents=[common], help="correlate judges with human scores on a dataset (TOML config)")
     parser.add_argument("config", help="run description (TOML); its keys: bineval meta-eval --example")

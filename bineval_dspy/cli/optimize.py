@@ -80,7 +80,7 @@ def _summary(run_dir: Path, what: str) -> None:
     console.print(f"cost: {Audit.load(run_dir).usage.summary()} ({what}){extra}")
 
 
-def add_optimize_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_optimize_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval optimize``."""
     parser = sub.add_parser("optimize", parents=[common], help="optimize a prompt from question-level feedback (TOML config)")
     parser.add_argument("config", help="run description (TOML); its keys: bineval optimize --example. Writes RUN_DIR/audit.json, program.json, splits.json, results.json")

@@ -15,6 +15,7 @@ from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
 
 if TYPE_CHECKING:
+    from bineval_dspy.core.schema import JudgeOptions
     from bineval_dspy.lm.budget import Budget, BudgetMeter
     from bineval_dspy.lm.runtime import LMOptions
 
@@ -32,6 +33,41 @@ def count(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+JUDGE_FLAGS = {"chain_of_thought": "--cot", "verifier_mode": "--mode"}  # the others are their field's name
+
+
+def judge_flag(name: str) -> str:
+    """The command-line spelling of a judge option (a ``JudgeFields`` field)."""
+    return JUDGE_FLAGS.get(name) or "--" + name.replace("_", "-")
+
+
+def add_judge_options(parser: argparse.ArgumentParser, names: Iterable[str] | None = None) -> None:
+    """The judge options as flags, generated from ``JudgeFields`` (its types, defaults and help): the options of
+    ``names``, else all of them. Each flag's dest is the field's name, so ``judge_options`` reads them back."""
+    from typing import get_args
+
+    from bineval_dspy.core.schema import JudgeFields
+
+    for name in names or JudgeFields.model_fields:
+        field = JudgeFields.model_fields[name]
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        help, flag = str(extra["help"]), judge_flag(name)
+        if field.annotation is bool:
+            parser.add_argument(flag, dest=name, action="store_true", help=help)
+        elif field.annotation is int:
+            least = next((m.ge for m in field.metadata if hasattr(m, "ge")), 0)
+            parser.add_argument(flag, dest=name, type=count(least), default=field.default, metavar="N", help=help)
+        else:  # a Literal
+            parser.add_argument(flag, dest=name, choices=get_args(field.annotation), default=field.default, help=help)
+
+
+def judge_options(args: argparse.Namespace) -> JudgeOptions:
+    """The judge options the command's flags give (the others at their defaults), checked together."""
+    from bineval_dspy.core.schema import JudgeFields, checked_options
+
+    return checked_options(**{name: getattr(args, name) for name in JudgeFields.model_fields if hasattr(args, name)})
 
 
 def add_dry_run_option(parser: argparse.ArgumentParser) -> None:

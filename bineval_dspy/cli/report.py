@@ -28,7 +28,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def add_report_command(sub: argparse._SubParsersAction) -> None:
+def add_report_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``bineval report``."""
     parser = sub.add_parser("report", help="one self-contained HTML report on runs (judge, meta-eval, optimize, analyze, tune)")
     parser.add_argument(

@@ -292,7 +292,7 @@ def cmd_show(args: argparse.Namespace) -> None:
             show_run(run)
 
 
-def add_show_command(sub: argparse._SubParsersAction) -> None:
+def add_show_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``bineval show``."""
     parser = sub.add_parser("show", help="print any run in brief: judge output, meta-eval, optimize, analyze or tune")
     parser.add_argument("runs", nargs="+", metavar="RUN", help="what `bineval report` reads: a run directory or output file, or a meta-eval config")

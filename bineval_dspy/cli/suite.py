@@ -50,7 +50,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def add_suite_command(sub: argparse._SubParsersAction) -> None:
+def add_suite_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``bineval suite`` and its ``synth`` command; neither takes LM options (they call no LM)."""
     suite = sub.add_parser("suite", help="make IFBench-style suites (no LM)")
     commands = suite.add_subparsers(dest="suite_command", required=True, help="what to make")

@@ -55,7 +55,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return code
 
 
-def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_tune_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval tune``."""
     parser = sub.add_parser("tune", parents=[common], help="tune settings with an Optuna study (TOML config); resumable, several workers")
     parser.add_argument("config", help="study description (TOML); its keys: bineval tune --example")

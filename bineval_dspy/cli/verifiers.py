@@ -24,7 +24,7 @@ def cmd_verifiers(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def add_verifiers_command(sub: argparse._SubParsersAction) -> None:
+def add_verifiers_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``bineval verifiers``; it takes no LM options (it calls no LM)."""
     parser = sub.add_parser("verifiers", help="list the code verifier ids with their rule and kwargs (no LM)")
     parser.add_argument("text", nargs="?", help="only ids or rules holding this text, any case (default: all)")

@@ -81,7 +81,7 @@ def _compare_with_the_run(args: argparse.Namespace, stats: Any) -> None:
         console.print(f"{stats.mode} prompt accuracy {here:.3f}, where the run recorded {recorded.estimate:.3f} for its final program on test: these are other responses", style="yellow")
 
 
-def add_verify_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_verify_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval verify``; it takes none of the LM options in ``common`` (it calls no LM)."""
     verify_cmd = sub.add_parser(
         "verify", help="grade responses against an IFBench/IFEval-style suite with code verifiers (no LM)"

@@ -1,11 +1,24 @@
-"""User mistakes, LM failures that stop a run, and the exit codes they map to."""
+"""User mistakes, LM failures that stop a run, and the exit codes they map to.
+
+Library messages name a parameter as Python spells it, in backticks (``use `overwrite` or a new output path``):
+the library speaks its own API. The CLI says its flag instead (``cli.main`` rewrites `overwrite` to --overwrite),
+so neither layer speaks the other's language.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping
 from enum import IntEnum
 
+PARAMETER = re.compile(r"`([a-z][a-z0-9_.]*)`")  # a parameter named in a library message
 
-class InputError(ValueError):
+
+class BinevalError(Exception):
+    """The base of the errors a run ends with on purpose: a message meant for the user, never a traceback."""
+
+
+class InputError(BinevalError, ValueError):
     """Bad user input (file, line, field named in the message); never shown as a traceback."""
 
 
@@ -15,12 +28,12 @@ def one_line(exc: BaseException) -> str:
     return text[:200]
 
 
-class RunError(RuntimeError):
+class RunError(BinevalError, RuntimeError):
     """A run that cannot go on because its LM gave too little to build on; the CLI exits with ``LM_FAILURE``."""
 
 
-class BudgetExhausted(RuntimeError):
-    """The run stopped at its ``--max-cost`` / ``--max-calls`` budget; finished work is saved, a rerun goes on.
+class BudgetExhausted(BinevalError, RuntimeError):
+    """The run stopped at its ``max_cost`` / ``max_calls`` budget; finished work is saved, a rerun goes on.
 
     The message is the one line the CLI prints; the CLI exits with ``BUDGET``.
     """
@@ -33,5 +46,12 @@ class ExitCode(IntEnum):
     INCOMPLETE = 1  # the run finished, but some rows have unanswered verdicts or failed: rerun to retry them
     INPUT = 2  # bad input or arguments: one located line, nothing was done
     LM_FAILURE = 3  # the run stopped because its LM failed too often to give a result
-    BUDGET = 4  # the run stopped at its --max-cost or --max-calls budget: finished work is saved, rerun to go on
+    BUDGET = 4  # the run stopped at its max_cost or max_calls budget: finished work is saved, rerun to go on
     INTERRUPTED = 130
+
+
+def spoken(text: str, names: Mapping[str, str] | Callable[[str], str | None]) -> str:
+    """``text`` with each parameter it names in backticks said as ``names`` says it (a CLI: its flags); a
+    parameter ``names`` does not know keeps its backticks."""
+    lookup = names.get if isinstance(names, Mapping) else names
+    return PARAMETER.sub(lambda m: lookup(m.group(1)) or m.group(0), text)

@@ -101,15 +101,15 @@ def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False) ->
         resumed = False
     if resumed:
         if not record.exists():
-            raise InputError(f"{out}: exists, but no {record.name} says what made it; use --overwrite or a new output path")
+            raise InputError(f"{out}: exists, but no {record.name} says what made it; use `overwrite` or a new output path")
         try:
             recorded = json.loads(read_text(record))
         except json.JSONDecodeError:
-            raise InputError(f"{record}: malformed JSON; use --overwrite or a new output path") from None
+            raise InputError(f"{record}: malformed JSON; use `overwrite` or a new output path") from None
         if not isinstance(recorded, dict):
-            raise InputError(f"{record}: not a JSON object of settings; use --overwrite or a new output path")
+            raise InputError(f"{record}: not a JSON object of settings; use `overwrite` or a new output path")
         difference = first_difference(recorded, current)
         if difference:
-            raise InputError(f"{out}: made with other settings ({difference}); use --overwrite or a new output path")
+            raise InputError(f"{out}: made with other settings ({difference}); use `overwrite` or a new output path")
     write_json(record, current)
     return resumed

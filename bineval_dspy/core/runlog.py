@@ -23,7 +23,7 @@ from bineval_dspy.core.jsonio import append_jsonl, describe_validation_error, re
 
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
-DAMAGED = "; use --overwrite or a new output path"
+DAMAGED = "; use `overwrite` or a new output path"
 
 
 @dataclass

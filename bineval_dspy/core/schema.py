@@ -6,7 +6,7 @@ import hashlib
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 Answer = Literal["yes", "no", "unanswered"]
 
@@ -37,7 +37,7 @@ class Question(BaseModel):
     weight: float = Field(default=1.0, description="importance; negative: a criterion to penalize when answered yes")
     no_example: str = Field(default="", description="a one-line example of what a 'no' looks like")
     verifier: str | None = Field(default=None, description="instruction id of a code verifier, if any")
-    verifier_kwargs: dict | None = None
+    verifier_kwargs: dict[str, Any] | None = None
     lineage: dict[str, str] = Field(
         default_factory=dict, description="where the question came from (requirement, scenario, perspective)"
     )
@@ -119,24 +119,116 @@ class Verdict(BaseModel):
     judge: str = Field(description="which judge answered: an LM model string, 'code:<id>', or 'reference'")
 
 
-class JudgeSpec(BaseModel):
-    """Exactly which judge gave a set of verdicts: the LM's model string (a remote one names its server, an
-    embedded one its file digest) and the options."""
+Explanations = Literal["all", "failures", "none"]
+VerdictFormat = Literal["json", "prefilled"]
+Calibration = Literal["none", "content_free"]
+Scoring = Literal["per_question", "batch"]
+
+
+def _flag(help: str) -> dict[str, Any]:
+    """A judge option's help, read by a command line that generates its options from the fields."""
+    return {"help": help}
+
+
+class JudgeFields(BaseModel):
+    """How a ``BinaryJudge`` asks and scores: declared once, here. ``JudgeOptions`` validates them, ``JudgeSpec``
+    records them with the LM, a meta-eval method and an optimizer config take them as TOML keys, and the CLI
+    generates its flags from them (``cli.options.add_judge_options``)."""
 
     model_config = ConfigDict(extra="forbid")
 
+    chain_of_thought: bool = Field(default=False, json_schema_extra=_flag("reason before answering"))
+    samples: int = Field(default=1, ge=1, json_schema_extra=_flag("k-sample majority vote"))
+    probability: bool = Field(default=False, json_schema_extra=_flag("score with P(yes) from logprobs"))
+    verifier_mode: Literal["strict", "loose"] = Field(
+        default="strict", json_schema_extra=_flag("code verifiers' grading: IFEval's strict, or loose (forgiving markup and case)"),
+    )
+    partial: bool = Field(default=False, json_schema_extra=_flag("score dimensions over answered questions only"))
+    explanations: Explanations = Field(
+        default="all",
+        json_schema_extra=_flag("explain every verdict, only the 'no' ones, or none (fastest: the answer is decoded first)"),
+    )
+    calibration: Calibration = Field(
+        default="none",
+        json_schema_extra=_flag("content_free: divide out the LM's yes-bias per question, measured on a content-free output (reads logprobs)"),
+    )
+    scoring: Scoring = Field(
+        default="per_question",
+        json_schema_extra=_flag("one LM call per question (default), or all of an output's questions in one call (a missing verdict is unanswered)"),
+    )  # fmt: skip
+    verdict_format: VerdictFormat = Field(
+        default="json",
+        json_schema_extra=_flag("prefilled (embedded model): the verdict's JSON start is in the prompt, so the answer is the first token generated"),
+    )  # fmt: skip
+
+    def conflict(self) -> tuple[str, str] | None:
+        """The first pair of options that cannot go together, as (field, why); None when they all can."""
+        if self.verdict_format == "prefilled" and (self.chain_of_thought or self.scoring == "batch"):
+            return "verdict_format", "the prefilled verdict format answers one question at its first token: no chain of thought, no batch scoring"
+        if self.scoring == "batch" and self.chain_of_thought:
+            return "scoring", "batch scoring answers without chain of thought (one reasoning for many verdicts is no per-question reasoning)"
+        if self.calibration != "none" and self.samples > 1:
+            return "calibration", "calibration needs samples=1: a vote share is not the P(yes) the prior is measured in"
+        return None
+
+
+class JudgeOptions(JudgeFields):
+    """Judge options that go together: the one place they are validated (``BinaryJudge`` builds one)."""
+
+    @model_validator(mode="after")
+    def _fit_together(self) -> JudgeOptions:
+        if (conflict := self.conflict()) is not None:
+            raise ValueError(f"`{conflict[0]}`: {conflict[1]}")  # the option named: a command says its flag
+        return self
+
+
+def options_problem(exc: ValidationError) -> str:
+    """A judge options error as one line naming the option (``scoring must be per_question or batch, got 'x'``)."""
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "literal_error":
+        return f"{field} must be {error['ctx']['expected'].replace(chr(39), '')}, got {error['input']!r}"
+    if error["type"] == "greater_than_equal":
+        return f"{field} must be at least {error['ctx']['ge']}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{field}: {message}" if field else message
+
+
+def checked_options(**options: Any) -> JudgeOptions:
+    """Judge options from keywords, refused in one line naming the option when they cannot go together."""
+    from bineval_dspy.core.errors import InputError
+
+    try:
+        return JudgeOptions(**options)
+    except ValidationError as exc:
+        raise InputError(f"judge options: {options_problem(exc)}") from None
+
+
+_SPEC_ORDER = (
+    "model", "chain_of_thought", "samples", "probability", "sample_temperature", "verifier_mode", "partial",
+    "explanations", "calibration", "thresholds", "scoring", "verdict_format",
+)  # the order records and fingerprints have always had: a resumed run compares them as text
+
+
+class JudgeSpec(JudgeOptions):
+    """Exactly which judge gave a set of verdicts: the LM's model string (a remote one names its server, an
+    embedded one its file digest), the options, and the state an optimizer fits (P(yes) thresholds)."""
+
     model: str
-    chain_of_thought: bool = False
-    samples: int = 1
-    probability: bool = False
     sample_temperature: float | None = None
-    verifier_mode: Literal["strict", "loose"] = "strict"
-    partial: bool = False
-    explanations: Literal["all", "failures", "none"] = "all"
-    calibration: Literal["none", "content_free"] = "none"
     thresholds: dict[str, float] = Field(default_factory=dict)  # per-dimension P(yes) decision thresholds
-    scoring: Literal["per_question", "batch"] = "per_question"  # one call per question, or one per output
-    verdict_format: Literal["json", "prefilled"] = "json"  # prefilled: the reply's JSON start is in the prompt
+
+    @model_validator(mode="after")
+    def _thresholds_are_probabilities(self) -> JudgeSpec:
+        if self.thresholds and any(not 0 <= t <= 1 for t in self.thresholds.values()):
+            raise ValueError(f"thresholds are probabilities in [0, 1], got {self.thresholds}")
+        if self.thresholds and self.samples > 1:
+            raise ValueError("thresholds need samples=1: a vote share is not the P(yes) they are measured in")
+        return self
+
+    def options(self) -> JudgeOptions:
+        """The options alone, without the LM and the fitted state."""
+        return JudgeOptions(**self.model_dump(include=set(JudgeFields.model_fields)))
 
     @model_serializer(mode="wrap")
     def _added_options_at_default_left_out(self, handler: Any) -> dict[str, Any]:
@@ -145,7 +237,7 @@ class JudgeSpec(BaseModel):
         data = handler(self)
         if data.get("verdict_format") == "json":
             del data["verdict_format"]
-        return data
+        return {key: data[key] for key in _SPEC_ORDER if key in data}
 
 
 class Scorecard(BaseModel):

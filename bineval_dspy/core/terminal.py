@@ -9,6 +9,7 @@ escapes control characters in every string it renders; ``printable`` does the sa
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -34,12 +35,19 @@ def printable(text: str) -> str:
 
 
 class TextConsole(Console):
-    """A rich ``Console`` for text from data: markup off by default, control characters escaped."""
+    """A rich ``Console`` for text from data: markup off by default, control characters escaped. ``speak``, when
+    set (by the CLI), rewrites the plain-string notes printed, so a library note that names a parameter in
+    backticks names the command's flag (``core.errors.spoken``)."""
 
     def __init__(self, **options: Any) -> None:
         options.setdefault("markup", False)
         options.setdefault("highlight", False)
         super().__init__(**options)
+        self.speak: Callable[[str], str] | None = None
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        speak = self.speak
+        super().print(*(speak(o) if speak is not None and isinstance(o, str) else o for o in objects), **options)
 
     def render_str(self, text: str, **options: Any) -> Text:
         return super().render_str(printable(text), **options)

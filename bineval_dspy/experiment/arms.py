@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import dspy
 from pydantic import BaseModel
@@ -20,6 +21,7 @@ from pydantic import BaseModel
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.fingerprint import digest
 from bineval_dspy.core.jsonio import load_model
+from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.experiment.config import (
     BestOfArm,
@@ -33,7 +35,7 @@ from bineval_dspy.experiment.config import (
     StartArm,
     arm_config,
 )
-from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.base import Judge
 from bineval_dspy.lm.runtime import lm_identity
 from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, splits_of
@@ -95,9 +97,9 @@ def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost
 def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     """Best-of-N on train; the samples that pass every check become the demonstrations the optimizer may try."""
     metric = getattr(context.feedback, "metric", None)
-    judge: BinaryJudge = metric.judge  # type: ignore[union-attr]
+    judge: Judge = metric.judge  # type: ignore[union-attr]
 
-    def passing(example: dspy.Example) -> dict | None:
+    def passing(example: dspy.Example) -> dict[str, Any] | None:
         checklist = metric.checklist_for(example)  # type: ignore[union-attr]
         pick = ChecklistBestOfN(context.student, judge, arm.n, arm.temperature)(prompt=example.prompt, checklist=checklist)
         card = pick.scorecard
@@ -203,7 +205,7 @@ class Stick(dspy.Module):
         super().__init__()
         self.program = (program or context.student).deepcopy()
         metric = getattr(context.feedback, "metric", None)
-        self.judge: BinaryJudge = metric.judge  # type: ignore[union-attr]
+        self.judge: Judge = metric.judge  # type: ignore[union-attr]
         self._checklist_for: Callable[[dspy.Example], Checklist] = metric.checklist_for  # type: ignore[union-attr]
         self.checklists = {str(ex.prompt): ex for ex in [*context.train, *context.val, *context.test]}
         self.best_of, self.refine, self.temperature, self.stop_at_pass = best_of, refine, temperature, stop_at_pass
@@ -263,7 +265,12 @@ def _fingerprint(context: ArmContext) -> str:
     return digest(json.dumps(run_fingerprint(base, lm_identity(context.lm)), sort_keys=True))
 
 
-ARMS = {
-    "start": start_arm, "bineval": bineval_arm, "gepa": gepa_arm, "best_of": best_of_arm, "selection_demos": selection_demos_arm,
-    "refine": refine_arm, "finetune": finetune_arm, "program": program_arm,
-}
+ARMS: Registry[Callable[[Any, ArmContext], tuple[dspy.Module, Cost]]] = Registry("arm kind")
+ARMS.add("start", start_arm)
+ARMS.add("bineval", bineval_arm)
+ARMS.add("gepa", gepa_arm)
+ARMS.add("best_of", best_of_arm)
+ARMS.add("selection_demos", selection_demos_arm)
+ARMS.add("refine", refine_arm)
+ARMS.add("finetune", finetune_arm)
+ARMS.add("program", program_arm)

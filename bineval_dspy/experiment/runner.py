@@ -27,7 +27,7 @@ from bineval_dspy.optimize.config import build, splits_of, test_scorer
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdateFeedback
 from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer
 from bineval_dspy.programs.records import SelectionStats
-from bineval_dspy.programs.state import ProgramFile, prompt_length
+from bineval_dspy.programs.state import ProgramFile
 from bineval_dspy.stats.bootstrap import Interval
 
 RESULTS_FILE = "results.json"
@@ -114,7 +114,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
     )
     for arm in config.arms:
         say(f"arm {arm.name} ({arm.kind})")
-        program, cost = ARMS[arm.kind](arm, context)  # type: ignore[operator]
+        program, cost = ARMS[arm.kind](arm, context)
         context.optimization_calls[arm.name] = cost.lm_calls
         context.programs[arm.name] = program
         audit = _audit(context.folder(arm.name))
@@ -130,7 +130,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
         experiment.arms.append(ArmResult(
             name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
             test=scorer.score(evaluations[arm.name]), program=state,
-            prompt_chars=prompt_length(state.instructions, state.demos) if state is not None else None,
+            prompt_chars=state.size() if state is not None else None,
             selection=program.selection_stats([str(ex.prompt) for ex in test]) if isinstance(program, Stick) else None,
         ))
         if audit is not None and config.test_every and config.baseline_arm in evaluations:

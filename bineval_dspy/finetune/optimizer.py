@@ -23,6 +23,7 @@ from bineval_dspy.core.jsonio import read_text, write_text_atomic
 from bineval_dspy.finetune.data import PromptSamples, collect, preference_pairs, reference_verdicts, sft_examples
 from bineval_dspy.finetune.settings import FinetuneSettings
 from bineval_dspy.judges.binary import EXPLANATION_STOP, BinaryJudge
+from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.optimize.metric import BinEvalMetric
 from bineval_dspy.programs.weights import Weights, attach, weights_of
 
@@ -229,7 +230,7 @@ def _configured_base() -> str:
     """The configured LM as an embedded spec (its name where it is a bundled model, else its .gguf path)."""
     from bineval_dspy.lm.specs import EMBEDDED, embedded_model_path
 
-    path = getattr(getattr(dspy.settings.lm, "engine", None), "model_path", None)
+    path = engine_of(dspy.settings.lm).model_path
     if path is None:
         raise InputError("fine-tuning trains an embedded model: configure one (bineval_dspy.lm.runtime.configure) or give base=")
     for name in EMBEDDED:

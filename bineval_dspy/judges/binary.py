@@ -20,11 +20,24 @@ from typing import Any, Literal
 import dspy
 import json_repair
 from dspy.utils.exceptions import AdapterParseError, LMAuthError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from bineval_dspy.core.console import in_caller_context
 from bineval_dspy.core.errors import InputError, one_line
-from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, Verdict
+from bineval_dspy.core.schema import (
+    Calibration,
+    Checklist,
+    Explanations,
+    JudgeFields,
+    JudgeOptions,
+    JudgeSpec,
+    Question,
+    Scorecard,
+    Scoring,
+    Verdict,
+    VerdictFormat,
+    options_problem,
+)
 from bineval_dspy.core.scoring import met, score
 from bineval_dspy.judges import batch
 from bineval_dspy.judges.base import CodeRouter
@@ -34,6 +47,7 @@ from bineval_dspy.judges.logprobs import p_yes_from_logprobs
 from bineval_dspy.judges.replies import parsed_reply, unfenced
 from bineval_dspy.lm._batching import call_order
 from bineval_dspy.lm.cache import reply_journal
+from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.verifiers import Mode
 
 
@@ -57,10 +71,6 @@ class AnswerQuestion(dspy.Signature):
     verdict: Answer = dspy.OutputField()
 
 
-Explanations = Literal["all", "failures", "none"]
-VerdictFormat = Literal["json", "prefilled"]
-Calibration = Literal["none", "content_free"]
-Scoring = Literal["per_question", "batch"]
 # What the judge sees in place of the output when it measures its own bias for a question (contextual calibration,
 # Zhao et al. 2021): an output with no content, so whatever P(yes) it gets is the question's prior, not evidence.
 CONTENT_FREE_OUTPUT = "N/A"
@@ -145,7 +155,7 @@ class PrefilledVerdictAdapter(StrictJSONAdapter):
 def _continues_prefill(lm: dspy.LM | None) -> bool:
     """Whether ``lm`` continues a reply from the assistant's prefill (the embedded engine does; an OpenAI-style
     server may answer after it instead)."""
-    return bool(getattr(getattr(lm, "engine", None), "supports_prefill", False))
+    return engine_of(lm).supports_prefill
 
 
 def _whole_reply_answer(completion: str | None) -> str | None:
@@ -201,24 +211,14 @@ class BinaryJudge(dspy.Module):
         verdict_format: VerdictFormat = "json",
     ) -> None:
         super().__init__()
-        if verdict_format not in ("json", "prefilled"):
-            raise ValueError(f"verdict_format must be json or prefilled, got {verdict_format!r}")
-        if verdict_format == "prefilled" and (chain_of_thought or scoring == "batch"):
-            raise ValueError("the prefilled verdict format answers one question at its first token: no chain of thought, no batch scoring")
-        if scoring not in ("per_question", "batch"):
-            raise ValueError(f"scoring must be per_question or batch, got {scoring!r}")
-        if scoring == "batch" and chain_of_thought:
-            raise ValueError("batch scoring answers without chain of thought (one reasoning for many verdicts is no per-question reasoning)")
-        if samples < 1:
-            raise ValueError("samples must be at least 1")
-        if calibration not in ("none", "content_free"):
-            raise ValueError(f"calibration must be none or content_free, got {calibration!r}")
-        if thresholds and any(not 0 <= t <= 1 for t in thresholds.values()):
-            raise ValueError(f"thresholds are probabilities in [0, 1], got {thresholds}")
-        if (calibration != "none" or thresholds) and samples > 1:
-            raise ValueError("calibration and thresholds need samples=1: a vote share is not the P(yes) they are measured in")
-        if explanations not in ("all", "failures", "none"):
-            raise ValueError(f"explanations must be all, failures or none, got {explanations!r}")
+        try:  # the options are validated in one place, the model every judge config shares
+            JudgeSpec(
+                model="", chain_of_thought=chain_of_thought, samples=samples, probability=probability, verifier_mode=verifier_mode,
+                partial=partial, explanations=explanations, calibration=calibration, thresholds=thresholds or {},
+                scoring=scoring, verdict_format=verdict_format,
+            )
+        except ValidationError as exc:
+            raise ValueError(options_problem(exc)) from None
         self.answer = dspy.ChainOfThought(AnswerQuestion) if chain_of_thought else dspy.Predict(AnswerQuestion)
         self.samples = samples
         self.probability = probability
@@ -241,17 +241,15 @@ class BinaryJudge(dspy.Module):
         self._batch_adapter = batch.BatchAdapter()
 
     @classmethod
-    def from_spec(cls, spec: JudgeSpec, **runtime: Any) -> BinaryJudge:
+    def from_spec(cls, spec: JudgeSpec | JudgeOptions, **runtime: Any) -> BinaryJudge:
         """The judge ``spec`` describes (what ``spec()`` returns; its ``model`` is a record: the judge calls the
-        configured LM). ``runtime``: what no spec records (``threads``, ``adapter``, ``code_router``)."""
-        if spec.sample_temperature is not None:
-            runtime = {"sample_temperature": spec.sample_temperature, **runtime}
-        return cls(
-            chain_of_thought=spec.chain_of_thought, samples=spec.samples, probability=spec.probability,
-            verifier_mode=spec.verifier_mode, partial=spec.partial, explanations=spec.explanations,
-            calibration=spec.calibration, thresholds=spec.thresholds, scoring=spec.scoring,
-            verdict_format=spec.verdict_format, **runtime,
-        )
+        configured LM), or the one ``JudgeOptions`` give. ``runtime``: what no spec records (``threads``,
+        ``adapter``, ``code_router``)."""
+        if isinstance(spec, JudgeSpec):
+            runtime = {"thresholds": spec.thresholds, **runtime}
+            if spec.sample_temperature is not None:
+                runtime = {"sample_temperature": spec.sample_temperature, **runtime}
+        return cls(**spec.model_dump(include=set(JudgeFields.model_fields)), **runtime)
 
     def forward(self, input: str, output: str, checklist: Checklist) -> Scorecard:
         self._check_format()
@@ -269,19 +267,18 @@ class BinaryJudge(dspy.Module):
             explained = self._each(failed, lambda q: self._ask(input, output, q, 0, explain=True))
             answers.update({qid: self._explained(answers[qid], v) for qid, v in explained.items()})
         verdicts = [routed[q.id] or answers[q.id] for q in checklist.questions]
-        card = score(checklist, verdicts, use_probability=self.probability, partial=self.partial)  # type: ignore[arg-type]
+        card = score(checklist, verdicts, use_probability=self.probability, partial=self.partial)
         return card.model_copy(update={"judge": self.spec()})
 
     def _each(self, questions: Sequence[Question], ask: Callable[[Question], Verdict]) -> dict[str, Verdict]:
         """``ask`` for every question, concurrently when the LM allows it; verdicts by question id."""
         lm = self.answer_lm()
-        engine = getattr(lm, "engine", None)
-        local = bool(getattr(engine, "in_process", False))
+        engine = engine_of(lm)
+        local = engine.in_process
         threads = min(len(questions), self.threads or (LOCAL_PARALLEL if local else 1))
         if threads <= 1:
             return {q.id: ask(q) for q in questions}
-        expect = getattr(engine, "expect", None)
-        hint = expect(len(questions)) if local and expect is not None else nullcontext()
+        hint = engine.expect(len(questions)) if local else nullcontext()
         group = object()
 
         def ask_in_order(item: tuple[int, Question]) -> Verdict:
@@ -364,7 +361,7 @@ class BinaryJudge(dspy.Module):
         """One LM answer. Without ``explain`` generation stops after the answer (same prompt, fewer tokens)."""
         lm = self.answer_lm()
         judge_name = getattr(lm, "model", "unknown-lm")
-        config: dict = {}
+        config: dict[str, Any] = {}
         if self.samples > 1:
             config.update(temperature=self.sample_temperature, rollout_id=sample)
         reads_p = self.probability or self.calibration != "none" or bool(self.thresholds)
@@ -392,7 +389,7 @@ class BinaryJudge(dspy.Module):
             return {}
         lm = self.answer_lm()
         judge_name = getattr(lm, "model", "unknown-lm")
-        config: dict = {"max_tokens": batch.max_tokens(len(questions), explain, int((getattr(lm, "kwargs", None) or {}).get("max_tokens") or 0))}
+        config: dict[str, Any] = {"max_tokens": batch.max_tokens(len(questions), explain, int((getattr(lm, "kwargs", None) or {}).get("max_tokens") or 0))}
         if self.samples > 1:
             config.update(temperature=self.sample_temperature, rollout_id=sample)
         reads_p = self.probability or self.calibration != "none" or bool(self.thresholds)
@@ -406,7 +403,7 @@ class BinaryJudge(dspy.Module):
                     pred = self.answer_all(input=input, output=output, questions=batch.numbered(questions), config=config, signature=signature)
                 verdicts = batch.read_batch(pred.verdicts, questions, getattr(pred, "logprobs", None), judge_name, reads_p)
             except LMAuthError as exc:
-                raise InputError(f"{judge_name}: the LM refused the API key ({one_line(exc)}); check --api-key-env") from None
+                raise InputError(f"{judge_name}: the LM refused the API key ({one_line(exc)}); check `api_key_env`") from None
             except Exception as exc:  # any other LM or parse failure leaves every question unanswered, never yes
                 why = f"no usable batch answer: {one_line(exc)}"
                 verdicts = {q.id: Verdict(question_id=q.id, answer="unanswered", explanation=why, judge=judge_name) for q in questions}
@@ -419,7 +416,7 @@ class BinaryJudge(dspy.Module):
             }
         return verdicts
 
-    def _read(self, input: str, output: str, question: Question, config: dict, explain: bool, judge_name: str) -> Verdict:
+    def _read(self, input: str, output: str, question: Question, config: dict[str, Any], explain: bool, judge_name: str) -> Verdict:
         """The LM's verdict for one call, or an unanswered one saying why (an error, a reply that does not parse);
         a verdict whose P(yes) the score needs but the reply lacks is marked ``NO_P_YES``."""
 
@@ -431,7 +428,7 @@ class BinaryJudge(dspy.Module):
                 pred = self.answer(input=input, output=output, question=question.text, config=config)
             answer, explanation = pred.verdict.answer, pred.verdict.explanation
         except LMAuthError as exc:  # a refused key fails every call alike: the run's setup is wrong, not this answer
-            raise InputError(f"{judge_name}: the LM refused the API key ({one_line(exc)}); check --api-key-env") from None
+            raise InputError(f"{judge_name}: the LM refused the API key ({one_line(exc)}); check `api_key_env`") from None
         except Exception as exc:  # any other LM or parse failure is an unanswered question, never a yes
             return unanswered(f"no usable answer: {one_line(exc)}")
         if answer not in ("yes", "no"):

@@ -17,9 +17,11 @@ from typing import Any, TypeVar
 import dspy
 
 from bineval_dspy.core.schema import Checklist, Scorecard
+from bineval_dspy.judges.base import Judge
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.rows import JudgeResult, judge_result
 from bineval_dspy.lm.budget import BudgetMeter, metered_map
+from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.lm.runtime import DEFAULT_THREADS
 from bineval_dspy.lm.specs import is_local
 from bineval_dspy.lm.usage import Cost
@@ -48,9 +50,7 @@ def parallelism(lm: dspy.LM, asked: int, *, concurrency: int | None = None, thre
         threads = threads or DEFAULT_THREADS
         return Parallelism(rows=threads, questions=threads)
     asked = max(1, asked)
-    limit = getattr(getattr(lm, "engine", None), "limit_in_flight", None)
-    if callable(limit):  # our engine (a server at --api-base) holds the cap
-        limit(concurrency)
+    if engine_of(lm).limit_in_flight(concurrency):  # our engine (a server at api_base) holds the cap
         return Parallelism(rows=2 * math.ceil(concurrency / asked), questions=min(concurrency, asked))
     return Parallelism(rows=max(1, concurrency // asked), questions=min(concurrency, asked))  # no engine cap: never more than N open
 
@@ -60,7 +60,7 @@ def embedded_parallelism(lm: dspy.LM, asked: int) -> Parallelism:
     questions of the next rows wait while a batch decodes, so the engine batches them across rows (one row
     more than fills its ``parallel_sequences``). One row at a time when it batches nothing (no LM question a
     row, or an engine without parallel sequences)."""
-    batched = int(getattr(getattr(lm, "engine", None), "parallel_sequences", 1))
+    batched = engine_of(lm).parallel_sequences
     if asked <= 0 or batched <= 1:
         return Parallelism(rows=1, questions=None)
     return Parallelism(rows=math.ceil(batched / asked) + 1, questions=None)
@@ -89,7 +89,7 @@ def ordered_map(
 
 
 def judge_rows(
-    judge: BinaryJudge,
+    judge: Judge,
     checklist: Checklist,
     rows: Iterable[tuple[int, Row]],
     *,
@@ -101,7 +101,8 @@ def judge_rows(
     """Each (data line, row) of the stream judged against ``checklist``, as (row, result) in input order; ``total``
     is how many the stream holds (for the progress bar and a budget stop's message). The judge asks
     ``plan.questions`` of a row's questions at once. ``fields``: the row's input and output fields."""
-    judge.threads = plan.questions
+    if isinstance(judge, BinaryJudge):  # ours asks a row's questions at once; another judge decides for itself
+        judge.threads = plan.questions
     given, judged = fields
 
     def one(item: tuple[int, Row]) -> Scorecard:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 BATCH_WAIT_S = 0.05  # how long a batch waits for requests a caller announced with ``expect``
 
@@ -47,7 +47,7 @@ class _Slot(Generic[Req, Res]):
         self.group, self.index = _call_order.get() or (self.arrival, 0)
 
 
-def _in_call_order(batch: list[_Slot]) -> list[_Slot]:
+def _in_call_order(batch: list[_Slot[Req, Res]]) -> list[_Slot[Req, Res]]:
     """A batch's calls group by group (groups in the order their first call arrived), each group in call order."""
     first: dict[object, int] = {}
     for slot in batch:
@@ -117,7 +117,7 @@ class Batcher(Generic[Req, Res]):
 class Expectation:
     """``with engine.expect(n):`` around n calls about to arrive together, so they form one batch."""
 
-    def __init__(self, batcher: Batcher | None, n: int) -> None:
+    def __init__(self, batcher: Batcher[Any, Any] | None, n: int) -> None:
         self.batcher = batcher
         self.n = n
 

@@ -160,7 +160,7 @@ class _Decoding:
                 return False
         return len(self.out) < self.max_tokens
 
-    def result(self) -> tuple[str, int, tuple | None, str]:
+    def result(self) -> tuple[str, int, tuple[Any, ...] | None, str]:
         text = self.text if self.text is not None else self.llama.detokenize(self.out).decode("utf-8", "ignore")
         return text, len(self.out), (tuple(self.logprobs) if self.top_n is not None else None), self.finish
 

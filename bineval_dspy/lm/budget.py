@@ -51,7 +51,7 @@ class Budget(BaseModel):
         )
 
     def describe(self) -> str:
-        limits = [f"--max-cost {self.max_cost:g}" if self.max_cost is not None else "", f"--max-calls {self.max_calls}" if self.max_calls is not None else ""]
+        limits = [f"`max_cost` {self.max_cost:g}" if self.max_cost is not None else "", f"`max_calls` {self.max_calls}" if self.max_calls is not None else ""]
         return " and ".join(limit for limit in limits if limit) or "no budget"
 
 

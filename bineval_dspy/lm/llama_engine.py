@@ -44,6 +44,7 @@ import llama_cpp
 
 from bineval_dspy.lm._batching import Batcher, Expectation
 from bineval_dspy.lm._decoding import _Decoding, _last_logits, _logits_at, _OwnedBatch
+from bineval_dspy.lm.engine import EngineBase
 
 DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
 MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
@@ -85,7 +86,7 @@ def _batchable(request: Request) -> bool:
     return (not request.config.temperature and _structured(request)) or _sampled_text(request)
 
 
-class LlamaCppEngine:
+class LlamaCppEngine(EngineBase):
     """DSPy engine running a GGUF model with llama-cpp-python in this process.
 
     One lock guards the llama context (it is not thread-safe); ``__deepcopy__`` returns
@@ -135,7 +136,7 @@ class LlamaCppEngine:
         self._formatter: Any = None
         self._grammars: dict[str, Any] = {}
 
-    def __deepcopy__(self, memo: dict) -> LlamaCppEngine:
+    def __deepcopy__(self, memo: dict[str, Any]) -> LlamaCppEngine:
         return self
 
     # -- model loading -------------------------------------------------------------
@@ -229,7 +230,7 @@ class LlamaCppEngine:
             return self._formatter(messages=messages).prompt + prefill
         return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: " + prefill
 
-    def _grammar(self, response_format: dict | None) -> Any:
+    def _grammar(self, response_format: dict[str, Any] | None) -> Any:
         if not response_format or response_format.get("type") not in ("json_schema", "json_object"):
             return None
         from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
@@ -302,7 +303,7 @@ class LlamaCppEngine:
                 raise
         return decoding
 
-    def _generate(self, llama: Any, tokens: list[int], reused: int, request: Request) -> tuple[str, int, tuple | None, str]:
+    def _generate(self, llama: Any, tokens: list[int], reused: int, request: Request) -> tuple[str, int, tuple[Any, ...] | None, str]:
         with closing(self._decoding(llama, request)) as decoding:
             llama.n_tokens = reused  # keep the KV cache of the shared prefix; eval drops everything after it
             llama.eval(tokens[reused:])

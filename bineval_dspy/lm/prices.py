@@ -117,6 +117,6 @@ def check_priced(models: Iterable[str]) -> None:
     for model in models:
         if price_of(model) is None:
             raise InputError(
-                f"--max-cost: the price of LM {model!r} is unknown (LiteLLM's bundled price map lacks it; embedded models "
-                "and servers at --api-base have none); use --max-calls"
+                f"`max_cost`: the price of LM {model!r} is unknown (LiteLLM's bundled price map lacks it; embedded models "
+                "and servers at `api_base` have none); use `max_calls`"
             )

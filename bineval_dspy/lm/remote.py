@@ -45,6 +45,7 @@ from dspy.lm15 import (
 )
 
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.retry import DEFAULT_TIMEOUT, RateLimiter, wait_before_retry
 from bineval_dspy.lm.usage import report_retries
 
@@ -78,7 +79,7 @@ def _server_form(api_base: str) -> _ServerForm:
         return _server_forms.setdefault(api_base, _ServerForm())
 
 
-class RemoteEngine:
+class RemoteEngine(EngineBase):
     """One OpenAI-compatible server: DSPy's native lm15 client pointed at ``api_base``, plus the schema spelling,
     retries with backoff inside the call's timeout budget, optional client-side rate limits and a cap on the
     requests in flight (``limit_in_flight``)."""
@@ -135,16 +136,17 @@ class RemoteEngine:
         """The LM's model string: the spec and the server, so cache keys and verdicts tell servers apart."""
         return f"{self.spec}@{self.api_base}"
 
-    def __deepcopy__(self, memo: dict) -> RemoteEngine:
+    def __deepcopy__(self, memo: dict[str, Any]) -> RemoteEngine:
         return self  # program copies share one connection pool
 
-    def limit_in_flight(self, most: int | None) -> None:
+    def limit_in_flight(self, most: int | None) -> bool:
         """At most ``most`` requests of this engine open at once (``judge --concurrency``); None: no cap. A cap
         above lm15's pool of 100 connections widens the pool to it: requests past the pool would wait for a
         connection and time out on a healthy server."""
         self._slots = threading.BoundedSemaphore(most) if most else None
         if most and most > DEFAULT_CONNECTIONS:
             self._client = self._connect(most)
+        return True
 
     def complete(self, request: Request) -> Response:
         """Send one request, again after a transient failure while the call's budget lasts (``lm.retry``); the
@@ -271,11 +273,11 @@ def _checked_url(api_base: str) -> str:
     names the host only, never the rest."""
     url = urlsplit(api_base)
     if url.scheme not in ("http", "https") or not url.hostname:
-        raise InputError(f"--api-base {url.scheme or '?'}://{url.hostname or '?'}...: expected an http(s) URL such as http://127.0.0.1:8000/v1")
+        raise InputError(f"`api_base` {url.scheme or '?'}://{url.hostname or '?'}...: expected an http(s) URL such as http://127.0.0.1:8000/v1")
     if url.username or url.password:
-        raise InputError(f"--api-base {url.hostname}: put the key in --api-key-env, not in the URL")
+        raise InputError(f"`api_base` {url.hostname}: put the key in `api_key_env`, not in the URL")
     if url.query or url.fragment:
-        raise InputError(f"--api-base {url.hostname}: drop the URL's query string; a key goes in --api-key-env, not in the URL")
+        raise InputError(f"`api_base` {url.hostname}: drop the URL's query string; a key goes in `api_key_env`, not in the URL")
     return api_base.rstrip("/")
 
 

@@ -14,6 +14,7 @@ from bineval_dspy.core.cache_dir import CACHE_ENV, default_cache_dir
 from bineval_dspy.core.console import console, quiet_dspy_logs
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.lm import cache
+from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.lm.specs import DEFAULT_LM, check_provider_key, is_local, make_lm
 
 DEFAULT_THREADS = 4  # parallel calls for remote LMs when --threads is not given
@@ -39,7 +40,7 @@ class LMOptions(BaseModel):
     max_tokens: int | None = None
     rpm: float | None = None  # client-side limits for a server at api_base (lm.retry.RateLimiter)
     tpm: float | None = None
-    source: str = "--lm"  # where the spec came from, for error messages
+    source: str = "`lm`"  # where the spec came from, for error messages
 
 
 def configure(options: LMOptions | str | None = None, cache_dir: Path | None = None) -> dspy.LM:
@@ -53,13 +54,13 @@ def configure(options: LMOptions | str | None = None, cache_dir: Path | None = N
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"--cache-dir {folder}: cannot create ({exc.strerror})") from None
+        raise InputError(f"`cache_dir` {folder}: cannot create ({exc.strerror})") from None
     try:
         cache.install(folder)
     except Exception as exc:  # diskcache's sqlite refuses a damaged or foreign folder, or a full disk
         if _disk_full(exc):  # the cache is fine: deleting it would throw away every paid reply
-            raise InputError(f"--cache-dir {folder}: the disk is full ({one_line(exc)}); free some space, the cache is kept") from None
-        raise InputError(f"--cache-dir {folder}: not a usable LM cache ({one_line(exc)}); delete it or give another folder") from None
+            raise InputError(f"`cache_dir` {folder}: the disk is full ({one_line(exc)}); free some space, the cache is kept") from None
+        raise InputError(f"`cache_dir` {folder}: not a usable LM cache ({one_line(exc)}); delete it or give another folder") from None
     dspy.configure(lm=lm)
     return lm
 
@@ -81,10 +82,9 @@ def checked_lm(options: LMOptions) -> dspy.LM:
 
 def _check_loads(lm: dspy.LM, options: LMOptions) -> None:
     """Load an embedded model now, not at its first call: a file llama.cpp cannot read is one line, before any row."""
-    load = getattr(getattr(lm, "engine", None), "load", None)
-    if is_local(lm) and callable(load):
+    if is_local(lm):
         try:
-            load()
+            engine_of(lm).load()
         except Exception as exc:
             raise InputError(f"{options.source} {options.spec}: llama.cpp cannot load it ({one_line(exc)})") from None
 
@@ -93,7 +93,7 @@ def effective_threads(lm: dspy.LM, threads: int, asked: bool = True) -> int:
     """An in-process model serializes calls; threads would only interleave prompts and defeat prefix reuse."""
     if is_local(lm) and threads > 1:
         if asked:
-            console.print("note: the embedded model runs one call at a time; --threads ignored", style="yellow")
+            console.print("note: the embedded model runs one call at a time; `threads` ignored", style="yellow")
         return 1
     return threads
 

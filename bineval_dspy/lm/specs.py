@@ -19,6 +19,7 @@ import dspy
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import sha256_of
 from bineval_dspy.lm import remote
+from bineval_dspy.lm.engine import engine_of
 
 DEFAULT_LM = "smollm2"
 EMBEDDED = {
@@ -27,7 +28,7 @@ EMBEDDED = {
 }
 
 
-def embedded_model_path(name: str = DEFAULT_LM, source: str = "--lm") -> Path:
+def embedded_model_path(name: str = DEFAULT_LM, source: str = "`lm`") -> Path:
     """The GGUF file shipped inside an installed wheel, found through its distribution record."""
     distribution_name, _ = EMBEDDED[name]
     try:
@@ -81,7 +82,7 @@ def make_lm(
     timeout: float | None = None,
     rpm: float | None = None,
     tpm: float | None = None,
-    source: str = "--lm",
+    source: str = "`lm`",
     lora: Path | None = None,
     cache_dir: Path | str | None = None,
 ) -> dspy.LM:
@@ -98,11 +99,11 @@ def make_lm(
     """
     kwargs: dict[str, Any] = {}
     if (rpm or tpm) and not api_base:
-        flag = "--rpm" if rpm else "--tpm"
-        raise InputError(f"{flag}: a limit for a server at --api-base; {source} {spec} is not called through one")
+        flag = "`rpm`" if rpm else "`tpm`"
+        raise InputError(f"{flag}: a limit for a server at `api_base`; {source} {spec} is not called through one")
     if spec in EMBEDDED or spec.endswith(".gguf"):
         if api_base:
-            raise InputError(f"--api-base: {source} {spec} runs in this process; name the server's model, e.g. --lm openai/<model>")
+            raise InputError(f"`api_base`: {source} {spec} runs in this process; name the server's model, e.g. `lm` openai/<model>")
         path = embedded_model_path(spec, source) if spec in EMBEDDED else Path(spec)
         if not path.is_file():
             raise InputError(f"{source} {spec}: file not found")
@@ -158,8 +159,8 @@ def _check_gguf(path: Path, where: str) -> None:
         raise InputError(f"{where}: not a GGUF model file (it does not start with the GGUF magic bytes)")
 
 
-def check_provider_key(spec: str, source: str = "--lm") -> None:
-    """A provider model (no ``--api-base``) whose API key is not in the environment is refused before any work, as
+def check_provider_key(spec: str, source: str = "`lm`") -> None:
+    """A provider model (no ``api_base``) whose API key is not in the environment is refused before any work, as
     LiteLLM would refuse every call. Offline: LiteLLM's own table of each provider's key variables."""
     import litellm
 
@@ -169,9 +170,9 @@ def check_provider_key(spec: str, source: str = "--lm") -> None:
         return
     keys = [key for key in missing if "KEY" in key or "TOKEN" in key]  # not e.g. OLLAMA_API_BASE, which has a default
     if keys:
-        raise InputError(f"{source} {spec}: no API key: set {' or '.join(keys)}, or name the variable with --api-key-env")
+        raise InputError(f"{source} {spec}: no API key: set {' or '.join(keys)}, or name the variable with `api_key_env`")
 
 
 def is_local(lm: dspy.LM) -> bool:
     """Whether the LM runs in this process (so calls serialize and prompt order matters)."""
-    return bool(getattr(getattr(lm, "engine", None), "in_process", False))
+    return engine_of(lm).in_process

@@ -98,7 +98,7 @@ class HolisticJudge(dspy.Module):
 
     def rate_one(self, input: str, output: str, dimension: str) -> Rating:
         """One dimension's rating; an LM error or unparseable answer is a Rating without a score, never a guess."""
-        config: dict = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if self.probability else {}
+        config: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if self.probability else {}
         described = f"{dimension}: {self.definitions[dimension]}"
         with reply_journal() as journal:
             try:

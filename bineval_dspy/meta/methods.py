@@ -25,8 +25,8 @@ from typing import Annotated, Any, ClassVar, Literal
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from bineval_dspy.core.schema import Answer, Checklist, JudgeSpec, Question, Scorecard
-from bineval_dspy.judges.binary import BinaryJudge, Calibration, Explanations, Scoring, VerdictFormat
+from bineval_dspy.core.schema import Answer, Checklist, Explanations, JudgeFields, JudgeSpec, Question, Scorecard
+from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.meta.datasets import MetaRow
 from bineval_dspy.meta.holistic import HolisticJudge, Rating
 from bineval_dspy.meta.prompts import DEFINITIONS, QUESTIONS
@@ -58,40 +58,28 @@ class _Method(BaseModel):
         return self.model_dump(mode="json")
 
 
-class BinEvalMethod(_Method):
-    """BinEval. ``explanations`` defaults to ``none`` here (answers only, the fastest decoding): correlations need
-    scores, not reasons; the scorecards in the run directory still hold every verdict."""
+class BinEvalMethod(_Method, JudgeFields):
+    """BinEval, with every judge option as a key. ``explanations`` defaults to ``none`` here (answers only, the
+    fastest decoding): correlations need scores, not reasons; the scorecards in the run directory still hold every
+    verdict."""
 
     kind: Literal["bineval"]
     checklist: Literal["generate", "dataset", "per_input"] | Path = "generate"
     max_questions: int = Field(default=24, ge=1)  # for a generated checklist
     writer: str = "bineval"  # the method that writes a generated or per-input checklist
-    probability: bool = False
-    chain_of_thought: bool = False
-    samples: int = Field(default=1, ge=1)
     explanations: Explanations = "none"
-    calibration: Calibration = "none"
-    scoring: Scoring = "per_question"
-    verdict_format: VerdictFormat = "json"  # prefilled: the verdict's JSON start in the prompt (embedded model)
     code_routing: bool = True  # False: the LM answers questions a code verifier would
 
     def judge_spec(self, model: str) -> JudgeSpec:
         """The judge this method runs, on the LM named ``model``."""
-        return JudgeSpec(
-            model=model, probability=self.probability, chain_of_thought=self.chain_of_thought, samples=self.samples,
-            explanations=self.explanations, calibration=self.calibration, scoring=self.scoring, verdict_format=self.verdict_format,
-        )
+        return JudgeSpec(model=model, **self.model_dump(include=set(JudgeFields.model_fields)))
 
     def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:
         from bineval_dspy.checklists.templates import TEMPLATES
         from bineval_dspy.checklists.writers import methods
 
-        if self.calibration != "none" and self.samples > 1:
-            raise MethodProblem("calibration", "calibration needs samples = 1")
-        if self.scoring == "batch" and self.chain_of_thought:
-            raise MethodProblem("scoring", "batch scoring answers without chain of thought")
-        if self.verdict_format == "prefilled" and (self.scoring == "batch" or self.chain_of_thought):
-            raise MethodProblem("verdict_format", "the prefilled format answers one question at its first token: no batch scoring, no chain of thought")
+        if (conflict := self.conflict()) is not None:
+            raise MethodProblem(*conflict)
         if self.writer not in methods():
             raise MethodProblem("writer", f"unknown checklist method {self.writer!r} (choose from {', '.join(methods())})")
         if self.writer != "bineval" and self.checklist not in ("generate", "per_input"):
@@ -114,7 +102,9 @@ class BinEvalMethod(_Method):
         return {k: v for k, v in options.items() if _ADDED_BINEVAL_OPTIONS.get(k, object()) != v}
 
 
-_ADDED_BINEVAL_OPTIONS: dict[str, Any] = {"writer": "bineval", "scoring": "per_question", "code_routing": True, "verdict_format": "json"}
+_ADDED_BINEVAL_OPTIONS: dict[str, Any] = {
+    "writer": "bineval", "scoring": "per_question", "code_routing": True, "verdict_format": "json", "verifier_mode": "strict", "partial": False,
+}  # fmt: skip
 
 
 class HolisticMethod(_Method):

@@ -265,7 +265,7 @@ def run_fingerprint(config: MetaEvalConfig, lm: str | None, checklists: Mapping[
 
 def scores_log(out: Path) -> RunLog[OutputScore]:
     """A meta-eval's scores as a run log: keyed by (method, output id), kept when every dimension got a score."""
-    return model_log(out, OutputScore, key=lambda r: f"{r.method}\x00{r.id}", finished=lambda r: r.complete, hint="; use --overwrite or a new run_dir")
+    return model_log(out, OutputScore, key=lambda r: f"{r.method}\x00{r.id}", finished=lambda r: r.complete, hint="; use `overwrite` or a new run_dir")
 
 
 def _generated_checklist(

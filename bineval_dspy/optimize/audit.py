@@ -14,6 +14,7 @@ from bineval_dspy.optimize.edits import Edit
 from bineval_dspy.optimize.lessons import Failure, Lesson
 from bineval_dspy.optimize.notes import Discarded
 from bineval_dspy.optimize.settings import OptimizerSettings
+from bineval_dspy.programs.state import Demos, ProgramState
 from bineval_dspy.stats.bootstrap import Interval
 
 AUDIT_FILE = "audit.json"
@@ -57,7 +58,6 @@ class Decision(BaseModel):
     gain: Interval | None = None
 
 
-Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)
 CandidateKind = Literal["instructions", "demo", "thresholds"]
 
 
@@ -85,22 +85,16 @@ class Charged(BaseModel):
         return self.usage.tokens
 
 
-class StartRecord(Charged):
-    """The student as given: its instructions, demonstrations, thresholds and held-out results."""
+class StartRecord(Charged, ProgramState):
+    """The student as given: its state (instructions, demonstrations, thresholds) and held-out results."""
 
-    instructions: dict[str, str]
-    demos: Demos = Field(default_factory=dict)
-    thresholds: dict[str, float] = Field(default_factory=dict)
     prompt_chars: int
     val: EvalSummary
 
 
-class BestRecord(BaseModel):
+class BestRecord(ProgramState):
     """The best accepted program state so far (iteration 0: the start)."""
 
-    instructions: dict[str, str]
-    demos: Demos = Field(default_factory=dict)
-    thresholds: dict[str, float] = Field(default_factory=dict)  # per-dimension P(yes) thresholds of a judge
     val_score: float
     val: EvalSummary
     iteration: int = 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -23,16 +23,16 @@ from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, file_digest
 from bineval_dspy.core.jsonio import load_toml, read_jsonl
-from bineval_dspy.core.schema import Checklist
+from bineval_dspy.core.schema import Checklist, JudgeOptions
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.specs import DEFAULT_LM, make_lm
 from bineval_dspy.optimize.feedback import JUDGE_EXAMPLE_FIELDS, CrossModelFeedback, FeedbackSource, SelfUpdateFeedback
 from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
-from bineval_dspy.optimize.results import Splits, TestScorer
+from bineval_dspy.optimize.results import TestScorer
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.generator import Generator
-from bineval_dspy.programs.state import JudgeOptions
+from bineval_dspy.programs.state import Splits
 from bineval_dspy.suites.rows import SuiteRow, load_suite
 from bineval_dspy.verifiers import code_digest
 
@@ -149,7 +149,7 @@ def _count(size: int | Path | str) -> int:
     return size
 
 
-def split(items: list, data: DataConfig, source: str, group=lambda item: item) -> tuple[list, list, list]:
+def split(items: list[Any], data: DataConfig, source: str, group=lambda item: item) -> tuple[list, list, list]:
     """Seeded train/val/test split by group (suite key, or instruction id), so no group spans two splits."""
     groups = list(dict.fromkeys(group(item) for item in items))
     random.Random(data.seed).shuffle(groups)
@@ -163,7 +163,7 @@ def split(items: list, data: DataConfig, source: str, group=lambda item: item) -
     return tuple([item for item in items if group(item) in chosen[name]] for name in SPLIT_NAMES)  # type: ignore[return-value]
 
 
-def given_splits(files: dict[str, Path], load, group) -> tuple[list, list, list]:
+def given_splits(files: dict[str, Path], load, group) -> tuple[list[Any], list, list]:
     """One file per split; a group (suite key, example id) in two splits is one located error: the test would leak."""
     loaded = {name: load(files[name]) if name in files else [] for name in SPLIT_NAMES}
     seen: dict[str, str] = {}
@@ -185,7 +185,7 @@ def load_judge_examples(path: Path) -> list[dspy.Example]:
     return examples
 
 
-def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list, list, list]]:
+def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list[Any], list, list]]:
     """Student program, optimizer and splits for a run config (the LM is configured by the caller); ``progress``
     shows progress bars."""
     settings = config.optimizer
@@ -237,7 +237,7 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
     return student, optimizer, splits
 
 
-def _limited(splits: tuple[list, list, list], limit: dict[str, int], group_by: str) -> tuple[list, list, list]:
+def _limited(splits: tuple[list[Any], list, list], limit: dict[str, int], group_by: str) -> tuple[list, list, list]:
     """Each split cut to its first ``limit[name]`` groups (a smoke-test run of a full-size config)."""
     out = []
     for name, part in zip(SPLIT_NAMES, splits):
@@ -246,7 +246,7 @@ def _limited(splits: tuple[list, list, list], limit: dict[str, int], group_by: s
     return out[0], out[1], out[2]
 
 
-def splits_of(config: RunConfig, splits: tuple[list, list, list]) -> Splits:
+def splits_of(config: RunConfig, splits: tuple[list[Any], list, list]) -> Splits:
     """The groups of each split, as ``splits.json`` records them."""
     group_by = "key" if config.mode == "self" else "example_id"
     groups = [list(dict.fromkeys(str(ex[group_by]) for ex in part)) for part in splits]

@@ -38,9 +38,14 @@ from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdat
 from bineval_dspy.optimize.lessons import Failure, LessonBank
 from bineval_dspy.optimize.notes import NoteTaker
 from bineval_dspy.optimize.policies import AcceptancePolicy, StoppingRule, default_acceptance, default_stopping
-from bineval_dspy.optimize.proposers import Candidate, Proposer, Step, default_proposers
+from bineval_dspy.optimize.proposers import Proposer, Step, default_proposers
 from bineval_dspy.optimize.settings import OptimizerSettings
-from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile, demos_of, instructions_of, prompt_length, set_state
+from bineval_dspy.programs.state import (
+    PROGRAM_FILE,
+    ProgramFile,
+    ProgramState,
+    instructions_of,
+)
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 
 T = TypeVar("T")
@@ -162,7 +167,7 @@ class BinEvalOptimizer(Teleprompter):
         logger.info("optimizer stopped: %s (held-out %.3f -> %.3f)", audit.stopped, audit.start.val.score, audit.best.val_score)
         return program
 
-    def get_params_summary(self) -> dict:
+    def get_params_summary(self) -> dict[str, Any]:
         return self.settings.model_dump()
 
     # -- state and audit ------------------------------------------------------------------------------
@@ -171,17 +176,15 @@ class BinEvalOptimizer(Teleprompter):
         return LessonBank(threshold=self.settings.dedup_threshold, embed=template.embed if template else None)
 
     def _fresh_audit(self, program: dspy.Module, valset: Sequence[dspy.Example]) -> Audit:
-        texts, demos, thresholds = instructions_of(program), demos_of(program), dict(getattr(program, "thresholds", {}))
+        state = ProgramState.of(program)
         evaluation, cost = self._evaluate(program, valset, "start: held-out", "held-out evaluation")
         summary = evaluation.summary()
         audit = Audit(
             mode=self.feedback.mode,
             settings=self.settings,
             fingerprint=self._fingerprint,
-            start=StartRecord(
-                instructions=texts, demos=demos, thresholds=thresholds, prompt_chars=prompt_length(texts, demos), val=summary, usage=cost,
-            ),
-            best=BestRecord(instructions=texts, demos=demos, thresholds=thresholds, val_score=evaluation.score, val=summary),
+            start=StartRecord(**state.model_dump(), prompt_chars=state.size(), val=summary, usage=cost),
+            best=BestRecord(**state.model_dump(), val_score=evaluation.score, val=summary),
         )
         self._save(audit)
         return audit
@@ -220,7 +223,7 @@ class BinEvalOptimizer(Teleprompter):
 
     # -- one iteration, step by step (each step checkpoints) -------------------------------------------
     def _set_best(self, program: dspy.Module, audit: Audit) -> None:
-        set_state(program, audit.best.instructions, audit.best.demos, audit.best.thresholds)
+        audit.best.apply_to(program)
 
     def _iterate(self, audit: Audit, program: dspy.Module, trainset, valset) -> None:
         if not audit.iterations or audit.iterations[-1].decision is not None:
@@ -254,9 +257,9 @@ class BinEvalOptimizer(Teleprompter):
             return self._save(audit)
         if record.candidate_instructions is None:
             record.candidate_instructions = proposal.instructions
-            record.prompt_chars = prompt_length(proposal.instructions, proposal.demos)
+            record.prompt_chars = proposal.size()
             self._save(audit)
-        set_state(program, proposal.instructions, proposal.demos, proposal.thresholds)
+        proposal.apply_to(program)
         scored, cost = self._evaluate(program, valset, f"iteration {number}: held-out", "held-out evaluation")
         record.usage = record.usage + cost
         record.val = scored.summary()
@@ -283,7 +286,7 @@ class BinEvalOptimizer(Teleprompter):
         interval = boot.difference([after[i].score for i in ids], [before[i] for i in ids])
         return interval.model_copy(update={"estimate": evaluation.score - audit.best.val_score})
 
-    def _decide(self, audit: Audit, record: IterationRecord, evaluation: Evaluation, candidate: Candidate) -> None:
+    def _decide(self, audit: Audit, record: IterationRecord, evaluation: Evaluation, candidate: ProgramState) -> None:
         assert record.prompt_chars is not None and record.selected is not None and record.candidate_instructions is not None
         gain = self._gain(audit, evaluation)
         decision = self.acceptance.decide(gain=gain, prompt_chars=record.prompt_chars, start_chars=audit.start.prompt_chars)

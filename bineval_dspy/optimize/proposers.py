@@ -16,30 +16,22 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.embeddings import text_key
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.optimize.audit import Audit, CandidateKind, Demos, IterationRecord
+from bineval_dspy.optimize.audit import Audit, CandidateKind, IterationRecord
 from bineval_dspy.optimize.edits import Edit, PromptUpdater
 from bineval_dspy.optimize.feedback import Evaluation
 from bineval_dspy.optimize.lessons import Failure, Lesson, LessonBank
 from bineval_dspy.optimize.notes import Discarded, NoteTaker, lesson_problem, rule_lesson
 from bineval_dspy.optimize.settings import OptimizerSettings
+from bineval_dspy.programs.state import Demos, ProgramState
 
 T = TypeVar("T")
 logger = logging.getLogger("bineval_dspy.optimize")
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A program state to score on the held-out set."""
-
-    instructions: dict[str, str]
-    demos: Demos
-    thresholds: dict[str, float]
 
 
 class Measure(Protocol):
@@ -63,11 +55,11 @@ class Step:
     save: Callable[[], None]
     measured: Measure
 
-    def keep(self, **changes: object) -> Candidate:
-        """The best state with ``changes`` (instructions, demos or thresholds) in place."""
+    def keep(self, **changes: object) -> ProgramState:
+        """The best state with ``changes`` (instructions, demos or thresholds) in place: a candidate to score on
+        the held-out set."""
         best = self.audit.best
-        state = {"instructions": dict(best.instructions), "demos": best.demos, "thresholds": best.thresholds, **changes}
-        return Candidate(**state)  # type: ignore[arg-type]
+        return ProgramState.model_validate({"instructions": dict(best.instructions), "demos": best.demos, "thresholds": best.thresholds, **changes})
 
 
 class Proposer(Protocol):
@@ -75,7 +67,7 @@ class Proposer(Protocol):
 
     kind: CandidateKind
 
-    def propose(self, step: Step) -> Candidate | str: ...
+    def propose(self, step: Step) -> ProgramState | str: ...
 
 
 class InstructionProposer:
@@ -87,7 +79,7 @@ class InstructionProposer:
         self.note_taker = note_taker
         self.updater = updater
 
-    def propose(self, step: Step) -> Candidate | str:
+    def propose(self, step: Step) -> ProgramState | str:
         record, best = step.record, step.audit.best
         if record.candidate_instructions is not None:
             return step.keep(instructions=record.candidate_instructions)
@@ -175,10 +167,10 @@ class DemoProposer:
 
     kind: CandidateKind = "demo"
 
-    def __init__(self, pool: Sequence[dict] = ()) -> None:
+    def __init__(self, pool: Sequence[dict[str, Any]] = ()) -> None:
         self.pool = list(pool)
 
-    def propose(self, step: Step) -> Candidate | str:
+    def propose(self, step: Step) -> ProgramState | str:
         record = step.record
         if record.candidate_demos is None:
             record.candidate_demos = self._pick(step)
@@ -207,7 +199,7 @@ class ThresholdProposer:
 
     kind: CandidateKind = "thresholds"
 
-    def propose(self, step: Step) -> Candidate | str:
+    def propose(self, step: Step) -> ProgramState | str:
         record = step.record
         if record.candidate_thresholds is None and step.evaluation is not None and step.evaluation.probabilities:
             fitted = fit_thresholds(step.evaluation.probabilities)

@@ -28,26 +28,7 @@ from bineval_dspy.suites.grading import grade
 from bineval_dspy.suites.rows import SuiteRow
 
 RESULTS_FILE = "results.json"
-SPLITS_FILE = "splits.json"
 MEASURES = ("strict_prompt", "strict_instruction", "loose_prompt", "loose_instruction")
-
-
-class Splits(BaseModel):
-    """The groups (suite keys, or judge examples' ``example_id``) of each split: what the run trained, validated
-    and tested on."""
-
-    group_by: str
-    train: list[str]
-    val: list[str]
-    test: list[str] = Field(default_factory=list)
-
-    def save(self, run_dir: Path) -> None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / SPLITS_FILE).write_text(self.model_dump_json(indent=2), encoding="utf-8")
-
-    @classmethod
-    def load(cls, run_dir: Path) -> Splits:
-        return load_model(run_dir / SPLITS_FILE, cls)
 
 
 class SplitScore(BaseModel):

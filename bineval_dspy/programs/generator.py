@@ -224,7 +224,7 @@ def run_generation(
             record = generate_row(row, program, refine=refine, best_of=best_of, judge=judge, writer=writer, stop_at_pass=stop_at_pass)
             return row, record, ""
         except LMAuthError as exc:  # a refused key fails every row alike: the run's setup is wrong, as judge says
-            raise InputError(f"the LM refused the API key ({one_line(exc)}); check --api-key-env") from None
+            raise InputError(f"the LM refused the API key ({one_line(exc)}); check `api_key_env`") from None
         except Exception as exc:  # one failing row must not stop a long run; it is retried on the next
             return row, None, one_line(exc)
 

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from typing import Any
 
 import dspy
 
 from bineval_dspy.core.console import in_caller_context
+from bineval_dspy.lm.engine import engine_of
 
 
 def _expectation(program: dspy.Module, n: int) -> Any:
     """``engine.expect(n)`` of the LM ``program`` calls, when that engine batches (else a no-op)."""
     lms = [p.lm for p in program.predictors() if getattr(p, "lm", None) is not None] if hasattr(program, "predictors") else []
     lm = lms[0] if lms else dspy.settings.lm
-    expect = getattr(getattr(lm, "engine", None), "expect", None)
-    return expect(n) if callable(expect) else nullcontext()
+    return engine_of(lm).expect(n)
 
 
 def draw(

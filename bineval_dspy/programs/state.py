@@ -17,10 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
+from bineval_dspy.core.schema import JudgeOptions
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.programs.weights import Weights, attach, weights_of
 
 PROGRAM_FILE = "program.json"
+SPLITS_FILE = "splits.json"  # beside it: the splits the run trained, validated and tested on
 Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)
 
 
@@ -51,37 +53,41 @@ def set_state(program: dspy.Module, instructions: dict[str, str], demos: Demos, 
         program.thresholds = dict(thresholds)
 
 
+class ProgramState(BaseModel):
+    """A program's learnable state, in one shape wherever it is kept: the optimizer's candidates and audit records
+    (start, best) and ``program.json`` (``ProgramFile``, which adds what the program is and runs on)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instructions: dict[str, str]
+    demos: Demos = Field(default_factory=dict)
+    thresholds: dict[str, float] = Field(default_factory=dict)  # a judge's per-dimension P(yes) thresholds
+
+    @classmethod
+    def of(cls, program: dspy.Module) -> ProgramState:
+        """``program``'s current state."""
+        return cls(instructions=instructions_of(program), demos=demos_of(program), thresholds=dict(getattr(program, "thresholds", {})))
+
+    def apply_to(self, program: dspy.Module) -> None:
+        """Give ``program`` this state (``set_state``)."""
+        set_state(program, self.instructions, self.demos, self.thresholds)
+
+    def size(self) -> int:
+        """What the bloat guard measures of this state (``prompt_length``)."""
+        return prompt_length(self.instructions, self.demos)
+
+
 def prompt_length(texts: dict[str, str], demos: Demos | None = None) -> int:
     """What the bloat guard measures: instruction characters plus every character of the demonstrations' fields."""
     shown = sum(len(v if isinstance(v, str) else json.dumps(v)) for ds in (demos or {}).values() for d in ds for v in d.values())
     return sum(len(t) for t in texts.values()) + shown
 
 
-class JudgeOptions(BaseModel):
-    """The ``BinaryJudge`` options a judge program is rebuilt with (its thresholds are state, kept beside)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    chain_of_thought: bool = False
-    samples: int = 1
-    probability: bool = False
-    verifier_mode: Literal["strict", "loose"] = "strict"
-    partial: bool = False
-    explanations: Literal["all", "failures", "none"] = "all"
-    calibration: Literal["none", "content_free"] = "none"
-    scoring: Literal["per_question", "batch"] = "per_question"
-    verdict_format: Literal["json", "prefilled"] = "json"
-
-
-class ProgramFile(BaseModel):
-    """``program.json``: a generator or judge program as the optimizer left it."""
-
-    model_config = ConfigDict(extra="forbid")
+class ProgramFile(ProgramState):
+    """``program.json``: a generator or judge program as the optimizer left it: its state, what it is, and what it
+    runs with."""
 
     kind: Literal["generator", "judge", "module"]
-    instructions: dict[str, str]
-    demos: Demos = Field(default_factory=dict)
-    thresholds: dict[str, float] = Field(default_factory=dict)
     max_tokens: int | None = None  # generator: the token limit per response it was measured with
     judge: JudgeOptions | None = None  # judge: its options, calibration included
     weights: Weights | None = None  # fine-tuned: the base model and LoRA adapter it runs on (else the configured LM)
@@ -96,8 +102,7 @@ class ProgramFile(BaseModel):
             return cls(kind="generator", max_tokens=program.max_tokens, **state)
         if isinstance(program, BinaryJudge):
             spec = program.spec()
-            options = JudgeOptions(**spec.model_dump(include=set(JudgeOptions.model_fields)))
-            return cls(kind="judge", thresholds=dict(program.thresholds), judge=options, **state)
+            return cls(kind="judge", thresholds=dict(program.thresholds), judge=spec.options(), **state)
         return cls(kind="module", **state)
 
     def build(self) -> dspy.Module:
@@ -108,21 +113,40 @@ class ProgramFile(BaseModel):
         if self.kind == "generator":
             program = Generator(max_tokens=self.max_tokens) if self.max_tokens else Generator()
         elif self.kind == "judge":
-            program = BinaryJudge(**(self.judge or JudgeOptions()).model_dump())
+            program = BinaryJudge.from_spec(self.judge or JudgeOptions())
         else:
             raise ValueError("a program file of kind 'module' has no program to build: apply() it to your own module")
         return self.apply(program)
 
     def apply(self, program: dspy.Module) -> dspy.Module:
         """Give ``program`` this state (instructions, demos, thresholds and, when fine-tuned, its weights) and return it."""
-        set_state(program, self.instructions, self.demos, self.thresholds)
+        self.apply_to(program)
         return attach(program, self.weights) if self.weights is not None else program
 
     def save(self, path: Path) -> None:
         """Write atomically: a kill never leaves half a program. An adapter's path is written from the file's folder."""
         path.parent.mkdir(parents=True, exist_ok=True)
         state = self if self.weights is None else self.model_copy(update={"weights": self.weights.relative_to(path.parent)})
-        write_text_atomic(path, state.model_dump_json(indent=2, exclude_none=True))
+        data = state.model_dump(mode="json", exclude_none=True)
+        write_text_atomic(path, json.dumps({"kind": data.pop("kind"), **data}, indent=2, ensure_ascii=False))  # what it is, first
+
+
+class Splits(BaseModel):
+    """The groups (suite keys, or judge examples' ``example_id``) of each split: what the run trained, validated
+    and tested on."""
+
+    group_by: str
+    train: list[str]
+    val: list[str]
+    test: list[str] = Field(default_factory=list)
+
+    def save(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(run_dir / SPLITS_FILE, self.model_dump_json(indent=2))
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Splits:
+        return load_model(run_dir / SPLITS_FILE, cls)
 
 
 def program_path(path: Path) -> Path:

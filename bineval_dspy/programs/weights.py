@@ -55,7 +55,7 @@ class Weights(BaseModel):
 
         lm = make_lm(self.base, lora=self.adapter, source="weights.base")
         try:
-            lm.engine.load()  # type: ignore[attr-defined]
+            lm.engine.load()
         except Exception as exc:
             raise InputError(f"field 'weights.adapter': {self.adapter}: {exc if isinstance(exc, RuntimeError) else one_line(exc)}") from None
         return lm

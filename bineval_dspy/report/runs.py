@@ -16,7 +16,6 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from bineval_dspy.analysis.files import REPORT_FILES
-from bineval_dspy.analysis.judged import JUDGE_KEY
 from bineval_dspy.analysis.phi import PhiReport
 from bineval_dspy.analysis.pruning import PruningReport
 from bineval_dspy.analysis.weights import WeightsReport
@@ -24,6 +23,7 @@ from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, read_json_object, read_jsonl
 from bineval_dspy.experiment.grid import GridRow, read_grid
 from bineval_dspy.experiment.runner import ExperimentResults
+from bineval_dspy.judges.rows import JUDGE_KEY
 from bineval_dspy.lm.estimate import Plan, load_plan
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.runner import SCORES_FILE

@@ -458,16 +458,16 @@ def select_ids(spec: str | None) -> list[str]:
             named = [i for i in known if family_of(i) == item]
         elif ":" in item:
             if item not in known:
-                raise InputError(f"--ids: unknown instruction id {item!r}; run `bineval verifiers` for all of them")
+                raise InputError(f"`ids`: unknown instruction id {item!r}; run `bineval verifiers` for all of them")
             named = [item]
         else:
             named = [i for i in known if i.split(":")[0] == item]
         if not named:
             families = ", ".join(FAMILIES)
-            raise InputError(f"--ids: {item!r} is no family ({families}), id prefix (such as keywords) or instruction id")
+            raise InputError(f"`ids`: {item!r} is no family ({families}), id prefix (such as keywords) or instruction id")
         sampled = [i for i in named if i in SAMPLERS]
         if not sampled:
-            raise InputError(f"--ids: {item!r} names no id that can be drawn ({named[0]}: {EXCLUDED[named[0]]})")
+            raise InputError(f"`ids`: {item!r} names no id that can be drawn ({named[0]}: {EXCLUDED[named[0]]})")
         chosen.update(sampled)
     return sorted(chosen)
 
@@ -578,7 +578,7 @@ def _draw_instructions(rng: random.Random, ids: Sequence[str], low: int, high: i
         kwargs = [SAMPLERS[i](rng) for i in chosen]
         if len(chosen) >= low and not kwargs_clash(kwargs):
             return chosen, kwargs
-    raise InputError(f"cannot draw {low} instructions that go together from the selected ids; select more (--ids) or ask for fewer (--min-instructions)")
+    raise InputError(f"cannot draw {low} instructions that go together from the selected ids; select more (`ids`) or ask for fewer (`min_instructions`)")
 
 
 def compose(task: str, rules: Sequence[str]) -> str:
@@ -601,9 +601,9 @@ def synthesize(
     """``count`` suite rows (``synth-0``, ...), each a task with min..max compatible instructions, none of whose
     prompt or task is within ``threshold`` of an excluded prompt; the same arguments give the same rows."""
     if not 1 <= min_instructions <= max_instructions:
-        raise InputError(f"--min-instructions ({min_instructions}) must be from 1 to --max-instructions ({max_instructions})")
+        raise InputError(f"`min_instructions` ({min_instructions}) must be from 1 to `max_instructions` ({max_instructions})")
     if not 0 < threshold <= 1:
-        raise InputError(f"--threshold: must be above 0 and at most 1, got {threshold}")
+        raise InputError(f"`threshold`: must be above 0 and at most 1, got {threshold}")
     index = LeakIndex(excluded)
 
     def leaked(text: str) -> bool:
@@ -612,7 +612,7 @@ def synthesize(
 
     clean = {task for task in tasks if not leaked(task)}  # judged once; a leaking draw still counts as redrawn
     if not clean:
-        raise InputError("every task matches an excluded prompt; give other tasks or a higher --threshold")
+        raise InputError("every task matches an excluded prompt; give other tasks or a higher `threshold`")
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
     redrawn = 0
@@ -625,6 +625,6 @@ def synthesize(
                 break
             redrawn += 1
         else:
-            raise InputError(f"no prompt unlike the excluded ones in {_REDRAWS} draws; give other tasks or a higher --threshold")
+            raise InputError(f"no prompt unlike the excluded ones in {_REDRAWS} draws; give other tasks or a higher `threshold`")
         rows.append({"key": f"synth-{number}", "prompt": prompt, "instruction_id_list": chosen, "kwargs": kwargs})
     return Synthesis(rows, redrawn)

@@ -246,7 +246,7 @@ class RecordingEngine:
             save_cassette(self.path, self.entries.values())
         return response
 
-    def __deepcopy__(self, memo: dict) -> RecordingEngine:
+    def __deepcopy__(self, memo: dict[str, Any]) -> RecordingEngine:
         return self  # program.deepcopy() must keep recording into this one cassette
 
 
@@ -296,7 +296,7 @@ class ReplayEngine:
         lines.append("Record the cassette again, or pass fallback= to answer new requests with a script.")
         return "\n".join(lines)
 
-    def __deepcopy__(self, memo: dict) -> ReplayEngine:
+    def __deepcopy__(self, memo: dict[str, Any]) -> ReplayEngine:
         return self  # program copies share one cassette and one count of answers served
 
 

@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import dspy
 from dspy.adapters.chat_adapter import field_header_pattern
@@ -70,7 +71,7 @@ class ScriptedEngine:
             logprobs=_logprobs(reply) if isinstance(reply, Reply) else None,
         )
 
-    def __deepcopy__(self, memo: dict) -> ScriptedEngine:
+    def __deepcopy__(self, memo: dict[str, Any]) -> ScriptedEngine:
         return self  # program.deepcopy() must keep one engine, so recorded requests stay in one place
 
 

@@ -178,7 +178,7 @@ class ChecklistRunner:
 
     def _configure(self) -> None:
         if not self._configured:
-            source = "--lm" if self.env.lm_spec else f"{self.env.source}: field 'run.lm' ="
+            source = "`lm`" if self.env.lm_spec else f"{self.env.source}: field 'run.lm' ="
             runtime.configure(self.env.lm_options.model_copy(update={"spec": self.lm_spec, "source": source}), self.env.lm_cache)
             self._configured = True
 

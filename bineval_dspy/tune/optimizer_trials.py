@@ -26,7 +26,6 @@ from bineval_dspy.lm.usage import Measurement, measuring
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import RunConfig, build, load_config, run_fingerprint
 from bineval_dspy.optimize.settings import OptimizerSettings
-from bineval_dspy.programs.state import prompt_length
 from bineval_dspy.tune.config import Param
 from bineval_dspy.tune.runners import Objective, TrialContext, TrialEnv, run_settings
 
@@ -81,7 +80,7 @@ def run_values(audit: Audit) -> dict[str, float]:
         "val_score": audit.best.val_score,
         "lm_calls": float(audit.usage.lm_calls),
         "tokens": float(audit.usage.tokens),
-        "prompt_chars": float(prompt_length(audit.best.instructions, audit.best.demos)),
+        "prompt_chars": float(audit.best.size()),
     }
 
 
@@ -154,7 +153,7 @@ class OptimizerRunner:
 
     def _configure(self) -> dspy.LM:
         if self._lm is None:
-            source = "--lm" if self.env.lm_spec else f"{self.path}: field 'lm' ="
+            source = "`lm`" if self.env.lm_spec else f"{self.path}: field 'lm' ="
             options = self.env.lm_options.model_copy(update={"spec": self.lm_spec, "source": source})
             self._lm = runtime.configure(options, self.env.lm_cache)
         return self._lm

@@ -27,7 +27,7 @@ def tune_plan(tuning: Any, lm_spec: str | None, api_base: str | None) -> Plan:
         return Plan(f"tune: {trials} optimizer trial(s) at most, each {each.what}", trials * each.calls, trials * each.prompt_tokens,
                     each.completion_limit, each.tokenized, spec, api_base, estimated=each.estimated)
     if config.run["kind"] != "checklist":
-        raise InputError(f"{config.source}: field 'run.kind': --dry-run plans optimizer and checklist trials, not {config.run['kind']!r}")
+        raise InputError(f"{config.source}: field 'run.kind': `dry_run` plans optimizer and checklist trials, not {config.run['kind']!r}")
     spec = lm_spec or run.get("lm", DEFAULT_LM)
     tasks = load_tasks((tuning.env.base / run["tasks"]).resolve())
     count, exact = token_counter(spec)

@@ -233,7 +233,7 @@ def brief(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
-def params_digest(params: dict) -> str:
+def params_digest(params: dict[str, Any]) -> str:
     """A trial's run directory name: the digest of its parameters."""
     return digest(json.dumps(params, sort_keys=True))
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from bineval_dspy.core.registry import Registry
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -37,8 +39,15 @@ Factory = Callable[..., Check]
 Rule = str | Callable[..., str]
 Mode = Literal["strict", "loose"]
 
-_FACTORIES: dict[str, Factory] = {}
-_RULES: dict[str, Rule] = {}
+@dataclass(frozen=True)
+class Registered:
+    """A verifier as registered: its builder and its rule in words."""
+
+    factory: Factory
+    rule: Rule
+
+
+VERIFIERS: Registry[Registered] = Registry("verifier")  # by instruction id
 
 
 class VerifierError(ValueError):
@@ -67,10 +76,7 @@ def register(*instruction_ids: str, rule: Rule) -> Callable[[Factory], Factory]:
     def decorate(factory: Factory) -> Factory:
         _check_rule(rule, factory)
         for instruction_id in instruction_ids:
-            if instruction_id in _FACTORIES:
-                raise RuntimeError(f"verifier {instruction_id!r} registered twice")
-            _FACTORIES[instruction_id] = factory
-            _RULES[instruction_id] = rule
+            VERIFIERS.add(instruction_id, Registered(factory, rule))
         return factory
 
     return decorate
@@ -88,7 +94,7 @@ def code_digest() -> str:
 
 def known_instruction_ids() -> list[str]:
     """All instruction ids that have a code verifier."""
-    return sorted(_FACTORIES)
+    return sorted(VERIFIERS)
 
 
 def unknown_id(instruction_id: str, noun: str = "instruction id") -> str:
@@ -106,9 +112,9 @@ def unknown_id(instruction_id: str, noun: str = "instruction id") -> str:
 
 def _arguments(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str) -> tuple[Factory, dict[str, Any]]:
     """The factory of ``instruction_id`` and the arguments a row gives it (None values dropped, prompt added)."""
-    factory = _FACTORIES.get(instruction_id)
-    if factory is None:
+    if instruction_id not in VERIFIERS:
         raise VerifierError(unknown_id(instruction_id))
+    factory = VERIFIERS[instruction_id].factory
     args = {k: v for k, v in (kwargs or {}).items() if v is not None}
     params = inspect.signature(factory).parameters
     if "prompt" in params:
@@ -139,7 +145,7 @@ def describe(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str 
     build_check(instruction_id, kwargs, prompt)  # the same validation, and the same errors, as grading
     factory, args = _arguments(instruction_id, kwargs, prompt)
     args = {name: _plain(value) for name, value in args.items()}
-    rule = _RULES[instruction_id]
+    rule = VERIFIERS[instruction_id].rule
     if not isinstance(rule, str):
         return rule(**args)
     defaults = {
@@ -178,11 +184,11 @@ def _rule_text(instruction_id: str) -> str:
     try:
         return describe(instruction_id, {})
     except (VerifierError, TypeError, ValueError, KeyError):
-        rule = _RULES[instruction_id]
+        rule = VERIFIERS[instruction_id].rule
         if isinstance(rule, str):
             return rule
         params = inspect.signature(rule).parameters.items()
-        declared = inspect.signature(_FACTORIES[instruction_id]).parameters  # the rule's kwargs, with their types
+        declared = inspect.signature(VERIFIERS[instruction_id].factory).parameters  # the rule's kwargs, with their types
         # Kwargs without a value (required, or None by default while the check needs one of them: "give min_words,
         # max_words or both") are named where they go, never shown as a number the rule would make of None.
         unset = (inspect.Parameter.empty, None)
@@ -196,7 +202,7 @@ def _rule_text(instruction_id: str) -> str:
 def catalog(text: str = "") -> list[VerifierInfo]:
     """Every verifier whose id or rule holds ``text`` (any case), by id: what a checklist's ``verifier`` may name."""
     wanted = text.casefold()
-    infos = [VerifierInfo(i, _rule_text(i), _kwarg_defaults(_FACTORIES[i])) for i in known_instruction_ids()]
+    infos = [VerifierInfo(i, _rule_text(i), _kwarg_defaults(VERIFIERS[i].factory)) for i in known_instruction_ids()]
     return [info for info in infos if wanted in info.instruction_id.casefold() or wanted in info.rule.casefold()]
 
 

@@ -332,7 +332,7 @@ def test_threads_note_only_when_threads_were_given(tmp_path, monkeypatch, capsys
 
     local = dspy.LM("local/x", engine=type("E", (), {"in_process": True, "complete": lambda self, r: None})())
     assert effective_threads(local, 4, asked=False) == 1 and "ignored" not in capsys.readouterr().err
-    assert effective_threads(local, 4, asked=True) == 1 and "--threads ignored" in capsys.readouterr().err
+    assert effective_threads(local, 4, asked=True) == 1 and "`threads` ignored" in capsys.readouterr().err
 
 
 # -- 8. verifiers in a judge checklist -----------------------------------------------------------------------

@@ -82,7 +82,7 @@ def test_samples_are_scored_by_the_verifiers_and_resume(tmp_path):
         collect(student, metric, examples, settings, tmp_path, {"run": "2"})
     lines = (tmp_path / SAMPLES_FILE).read_text().splitlines()
     (tmp_path / SAMPLES_FILE).write_text(lines[0] + '\n{"key": "b"}\n')  # a damaged row: one located line, no traceback
-    with pytest.raises(InputError, match=rf"{SAMPLES_FILE}:2: required fields missing: 'prompt', 'samples'; use --overwrite"):
+    with pytest.raises(InputError, match=rf"{SAMPLES_FILE}:2: required fields missing: 'prompt', 'samples'; use `overwrite`"):
         collect(student, metric, examples, settings, tmp_path, {"run": "1"})
 
 

@@ -57,7 +57,7 @@ def test_metered_map_stops_before_the_budget_and_yields_what_finished(threads):
     assert done == [(0, 2), (1, 2), (2, 2)]  # in order; a fourth unit would have made 8 calls
     assert meter.spent.lm_calls == len(lm.engine.requests) == 6
     message = str(stop.value)
-    assert "--max-calls 7" in message and "3 of 6 row(s) not started" in message and "rerun the same command" in message
+    assert "`max_calls` 7" in message and "3 of 6 row(s) not started" in message and "rerun the same command" in message
     assert "\n" not in message
 
 

@@ -144,7 +144,7 @@ def test_rpm_paces_a_judge_run(tmp_path):
 
 
 def test_rpm_without_a_server_is_refused_before_any_call():
-    with pytest.raises(InputError, match="--rpm: a limit for a server at --api-base"):
+    with pytest.raises(InputError, match="`rpm`: a limit for a server at `api_base`"):
         make_lm("openai/gpt-4o-mini", rpm=60)
 
 

@@ -216,14 +216,14 @@ def test_a_server_that_never_answers_gives_unanswered_verdicts(tmp_path):
     [
         ("smollm2", "http://127.0.0.1:8000/v1", "runs in this process"),
         ("openai/m", "127.0.0.1:8000", "expected an http(s) URL"),
-        ("openai/m", "http://user:pw@127.0.0.1:8000/v1", "--api-key-env, not in the URL"),
+        ("openai/m", "http://user:pw@127.0.0.1:8000/v1", "`api_key_env`, not in the URL"),
         ("openai/m", "http://127.0.0.1:8000/v1?api-key=sk-pw123", "drop the URL's query string"),
         ("openai/m", "http://127.0.0.1:8000/v1#pw", "drop the URL's query string"),
         ("openai/m", "ftp://x:pw@127.0.0.1/v1", "expected an http(s) URL"),
     ],
 )
 def test_bad_remote_settings_are_input_errors(spec, api_base, message):
-    with pytest.raises(InputError, match="--api-base") as caught:
+    with pytest.raises(InputError, match="`api_base`") as caught:
         make_lm(spec, api_base=api_base)
     assert message in str(caught.value) and "pw" not in str(caught.value)
 

@@ -41,7 +41,7 @@ class CriterionDraft(BaseModel):
     """One binary criterion: a yes/no question about the response, with its integer weight."""
 
     question: QuestionText = Field(description="one checkable condition, asked as a yes/no question")
-    weight: Weight = Field(  # type: ignore[valid-type]
+    weight: Weight = Field(
         description="1 to 10: importance of a condition a good response meets (yes = met); "
         "-1 to -10: a flaw to penalize, its question asking whether the flaw is present (yes = flawed)"
     )

@@ -55,7 +55,7 @@ class BatchEngine:
         self._wire_model = f"{target.dialect}:{target.model}"
         self._dialect = router.lm(self._wire_model)
 
-    def __deepcopy__(self, memo: dict) -> BatchEngine:
+    def __deepcopy__(self, memo: dict[str, Any]) -> BatchEngine:
         return self  # program copies share the replies
 
     def body(self, request: Request) -> dict[str, Any]:

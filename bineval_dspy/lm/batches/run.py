@@ -67,7 +67,7 @@ def collect_replies(
             fresh = not unread
             if fresh:
                 if rounds == MAX_ROUNDS:
-                    console.print(f"--batch: {len(engine.recorded)} request(s) still unasked after {rounds} rounds of batches: unanswered", style="yellow")
+                    console.print(f"`batch`: {len(engine.recorded)} request(s) still unasked after {rounds} rounds of batches: unanswered", style="yellow")
                     break
                 for chunk in _chunks(engine.recorded):
                     unread.append(_submit(api, chunk, out, path, state))
@@ -83,7 +83,7 @@ def collect_replies(
     answered = sum(r.body is not None for r in engine.replies.values())
     failed = len(engine.replies) - answered
     if engine.replies:
-        console.print(f"--batch: {answered:,} request(s) answered by {len(fetched)} batch(es)" + (f", {failed:,} failed there" if failed else ""))
+        console.print(f"`batch`: {answered:,} request(s) answered by {len(fetched)} batch(es)" + (f", {failed:,} failed there" if failed else ""))
     for batch in state.batches:
         batch.collected = True
         input_file(out, batch.number).unlink(missing_ok=True)
@@ -128,7 +128,7 @@ def _submit(api: BatchAPI, lines: dict[str, str], out: Path, path: Path, state: 
             _left_running(state.batches[number], path)
         raise
     console.print(
-        f"--batch: submitted batch {info.id}: {len(lines):,} request(s) ({len(data):,} bytes, {requests.name}); "
+        f"`batch`: submitted batch {info.id}: {len(lines):,} request(s) ({len(data):,} bytes, {requests.name}); "
         "waiting for it (Ctrl-C leaves it running: rerun to collect it)"
     )
     return batch
@@ -158,9 +158,9 @@ def _collect(api: BatchAPI, engine: BatchEngine, batch: SubmittedBatch, keep_fai
     info = _wait(api, batch, path, state)
     if info.status == "failed":
         reasons = "; ".join(str(e.get("message", e)) for e in ((info.errors or {}).get("data") or [])[:3] if isinstance(e, dict))
-        console.print(f"--batch: batch {batch.id} failed{': ' + reasons if reasons else ''}; its requests are unanswered", style="yellow")
+        console.print(f"`batch`: batch {batch.id} failed{': ' + reasons if reasons else ''}; its requests are unanswered", style="yellow")
     elif info.status != "completed":
-        console.print(f"--batch: batch {batch.id} {info.status}: the requests it did not answer are unanswered", style="yellow")
+        console.print(f"`batch`: batch {batch.id} {info.status}: the requests it did not answer are unanswered", style="yellow")
     replies: dict[str, Reply] = {}
     for file_id in (info.output_file_id, info.error_file_id):
         if not file_id:
@@ -168,7 +168,7 @@ def _collect(api: BatchAPI, engine: BatchEngine, batch: SubmittedBatch, keep_fai
         try:
             text = api.content(file_id)
         except Gone as gone:  # its requests stay unanswered, and a rerun submits them again rather than jamming here
-            console.print(f"--batch: batch {batch.id}'s result file {file_id} is gone ({gone}): its requests are unanswered", style="yellow")
+            console.print(f"`batch`: batch {batch.id}'s result file {file_id} is gone ({gone}): its requests are unanswered", style="yellow")
             continue
         replies.update(_read_results(text, f"{batch.id} file {file_id}"))
     for key, reply in replies.items():
@@ -189,7 +189,7 @@ def _wait(api: BatchAPI, batch: SubmittedBatch, path: Path, state: BatchState) -
                 batch.status = info.status
                 save_state(path, state)
             counts = info.request_counts or RequestCounts()
-            line = f"--batch: batch {batch.id} {info.status}: {counts.completed:,} of {counts.total or len(batch.keys):,} done, {counts.failed:,} failed"
+            line = f"`batch`: batch {batch.id} {info.status}: {counts.completed:,} of {counts.total or len(batch.keys):,} done, {counts.failed:,} failed"
             if line != shown:
                 console.print(line)
                 shown = line
@@ -203,7 +203,7 @@ def _wait(api: BatchAPI, batch: SubmittedBatch, path: Path, state: BatchState) -
 
 
 def _left_running(batch: SubmittedBatch, path: Path) -> None:
-    console.print(f"--batch: batch {batch.id} is still running at the provider; {path.name} keeps it: rerun the same command to collect it", style="yellow")
+    console.print(f"`batch`: batch {batch.id} is still running at the provider; {path.name} keeps it: rerun the same command to collect it", style="yellow")
 
 
 def _read_results(text: str, where: str) -> dict[str, Reply]:
@@ -221,7 +221,7 @@ def _read_results(text: str, where: str) -> dict[str, Reply]:
             continue
         replies[key] = _reply(item)
     if unreadable:
-        console.print(f"--batch: {unreadable} line(s) of batch {where} could not be read: their requests are unanswered", style="yellow")
+        console.print(f"`batch`: {unreadable} line(s) of batch {where} could not be read: their requests are unanswered", style="yellow")
     return replies
 
 

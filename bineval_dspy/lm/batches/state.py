@@ -53,10 +53,10 @@ def load_state(path: Path, fingerprint: Fingerprint, overwrite: bool) -> BatchSt
         if pending and not overwrite:
             raise InputError(
                 f"{path}: batch {pending[0].id} was submitted for other settings ({difference}); rerun with those settings "
-                "to collect it, or use --overwrite to leave it and submit anew"
+                "to collect it, or use `overwrite` to leave it and submit anew"
             )
         for batch in pending:
-            console.print(f"--overwrite: batch {batch.id} is left at the provider, not collected (nor cancelled)", style="yellow")
+            console.print(f"`overwrite`: batch {batch.id} is left at the provider, not collected (nor cancelled)", style="yellow")
         return BatchState(fingerprint=fingerprint)
     return state
 

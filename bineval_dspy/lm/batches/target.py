@@ -45,21 +45,21 @@ def batch_target(options: LMOptions, budgeted: bool = False) -> BatchTarget:
     from bineval_dspy.lm.specs import EMBEDDED
 
     if budgeted:
-        raise InputError("--batch: a batch is billed whole once submitted, so --max-cost and --max-calls cannot stop it; size the run with --limit")
+        raise InputError("`batch`: a batch is billed whole once submitted, so `max_cost` and `max_calls` cannot stop it; size the run with `limit`")
     if options.rpm is not None or options.tpm is not None:
-        raise InputError("--batch: the provider paces a batch itself, so --rpm and --tpm cannot; leave them out")
+        raise InputError("`batch`: the provider paces a batch itself, so `rpm` and `tpm` cannot; leave them out")
     spec, flag = options.spec, f"{options.source} {options.spec}"
     if spec in EMBEDDED or spec.endswith(".gguf"):
-        raise InputError(f"--batch: {flag} runs in this process; a batch goes to a provider's batch API (--lm openai/<model>, or --api-base)")
+        raise InputError(f"`batch`: {flag} runs in this process; a batch goes to a provider's batch API (`lm` openai/<model>, or `api_base`)")
     prefix, _, model = spec.partition("/")
     timeout = options.timeout or DEFAULT_TIMEOUT
     if options.api_base:
         return BatchTarget(base_url=_checked_url(options.api_base), dialect="vllm", model=model or spec, api_key=options.api_key or "EMPTY", timeout=timeout)
     if prefix != "openai" or not model:
-        raise InputError(f"--batch: {flag}: only OpenAI-style batch APIs (/v1/files + /v1/batches); use --lm openai/<model> or a server at --api-base")
+        raise InputError(f"`batch`: {flag}: only OpenAI-style batch APIs (/v1/files + /v1/batches); use `lm` openai/<model> or a server at `api_base`")
     key = options.api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
-        raise InputError(f"--batch: {flag}: no API key: set OPENAI_API_KEY, or name the variable with --api-key-env")
+        raise InputError(f"`batch`: {flag}: no API key: set OPENAI_API_KEY, or name the variable with `api_key_env`")
     return BatchTarget(base_url=OPENAI_BASE, dialect="openai-chat", model=model, api_key=key, timeout=timeout)
 
 
@@ -70,8 +70,8 @@ def batch_plan(target: BatchTarget, plan: Plan) -> str:
     usd = "price unknown" if most is None else f"at most {dollars(most)} at batch rates"
     batches = max(1, -(-plan.calls // MAX_REQUESTS))
     return (
-        f"--batch: would submit {plan.calls:,} request(s) in {batches} batch(es) to {target.base_url}/files and "
+        f"`batch`: would submit {plan.calls:,} request(s) in {batches} batch(es) to {target.base_url}/files and "
         f"{target.base_url}/batches (endpoint {ENDPOINT}, model {target.model}, window {COMPLETION_WINDOW}); {usd}; "
-        "requests that depend on a reply (--explanations failures: the explanation of a 'no') go in a later batch; nothing was submitted"
+        "requests that depend on a reply (`explanations` failures: the explanation of a 'no') go in a later batch; nothing was submitted"
     )
 

@@ -1,0 +1,192 @@
+"""Generating responses for a suite file, optionally improved with STICK, resumably: ``run_suite`` (what ``bineval
+generate`` runs) and ``plan_suite`` (its dry run). Rows already in the output, made with the same settings, are
+kept; the others are generated and appended as they finish."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.fingerprint import digest, file_digest
+from bineval_dspy.core.jsonio import check_output_path, read_jsonl, read_text
+from bineval_dspy.lm.budget import Budget
+from bineval_dspy.lm.estimate import Plan
+from bineval_dspy.lm.runtime import LMOptions
+from bineval_dspy.programs.generator import GenerationReport, Generator, generated_log
+from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
+from bineval_dspy.suites.rows import SuiteRow
+
+STICK_QUESTIONS = 8  # the most LM-written (TICK) questions of a row's hybrid checklist: its judge's calls per response
+
+
+class GenerateSuite(BaseModel):
+    """One generation run over a suite: which prompts, which program, how much STICK, on which LM."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    suite: Path  # JSONL rows: key, prompt, instruction_id_list, kwargs
+    output: Path = Path("responses.jsonl")  # key, prompt, response (and STICK's records); resumed when it exists
+    instructions: Path | None = None  # a file whose text replaces the default generation instructions
+    program: Path | None = None  # an optimizer's program.json (or its run directory): instructions, demos, token limit
+    split: Literal["train", "val", "test"] | None = None  # only this split of the ``program`` run (its splits.json)
+    limit: int | None = Field(default=None, ge=1)  # only the first N rows (of the split)
+    refine: int = Field(default=0, ge=0)  # STICK self-refinement: up to this many rewrites
+    best_of: int = Field(default=1, ge=1)  # STICK best-of-N: keep the best sample
+    stop_at_pass: bool = False  # with best_of: draw no sample after the first that passes every check
+    verifier_mode: Literal["strict", "loose"] = "strict"  # the STICK judge's code verifiers
+    max_tokens: int | None = Field(default=None, ge=1)  # per response; None: the program's, else DEFAULT_MAX_TOKENS
+    overwrite: bool = False
+    threads: int | None = None
+    lm: LMOptions = LMOptions()
+    cache_dir: Path | None = None
+    budget: Budget = Budget()
+
+    @property
+    def stick(self) -> bool:
+        return bool(self.refine) or self.best_of > 1
+
+
+@dataclass
+class GeneratedSuite:
+    """What a run did, and the records of its rows the output now holds."""
+
+    report: GenerationReport
+    rows: list[SuiteRow]
+    records: list[dict[str, Any]]
+    model: str
+    tick_fallbacks: int  # rows whose TICK questions did not parse: judged by their code checks alone
+
+
+def suite_rows(config: GenerateSuite) -> list[SuiteRow]:
+    """The rows a run generates: the suite's, or one split of the program's run, at most ``limit``."""
+    from bineval_dspy.suites.rows import load_suite
+
+    rows = load_suite(config.suite)
+    if not rows:
+        raise InputError(f"{config.suite}: no suite rows")
+    rows = split_of(rows, config.suite, config.program, config.split)
+    return rows[: config.limit] if config.limit else rows
+
+
+def split_of(rows: list[SuiteRow], suite: Path, program: Path | None, split: str | None) -> list[SuiteRow]:
+    """The suite rows of one split of an optimizer run (its ``splits.json``, beside ``program``), in suite order;
+    all rows when ``split`` is None."""
+    if not split:
+        return rows
+    from bineval_dspy.programs.state import SPLITS_FILE, Splits
+
+    if program is None:
+        raise InputError("`split` needs `program` RUN_DIR/program.json: the split is the one that run recorded")
+    folder = program if program.is_dir() else program.parent
+    wanted = set(getattr(Splits.load(folder), split))
+    chosen = [row for row in rows if str(row.key) in wanted]
+    if len(chosen) < len(wanted):
+        raise InputError(f"{suite}: {len(wanted) - len(chosen)} key(s) of the {split} split in {folder / SPLITS_FILE} are not in the suite")
+    return chosen
+
+
+def suite_program(config: GenerateSuite) -> Generator:
+    """The generator: from ``program`` (its instructions, demos and token limit, unless ``max_tokens`` is given),
+    else the default instructions or the ``instructions`` file's."""
+    from bineval_dspy.programs.state import load_program
+
+    if config.program is not None and config.instructions is not None:
+        raise InputError("give `program` or `instructions`, not both: a program file holds its instructions")
+    if config.program is None:
+        text = read_text(config.instructions) if config.instructions is not None else None
+        if text is not None and not text.strip():
+            raise InputError(f"{config.instructions}: the instructions file is empty")
+        return Generator(text, max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS)
+    program = load_program(config.program, kind="generator").build()
+    assert isinstance(program, Generator)
+    if config.max_tokens:
+        program.max_tokens = config.max_tokens
+    return program
+
+
+def _checked(config: GenerateSuite) -> tuple[list[SuiteRow], Generator]:
+    if config.stop_at_pass and config.best_of < 2:
+        raise InputError("`stop_at_pass` stops Best-of-N early: give it with `best_of` N (N >= 2)")
+    return suite_rows(config), suite_program(config)
+
+
+def run_suite(config: GenerateSuite) -> GeneratedSuite:
+    """Generate (optionally STICK-improved) responses for the suite's rows not already in the output."""
+    from bineval_dspy.checklists.tick import TickQuestionWriter
+    from bineval_dspy.judges.binary import BinaryJudge
+    from bineval_dspy.judges.runner import parallelism
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.budget import BudgetMeter
+    from bineval_dspy.lm.prices import check_priced
+    from bineval_dspy.lm.runtime import effective_threads, lm_identity
+    from bineval_dspy.programs.generator import run_generation
+    from bineval_dspy.programs.state import demos_of, program_path
+    from bineval_dspy.programs.weights import weights_of
+    from bineval_dspy.verifiers import code_digest
+
+    rows, program = _checked(config)
+    out = config.output
+    inputs = [path for path in (config.instructions,) if path] + ([program_path(config.program)] if config.program else [])
+    check_output_path(out, config.suite, *inputs)
+    if out.exists():
+        generated_log(out).finished_keys()  # a malformed output file is reported before any LM is loaded
+    lm = runtime.configure(config.lm, config.cache_dir)
+    if config.budget.max_cost is not None:
+        check_priced([lm.model])
+    judge = BinaryJudge(verifier_mode=config.verifier_mode) if config.stick else None
+    writer = TickQuestionWriter() if judge is not None else None
+    fingerprint = {
+        "suite": file_digest(config.suite),
+        "instructions": digest(program.generate.signature.instructions),
+        **({"demos": digest(json.dumps(demos_of(program), sort_keys=True))} if program.generate.demos else {}),
+        "lm": lm_identity(lm),
+        **({"weights": weights.adapter_sha256} if (weights := weights_of(program)) is not None else {}),  # it runs on these
+        "max_tokens": str(program.max_tokens),
+        "refine": str(config.refine),
+        "best_of": str(config.best_of),
+        **({"stop_at_pass": "1"} if config.stop_at_pass else {}),  # fewer samples, another pick: not the same output
+        "judge": judge.spec().model_dump_json() if judge is not None else "none",
+        **({"verifiers": code_digest()} if judge is not None else {}),  # refinement and Best-of-N grade by them
+    }
+    generated_log(out).open(fingerprint, config.overwrite)
+    plan = parallelism(lm, 0, threads=config.threads)  # rows generated at once, as the judging runner runs rows
+    effective_threads(lm, config.threads or 1, asked=True)  # the embedded model says it ignores threads
+    if judge is not None:
+        judge.threads = plan.questions
+    report = run_generation(
+        rows, program, out, threads=plan.rows, refine=config.refine, best_of=config.best_of, judge=judge, writer=writer,
+        meter=BudgetMeter(config.budget), stop_at_pass=config.stop_at_pass,
+    )  # fmt: skip
+    wanted = {row.key for row in rows}
+    records = [obj for _, obj in read_jsonl(out) if str(obj.get("key")) in wanted] if out.exists() else []
+    return GeneratedSuite(report, rows, records, lm.model, writer.fallbacks if writer is not None else 0)
+
+
+def plan_suite(config: GenerateSuite) -> Plan:
+    """The LM work of the rows a run would generate (finished rows of earlier output are kept): one response each;
+    with STICK also the TICK writer, every sample's and rewrite's judging and the rewrites, counted at most and
+    then estimated (their prompts depend on responses not yet written)."""
+    from bineval_dspy.lm.estimate import JUDGE_OVERHEAD_TOKENS, formatted, message_tokens, token_counter
+
+    rows, program = _checked(config)
+    count, exact = token_counter(config.lm.spec)
+    kept = generated_log(config.output).finished_keys() if not config.overwrite else set()
+    todo = [row for row in rows if str(row.key) not in kept]
+    prompts = [message_tokens(count, formatted(program.generate, program.adapter, {"prompt": row.prompt})) for row in todo]
+    calls, tokens = len(todo), sum(prompts)
+    best_of, refine = config.best_of, config.refine
+    if config.stick:  # each response judged by up to STICK_QUESTIONS LM questions; each rewrite sees the prompt and a response
+        responses = best_of + refine
+        response_tokens = program.max_tokens
+        judge_prompt = [p + response_tokens + JUDGE_OVERHEAD_TOKENS for p in prompts]
+        calls += len(todo) * (best_of - 1 + 1 + responses * STICK_QUESTIONS + refine)
+        tokens += sum(p * (best_of - 1) + p + j * responses * STICK_QUESTIONS + (p + response_tokens) * refine for p, j in zip(prompts, judge_prompt))
+    what = f"generate {len(todo)} row(s)" + (f" with STICK (best of {best_of}, refine {refine}; at most)" if config.stick else "")
+    what += f" ({len(kept)} finished row(s) of {config.output} kept)" if kept else ""
+    estimated = "STICK's judge prompts and rewrites" if config.stick else ""
+    return Plan(what, calls, tokens, program.max_tokens, exact, config.lm.spec, config.lm.api_base, estimated=estimated)

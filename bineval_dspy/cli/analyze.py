@@ -18,9 +18,6 @@ from bineval_dspy.core.schema import Checklist
 
 if TYPE_CHECKING:  # NumPy, SciPy and DSPy load when a command runs, never for the parser
     from bineval_dspy.analysis.coverage import Matcher
-    from bineval_dspy.analysis.phi import PhiReport
-    from bineval_dspy.analysis.pruning import PruningReport
-    from bineval_dspy.analysis.weights import WeightsReport
 
 
 # -- bineval analyze -----------------------------------------------------------------------------------------------
@@ -30,6 +27,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from bineval_dspy.analysis.phi import phi_report
     from bineval_dspy.analysis.pruning import prune
     from bineval_dspy.analysis.weights import fit_weights
+    from bineval_dspy.report.text import print_phi, print_weights
 
     if not 0.0 <= args.phi_threshold <= 1.0:
         raise InputError(f"--phi-threshold: must be in [0, 1], got {args.phi_threshold}")
@@ -53,60 +51,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         console.print("no --reference: weights not fitted")
     shown.print(f"wrote {', '.join(p.name for p in written)} in {out}")
     return ExitCode.OK
-
-
-def _number(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
-
-
-def print_phi(report: PhiReport, pruning: PruningReport | None) -> None:
-    """Per dimension: questions, constant ones, mean |phi|, the most redundant pair and what pruning dropped."""
-    from bineval_dspy.analysis.phi import LABELS
-
-    table = Table(title=f"{LABELS[report.statistic]} between the questions of each dimension, over {report.outputs} outputs of {report.source}")
-    for column in ("dimension", "questions", "constant", "mean |r|", "most redundant pair", "dropped"):
-        table.add_column(column, justify="left" if column in ("dimension", "most redundant pair") else "right")
-    for dim in report.dimensions:
-        label = {q.id: f"Q{k + 1}" for k, q in enumerate(dim.questions)}
-        top = dim.strongest()
-        pair = "-" if top is None else f"{label[top.a]}~{label[top.b]} {_number(top.phi)} (n={top.pairs})"
-        dropped = [label[c.id] for c in pruning.dropped if c.dimension == dim.dimension] if pruning else []
-        constant = sum(q.constant for q in dim.questions)
-        table.add_row(dim.dimension, str(len(dim.questions)), str(constant), _number(dim.mean_abs_phi), pair, " ".join(dropped) or "-")
-    shown.print(table)
-    if pruning is not None:
-        print_pruning(pruning)
-
-
-def print_pruning(pruning: PruningReport) -> None:
-    """The pruning rule and what it saved, in one line."""
-    shown.print(
-        f"pruning at |{pruning.statistic}| > {pruning.threshold:g} (at least {pruning.min_pairs} outputs per pair): "
-        f"{pruning.questions_before} -> {pruning.questions_after} questions, LM calls per output "
-        f"{pruning.lm_calls_per_output_before} -> {pruning.lm_calls_per_output_after} ({pruning.lm_calls_saved_per_output} saved)"
-    )
-
-
-def print_weights(report: WeightsReport) -> None:
-    """Held-out correlation of the weighted and unweighted scores with the reference, then the weights."""
-    table = Table(title=f"held-out correlation with the reference ({report.folds}-fold by document)")
-    for column in ("dimension", "n", "score", "Spearman\nsummary", "Spearman\ndataset", "Pearson\nsummary", "Pearson\ndataset"):
-        table.add_column(column, justify="left" if column in ("dimension", "score") else "right")
-    for dim in report.dimensions:
-        cv = dim.cross_validation
-        if cv is None:
-            table.add_row(dim.dimension, str(dim.outputs), "-", *["n/a"] * 4)
-            continue
-        for name, cell in (("unweighted", cv.unweighted), ("weighted", cv.weighted)):
-            values = [cell.summary.spearman, cell.dataset.spearman, cell.summary.pearson, cell.dataset.pearson]
-            first = name == "unweighted"
-            table.add_row(dim.dimension if first else "", str(dim.outputs) if first else "", name, *[_number(e.value) for e in values], end_section=not first)
-    shown.print(table)
-    shown.print("weights: " + "; ".join(f"{d.dimension} " + " ".join(f"{q.weight:.2f}" for q in d.questions) for d in report.dimensions))
-    for name, why in report.skipped.items():
-        console.print(f"{name}: not fitted ({why})", style="yellow")
-    if report.unused_references:
-        console.print(f"reference dimensions the checklist asks nothing about: {', '.join(report.unused_references)}")
 
 
 # -- bineval coverage ----------------------------------------------------------------------------------------------

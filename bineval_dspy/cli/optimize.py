@@ -67,10 +67,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 def _summary(run_dir: Path, what: str) -> None:
     """The trajectory (``bineval show``), then the cost line."""
-    from bineval_dspy.cli.show import show_run
     from bineval_dspy.optimize.audit import Audit
     from bineval_dspy.optimize.results import RESULTS_FILE, RunResults
     from bineval_dspy.report.runs import load_runs
+    from bineval_dspy.report.text import show_run
 
     with results_on_stdout():  # the trajectory and the prompt diff are the run's result; the cost line stays on stderr
         for run in load_runs(run_dir):

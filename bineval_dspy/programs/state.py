@@ -57,8 +57,6 @@ class ProgramState(BaseModel):
     """A program's learnable state, in one shape wherever it is kept: the optimizer's candidates and audit records
     (start, best) and ``program.json`` (``ProgramFile``, which adds what the program is and runs on)."""
 
-    model_config = ConfigDict(extra="forbid")
-
     instructions: dict[str, str]
     demos: Demos = Field(default_factory=dict)
     thresholds: dict[str, float] = Field(default_factory=dict)  # a judge's per-dimension P(yes) thresholds
@@ -86,6 +84,8 @@ def prompt_length(texts: dict[str, str], demos: Demos | None = None) -> int:
 class ProgramFile(ProgramState):
     """``program.json``: a generator or judge program as the optimizer left it: its state, what it is, and what it
     runs with."""
+
+    model_config = ConfigDict(extra="forbid")  # a hand-edited program with a misspelt key fails, never runs without it
 
     kind: Literal["generator", "judge", "module"]
     max_tokens: int | None = None  # generator: the token limit per response it was measured with

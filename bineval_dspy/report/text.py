@@ -1,0 +1,337 @@
+"""Any run the library writes, as text on the console (80 columns are enough): what ``bineval show`` prints, and
+``show_run`` from Python.
+
+The same runs as ``bineval report`` reads (``report.runs.load_runs``), in brief: judge output, meta-evaluations,
+optimizer runs (trajectory and first-vs-final prompt diff), analyses and tune studies. Text from data is printed
+as text (``Text``, ``markup=False``): a bracket in a question or a reason is never read as console markup, and a
+control character (ANSI, OSC) is shown escaped, never sent to the terminal.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.terminal import printable
+
+if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for the parser
+    from bineval_dspy.analysis.phi import PhiReport
+    from bineval_dspy.analysis.pruning import PruningReport
+    from bineval_dspy.analysis.weights import WeightsReport
+    from bineval_dspy.experiment.grid import GridCell
+    from bineval_dspy.lm.usage import Cost
+    from bineval_dspy.meta.correlation import Estimate
+    from bineval_dspy.optimize.audit import EvalSummary
+    from bineval_dspy.optimize.results import TestResults
+    from bineval_dspy.report.runs import (
+        AnalysisRun,
+        ExperimentRun,
+        JudgeRun,
+        MetaRun,
+        OptimizerRun,
+        Run,
+        TuneRun,
+    )
+
+WORST = 10  # outputs listed for a judge run, lowest overall score first
+
+
+def _say(text: str) -> None:
+    console.print(text, markup=False, highlight=False)
+
+
+def _spend(cost: Cost) -> None:
+    from bineval_dspy.report.html import amount
+    from bineval_dspy.report.spend import spend_entries
+
+    entries = spend_entries(cost)
+    if entries:
+        _say("cost: " + ", ".join(f"{key} {amount(value)}" for key, value in entries.items()))
+
+
+def _table(title: str, *columns: str, left: tuple[str, ...] = (), wrap: tuple[str, ...] = ()) -> Table:
+    """A compact table; only the ``wrap`` columns (long text) wrap, so numbers and names stay on one line."""
+    table = Table(title=Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in columns:
+        table.add_column(column, justify="left" if column in left else "right", overflow="fold", no_wrap=column not in wrap)
+    return table
+
+
+def _row(table: Table, *cells: object) -> None:
+    table.add_row(*(Text(printable(str(cell))) for cell in cells))
+
+
+# -- judge output --------------------------------------------------------------------------------------------------
+def show_judge(run: JudgeRun) -> None:
+    """Mean scores, pass rate per question, and the lowest-scoring outputs."""
+    from bineval_dspy.report.html import number
+    from bineval_dspy.report.stats import dimension_means, question_rates
+
+    cards = [row.card for row in run.rows]
+    judges = sorted({card.judge.model for card in cards if card.judge is not None})
+    _say(f"{len(cards)} output(s), {sum(len(c.verdicts) for c in cards)} verdict(s), {sum(c.unanswered for c in cards)} unanswered; judge: {', '.join(judges) or '-'}")
+    if run.task:
+        _say(f"task: {run.task}")
+    _spend(run.spend)
+    means = _table("mean scores", "dimension", "mean", "lowest", "highest", "scored", "no score", left=("dimension",), wrap=("dimension",))
+    for m in dimension_means(cards):
+        _row(means, m.dimension, number(m.mean), number(m.low), number(m.high), m.scored, m.unscored)
+    console.print(means)
+    rates = _table("pass rate per question", "dimension", "question", "yes", "no", "unans.", "rate", left=("dimension", "question"), wrap=("dimension", "question"))
+    for r in question_rates(cards):
+        _row(rates, r.dimension, r.text, r.yes, r.no, r.unanswered, number(r.rate, 2))
+    console.print(rates)
+    worst = sorted(run.rows, key=lambda row: -1.0 if row.card.overall is None else row.card.overall)[:WORST]
+    outputs = _table(f"lowest overall first ({len(worst)} of {len(run.rows)})", "output", "overall", "yes", "no", "unans.", left=("output",), wrap=("output",))
+    for row in worst:
+        answers = [v.answer for v in row.card.verdicts]
+        _row(outputs, row.id, number(row.card.overall), answers.count("yes"), answers.count("no"), answers.count("unanswered"))
+    console.print(outputs)
+
+
+# -- meta-evaluations ----------------------------------------------------------------------------------------------
+def _estimate(e: Estimate) -> str:
+    if e.value is None:
+        return "undefined"
+    return f"{e.value:.2f}" if e.low is None or e.high is None else f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
+
+
+def show_meta(run: MetaRun) -> None:
+    """Spearman with the humans (all three levels, with intervals), each method's system ranks beside the humans', where
+    scores lie on their scale, questions' yes rates."""
+    from bineval_dspy.report.html import number
+    from bineval_dspy.report.stats import method_rates, spreads
+
+    outputs, documents = len({s.id for s in run.scores}), len({s.doc_id for s in run.scores})
+    _say(f"{outputs} output(s) of {documents} document(s){' from ' + run.dataset if run.dataset else ''}; methods: {', '.join(run.methods)}")
+    _spend(run.spend)
+    if run.table:
+        levels = ("summary", "system", "dataset")
+        table = _table("Spearman with the human scores (all statistics: results.md)", "method", "dimension", "pairs", *levels, left=("method", "dimension"), wrap=("method", "dimension", *levels))
+        for r in run.table:
+            cells = [_estimate(r.levels[level].spearman) + (" (few docs)" if level == "summary" and r.too_few_documents else "") for level in levels]
+            _row(table, r.method, r.dimension, "" if r.pairs is None else r.pairs, *cells)
+        console.print(table)
+    else:
+        _say("no results.json yet (the run has not finished): no correlations")
+    for ranking in run.rankings:  # one row per source, one column per system: 16 systems still fit 80 columns
+        systems = list(ranking.human)
+        _say(f"system ranks on {ranking.dimension} (1 = highest mean; means: results.md)")  # a title would wrap to the table
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
+        table.add_column("by", overflow="fold")
+        for system in systems:  # no padding: the box's separator is the one space between rank columns
+            table.add_column(Text(printable(system)), justify="right", no_wrap=True)
+        _row(table, "human", *[rank for _, rank in ranking.human.values()])
+        for name, ranks in ranking.methods.items():
+            _row(table, name, *[ranks[system][1] if system in ranks else "-" for system in systems])
+        console.print(table)
+    table = _table("scores on their scale: share at the top (the ceiling effect)", "dimension", "source", "scale", "mean", "distinct", "at top", left=("dimension", "source"), wrap=("dimension", "source"))
+    for dim in run.dimensions:
+        for k, s in enumerate(spreads(run, dim)):
+            _row(table, dim if k == 0 else "", s.source, f"{s.low:g}-{s.high:g}", number(s.mean), s.distinct, number(s.top, 2))
+    console.print(table)
+    if run.human is None:
+        _say("human scores: give the run's config (CONFIG.toml) instead of its folder to see them here")
+    rates = method_rates(run)
+    if rates:
+        table = _table("questions per method", "method", "questions", "mean yes rate", "always yes", left=("method",), wrap=("method",))
+        for method, mine in rates.items():
+            known = [r.rate for r in mine if r.rate is not None]
+            _row(table, method, len(mine), number(sum(known) / len(known) if known else None, 2), sum(r.rate == 1.0 for r in mine))
+        console.print(table)
+
+
+# -- optimizer runs ------------------------------------------------------------------------------------------------
+def _score(summary: EvalSummary | None) -> str:
+    return "-" if summary is None else f"{summary.score:.3f}"
+
+
+def show_optimizer(run: OptimizerRun) -> None:
+    """Held-out score and prompt length per iteration, accepted or not and why, then the prompt diff."""
+    audit = run.audit
+    table = _table(f"{audit.mode} mode: {audit.stopped or 'in progress'}", "it", "kind", "train", "held-out", "chars", "lessons", "edits", "calls", "decision", left=("kind", "decision"), wrap=("kind",))
+    start = audit.start
+    _row(table, 0, "-", "-", _score(start.val), start.prompt_chars, "-", "-", start.lm_calls, "start")
+    for it in audit.iterations:
+        chars = "-" if it.prompt_chars is None else it.prompt_chars
+        lessons = f"{len(it.lessons_new or [])}->{len(it.selected or [])}"
+        _row(table, it.iteration, it.kind, _score(it.train), _score(it.val), chars, lessons, len(it.edits or []), it.lm_calls, it.outcome)
+    console.print(table)
+    _spend(run.spend)
+    if run.plan is not None:  # the test evaluation is in the plan, and spent apart from the loop
+        _say(run.plan.against(run.spend if run.results is None else run.spend + run.results.usage))
+    for it in audit.iterations:
+        if it.decision is not None:
+            _say(f"iteration {it.iteration}: {it.decision.reason}")
+        if it.lessons_discarded:
+            _say(f"  {len(it.lessons_discarded)} drafted lesson(s) discarded, {it.rule_lessons or 0} verifier rule(s) used instead")
+    if audit.best.demos:
+        _say("demonstrations kept: " + ", ".join(f"{name} {len(ds)}" for name, ds in audit.best.demos.items()))
+    if audit.best.thresholds:
+        _say("P(yes) thresholds kept: " + ", ".join(f"{d} {t:.3f}" for d, t in audit.best.thresholds.items()))
+    gaps = audit.best.val.dimension_gaps
+    if gaps:
+        _say("per-dimension |S_d(target) - S_d(reference)| of the final prompt: " + ", ".join(f"{d} {g:.3f}" for d, g in gaps.items()))
+    if run.results is not None and run.results.test is not None:
+        show_test(run.results.test)
+    before, after = audit.start.instructions, audit.best.instructions
+    for name in before:
+        diff = list(difflib.unified_diff(before[name].splitlines(), after[name].splitlines(), f"{name} (start)", f"{name} (final)", lineterm=""))
+        _say(f"{name}: {len(before[name])} -> {len(after.get(name, ''))} chars")
+        _say("\n".join(diff) if diff else "(unchanged)")
+
+
+def show_test(test: TestResults) -> None:
+    """Start and final program on the test split, and the paired difference, each with its 95% interval (two
+    decimals, to fit 80 columns; ``results.json`` has them all)."""
+    table = _table(f"test split ({test.final.items} items; final = iteration {test.final_iteration})", "measure", "start", "final", "final - start", left=("measure",))
+    _row(table, "score", test.start.interval.text(2), test.final.interval.text(2), test.difference.text(2, signed=True))
+    for name, interval in test.final.accuracy.items():
+        _row(table, name.replace("_", " "), test.start.accuracy[name].text(2), interval.text(2), test.accuracy_difference[name].text(2, signed=True))
+    if test.final.kappa is not None and test.start.kappa is not None and test.kappa_difference is not None:
+        _row(table, "kappa", test.start.kappa.text(2), test.final.kappa.text(2), test.kappa_difference.text(2, signed=True))
+    for step in test.steps:
+        _row(table, f"after iteration {step.iteration}", "", f"{step.score:.3f}", step.difference.text(2, signed=True))
+    console.print(table)
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def print_phi(report: PhiReport, pruning: PruningReport | None) -> None:
+    """Per dimension: questions, constant ones, mean |phi|, the most redundant pair and what pruning dropped."""
+    from bineval_dspy.analysis.phi import LABELS
+
+    table = Table(title=f"{LABELS[report.statistic]} between the questions of each dimension, over {report.outputs} outputs of {report.source}")
+    for column in ("dimension", "questions", "constant", "mean |r|", "most redundant pair", "dropped"):
+        table.add_column(column, justify="left" if column in ("dimension", "most redundant pair") else "right")
+    for dim in report.dimensions:
+        label = {q.id: f"Q{k + 1}" for k, q in enumerate(dim.questions)}
+        top = dim.strongest()
+        pair = "-" if top is None else f"{label[top.a]}~{label[top.b]} {_number(top.phi)} (n={top.pairs})"
+        dropped = [label[c.id] for c in pruning.dropped if c.dimension == dim.dimension] if pruning else []
+        constant = sum(q.constant for q in dim.questions)
+        table.add_row(dim.dimension, str(len(dim.questions)), str(constant), _number(dim.mean_abs_phi), pair, " ".join(dropped) or "-")
+    shown.print(table)
+    if pruning is not None:
+        print_pruning(pruning)
+
+
+def print_pruning(pruning: PruningReport) -> None:
+    """The pruning rule and what it saved, in one line."""
+    shown.print(
+        f"pruning at |{pruning.statistic}| > {pruning.threshold:g} (at least {pruning.min_pairs} outputs per pair): "
+        f"{pruning.questions_before} -> {pruning.questions_after} questions, LM calls per output "
+        f"{pruning.lm_calls_per_output_before} -> {pruning.lm_calls_per_output_after} ({pruning.lm_calls_saved_per_output} saved)"
+    )
+
+
+def print_weights(report: WeightsReport) -> None:
+    """Held-out correlation of the weighted and unweighted scores with the reference, then the weights."""
+    table = Table(title=f"held-out correlation with the reference ({report.folds}-fold by document)")
+    for column in ("dimension", "n", "score", "Spearman\nsummary", "Spearman\ndataset", "Pearson\nsummary", "Pearson\ndataset"):
+        table.add_column(column, justify="left" if column in ("dimension", "score") else "right")
+    for dim in report.dimensions:
+        cv = dim.cross_validation
+        if cv is None:
+            table.add_row(dim.dimension, str(dim.outputs), "-", *["n/a"] * 4)
+            continue
+        for name, cell in (("unweighted", cv.unweighted), ("weighted", cv.weighted)):
+            values = [cell.summary.spearman, cell.dataset.spearman, cell.summary.pearson, cell.dataset.pearson]
+            first = name == "unweighted"
+            table.add_row(dim.dimension if first else "", str(dim.outputs) if first else "", name, *[_number(e.value) for e in values], end_section=not first)
+    shown.print(table)
+    shown.print("weights: " + "; ".join(f"{d.dimension} " + " ".join(f"{q.weight:.2f}" for q in d.questions) for d in report.dimensions))
+    for name, why in report.skipped.items():
+        console.print(f"{name}: not fitted ({why})", style="yellow")
+    if report.unused_references:
+        console.print(f"reference dimensions the checklist asks nothing about: {', '.join(report.unused_references)}")
+
+
+# -- analyses and tune studies -------------------------------------------------------------------------------------
+def show_analysis(run: AnalysisRun) -> None:
+    """What ``bineval analyze`` printed: phi per dimension, the pruning, the weights' cross-validation."""
+    _spend(run.spend)
+    if run.phi is not None:
+        print_phi(run.phi, run.pruning)
+    elif run.pruning is not None:
+        print_pruning(run.pruning)
+    if run.weights is not None:
+        print_weights(run.weights)
+
+
+def show_tune(run: TuneRun) -> None:
+    """The best trial or the Pareto front, as ``bineval tune`` printed it."""
+    from bineval_dspy.tune.report import print_best
+
+    _spend(run.spend)
+    print_best(run.results)
+
+
+def show_experiment(run: ExperimentRun) -> None:
+    """Every arm's test figure with its interval and its paired difference from the baseline (two decimals)."""
+    results = run.results
+    main = results.measure.replace("_", " ")
+    title = f"{results.name}: {results.splits['test']} test items; {main}, each minus {results.baseline}"
+    table = _table(title, "arm", "calls", main, "minus baseline", left=("arm",))
+    for arm in results.arms:
+        value, diff = results.figures(arm)
+        _row(table, arm.name, arm.lm_calls, value.text(2) if value else "n/a", diff.text(2, signed=True) if diff else "-")
+    console.print(table)
+    for arm in results.arms:
+        if arm.selection is not None:
+            _say(f"{arm.name}: {arm.selection.text()}")
+    if run.grid:
+        _show_disagreements(run)
+    _spend(run.spend)
+    if run.plan is not None:
+        _say(run.plan.against(run.spend))
+
+
+def _show_disagreements(run: ExperimentRun) -> None:
+    """The first rows where the columns disagree: each column's score and the checks it missed (the report's
+    grid has the outputs)."""
+    from bineval_dspy.experiment.grid import disagreeing
+
+    rows = disagreeing(run.grid)
+    names = [arm.name for arm in run.results.arms]
+    table = _table(f"columns disagree on {len(rows)} of {len(run.grid)} rows (first {min(len(rows), WORST)}; outputs in `bineval report`)", "row", *names, left=("row", *names), wrap=tuple(names))
+    for row in rows[:WORST]:
+        _row(table, row.id, *(_cell(row.cells.get(name)) for name in names))
+    console.print(table)
+
+
+def _cell(cell: GridCell | None) -> str:
+    if cell is None:
+        return "-"
+    if cell.error:
+        return "failed"
+    missed = [check.name for check in cell.checks if check.passed is not True]
+    score = "incomplete" if cell.score is None else f"{cell.score:.2f}"
+    return score + (f" missed {', '.join(missed)}" if missed else "")
+
+
+def show_run(run: Run) -> None:
+    """The run's title line, then the view of its kind."""
+    from bineval_dspy.report.html import TITLES
+    from bineval_dspy.report.runs import AnalysisRun, ExperimentRun, JudgeRun, MetaRun, OptimizerRun, shown_path
+
+    _say(f"== {TITLES[run.kind]}: {shown_path(run.source)}")
+    if isinstance(run, JudgeRun):
+        show_judge(run)
+    elif isinstance(run, MetaRun):
+        show_meta(run)
+    elif isinstance(run, OptimizerRun):
+        show_optimizer(run)
+    elif isinstance(run, AnalysisRun):
+        show_analysis(run)
+    elif isinstance(run, ExperimentRun):
+        show_experiment(run)
+    else:
+        show_tune(run)

@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
@@ -76,12 +77,25 @@ def _per_minute(text: str) -> float:
     return value
 
 
+class _Servers(argparse.Action):
+    """``--api-base``: the first server is ``api_base``; each one more is a replica (``replicas``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        if namespace.api_base is None:
+            namespace.api_base = values
+        else:
+            namespace.replicas = [*(getattr(namespace, "replicas", None) or []), values]
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--lm", default=None, help=f"{DEFAULT_LM} (embedded default), gemma3-270m, a .gguf path, or a LiteLLM model string")
     common.add_argument("--threads", type=count(1), default=None, help=f"parallel LM calls for remote LMs (default {DEFAULT_THREADS})")
     common.add_argument("--cache-dir", type=Path, default=None, help="on-disk LM call cache (default $BINEVAL_CACHE_DIR, else ~/.cache/bineval_dspy; eval, experiment and tune: else the run's own folder)")
-    common.add_argument("--api-base", metavar="URL", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    common.add_argument(
+        "--api-base", metavar="URL", action=_Servers,
+        help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; again for replicas of the same model (calls go to the least busy, a failed one is left out)",
+    )
     common.add_argument("--api-key-env", metavar="NAME", help="the environment variable holding the server's API key")
     common.add_argument("--temperature", type=_temperature, metavar="T", help="sampling temperature (default 0: greedy)")
     common.add_argument(
@@ -134,7 +148,7 @@ def _plots_cache(cache_dir: str | None) -> bool:
     return True
 
 
-LIBRARY_NAMES = {"api_key": "--api-key-env", "spec": "--lm", "max_tokens": "--max-tokens"}  # where no flag's dest is the name
+LIBRARY_NAMES = {"api_key": "--api-key-env", "spec": "--lm", "max_tokens": "--max-tokens", "replicas": "a second --api-base"}  # where no flag's dest is the name
 
 
 def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:

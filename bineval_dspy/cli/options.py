@@ -182,6 +182,7 @@ def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = 
     return LMOptions(
         spec=spec or args.lm or DEFAULT_LM,
         api_base=args.api_base,
+        replicas=tuple(getattr(args, "replicas", None) or ()),
         api_key=api_key,
         temperature=args.temperature,
         timeout=args.timeout,

@@ -144,9 +144,14 @@ class RemoteEngine(EngineBase):
         above lm15's pool of 100 connections widens the pool to it: requests past the pool would wait for a
         connection and time out on a healthy server."""
         self._slots = threading.BoundedSemaphore(most) if most else None
-        if most and most > DEFAULT_CONNECTIONS:
-            self._client = self._connect(most)
+        if most:
+            self.widen(most)
         return True
+
+    def widen(self, connections: int) -> None:
+        """A pool of at least ``connections`` connections to the server (lm15's default is 100)."""
+        if connections > DEFAULT_CONNECTIONS:
+            self._client = self._connect(connections)
 
     def complete(self, request: Request) -> Response:
         """Send one request, again after a transient failure while the call's budget lasts (``lm.retry``); the
@@ -158,7 +163,7 @@ class RemoteEngine(EngineBase):
         try:
             while True:
                 try:
-                    return self._paced(request, deadline)
+                    return self.attempt(request, deadline)
                 except TRANSIENT as exc:
                     throttled = throttled or _throttles(exc)
                     remaining = started + self.timeout - time.monotonic()
@@ -170,8 +175,9 @@ class RemoteEngine(EngineBase):
         finally:
             report_retries(throttled, retried)
 
-    def _paced(self, request: Request, deadline: float) -> Response:
-        """One attempt, after the client-side rate limits allow it, in one of the in-flight slots."""
+    def attempt(self, request: Request, deadline: float) -> Response:
+        """One attempt, after the client-side rate limits allow it, in one of the in-flight slots (a pool of
+        replicas retries on another server instead of here)."""
         estimate = _token_estimate(request) if self.limiter.limited else 0
         if self.limiter.limited:
             self.limiter.acquire(estimate)

@@ -34,6 +34,7 @@ class LMOptions(BaseModel):
 
     spec: str = DEFAULT_LM
     api_base: str | None = None
+    replicas: tuple[str, ...] = ()  # more servers for the same model beside api_base (a pool: lm.pool)
     api_key: str | None = Field(default=None, repr=False)  # the key itself, read from the --api-key-env variable
     temperature: float | None = None
     timeout: float | None = None

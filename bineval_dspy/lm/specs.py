@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ def make_lm(
     n_ctx: int = 4096,
     cache: bool = True,
     api_base: str | None = None,
+    replicas: Sequence[str] = (),
     api_key: str | None = None,
     timeout: float | None = None,
     rpm: float | None = None,
@@ -91,6 +93,8 @@ def make_lm(
 
     ``timeout`` (seconds per call, default ``remote.DEFAULT_TIMEOUT``) and ``api_key`` apply to remote LMs only;
     ``rpm`` and ``tpm`` (client-side limits per minute) to a server at ``api_base`` only, whose engine is ours.
+    ``replicas``: more servers for the same model beside ``api_base``; calls go to the least busy one, and a
+    replica that fails to answer leaves the rotation while the call goes to another (``lm.pool``).
     ``source`` names where the spec came from in error messages (``--lm``, or a config file's field); ``lora``, a
     GGUF LoRA adapter for an embedded model (a fine-tuned program's weights: ``bineval_dspy.finetune``).
     ``cache_dir``: keep the process's LM replies on disk there, as the commands' ``--cache-dir`` does (DSPy's cache is
@@ -98,6 +102,8 @@ def make_lm(
     failure at every call.
     """
     kwargs: dict[str, Any] = {}
+    if replicas and not api_base:
+        raise InputError(f"`replicas`: more servers beside `api_base`; {source} {spec} is not called through one")
     if (rpm or tpm) and not api_base:
         flag = "`rpm`" if rpm else "`tpm`"
         raise InputError(f"{flag}: a limit for a server at `api_base`; {source} {spec} is not called through one")
@@ -122,6 +128,13 @@ def make_lm(
     if "/" not in spec or not _PROVIDER.fullmatch(spec.split("/", 1)[0]) or Path(spec).exists():  # /etc/passwd is no model
         raise InputError(f"{source} {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
     timeout = timeout or remote.DEFAULT_TIMEOUT
+    if api_base and replicas:
+        from bineval_dspy.lm.pool import pool_lm
+
+        return _cached_in(cache_dir, pool_lm(
+            spec, [api_base, *replicas], api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens,
+            cache=cache, rpm=rpm, tpm=tpm,
+        ))  # fmt: skip
     if api_base:
         return _cached_in(cache_dir, remote.remote_lm(
             spec, api_base, api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens, cache=cache,

@@ -48,6 +48,8 @@ def batch_target(options: LMOptions, budgeted: bool = False) -> BatchTarget:
         raise InputError("`batch`: a batch is billed whole once submitted, so `max_cost` and `max_calls` cannot stop it; size the run with `limit`")
     if options.rpm is not None or options.tpm is not None:
         raise InputError("`batch`: the provider paces a batch itself, so `rpm` and `tpm` cannot; leave them out")
+    if options.replicas:
+        raise InputError("`batch`: a batch goes to one server's batch API; give `api_base` alone, without `replicas`")
     spec, flag = options.spec, f"{options.source} {options.spec}"
     if spec in EMBEDDED or spec.endswith(".gguf"):
         raise InputError(f"`batch`: {flag} runs in this process; a batch goes to a provider's batch API (`lm` openai/<model>, or `api_base`)")

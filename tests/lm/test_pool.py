@@ -1,0 +1,82 @@
+"""Replica pools (issue 35): `--api-base` given more than once; calls go to the least busy server, and a server
+that dies mid-run loses no row: its open calls are answered by another, and the file equals an undisturbed run's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bineval_dspy import cli
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.lm.specs import make_lm
+from bineval_dspy.testing.server import FixedDelayServer as Replica
+from bineval_dspy.testing.server import serving as running
+
+
+def files(tmp_path: Path, rows: int = 12) -> tuple[Path, Path]:
+    checklist = Checklist(task="t", dimensions=["d"], questions=[Question(text="Is it short?", dimension="d"), Question(text="Is it kind?", dimension="d")])
+    (tmp_path / "checklist.json").write_text(checklist.model_dump_json())
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps({"input": f"in {n}", "output": f"out {n}"}) + "\n" for n in range(rows)))
+    return tmp_path / "checklist.json", tmp_path / "rows.jsonl"
+
+
+def judge(files: tuple[Path, Path], out: Path, servers: list[Replica], *extra: str) -> int:
+    bases = [arg for server in servers for arg in ("--api-base", server.url)]
+    return cli.main([
+        "judge", "--checklist", str(files[0]), "--data", str(files[1]), "-o", str(out), "--lm", "openai/m", *bases,
+        "--explanations", "none", "--cache-dir", str(out.parent / f"cache-{out.stem}"), "--timeout", "5", *extra,
+    ])  # fmt: skip
+
+
+def verdicts(out: Path) -> list[tuple[int, list[str]]]:
+    rows = [json.loads(line)["bineval"] for line in out.read_text().splitlines()]
+    return [(row["line"], [v["answer"] for v in row["scorecard"]["verdicts"]]) for row in rows]
+
+
+def test_a_replica_that_dies_mid_run_loses_no_row_and_answers_none_twice(tmp_path):
+    given = files(tmp_path)
+    with running(Replica(0.02, slots=64)) as a, running(Replica(0.02, slots=64)) as b, running(Replica(0.02, slots=64)) as c:
+        assert judge(given, tmp_path / "calm.jsonl", [a, b, c], "--concurrency", "6") == 0
+    with running(Replica(0.02, slots=64)) as a, running(Replica(0.02, slots=64, die_after=3)) as b, running(Replica(0.02, slots=64)) as c:
+        assert judge(given, tmp_path / "stormy.jsonl", [a, b, c], "--concurrency", "6") == 0
+        assert b.dead and b.answered == 3 and b.dropped >= 1  # it died holding calls
+        assert a.answered + b.answered + c.answered == 12 * 2  # every verdict asked once more, none lost
+    calm, stormy = verdicts(tmp_path / "calm.jsonl"), verdicts(tmp_path / "stormy.jsonl")
+    assert stormy == calm and [line for line, _ in stormy] == list(range(1, 13))  # each row once, in order
+    assert all(answers == ["yes", "no"] for _, answers in stormy)
+
+
+def test_calls_go_to_the_least_busy_replica(tmp_path):
+    given = files(tmp_path)
+    with running(Replica(0.05, slots=4)) as a, running(Replica(0.05, slots=4)) as b, running(Replica(0.05, slots=4)) as c:
+        assert judge(given, tmp_path / "out.jsonl", [a, b, c], "--concurrency", "12") == 0
+    assert sorted(s.answered for s in (a, b, c))[0] >= 4  # none idle: 24 calls spread over three servers
+
+
+def test_no_replica_answering_is_an_lm_failure_never_a_yes(tmp_path, capsys):
+    given = files(tmp_path, rows=2)
+    dead = [Replica(0.0), Replica(0.0)]
+    for server in dead:
+        server.httpd.server_close()  # nothing listens at either port
+    assert judge(given, tmp_path / "out.jsonl", dead, "--timeout", "1") == 3
+    assert "every LM verdict (4) unanswered" in capsys.readouterr().err
+    assert all(answers == ["unanswered", "unanswered"] for _, answers in verdicts(tmp_path / "out.jsonl"))
+
+
+def test_replicas_need_a_server_and_name_the_pool():
+    with pytest.raises(InputError, match="`replicas`: more servers beside `api_base`"):
+        make_lm("openai/m", replicas=["http://127.0.0.1:1/v1"])
+    lm = make_lm("openai/m", api_base="http://127.0.0.1:1/v1", replicas=["http://127.0.0.1:2/v1"])
+    assert lm.model == "openai/m@http://127.0.0.1:1/v1,http://127.0.0.1:2/v1"
+
+
+def test_a_batch_run_is_refused_over_replicas(tmp_path, capsys):
+    given = files(tmp_path, rows=1)
+    code = cli.main([
+        "judge", "--checklist", str(given[0]), "--data", str(given[1]), "--lm", "openai/m", "--batch",
+        "--api-base", "http://127.0.0.1:1/v1", "--api-base", "http://127.0.0.1:2/v1", "-o", str(tmp_path / "o.jsonl"),
+    ])  # fmt: skip
+    assert code == 2 and "--batch: a batch goes to one server's batch API; give --api-base alone, without a second --api-base" in capsys.readouterr().err

@@ -1,17 +1,23 @@
-"""What a replica pool buys: ``bineval judge`` calls/s against 1 server and against 3 replicas of it, side by side in
-one run. Each server (``bineval_dspy.testing.server``, on its own thread of this process) answers after a fixed
-delay, a few requests at a time, so one replica binds at slots / delay calls/s; the client asks ``--concurrency``
-at once (by default as many as the replicas' slots together), each run with a fresh cache folder. The arms
-alternate, ``--repeats`` times, so machine load hits them alike; the figure is the median.
+"""What a replica pool and a Ray cluster buy, side by side in one run, each arm a ``bineval judge`` (in this
+process, a fresh cache folder each run) against servers (``bineval_dspy.testing.server``, threads of this process)
+that answer after a fixed ``--delay``:
 
-Usage: python experiments/bench_scale.py [--rows N] [--delay S] [--slots N] [--repeats N] [--out PATH]
-Prints one line per run and ends with ``ratios: replicas3/replicas1=A``.
+- replicas1, replicas3: calls/s against 1 server and against 3 replicas of it, each answering ``--slots``
+  requests at a time (one replica binds at slots / delay calls/s), with ``--concurrency`` 3 x slots;
+- ray1, ray2, ray4 (``--ray-workers``): rows/s with 1, 2 and 4 local Ray workers, each at ``--concurrency 16``,
+  against one server that answers 256 at a time (so the server does not bind).
+
+The arms alternate, ``--repeats`` times, so machine load hits them alike; the figure is each arm's median.
+
+Usage: python experiments/bench_scale.py [--rows N] [--delay S] [--slots N] [--repeats N] [--ray-workers 1,2,4] [--out PATH]
+Prints one line per run and ends with ``ratios: replicas3/replicas1=A ray2/ray1=B ...``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -25,13 +31,13 @@ from bineval_dspy.testing.server import FixedDelayServer, serving
 QUESTIONS = ("Is it short?", "Is it kind?")
 
 
-def judged(folder: Path, rows: Path, checklist: Path, servers: list[FixedDelayServer], concurrency: int, run: str) -> float:
+def judged(folder: Path, rows: Path, checklist: Path, servers: list[FixedDelayServer], concurrency: int, run: str, *extra: str) -> float:
     """Seconds one ``bineval judge`` run takes over the rows against ``servers`` (exit 0 required)."""
     bases = [arg for server in servers for arg in ("--api-base", server.url)]
     started = time.perf_counter()
     code = cli.main([
         "judge", "--checklist", str(checklist), "--data", str(rows), "-o", str(folder / f"{run}.jsonl"), "--lm", "openai/m", *bases,
-        "--explanations", "none", "--concurrency", str(concurrency), "--cache-dir", str(folder / f"cache-{run}"),
+        "--explanations", "none", "--concurrency", str(concurrency), "--cache-dir", str(folder / f"cache-{run}"), *extra,
     ])  # fmt: skip
     if code != 0:
         raise SystemExit(f"{run}: bineval judge exited {code}")
@@ -44,6 +50,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.05, help="seconds per request at each server")
     parser.add_argument("--slots", type=int, default=4, help="requests each server answers at once")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--ray-workers", default="1,2,4", help="worker counts of the Ray arms (empty: none; needs the ray extra)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-scale-"))
@@ -52,24 +59,34 @@ def main() -> None:
     rows = folder / "rows.jsonl"
     rows.write_text("".join(json.dumps({"input": f"in {n}", "output": f"out {n}"}) + "\n" for n in range(args.rows)))
     calls = args.rows * len(QUESTIONS)
-    rates: dict[str, list[float]] = {"replicas1": [], "replicas3": []}
+    workers = [int(n) for n in args.ray_workers.split(",") if n.strip()]
+    arms = [(f"replicas{n}", n, 0) for n in (1, 3)] + [(f"ray{n}", 1, n) for n in workers]
+    rates: dict[str, list[float]] = {arm: [] for arm, _, _ in arms}
+    if workers:
+        from bineval_dspy.programs.cluster import connect
+
+        connect("local", max(workers))  # started once: each arm's run then costs its own work, not Ray's start
     for repeat in range(args.repeats):
-        for arm, replicas in (("replicas1", 1), ("replicas3", 3)):
+        for arm, replicas, ray_workers in arms:
             with ExitStack() as stack:
-                servers = [stack.enter_context(serving(FixedDelayServer(args.delay, args.slots))) for _ in range(replicas)]
-                seconds = judged(folder, rows, checklist, servers, 3 * args.slots, f"{arm}-{repeat}")
-            rates[arm].append(calls / seconds)
-            print(f"{arm} run {repeat + 1}: {calls} calls in {seconds:.2f} s = {calls / seconds:.1f} calls/s ({[s.answered for s in servers]} per server)")
+                slots = 256 if ray_workers else args.slots
+                servers = [stack.enter_context(serving(FixedDelayServer(args.delay, slots))) for _ in range(replicas)]
+                extra = ("--ray", "local", "--ray-workers", str(ray_workers)) if ray_workers else ()
+                seconds = judged(folder, rows, checklist, servers, 16 if ray_workers else 3 * args.slots, f"{arm}-{repeat}", *extra)
+            rates[arm].append((args.rows if ray_workers else calls) / seconds)
+            unit = "rows" if ray_workers else "calls"
+            print(f"{arm} run {repeat + 1}: {rates[arm][-1]:.1f} {unit}/s ({seconds:.2f} s; {[s.answered for s in servers]} answered per server)")
     median = {arm: statistics.median(values) for arm, values in rates.items()}
+    ratios = {"replicas3/replicas1": median["replicas3"] / median["replicas1"]}
+    ratios.update({f"ray{n}/ray1": median[f"ray{n}"] / median["ray1"] for n in workers if n != 1 and "ray1" in median})
     result = {
-        "rows": args.rows, "calls": calls, "delay_s": args.delay, "slots": args.slots, "concurrency": 3 * args.slots,
-        "bound_one_replica": args.slots / args.delay, "calls_per_s": rates, "median": median,
-        "ratio": median["replicas3"] / median["replicas1"],
+        "rows": args.rows, "calls": calls, "delay_s": args.delay, "slots": args.slots, "bound_one_replica": args.slots / args.delay,
+        "rates": rates, "median": median, "ratios": ratios, "cpus": os.cpu_count(),
     }  # fmt: skip
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"ratios: replicas3/replicas1={result['ratio']:.2f}")
+    print("ratios: " + " ".join(f"{name}={value:.2f}" for name, value in ratios.items()))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm, lm_options
+from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm, count, lm_options
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
@@ -62,6 +62,19 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     cache = runtime.run_cache_dir(args.cache_dir, config.run_dir / "cache")
     lm = runtime.configure(lm_options(args, spec=config.lm, source=source), cache)
     experiment_plan(config, config.lm, args.api_base).save(config.run_dir)  # `show` holds it against what the run spent
+    if args.arm or args.ray:
+        from bineval_dspy.experiment.jobs import arms_on_ray
+        from bineval_dspy.experiment.runner import optimize_arms
+
+        names = args.arm or [arm.name for arm in config.arms]
+        if args.ray:
+            spent = arms_on_ray(config, lm_options(args, spec=config.lm, source=source), cache, names, args.ray, args.ray_workers)
+        else:
+            spent = optimize_arms(config, lm, names, say=console.print)
+        for name, cost in spent.items():
+            console.print(f"arm {name}: optimized in {config.run_dir}; cost {cost.summary()}")
+        if args.arm:  # one job of a sweep: a final run without --arm scores every arm on test
+            return ExitCode.OK
     results = run_experiment(config, lm, say=console.print)
     print(markdown(results))  # the table, on stdout
     console.print(f"wrote {RESULTS_FILE} and {TABLE_FILE} in {config.run_dir}")
@@ -80,4 +93,10 @@ def add_experiment_command(sub: argparse._SubParsersAction[argparse.ArgumentPars
     add_example_option(parser, "bineval_dspy.experiment.config.ExperimentConfig", "bineval experiment: an experiment config")
     add_dry_run_option(parser)
     parser.add_argument("--tiny", action="store_true", help="the same experiment at smoke-test size, in RUN_DIR-tiny (what the test suite runs)")
+    parser.add_argument(
+        "--arm", action="append", metavar="NAME",
+        help="only this arm's optimization (again for more), as one job beside others on the run directory; a run without --arm then scores every arm",
+    )
+    parser.add_argument("--ray", metavar="ADDRESS", help="each arm's optimization as a Ray task ('local', or a cluster's address), then every arm scored here")
+    parser.add_argument("--ray-workers", type=count(1), default=2, metavar="N", help="with --ray local: the cluster's worker CPUs (default 2)")
     parser.set_defaults(func=cmd_experiment)

@@ -72,7 +72,7 @@ def judge_file(args: argparse.Namespace) -> JudgeFile:
         checklist=Path(args.checklist), data=Path(args.data), output=Path(args.output), judge=judge_options(args),
         program=Path(args.program) if args.program else None, fields=fields, limit=args.limit, overwrite=args.overwrite,
         concurrency=args.concurrency, threads=args.threads, batch=args.batch, lm=lm_options(args),
-        cache_dir=Path(args.cache_dir) if args.cache_dir else None, budget=budget_of(args),
+        cache_dir=Path(args.cache_dir) if args.cache_dir else None, budget=budget_of(args), ray=args.ray, workers=args.ray_workers,
     )  # fmt: skip
 
 
@@ -194,6 +194,8 @@ def add_judge_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
         help="send the calls as OpenAI-style batches (/v1/files + /v1/batches: about half the price, done within 24 h); "
         "waits for them, and a rerun after Ctrl-C collects the batch it submitted (OUTPUT.batch.json)",
     )
+    judge.add_argument("--ray", metavar="ADDRESS", help="judge the rows on a Ray cluster: 'local' starts one here, else its address (auto, ray://HOST:10001); needs the ray extra")
+    judge.add_argument("--ray-workers", type=count(1), default=2, metavar="N", help="with --ray: workers judging at once, each with --concurrency requests in flight (default 2)")
     add_dry_run_option(judge)
     add_budget_options(judge, "row")
     judge.set_defaults(func=cmd_judge)

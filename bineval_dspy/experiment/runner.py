@@ -95,9 +95,8 @@ class ExperimentResults(BaseModel):
         return [arm.name for arm in self.arms if arm.test.unanswered or arm.test.errors]
 
 
-def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], None] = lambda text: None) -> ExperimentResults:
-    """Every arm in order (each resumes from its folder); the table is saved after each arm, so an interrupted
-    run shows what finished; ``say`` gets progress lines."""
+def _prepared(config: ExperimentConfig, lm: dspy.LM) -> tuple[ArmContext, TestScorer]:
+    """The arms' shared context (program, splits, feedback, LM) and the test scorer, the splits saved."""
     student, optimizer, (train, val, test) = build(config, progress=True)
     if not test:
         raise InputError(f"{config.source}: field 'data.test': no group is left for the test split after train ({len(train)}) and val ({len(val)}); give fewer or more data")
@@ -106,10 +105,33 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
     scorer.resamples = config.resamples
     context = ArmContext(config, student, train, val, test, optimizer.feedback, lm, optimization_calls={})
     check_inputs(context)
+    return context, scorer
+
+
+def optimize_arms(config: ExperimentConfig, lm: dspy.LM, names: Sequence[str], say: Callable[[str], None] = lambda text: None) -> dict[str, Cost]:
+    """Only the named arms' optimization, each in its own folder (as ``run_experiment`` resumes it): one job of a
+    sweep, beside others on the same run directory; a final ``run_experiment`` scores every arm on test. What each
+    arm's optimization spent, by name (an arm whose work is at test time, such as Best-of-N, spends nothing here)."""
+    unknown = sorted(set(names) - {arm.name for arm in config.arms})
+    if unknown:
+        raise InputError(f"{config.source}: no arm named {unknown[0]!r} (arms: {', '.join(arm.name for arm in config.arms)})")
+    context, _ = _prepared(config, lm)
+    spent = {}
+    for arm in (arm for arm in config.arms if arm.name in names):
+        say(f"arm {arm.name} ({arm.kind}): optimization only")
+        _, spent[arm.name] = ARMS[arm.kind](arm, context)
+    return spent
+
+
+def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], None] = lambda text: None) -> ExperimentResults:
+    """Every arm in order (each resumes from its folder); the table is saved after each arm, so an interrupted
+    run shows what finished; ``say`` gets progress lines."""
+    context, scorer = _prepared(config, lm)
+    test = context.test
     evaluations: dict[str, Evaluation] = {}
-    inputs = _inputs(optimizer.feedback, test)
+    inputs = _inputs(context.feedback, test)
     experiment = ExperimentResults(
-        name=config.name, mode=config.mode, splits={"train": len(train), "val": len(val), "test": len(test)},
+        name=config.name, mode=config.mode, splits={"train": len(context.train), "val": len(context.val), "test": len(test)},
         baseline=config.baseline_arm, arms=[],
     )
     for arm in config.arms:

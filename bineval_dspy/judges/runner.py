@@ -97,6 +97,7 @@ def judge_rows(
     plan: Parallelism,
     meter: BudgetMeter | None = None,
     fields: tuple[str, str] = ("input", "output"),
+    show: bool = True,
 ) -> Iterator[tuple[Row, JudgeResult]]:
     """Each (data line, row) of the stream judged against ``checklist``, as (row, result) in input order; ``total``
     is how many the stream holds (for the progress bar and a budget stop's message). The judge asks
@@ -108,5 +109,5 @@ def judge_rows(
     def one(item: tuple[int, Row]) -> Scorecard:
         return judge(input=item[1][given], output=item[1][judged], checklist=checklist)
 
-    for (line, row), card, cost in ordered_map(one, rows, "judging", total=total, rows=plan.rows, meter=meter):
+    for (line, row), card, cost in ordered_map(one, rows, "judging", total=total, rows=plan.rows, meter=meter, show=show):
         yield row, judge_result(line, row[judged], checklist, card, cost)

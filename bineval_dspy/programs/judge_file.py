@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
@@ -47,6 +47,8 @@ class JudgeFile(BaseModel):
     lm: LMOptions = LMOptions()
     cache_dir: Path | None = None
     budget: Budget = Budget()
+    ray: str | None = None  # a Ray cluster judges the rows: "local" (started here) or its address (``programs.cluster``)
+    workers: int = Field(default=2, ge=1)  # with ``ray``: actors judging at once, each with ``concurrency`` in flight
 
 
 @dataclass
@@ -149,6 +151,12 @@ def run_file(config: JudgeFile) -> JudgedFile:
     rows = _count_rows(config.data, config.limit, fields)
     target = _batch_target(config) if config.batch else None
     check_output_path(config.output, config.data, config.checklist, *([program_path(config.program)] if config.program else []))
+    if config.ray is not None and (config.batch or config.budget.limited):
+        raise InputError("`ray`: a cluster run takes no `batch` and no budget (`max_cost`, `max_calls`): size it with `limit`")
+    if config.ray is not None:
+        from bineval_dspy.programs.cluster import ray_module
+
+        ray_module()  # installed, or one line before any work
     if config.concurrency is not None and config.threads is not None:
         raise InputError("`concurrency`: give it or `threads`, not both (`concurrency` counts requests across rows and questions)")
     file_judge(config, "")  # options refused before the LM loads or its cache opens
@@ -187,8 +195,14 @@ def run_file(config: JudgeFile) -> JudgedFile:
 
         collect_replies(lm, target, judge_pending, out, fingerprint, config.overwrite, follow_ups=judge.explanations == "failures")
     run = JudgedFile(JudgedSummary(checklist, NO_P_YES), lm.model, todo)
+    if config.ray is not None and todo:
+        from bineval_dspy.programs.cluster import ray_judge_rows
+
+        results = ray_judge_rows(config, checklist.model_dump_json(), pending(), fields=fields, total=todo)
+    else:
+        results = judge_rows(judge, checklist, pending(), total=todo, plan=plan, meter=meter, fields=fields)
     try:
-        for row, result in judge_rows(judge, checklist, pending(), total=todo, plan=plan, meter=meter, fields=fields):
+        for row, result in results:
             append_jsonl(out, result.row(row))
             run.spent, run.written = run.spent + result.usage, run.written + 1
     except BudgetExhausted as exc:

@@ -14,6 +14,7 @@ from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.lm.specs import make_lm
 from bineval_dspy.testing.server import FixedDelayServer as Replica
 from bineval_dspy.testing.server import serving as running
+from tests.fake_openai import scripted_server
 
 
 def files(tmp_path: Path, rows: int = 12) -> tuple[Path, Path]:
@@ -23,7 +24,7 @@ def files(tmp_path: Path, rows: int = 12) -> tuple[Path, Path]:
     return tmp_path / "checklist.json", tmp_path / "rows.jsonl"
 
 
-def judge(files: tuple[Path, Path], out: Path, servers: list[Replica], *extra: str) -> int:
+def judge(files: tuple[Path, Path], out: Path, servers: list, *extra: str) -> int:
     bases = [arg for server in servers for arg in ("--api-base", server.url)]
     return cli.main([
         "judge", "--checklist", str(files[0]), "--data", str(files[1]), "-o", str(out), "--lm", "openai/m", *bases,
@@ -80,3 +81,21 @@ def test_a_batch_run_is_refused_over_replicas(tmp_path, capsys):
         "--api-base", "http://127.0.0.1:1/v1", "--api-base", "http://127.0.0.1:2/v1", "-o", str(tmp_path / "o.jsonl"),
     ])  # fmt: skip
     assert code == 2 and "--batch: a batch goes to one server's batch API; give --api-base alone, without a second --api-base" in capsys.readouterr().err
+
+
+def test_a_pool_is_another_lm_to_resume(tmp_path, capsys):
+    """Cache keys and fingerprints name every server: output made by one server is not resumed by a pool."""
+    given = files(tmp_path, rows=2)
+    with running(Replica(0.0)) as a, running(Replica(0.0)) as b:
+        assert judge(given, tmp_path / "out.jsonl", [a]) == 0
+        capsys.readouterr()
+        assert judge(given, tmp_path / "out.jsonl", [a, b]) == 2
+    assert "made with other settings" in capsys.readouterr().err
+
+
+def test_a_replica_that_answers_500_to_everything_is_routed_around(tmp_path):
+    given = files(tmp_path, rows=6)
+    with scripted_server(lambda body: (500, {"error": {"message": "sick"}})) as sick, running(Replica(0.0)) as well:
+        assert judge(given, tmp_path / "out.jsonl", [sick, well], "--concurrency", "4") == 0
+        assert well.answered == 12 and len(sick.bodies) >= 1  # tried, left out of the rotation, its calls answered elsewhere
+    assert all(answers == ["yes", "no"] for _, answers in verdicts(tmp_path / "out.jsonl"))

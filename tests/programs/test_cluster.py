@@ -60,10 +60,11 @@ def test_two_workers_write_what_one_process_writes(tmp_path, cluster):
         assert judge(given, tmp_path / "one.jsonl", server) == 0
         assert judge(given, tmp_path / "ray.jsonl", server, "--ray", "local", "--ray-workers", "2") == 0
         assert server.answered == 2 * 40 * 2  # each run asked every question once (their caches are apart)
+        assert judge(given, tmp_path / "ray.jsonl", server) == 0  # one process resumes it: complete, nothing to judge
+        assert server.answered == 2 * 40 * 2
     assert written(tmp_path / "ray.jsonl") == written(tmp_path / "one.jsonl")
     strip = lambda path: [{k: v for k, v in json.loads(line).items() if k != "bineval"} for line in path.read_text().splitlines()]  # noqa: E731
     assert strip(tmp_path / "ray.jsonl") == strip(tmp_path / "one.jsonl")  # the rows' own fields, in order
-    assert judge(given, tmp_path / "ray.jsonl", server, "--ray", "local") == 0  # resumed: complete, nothing to judge
 
 
 def test_a_killed_worker_has_its_rows_redone_and_none_written_twice(tmp_path, cluster):
@@ -87,3 +88,14 @@ def test_a_killed_worker_has_its_rows_redone_and_none_written_twice(tmp_path, cl
     rows = written(tmp_path / "ray.jsonl")
     assert [line for line, _ in rows] == list(range(1, 65))  # every row once, in input order
     assert all(answers == ["yes", "no"] for _, answers in rows)
+
+
+def test_ray_missing_or_with_a_budget_is_one_line(tmp_path, monkeypatch, capsys):
+    given = files(tmp_path, rows=1)
+    args = ["judge", "--checklist", str(given[0]), "--data", str(given[1]), "-o", str(tmp_path / "o.jsonl"), "--lm", "openai/m"]
+    assert cli.main([*args, "--api-base", "http://127.0.0.1:1/v1", "--ray", "local", "--max-calls", "5"]) == 2
+    assert "--ray: a cluster run takes no --batch and no budget (--max-cost, --max-calls)" in capsys.readouterr().err
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)  # as where Ray is not installed
+    assert cli.main([*args, "--api-base", "http://127.0.0.1:1/v1", "--ray", "local"]) == 2
+    assert "--ray: Ray is not installed; pip install 'bineval-dspy[ray]'" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()

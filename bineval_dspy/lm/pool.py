@@ -20,12 +20,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-import dspy
 from dspy.lm15 import Request, Response
 
 from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.remote import TRANSIENT, RemoteEngine
-from bineval_dspy.lm.retry import DEFAULT_TIMEOUT, wait_before_retry
+from bineval_dspy.lm.retry import wait_before_retry
 from bineval_dspy.lm.usage import report_retries
 
 COOLDOWN_S = 5.0  # a replica that failed is left out this long, then tried again (it may have come back)
@@ -126,20 +125,3 @@ class ReplicaPool(EngineBase):
         with self._lock:
             self.down_until[index] = time.monotonic() + self.cooldown
 
-
-def pool_lm(
-    spec: str,
-    api_bases: Sequence[str],
-    *,
-    api_key: str | None,
-    timeout: float = DEFAULT_TIMEOUT,
-    temperature: float,
-    max_tokens: int,
-    cache: bool,
-    rpm: float | None = None,
-    tpm: float | None = None,
-) -> dspy.LM:
-    """A ``dspy.LM`` over a pool of servers for one model (``remote_lm``'s, with failover)."""
-    replicas = [RemoteEngine(spec, base, api_key=api_key, timeout=timeout, rpm=rpm, tpm=tpm) for base in api_bases]
-    engine = ReplicaPool(replicas)
-    return dspy.LM(engine.model, engine=engine, temperature=temperature, max_tokens=max_tokens, cache=cache, num_retries=0)

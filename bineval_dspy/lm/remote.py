@@ -24,10 +24,10 @@ import builtins
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import dspy
@@ -48,6 +48,9 @@ from bineval_dspy.core.errors import InputError
 from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.retry import DEFAULT_TIMEOUT, RateLimiter, wait_before_retry
 from bineval_dspy.lm.usage import report_retries
+
+if TYPE_CHECKING:
+    from bineval_dspy.lm.pool import ReplicaPool
 
 __all__ = ["DEFAULT_TIMEOUT", "RETRIES", "RemoteEngine", "remote_lm"]
 
@@ -232,7 +235,7 @@ class RemoteEngine(EngineBase):
 
 def remote_lm(
     spec: str,
-    api_base: str,
+    api_base: str | Sequence[str],
     *,
     api_key: str | None,
     timeout: float,
@@ -243,9 +246,15 @@ def remote_lm(
     tpm: float | None = None,
     **kwargs,
 ) -> dspy.LM:
-    """A ``dspy.LM`` calling the server at ``api_base``: DSPy's cache and usage, our engine's retries (DSPy's own
-    are off, so a call is never retried by both)."""
-    engine = RemoteEngine(spec, api_base, api_key=api_key, timeout=timeout, rpm=rpm, tpm=tpm)
+    """A ``dspy.LM`` calling the server at ``api_base`` (several: replicas of one model in a ``pool.ReplicaPool``):
+    DSPy's cache and usage, our engine's retries (DSPy's own are off, so a call is never retried by both)."""
+    bases = [api_base] if isinstance(api_base, str) else list(api_base)
+    replicas = [RemoteEngine(spec, base, api_key=api_key, timeout=timeout, rpm=rpm, tpm=tpm) for base in bases]
+    engine: RemoteEngine | ReplicaPool = replicas[0]
+    if len(replicas) > 1:
+        from bineval_dspy.lm.pool import ReplicaPool  # it builds on this module's engine
+
+        engine = ReplicaPool(replicas)
     return dspy.LM(
         engine.model,
         engine=engine,

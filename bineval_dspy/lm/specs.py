@@ -128,16 +128,9 @@ def make_lm(
     if "/" not in spec or not _PROVIDER.fullmatch(spec.split("/", 1)[0]) or Path(spec).exists():  # /etc/passwd is no model
         raise InputError(f"{source} {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
     timeout = timeout or remote.DEFAULT_TIMEOUT
-    if api_base and replicas:
-        from bineval_dspy.lm.pool import pool_lm
-
-        return _cached_in(cache_dir, pool_lm(
-            spec, [api_base, *replicas], api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens,
-            cache=cache, rpm=rpm, tpm=tpm,
-        ))  # fmt: skip
     if api_base:
         return _cached_in(cache_dir, remote.remote_lm(
-            spec, api_base, api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens, cache=cache,
+            spec, [api_base, *replicas], api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens, cache=cache,
             rpm=rpm, tpm=tpm,
         ))  # fmt: skip
     if api_key:

@@ -92,3 +92,22 @@ def isolated_dspy():
     yield
     dspy.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
     dspy.cache = original_cache
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One local Ray cluster of two worker CPUs for the whole session (a second start in one process can hang
+    waiting for its control store); skipped where Ray is not installed. Ray writes its auth token under ~/.ray at
+    start, so HOME is a temporary folder then."""
+    ray = pytest.importorskip("ray")
+    from bineval_dspy.programs.cluster import connect
+
+    kept = os.environ.get("HOME")
+    os.environ["HOME"] = str(tmp_path_factory.mktemp("ray-home"))
+    try:
+        connect("local", 2)
+    finally:
+        if kept is not None:
+            os.environ["HOME"] = kept
+    yield
+    ray.shutdown()

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from bineval_dspy import cli
 from bineval_dspy.testing.server import FixedDelayServer, serving
 from tests.conftest import route_cli_lm
@@ -41,15 +39,10 @@ def test_one_arm_alone_then_every_arm_scored(tmp_path, monkeypatch, words_embedd
     assert "no arm named 'nope' (arms: start, guard)" in capsys.readouterr().err
 
 
-def test_arms_as_ray_tasks(tmp_path, monkeypatch):
-    pytest.importorskip("ray")
-    monkeypatch.setenv("HOME", str(tmp_path))  # Ray keeps a token under ~/.ray
+def test_arms_as_ray_tasks(tmp_path, ray_cluster):
     config = experiment(tmp_path)
     with serving(FixedDelayServer(0.0, slots=64)) as server:
         code = cli.main(["experiment", str(config), "--lm", "openai/m", "--api-base", server.url, "--ray", "local", "--ray-workers", "2"])
-    import ray
-
-    ray.shutdown()
     run = tmp_path / "runs" / "e"
     assert code in (0, 1)  # 1: the fixed server's replies leave test verdicts unanswered, said, not hidden
     assert (run / "arms" / "guard" / "audit.json").is_file()

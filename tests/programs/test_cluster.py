@@ -17,22 +17,7 @@ from bineval_dspy import cli
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.testing.server import FixedDelayServer, serving
 
-ray = pytest.importorskip("ray")
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A local cluster of two worker CPUs for the module, its files under a temporary HOME."""
-    home = tmp_path_factory.mktemp("home")
-    kept = os.environ.get("HOME")
-    os.environ["HOME"] = str(home)  # Ray keeps an auth token under ~/.ray
-    from bineval_dspy.programs.cluster import connect
-
-    connect("local", 2)
-    yield
-    ray.shutdown()
-    if kept is not None:
-        os.environ["HOME"] = kept
+pytest.importorskip("ray")
 
 
 def files(tmp_path: Path, rows: int) -> tuple[Path, Path]:
@@ -54,7 +39,7 @@ def written(out: Path) -> list[tuple[int, list[str]]]:
     return [(row["bineval"]["line"], [v["answer"] for v in row["bineval"]["scorecard"]["verdicts"]]) for row in rows]
 
 
-def test_two_workers_write_what_one_process_writes(tmp_path, cluster):
+def test_two_workers_write_what_one_process_writes(tmp_path, ray_cluster):
     given = files(tmp_path, rows=40)
     with serving(FixedDelayServer(0.005, slots=64)) as server:
         assert judge(given, tmp_path / "one.jsonl", server) == 0
@@ -67,7 +52,7 @@ def test_two_workers_write_what_one_process_writes(tmp_path, cluster):
     assert strip(tmp_path / "ray.jsonl") == strip(tmp_path / "one.jsonl")  # the rows' own fields, in order
 
 
-def test_a_killed_worker_has_its_rows_redone_and_none_written_twice(tmp_path, cluster):
+def test_a_killed_worker_has_its_rows_redone_and_none_written_twice(tmp_path, ray_cluster):
     given = files(tmp_path, rows=64)
     with serving(FixedDelayServer(0.05, slots=64)) as server:
         killed: list[int] = []

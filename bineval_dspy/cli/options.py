@@ -142,15 +142,10 @@ def budget_of(args: argparse.Namespace) -> Budget:
 
 
 def budget_meter(args: argparse.Namespace, models: Iterable[str]) -> BudgetMeter:
-    """The meter of the command line's budget for a run on ``models`` (model strings): a dollar budget needs
-    their prices."""
+    """The meter of the command line's budget for a run on ``models`` (``BudgetMeter.for_models``)."""
     from bineval_dspy.lm.budget import BudgetMeter
-    from bineval_dspy.lm.prices import check_priced
 
-    budget = budget_of(args)
-    if budget.max_cost is not None:
-        check_priced(models)
-    return BudgetMeter(budget)
+    return BudgetMeter.for_models(budget_of(args), models)
 
 
 Config = TypeVar("Config", bound=BaseModel)

@@ -237,7 +237,8 @@ class JudgeSpec(JudgeOptions):
         data = handler(self)
         if data.get("verdict_format") == "json":
             del data["verdict_format"]
-        return {key: data[key] for key in _SPEC_ORDER if key in data}
+        ordered = {key: data[key] for key in _SPEC_ORDER if key in data}
+        return {**ordered, **{key: value for key, value in data.items() if key not in ordered}}  # a new option: after them
 
 
 class Scorecard(BaseModel):

@@ -65,6 +65,16 @@ class BudgetMeter:
         self._running: Counter[str] = Counter()
         self._lock = threading.Lock()
 
+    @classmethod
+    def for_models(cls, budget: Budget, models: Iterable[str]) -> BudgetMeter:
+        """The meter of ``budget`` for a run on ``models`` (model strings): a dollar budget needs their prices, so
+        an LM without one is refused before any call."""
+        if budget.max_cost is not None:
+            from bineval_dspy.lm.prices import check_priced
+
+            check_priced(models)
+        return cls(budget)
+
     def decide(self, kind: str) -> Decision:
         """Start a unit of ``kind`` now, wait for the units in flight to finish first, or stop the run."""
         with self._lock:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bineval_dspy.core.console import progress_bar
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import InputError, RunError, one_line
 from bineval_dspy.judges.rows import JudgeResult
 
 if TYPE_CHECKING:
@@ -52,26 +52,28 @@ def connect(address: str, workers: int) -> Any:
 class _Worker:
     """One Ray actor: the run's LM configured once, then batches of rows judged on it."""
 
-    def __init__(self, config_json: str) -> None:
+    def __init__(self, config_json: str, checklist_json: str, fields: tuple[str, str]) -> None:
+        from bineval_dspy.core.schema import Checklist
+        from bineval_dspy.judges.runner import parallelism
         from bineval_dspy.lm import runtime
         from bineval_dspy.programs.judge_file import JudgeFile, file_judge
 
-        self.config = JudgeFile.model_validate_json(config_json)
-        self.lm = runtime.configure(self.config.lm, self.config.cache_dir)
-        self.judge = file_judge(self.config, self.lm.model)
+        config = JudgeFile.model_validate_json(config_json)
+        self.lm = runtime.configure(config.lm, config.cache_dir)
+        self.judge = file_judge(config, self.lm.model)
+        self.checklist = Checklist.model_validate_json(checklist_json)
+        self.fields = fields
+        asked = sum(q.verifier is None for q in self.checklist.questions)
+        self.plan = parallelism(self.lm, asked, concurrency=config.concurrency, threads=config.threads)
 
     def pid(self) -> int:
         return os.getpid()
 
-    def judge_batch(self, checklist_json: str, fields: tuple[str, str], rows: list[tuple[int, Row]]) -> list[tuple[Row, str]]:
+    def judge_batch(self, rows: list[tuple[int, Row]]) -> list[tuple[Row, str]]:
         """Each (data line, row) judged, as (row, its JudgeResult as JSON), in input order."""
-        from bineval_dspy.core.schema import Checklist
-        from bineval_dspy.judges.runner import judge_rows, parallelism
+        from bineval_dspy.judges.runner import judge_rows
 
-        checklist = Checklist.model_validate_json(checklist_json)
-        asked = sum(q.verifier is None for q in checklist.questions)
-        plan = parallelism(self.lm, asked, concurrency=self.config.concurrency, threads=self.config.threads)
-        results = judge_rows(self.judge, checklist, rows, total=len(rows), plan=plan, fields=fields, show=False)
+        results = judge_rows(self.judge, self.checklist, rows, total=len(rows), plan=self.plan, fields=self.fields, show=False)
         return [(row, result.model_dump_json()) for row, result in results]
 
 
@@ -83,19 +85,23 @@ def ray_judge_rows(
     assert config.ray is not None
     ray = connect(config.ray, config.workers)
     actor = ray.remote(max_restarts=3, max_task_retries=3, num_cpus=1)(_Worker)
-    workers = [actor.remote(config.model_dump_json()) for _ in range(config.workers)]
+    workers = [actor.remote(config.model_dump_json(), checklist_json, fields) for _ in range(config.workers)]
     pending: deque[Any] = deque()
     batch: list[tuple[int, Row]] = []
     turn = 0
 
     def submit(rows: list[tuple[int, Row]]) -> None:
         nonlocal turn
-        pending.append(workers[turn % len(workers)].judge_batch.remote(checklist_json, fields, rows))
+        pending.append(workers[turn % len(workers)].judge_batch.remote(rows))
         turn += 1
 
     def drain(keep: int) -> Iterator[tuple[Row, JudgeResult]]:
         while len(pending) > keep:
-            for row, result in ray.get(pending.popleft()):
+            try:
+                judged = ray.get(pending.popleft())
+            except ray.exceptions.RayActorError as exc:  # restarted and retried until Ray gave up on it
+                raise RunError(f"`ray`: a worker died and Ray gave up restarting it ({one_line(exc)}); rerun to go on") from None
+            for row, result in judged:
                 advance()
                 yield row, JudgeResult.model_validate_json(result)
 

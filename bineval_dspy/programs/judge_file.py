@@ -139,7 +139,6 @@ def run_file(config: JudgeFile) -> JudgedFile:
     from bineval_dspy.judges.runner import judge_rows, parallelism
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.budget import BudgetMeter
-    from bineval_dspy.lm.prices import check_priced
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.programs.state import demos_of, instructions_of, program_path
     from bineval_dspy.programs.weights import weights_of
@@ -161,9 +160,7 @@ def run_file(config: JudgeFile) -> JudgedFile:
         raise InputError("`concurrency`: give it or `threads`, not both (`concurrency` counts requests across rows and questions)")
     file_judge(config, "")  # options refused before the LM loads or its cache opens
     lm = runtime.configure(config.lm, config.cache_dir)
-    if config.budget.max_cost is not None:
-        check_priced([lm.model])
-    meter = BudgetMeter(config.budget)
+    meter = BudgetMeter.for_models(config.budget, [lm.model])
     judge = file_judge(config, lm.model)
     plan = parallelism(lm, sum(q.verifier is None for q in checklist.questions), concurrency=config.concurrency, threads=config.threads)
     effective_threads(lm, config.concurrency or config.threads or 1, asked=True)  # the embedded model says it ignores them

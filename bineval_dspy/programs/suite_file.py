@@ -122,7 +122,6 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
     from bineval_dspy.judges.runner import parallelism
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.budget import BudgetMeter
-    from bineval_dspy.lm.prices import check_priced
     from bineval_dspy.lm.runtime import effective_threads, lm_identity
     from bineval_dspy.programs.generator import run_generation
     from bineval_dspy.programs.state import demos_of, program_path
@@ -136,8 +135,7 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
     if out.exists():
         generated_log(out).finished_keys()  # a malformed output file is reported before any LM is loaded
     lm = runtime.configure(config.lm, config.cache_dir)
-    if config.budget.max_cost is not None:
-        check_priced([lm.model])
+    meter = BudgetMeter.for_models(config.budget, [lm.model])
     judge = BinaryJudge(verifier_mode=config.verifier_mode) if config.stick else None
     writer = TickQuestionWriter() if judge is not None else None
     fingerprint = {
@@ -160,7 +158,7 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
         judge.threads = plan.questions
     report = run_generation(
         rows, program, out, threads=plan.rows, refine=config.refine, best_of=config.best_of, judge=judge, writer=writer,
-        meter=BudgetMeter(config.budget), stop_at_pass=config.stop_at_pass,
+        meter=meter, stop_at_pass=config.stop_at_pass,
     )  # fmt: skip
     wanted = {row.key for row in rows}
     records = [obj for _, obj in read_jsonl(out) if str(obj.get("key")) in wanted] if out.exists() else []

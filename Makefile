@@ -28,7 +28,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check bineval_dspy tests experiments
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q --durations=10
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=10
 
 bench: $(STAMP)
 	$(PY) experiments/bench_judge.py

@@ -31,6 +31,24 @@ pytest_plugins = ["pytester"]  # tests/testing/test_pytest_plugin.py runs a proj
 SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (``-n N``), each worker runs on its own share of the cores: two workers on two cores each
+    get one, so the embedded model's threads (it uses every core it may run on) never fight another worker's."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if worker.startswith("gw") and hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        if count <= len(cores):
+            os.sched_setaffinity(0, cores[int(worker[2:]) % count :: count])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests on the session's Ray cluster run in one xdist worker (``--dist loadgroup``): one cluster, not one
+    per worker."""
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 def route_cli_lm(monkeypatch: pytest.MonkeyPatch, script: Script, *, model: str = "custom/scripted", usage: Usage | None = None) -> dspy.LM:
     """Make the CLI's LM set-up (``runtime.configure``) install a scripted LM (named ``model``); returns that LM."""
     from bineval_dspy.lm import runtime

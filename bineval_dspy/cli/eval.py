@@ -39,7 +39,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     plan.save(config.run_dir)  # `show` holds it against what the run spent
 
     def column_lm(spec: LMSpec) -> dspy.LM:  # a column's LM takes the command's options (--api-base, --timeout, ...) as the judge's does
-        options = lm_options(args, spec=spec.lm, source=f"{config.source}: field 'lms' ({spec.name}) =")
+        options = lm_options(args, spec=spec.lm, source=f"{config.source}: field 'lms' ({spec.name}) =", servers=spec.servers)
         return runtime.checked_lm(options.model_copy(update={"max_tokens": spec.max_tokens}))
 
     run = run_eval(config, rows, checklist, judge_lm, column_lm, overwrite=args.overwrite, say=console.print)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm, count, lm_options
+from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm, count
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
@@ -53,22 +53,22 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from bineval_dspy.lm import runtime
 
     config = load_experiment(Path(args.config))
-    config, source = command_line_lm(args, config)
+    config, options = command_line_lm(args, config)
     if args.tiny:
         config = tiny(config)
     if args.dry_run:  # every arm at its most; nothing is called or written
-        shown.print(experiment_plan(config, config.lm, args.api_base).summary())
+        shown.print(experiment_plan(config, config.lm, options.api_base).summary())
         return ExitCode.OK
     cache = runtime.run_cache_dir(args.cache_dir, config.run_dir / "cache")
-    lm = runtime.configure(lm_options(args, spec=config.lm, source=source), cache)
-    experiment_plan(config, config.lm, args.api_base).save(config.run_dir)  # `show` holds it against what the run spent
+    lm = runtime.configure(options, cache)
+    experiment_plan(config, config.lm, options.api_base).save(config.run_dir)  # `show` holds it against what the run spent
     if args.arm or args.ray:
         from bineval_dspy.experiment.jobs import arms_on_ray
         from bineval_dspy.experiment.runner import optimize_arms
 
         names = args.arm or [arm.name for arm in config.arms]
         if args.ray:
-            spent = arms_on_ray(config, lm_options(args, spec=config.lm, source=source), cache, names, args.ray, args.ray_workers)
+            spent = arms_on_ray(config, options, cache, names, args.ray, args.ray_workers)
         else:
             spent = optimize_arms(config, lm, names, say=console.print)
         for name, cost in spent.items():

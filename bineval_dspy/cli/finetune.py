@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bineval_dspy.cli.options import add_example_option, command_line_lm, lm_options
+from bineval_dspy.cli.options import add_example_option, command_line_lm
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
@@ -38,8 +38,8 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     from bineval_dspy.programs.state import PROGRAM_FILE, load_program
 
     config = load_finetune_config(Path(args.config))
-    config, source = command_line_lm(args, config)
-    lm = runtime.configure(lm_options(args, spec=config.lm, source=source), args.cache_dir)
+    config, options = command_line_lm(args, config)
+    lm = runtime.configure(options, args.cache_dir)
     results = run_experiment(as_experiment(config), lm, say=console.print)
     tuned = config.run_dir / "arms" / FINETUNED_ARM / PROGRAM_FILE
     program = load_program(tuned)

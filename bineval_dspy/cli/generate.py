@@ -13,6 +13,7 @@ from bineval_dspy.cli.options import (
     add_budget_options,
     add_dry_run_option,
     add_judge_options,
+    add_ray_options,
     budget_of,
     count,
     lm_options,
@@ -40,7 +41,7 @@ def generate_suite(args: argparse.Namespace) -> GenerateSuite:
         program=Path(args.program) if args.program else None, split=args.split, limit=args.limit, refine=args.refine,
         best_of=args.best_of, stop_at_pass=args.stop_at_pass, verifier_mode=args.verifier_mode, max_tokens=args.max_tokens,
         overwrite=args.overwrite, threads=args.threads, lm=lm_options(args), cache_dir=Path(args.cache_dir) if args.cache_dir else None,
-        budget=budget_of(args),
+        budget=budget_of(args), ray=args.ray, workers=args.ray_workers,
     )  # fmt: skip
 
 
@@ -118,6 +119,7 @@ def add_generate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     gen.add_argument("--max-tokens", type=count(1), help=f"token limit per response (default {GENERATE_MAX_TOKENS}, or the --program's)")
     gen.add_argument("-o", "--output", default="responses.jsonl", help="JSONL: key, prompt, response (+ STICK records)")
     gen.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
+    add_ray_options(gen, "generate the rows", "each with --threads rows at a time")
     add_dry_run_option(gen)
     add_budget_options(gen, "row")
     gen.set_defaults(func=cmd_generate)

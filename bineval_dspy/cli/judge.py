@@ -13,6 +13,7 @@ from bineval_dspy.cli.options import (
     add_budget_options,
     add_dry_run_option,
     add_judge_options,
+    add_ray_options,
     budget_of,
     count,
     judge_options,
@@ -194,8 +195,7 @@ def add_judge_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
         help="send the calls as OpenAI-style batches (/v1/files + /v1/batches: about half the price, done within 24 h); "
         "waits for them, and a rerun after Ctrl-C collects the batch it submitted (OUTPUT.batch.json)",
     )
-    judge.add_argument("--ray", metavar="ADDRESS", help="judge the rows on a Ray cluster: 'local' starts one here, else its address (auto, ray://HOST:10001); needs the ray extra")
-    judge.add_argument("--ray-workers", type=count(1), default=2, metavar="N", help="with --ray: workers judging at once, each with --concurrency requests in flight (default 2)")
+    add_ray_options(judge, "judge the rows", "each with --concurrency requests in flight")
     add_dry_run_option(judge)
     add_budget_options(judge, "row")
     judge.set_defaults(func=cmd_judge)

@@ -11,10 +11,10 @@ from bineval_dspy.cli.options import (
     add_budget_options,
     add_dry_run_option,
     add_example_option,
+    add_ray_options,
     budget_meter,
     command_line_lm,
     count,
-    lm_options,
 )
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
@@ -27,23 +27,24 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     """Run (or resume) a meta-evaluation; ``--lm`` and ``--limit`` given on the command line replace the config's."""
     from bineval_dspy.lm import runtime
     from bineval_dspy.meta.config import load_config
-    from bineval_dspy.meta.runner import SCORES_FILE, run_meta_eval
+    from bineval_dspy.meta.runner import SCORES_FILE, Cluster, run_meta_eval
 
     config = load_config(Path(args.config))
-    config, source = command_line_lm(args, config)
+    config, options = command_line_lm(args, config)
     if args.limit is not None and args.limit != config.limit:
         console.print(f"--limit {args.limit} replaces limit = {config.limit} of {config.source}")
         config = config.model_copy(update={"limit": args.limit})
     if args.dry_run:  # every LM method on every sampled output; nothing is called or written
         from bineval_dspy.meta.plan import meta_plan
 
-        shown.print(meta_plan(config, config.lm, args.api_base).summary())
+        shown.print(meta_plan(config, config.lm, options.api_base).summary())
         return ExitCode.OK
-    lm = runtime.configure(lm_options(args, spec=config.lm, source=source), args.cache_dir) if config.uses_lm else None
+    lm = runtime.configure(options, args.cache_dir) if config.uses_lm else None
     models = [m.lm or lm.model for m in config.methods if m.uses_lm] if lm is not None else []
     meter = budget_meter(args, models)
+    cluster = Cluster(address=args.ray, workers=args.ray_workers, lm=options if config.uses_lm else None, cache_dir=args.cache_dir) if args.ray else None
     try:
-        results = run_meta_eval(config, lm=lm, threads=args.threads or DEFAULT_THREADS, overwrite=args.overwrite, meter=meter)
+        results = run_meta_eval(config, lm=lm, threads=args.threads or DEFAULT_THREADS, overwrite=args.overwrite, meter=meter, cluster=cluster)
     except BudgetExhausted:
         console.print(f"cost: {meter.spent.summary()}; scores so far in {config.run_dir / SCORES_FILE} (no results table yet)")
         raise
@@ -74,4 +75,5 @@ def add_meta_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], c
     parser.add_argument("--overwrite", action="store_true", help="start the run directory afresh instead of resuming it")
     add_dry_run_option(parser)
     add_budget_options(parser, "score")
+    add_ray_options(parser, "score the outputs", "each with --threads outputs at a time")
     parser.set_defaults(func=cmd_meta_eval)

@@ -11,7 +11,6 @@ from bineval_dspy.cli.options import (
     add_example_option,
     budget_meter,
     command_line_lm,
-    lm_options,
 )
 from bineval_dspy.core.console import console, results_on_stdout, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
@@ -28,12 +27,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from bineval_dspy.optimize.results import RunResults, score_test
 
     config = load_config(Path(args.config))
-    config, source = command_line_lm(args, config)
+    config, options = command_line_lm(args, config)
     if args.dry_run:  # the most the run may ask of its LM; nothing is called or written
-        shown.print(optimize_plan(config, config.lm, args.api_base).summary())
+        shown.print(optimize_plan(config, config.lm, options.api_base).summary())
         return ExitCode.OK
-    lm = runtime.configure(lm_options(args, spec=config.lm, source=source), args.cache_dir)
-    optimize_plan(config, config.lm, args.api_base).save(config.run_dir)  # `show` holds it against what the run spent
+    lm = runtime.configure(options, args.cache_dir)
+    optimize_plan(config, config.lm, options.api_base).save(config.run_dir)  # `show` holds it against what the run spent
     meter = budget_meter(args, [lm.model, *(spec for spec in (config.lesson_lm, config.reference.lm) if spec)])
     student, optimizer, (train, val, test) = build(config, progress=True)
     optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))

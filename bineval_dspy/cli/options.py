@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -151,19 +151,24 @@ def budget_meter(args: argparse.Namespace, models: Iterable[str]) -> BudgetMeter
 Config = TypeVar("Config", bound=BaseModel)
 
 
-def command_line_lm(args: argparse.Namespace, config: Config) -> tuple[Config, str]:
-    """A run config with ``--lm`` (when given) in place of its ``lm``, said on the console, and where the LM spec
-    came from, for error messages."""
-    source = f"{getattr(config, 'source', '')}: field 'lm' ="
+def command_line_lm(args: argparse.Namespace, config: Config) -> tuple[Config, LMOptions]:
+    """A run config with ``--lm`` (when given) in place of its ``lm``, and the LM options the run is called with:
+    the command line's, its ``--api-base`` in place of the config's ``[lm]`` servers; each replacement is said."""
+    source = getattr(config, "source", "")
     current: str = getattr(config, "lm")  # noqa: B009  (a run config of any kind: each has an lm field)
+    servers: tuple[str, ...] = getattr(config, "servers", ())
+    if servers and args.api_base is not None:
+        console.print(f"--api-base {args.api_base} replaces the servers of [lm] in {source}")
+        servers = ()
     if args.lm is None or args.lm == current:
-        return config, source
-    console.print(f"--lm {args.lm} replaces lm = {current!r} of {getattr(config, 'source', '')}")
-    return config.model_copy(update={"lm": args.lm}), "--lm"
+        return config, lm_options(args, spec=current, source=f"{source}: field 'lm' =", servers=servers)
+    console.print(f"--lm {args.lm} replaces lm = {current!r} of {source}")
+    return config.model_copy(update={"lm": args.lm}), lm_options(args, spec=args.lm, servers=servers)
 
 
-def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = "--lm") -> LMOptions:
-    """The LM options of a parsed command line; ``spec`` (a run config's LM, from ``source``) stands in for ``--lm``."""
+def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = "--lm", servers: Sequence[str] = ()) -> LMOptions:
+    """The LM options of a parsed command line; ``spec`` (a config's LM, from ``source``) stands in for ``--lm``, and
+    ``servers`` (the config's ``api_base`` and ``replicas`` for that LM) for ``--api-base``."""
     from bineval_dspy.lm.runtime import LMOptions
     from bineval_dspy.lm.specs import DEFAULT_LM
 
@@ -174,10 +179,13 @@ def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = 
             raise InputError(f"--api-key-env {args.api_key_env}: environment variable {args.api_key_env} is not set")
     if args.lm is not None and not args.lm.strip():
         raise InputError("--lm: empty; name a model (smollm2, gemma3-270m, a .gguf path or a LiteLLM string) or leave it out")
+    api_base, replicas = args.api_base, tuple(getattr(args, "replicas", None) or ())
+    if servers:
+        api_base, replicas = servers[0], tuple(servers[1:])
     return LMOptions(
         spec=spec or args.lm or DEFAULT_LM,
-        api_base=args.api_base,
-        replicas=tuple(getattr(args, "replicas", None) or ()),
+        api_base=api_base,
+        replicas=replicas,
         api_key=api_key,
         temperature=args.temperature,
         timeout=args.timeout,
@@ -186,3 +194,9 @@ def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = 
         tpm=getattr(args, "tpm", None),
         source=source,
     )
+
+
+def add_ray_options(parser: argparse.ArgumentParser, doing: str, each: str) -> None:
+    """``--ray ADDRESS`` and ``--ray-workers N``: the command's rows (or arms) ``doing`` on a Ray cluster."""
+    parser.add_argument("--ray", metavar="ADDRESS", help=f"{doing} on a Ray cluster: 'local' starts one here, else its address (auto, ray://HOST:10001); needs the ray extra")
+    parser.add_argument("--ray-workers", type=count(1), default=2, metavar="N", help=f"with --ray: workers at once, {each} (default 2)")

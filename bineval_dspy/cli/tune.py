@@ -37,7 +37,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     study = open_study(tuning)
     code: int = ExitCode.OK
     stopped: BudgetExhausted | None = None
-    if args.workers == 1:
+    if args.ray:
+        from bineval_dspy.tune.study import workers_on_ray
+
+        code = workers_on_ray(path, args.workers, args.ray, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, budget=budget)
+    elif args.workers == 1:
         try:
             work(tuning, study, BudgetMeter(budget))
         except BudgetExhausted as exc:
@@ -61,6 +65,7 @@ def add_tune_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], c
     parser.add_argument("config", help="study description (TOML); its keys: bineval tune --example")
     add_example_option(parser, "bineval_dspy.tune.config.TuneConfig", "bineval tune: a study config ([run] holds the trial kind's settings)")
     parser.add_argument("--workers", type=count(1), default=1, help="worker processes on the study (default 1); or run the command several times")
+    parser.add_argument("--ray", metavar="ADDRESS", help="run the --workers as Ray tasks: 'local' starts a cluster here, else its address (give the study an RDB storage); needs the ray extra")
     add_dry_run_option(parser)
     add_budget_options(parser, "trial (each of --workers N gets an N-th of the budget)")
     parser.set_defaults(func=cmd_tune)  # --cache-dir's default (None) is shared by every command: never set it here

@@ -19,7 +19,9 @@ def set_threads() -> int:
     """Use every core this process may run on (torch's default can be fewer)."""
     import torch
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from bineval_dspy.core.cores import usable_cores
+
+    cores = usable_cores()
     torch.set_num_threads(cores)
     return cores
 

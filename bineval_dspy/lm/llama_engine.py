@@ -42,6 +42,7 @@ from dspy.lm15 import Message, Request, Response, Usage
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import llama_cpp
 
+from bineval_dspy.core.cores import usable_cores
 from bineval_dspy.lm._batching import Batcher, Expectation
 from bineval_dspy.lm._decoding import _Decoding, _last_logits, _logits_at, _OwnedBatch
 from bineval_dspy.lm.engine import EngineBase
@@ -119,7 +120,7 @@ class LlamaCppEngine(EngineBase):
         self.model_path = Path(model_path)
         self.lora_path = Path(lora_path) if lora_path is not None else None  # a GGUF LoRA adapter applied to every call
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or os.cpu_count() or 1  # every core: measured best (experiments/bench_sampling.py)
+        self.n_threads = n_threads or usable_cores()  # every core it may use: measured best (experiments/bench_sampling.py)
         self._single_threads = 0  # the thread count now set for one-token decoding steps
         self.reuse_prefix = reuse_prefix
         self.record_calls = record_calls

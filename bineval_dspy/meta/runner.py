@@ -35,7 +35,7 @@ from bineval_dspy.core.schema import Checklist
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.judges.runner import Parallelism, ordered_map, parallelism
 from bineval_dspy.lm.budget import BudgetMeter
-from bineval_dspy.lm.runtime import lm_identity
+from bineval_dspy.lm.runtime import LMOptions, lm_identity
 from bineval_dspy.lm.specs import make_lm
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.agreement import agreement, cohen_kappa
@@ -49,7 +49,15 @@ from bineval_dspy.meta.correlation import (
     summarize,
 )
 from bineval_dspy.meta.datasets import MetaRow, sample_documents
-from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig, MethodProblem, Scored, build_scorer, checklist_writer
+from bineval_dspy.meta.methods import (
+    BinEvalMethod,
+    MethodConfig,
+    MethodProblem,
+    Scored,
+    Scorer,
+    build_scorer,
+    checklist_writer,
+)
 from bineval_dspy.stats.bootstrap import resample_counts
 from bineval_dspy.verifiers import code_digest
 
@@ -123,15 +131,38 @@ class MetaEvalResults(BaseModel):
         return sum(sum(m.missing.values()) for m in self.methods)
 
 
+class Cluster(BaseModel):
+    """Where a run's scores are computed besides this process: ``workers`` Ray actors on the cluster at ``address``
+    ("local" starts one here), each configuring ``lm`` (the run's LM options) with the disk cache at ``cache_dir``."""
+
+    address: str
+    workers: int = Field(default=2, ge=1)
+    lm: LMOptions | None = None
+    cache_dir: Path | None = None
+
+
 def run_meta_eval(
-    config: MetaEvalConfig, *, lm: dspy.LM | None = None, threads: int = 1, overwrite: bool = False, meter: BudgetMeter | None = None
+    config: MetaEvalConfig,
+    *,
+    lm: dspy.LM | None = None,
+    threads: int = 1,
+    overwrite: bool = False,
+    meter: BudgetMeter | None = None,
+    cluster: Cluster | None = None,
 ) -> MetaEvalResults:
     """Score the sampled outputs with every method (resuming ``config.run_dir``) and correlate with the humans.
 
     ``lm``: the LM every LM method uses (default: the configured one); ``threads``: outputs scored at once on a
-    remote LM. Bad input raises InputError before any LM call; an LM that writes no usable checklist, RunError;
-    ``meter``'s budget reached, BudgetExhausted (the finished scores are saved).
+    remote LM. ``cluster``: each method's outputs are scored by Ray workers, this process writing the one log
+    (``programs.cluster``). Bad input raises InputError before any LM call; an LM that writes no usable checklist,
+    RunError; ``meter``'s budget reached, BudgetExhausted (the finished scores are saved).
     """
+    if cluster is not None:
+        from bineval_dspy.programs.cluster import ray_module
+
+        if meter is not None and meter.budget.limited:
+            raise InputError("`ray`: a cluster run takes no budget (`max_cost`, `max_calls`): size it with `limit`")
+        ray_module()  # installed, or one line before any work
     rows = checked_rows(config)
     dimensions = config.scored_dimensions()
     checklists: dict[str, Checklist] = {}
@@ -173,12 +204,48 @@ def run_meta_eval(
                     checklist = checklists.get(method.name)
                     if isinstance(method, BinEvalMethod) and method.checklist == "generate":
                         checklist = _generated_checklist(config, method, dimensions, reuse=resumed, meter=meter)
-                    for record in _score(method, todo, config, checklist, method_lm, threads, meter, rows):
+                    if cluster is not None:
+                        from bineval_dspy.programs.cluster import ray_scored
+
+                        scored = ray_scored(cluster, config, method, checklist, threads, todo, rows)
+                    else:
+                        scored = _score(method, todo, config, checklist, method_lm, threads, meter, rows)
+                    for record in scored:
                         log.append(record)
                         records[record.method, record.id] = record
     except BudgetExhausted:
         raise meter.exhausted(f"{len(planned) - len(records)} of {len(planned)} score(s) not started") from None
     return results(config, rows, records, identity)
+
+
+def method_scorer(
+    method: MethodConfig, config: MetaEvalConfig, checklist: Checklist | None, lm: dspy.LM | None, threads: int, rows: Sequence[MetaRow]
+) -> tuple[Scorer, Parallelism]:
+    """A method's scorer, and how many outputs it scores at once: a remote LM scores ``threads`` outputs at once (and
+    BinEval's questions of one output concurrently); the in-process model takes one output at a time and batches
+    its questions itself."""
+    plan = parallelism(lm, 0, threads=threads) if lm is not None and method.uses_lm else Parallelism(rows=1, questions=None)
+    scorer = build_scorer(
+        method, config.scored_dimensions(), config.dataset.genre, checklist=checklist, judge_threads=plan.questions,
+        rows=rows, task=config.dataset.task,
+    )  # fmt: skip
+    return scorer, plan
+
+
+def scored_rows(
+    method: MethodConfig, scorer: Scorer, plan: Parallelism, todo: Sequence[MetaRow], meter: BudgetMeter | None = None, show: bool = True
+) -> Iterator[OutputScore]:
+    """One method's scores for ``todo``, with their cost and seconds, in order as each is done; each starts only
+    when ``meter`` lets it (the method's scores are one kind of unit: they cost alike)."""
+
+    def score_one(row: MetaRow) -> tuple[Scored, float]:
+        start = time.perf_counter()
+        return scorer(row), time.perf_counter() - start
+
+    kind = f"method {method.name}"
+    scored = ordered_map(score_one, todo, method.name, total=len(todo), rows=plan.rows, meter=meter, kind=kind, what="score(s)", show=show)
+    for row, (score, seconds), cost in scored:
+        yield OutputScore(**dict(score), method=method.name, id=row.id, doc_id=row.doc_id, usage=cost, seconds=seconds)
 
 
 def _score(
@@ -191,25 +258,9 @@ def _score(
     meter: BudgetMeter,
     rows: Sequence[MetaRow] = (),
 ) -> Iterator[OutputScore]:
-    """One method's scores for ``todo``, with their cost and seconds, in order as each is done; each starts only
-    when ``meter`` lets it (the method's scores are one kind of unit: they cost alike).
-
-    A remote LM scores ``threads`` outputs at once (and BinEval's questions of one output concurrently); the
-    in-process model takes one output at a time and batches its questions itself.
-    """
-    plan = parallelism(lm, 0, threads=threads) if lm is not None and method.uses_lm else Parallelism(rows=1, questions=None)
-    scorer = build_scorer(
-        method, config.scored_dimensions(), config.dataset.genre, checklist=checklist, judge_threads=plan.questions,
-        rows=rows, task=config.dataset.task,
-    )
-
-    def score_one(row: MetaRow) -> tuple[Scored, float]:
-        start = time.perf_counter()
-        return scorer(row), time.perf_counter() - start
-
-    scored = ordered_map(score_one, todo, method.name, total=len(todo), rows=plan.rows, meter=meter, kind=f"method {method.name}", what="score(s)")
-    for row, (score, seconds), cost in scored:
-        yield OutputScore(**dict(score), method=method.name, id=row.id, doc_id=row.doc_id, usage=cost, seconds=seconds)
+    """One method's scores for ``todo``, scored in this process."""
+    scorer, plan = method_scorer(method, config, checklist, lm, threads, rows)
+    return scored_rows(method, scorer, plan, todo, meter)
 
 
 def checked_rows(config: MetaEvalConfig) -> list[MetaRow]:

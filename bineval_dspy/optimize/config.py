@@ -25,7 +25,7 @@ from bineval_dspy.core.fingerprint import Fingerprint, file_digest
 from bineval_dspy.core.jsonio import load_toml, read_jsonl
 from bineval_dspy.core.schema import Checklist, JudgeOptions
 from bineval_dspy.judges.binary import BinaryJudge
-from bineval_dspy.lm.specs import DEFAULT_LM, make_lm
+from bineval_dspy.lm.specs import ServedLM, make_lm
 from bineval_dspy.optimize.feedback import JUDGE_EXAMPLE_FIELDS, CrossModelFeedback, FeedbackSource, SelfUpdateFeedback
 from bineval_dspy.optimize.metric import bineval_metric
 from bineval_dspy.optimize.optimizer import BinEvalOptimizer
@@ -105,11 +105,10 @@ class ReferenceConfig(_Strict):
     lm: str | None = None
 
 
-class RunConfig(_Strict):
+class RunConfig(ServedLM, _Strict):
     source: str = Field(default="", exclude=True, description="the config file, for error messages")
     mode: Literal["self", "cross"]
     test_every: bool = Field(default=False, description="also score the best program on test after every accepted step")
-    lm: str = DEFAULT_LM
     lesson_lm: str | None = None
     run_dir: Path
     data: DataConfig

@@ -9,7 +9,7 @@ STICK against the row's hybrid checklist.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,10 +190,13 @@ def finished_keys(out_path: Path) -> set[str]:
     return {str(obj["key"]) for obj in complete}
 
 
-def run_generation(
+GeneratedRow = tuple[tuple[SuiteRow, GenerationRecord | None, str], Cost]
+"""One row's outcome: (row, its record or None, the error that kept it from one), and what its LM calls cost."""
+
+
+def generated_rows(
     rows: Sequence[SuiteRow],
     program: dspy.Module,
-    out_path: Path,
     *,
     threads: int = 1,
     refine: int = 0,
@@ -202,19 +205,10 @@ def run_generation(
     writer: TickQuestionWriter | None = None,
     meter: BudgetMeter | None = None,
     stop_at_pass: bool = False,
-) -> GenerationReport:
-    """Generate a record per row (see ``generate_row``, plus its ``usage``), appending each to ``out_path`` as it
-    finishes; a row starts only when ``meter``'s budget lets it.
-
-    Rows whose key is already in ``out_path`` are skipped; LM calls are cached by DSPy, so a rerun after an
-    interruption redoes no finished row and replays any half-finished one from the cache.
-    """
-
-    done = finished_keys(out_path)
-    todo = [row for row in rows if row.key not in done]
-    report = GenerationReport(resumed=len(rows) - len(todo))
-    if report.resumed:
-        console.print(f"resuming: {report.resumed} row(s) already in {out_path}, {len(todo)} to go")
+    show: bool = True,
+) -> Iterator[GeneratedRow]:
+    """Each row generated (``generate_row``) with its cost, in order, ``threads`` at once; a row starts only when
+    ``meter``'s budget lets it. A failing row is its error, not the run's end (it is retried on the next run)."""
     if refine or best_of > 1:
         judge = BinaryJudge() if judge is None else judge
         writer = TickQuestionWriter() if writer is None else writer
@@ -228,8 +222,41 @@ def run_generation(
         except Exception as exc:  # one failing row must not stop a long run; it is retried on the next
             return row, None, one_line(exc)
 
+    yield from metered_map(one, rows, "generating", threads=threads, meter=meter, kind="row", what="row(s)", show=show)
+
+
+def run_generation(
+    rows: Sequence[SuiteRow],
+    program: dspy.Module,
+    out_path: Path,
+    *,
+    threads: int = 1,
+    refine: int = 0,
+    best_of: int = 1,
+    judge: Judge | None = None,
+    writer: TickQuestionWriter | None = None,
+    meter: BudgetMeter | None = None,
+    stop_at_pass: bool = False,
+    elsewhere: Callable[[list[SuiteRow]], Iterator[GeneratedRow]] | None = None,
+) -> GenerationReport:
+    """Generate a record per row (see ``generate_row``, plus its ``usage``), appending each to ``out_path`` as it
+    finishes; a row starts only when ``meter``'s budget lets it. ``elsewhere`` generates the rows instead of this
+    process (``programs.cluster``: Ray workers), in order; this process still writes every record.
+
+    Rows whose key is already in ``out_path`` are skipped; LM calls are cached by DSPy, so a rerun after an
+    interruption redoes no finished row and replays any half-finished one from the cache.
+    """
+
+    done = finished_keys(out_path)
+    todo = [row for row in rows if row.key not in done]
+    report = GenerationReport(resumed=len(rows) - len(todo))
+    if report.resumed:
+        console.print(f"resuming: {report.resumed} row(s) already in {out_path}, {len(todo)} to go")
+    results = elsewhere(todo) if elsewhere is not None else generated_rows(
+        todo, program, threads=threads, refine=refine, best_of=best_of, judge=judge, writer=writer, meter=meter, stop_at_pass=stop_at_pass,
+    )  # fmt: skip
     try:
-        for (row, record, error), cost in metered_map(one, todo, "generating", threads=threads, meter=meter, kind="row", what="row(s)"):
+        for (row, record, error), cost in results:
             report.usage = report.usage + cost
             if record is None:
                 report.failures.append((row.key, error))

@@ -4,20 +4,24 @@ kept; the others are generated and appended as they finish."""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import digest, file_digest
 from bineval_dspy.core.jsonio import check_output_path, read_jsonl, read_text
-from bineval_dspy.lm.budget import Budget
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.runtime import LMOptions
-from bineval_dspy.programs.generator import GenerationReport, Generator, generated_log
+from bineval_dspy.programs.generator import GeneratedRow, GenerationReport, Generator, generated_log, generated_rows
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.suites.rows import SuiteRow
 
@@ -45,6 +49,8 @@ class GenerateSuite(BaseModel):
     lm: LMOptions = LMOptions()
     cache_dir: Path | None = None
     budget: Budget = Budget()
+    ray: str | None = None  # a Ray cluster generates the rows: "local" (started here) or its address (``programs.cluster``)
+    workers: int = Field(default=2, ge=1)  # with ``ray``: actors generating at once, each with ``threads`` rows at a time
 
     @property
     def stick(self) -> bool:
@@ -112,17 +118,57 @@ def suite_program(config: GenerateSuite) -> Generator:
 def _checked(config: GenerateSuite) -> tuple[list[SuiteRow], Generator]:
     if config.stop_at_pass and config.best_of < 2:
         raise InputError("`stop_at_pass` stops Best-of-N early: give it with `best_of` N (N >= 2)")
+    if config.ray is not None and config.budget.limited:
+        raise InputError("`ray`: a cluster run takes no budget (`max_cost`, `max_calls`): size it with `limit`")
+    if config.ray is not None:
+        from bineval_dspy.programs.cluster import ray_module
+
+        ray_module()  # installed, or one line before any work
     return suite_rows(config), suite_program(config)
 
 
-def run_suite(config: GenerateSuite) -> GeneratedSuite:
-    """Generate (optionally STICK-improved) responses for the suite's rows not already in the output."""
-    from bineval_dspy.checklists.tick import TickQuestionWriter
-    from bineval_dspy.judges.binary import BinaryJudge
+@dataclass
+class GenerationSetup:
+    """What generating a row needs, built once per process (the command's, or each Ray worker's): the configured LM,
+    the program, and with STICK its judge and TICK writer."""
+
+    config: GenerateSuite
+    lm: Any  # dspy.LM
+    program: Generator
+    judge: BinaryJudge | None
+    writer: TickQuestionWriter | None
+    threads: int  # rows generated at once
+
+    def generated(self, rows: list[SuiteRow], meter: BudgetMeter | None = None, show: bool = True) -> Iterator[GeneratedRow]:
+        """The rows generated here, in order (``programs.generator.generated_rows``)."""
+        config = self.config
+        return generated_rows(
+            rows, self.program, threads=self.threads, refine=config.refine, best_of=config.best_of, judge=self.judge,
+            writer=self.writer, meter=meter, stop_at_pass=config.stop_at_pass, show=show,
+        )  # fmt: skip
+
+
+def generation_setup(config: GenerateSuite, program: Generator | None = None) -> GenerationSetup:
+    """The LM configured (with the run's disk cache), the program (``program``, or the config's) and STICK's parts."""
     from bineval_dspy.judges.runner import parallelism
     from bineval_dspy.lm import runtime
-    from bineval_dspy.lm.budget import BudgetMeter
-    from bineval_dspy.lm.runtime import effective_threads, lm_identity
+    from bineval_dspy.lm.runtime import effective_threads
+
+    program = program or suite_program(config)
+    lm = runtime.configure(config.lm, config.cache_dir)
+    judge = BinaryJudge(verifier_mode=config.verifier_mode) if config.stick else None
+    plan = parallelism(lm, 0, threads=config.threads)  # rows generated at once, as the judging runner runs rows
+    effective_threads(lm, config.threads or 1, asked=True)  # the embedded model says it ignores threads
+    if judge is not None:
+        judge.threads = plan.questions
+    writer = TickQuestionWriter() if judge is not None else None
+    return GenerationSetup(config, lm, program, judge, writer, plan.rows)
+
+
+def run_suite(config: GenerateSuite) -> GeneratedSuite:
+    """Generate (optionally STICK-improved) responses for the suite's rows not already in the output: here, or with
+    ``ray`` on a cluster's workers while this process writes the one output."""
+    from bineval_dspy.lm.runtime import lm_identity
     from bineval_dspy.programs.generator import run_generation
     from bineval_dspy.programs.state import demos_of, program_path
     from bineval_dspy.programs.weights import weights_of
@@ -134,10 +180,9 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
     check_output_path(out, config.suite, *inputs)
     if out.exists():
         generated_log(out).finished_keys()  # a malformed output file is reported before any LM is loaded
-    lm = runtime.configure(config.lm, config.cache_dir)
+    setup = generation_setup(config, program)
+    lm, judge = setup.lm, setup.judge
     meter = BudgetMeter.for_models(config.budget, [lm.model])
-    judge = BinaryJudge(verifier_mode=config.verifier_mode) if config.stick else None
-    writer = TickQuestionWriter() if judge is not None else None
     fingerprint = {
         "suite": file_digest(config.suite),
         "instructions": digest(program.generate.signature.instructions),
@@ -152,17 +197,18 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
         **({"verifiers": code_digest()} if judge is not None else {}),  # refinement and Best-of-N grade by them
     }
     generated_log(out).open(fingerprint, config.overwrite)
-    plan = parallelism(lm, 0, threads=config.threads)  # rows generated at once, as the judging runner runs rows
-    effective_threads(lm, config.threads or 1, asked=True)  # the embedded model says it ignores threads
-    if judge is not None:
-        judge.threads = plan.questions
+    elsewhere = None
+    if config.ray is not None:
+        from bineval_dspy.programs.cluster import ray_generated_rows
+
+        elsewhere = functools.partial(ray_generated_rows, config)
     report = run_generation(
-        rows, program, out, threads=plan.rows, refine=config.refine, best_of=config.best_of, judge=judge, writer=writer,
-        meter=meter, stop_at_pass=config.stop_at_pass,
+        rows, program, out, threads=setup.threads, refine=config.refine, best_of=config.best_of, judge=judge, writer=setup.writer,
+        meter=meter, stop_at_pass=config.stop_at_pass, elsewhere=elsewhere,
     )  # fmt: skip
     wanted = {row.key for row in rows}
     records = [obj for _, obj in read_jsonl(out) if str(obj.get("key")) in wanted] if out.exists() else []
-    return GeneratedSuite(report, rows, records, lm.model, writer.fallbacks if writer is not None else 0)
+    return GeneratedSuite(report, rows, records, lm.model, setup.writer.fallbacks if setup.writer is not None else 0)
 
 
 def plan_suite(config: GenerateSuite) -> Plan:

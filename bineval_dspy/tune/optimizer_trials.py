@@ -96,6 +96,10 @@ class OptimizerRunner:
         self.config: RunConfig = load_config(self.path)
         self.env = env
         self.lm_spec = env.lm_spec or self.config.lm
+        source = "`lm`" if env.lm_spec else f"{self.path}: field 'lm' ="
+        self.lm_options = env.lm_options.model_copy(update={"spec": self.lm_spec, "source": source})
+        if self.lm_options.api_base is None and self.config.servers:  # the run config's [lm] servers, where --api-base names none
+            self.lm_options = self.lm_options.model_copy(update={"api_base": self.config.servers[0], "replicas": self.config.servers[1:]})
         self._lm: dspy.LM | None = None
 
     def settings(self, params: Mapping[str, Any]) -> OptimizerSettings:
@@ -118,7 +122,7 @@ class OptimizerRunner:
     def fingerprint(self) -> Fingerprint:
         data = self.config.data.suite if self.config.mode == "self" else self.config.data.examples
         assert data is not None  # load_config requires it
-        api_base = self.env.lm_options.api_base
+        api_base = self.lm_options.api_base
         return {
             "run.config": file_digest(self.path),
             "run.data": file_digest(data),
@@ -153,9 +157,7 @@ class OptimizerRunner:
 
     def _configure(self) -> dspy.LM:
         if self._lm is None:
-            source = "`lm`" if self.env.lm_spec else f"{self.path}: field 'lm' ="
-            options = self.env.lm_options.model_copy(update={"spec": self.lm_spec, "source": source})
-            self._lm = runtime.configure(options, self.env.lm_cache)
+            self._lm = runtime.configure(self.lm_options, self.env.lm_cache)
         return self._lm
 
     @staticmethod

@@ -31,7 +31,7 @@ import sys
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -52,8 +52,8 @@ from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.runtime import LMOptions
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.tune.config import PrunerConfig, TuneConfig, load_config
-from bineval_dspy.tune.kinds import runner_factory
-from bineval_dspy.tune.runners import TrialContext, TrialEnv, TrialRunner, never_prune
+from bineval_dspy.tune.kinds import KINDS, register_kind, runner_factory
+from bineval_dspy.tune.runners import RunnerFactory, TrialContext, TrialEnv, TrialRunner, never_prune
 from bineval_dspy.tune.sampler import TrialSeededSampler
 
 FINGERPRINT_ATTR = "bineval_tune"
@@ -317,24 +317,61 @@ def work(tuning: Tuning, study: optuna.Study, meter: BudgetMeter | None = None) 
         study.optimize(objective, n_trials=1, catch=(SurplusTrial,))
 
 
-def _worker_process(path: Path, lm_spec: str | None, lm_options: LMOptions, cache_dir: Path | None, budget: Budget) -> None:
-    """A spawned worker: the study from its config, trials until the study is done or its budget spent; errors as
-    exit codes."""
+def _worker(
+    path: Path, lm_spec: str | None, lm_options: LMOptions, cache_dir: Path | None, budget: Budget, kinds: Mapping[str, RunnerFactory] | None = None
+) -> tuple[int, str]:
+    """One worker: the study from its config, trials until the study is done or its budget spent; (exit code, the
+    line that says why it stopped early, or ""). ``kinds``: trial kinds registered where the worker was sent from."""
+    for name, factory in (kinds or {}).items():
+        register_kind(name, factory)
     try:
         tuning = prepare(path, lm_spec, lm_options, cache_dir, priced=budget.max_cost is not None)
         work(tuning, open_study(tuning), BudgetMeter(budget))
     except BudgetExhausted as exc:
-        print(f"stopped: {exc}", file=sys.stderr)
-        sys.exit(ExitCode.BUDGET)
+        return ExitCode.BUDGET, f"stopped: {exc}"
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(ExitCode.INPUT)
+        return ExitCode.INPUT, f"error: {exc}"
     except RunError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(ExitCode.LM_FAILURE)
+        return ExitCode.LM_FAILURE, f"error: {exc}"
+    return ExitCode.OK, ""
+
+
+def _worker_process(path: Path, lm_spec: str | None, lm_options: LMOptions, cache_dir: Path | None, budget: Budget) -> None:
+    """A spawned worker (``_worker``), its outcome as an exit code."""
+    try:
+        code, line = _worker(path, lm_spec, lm_options, cache_dir, budget)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while exiting: no traceback
         sys.exit(ExitCode.INTERRUPTED)
+    if line:
+        print(line, file=sys.stderr)
+    sys.exit(code)
+
+
+def workers_on_ray(
+    path: Path,
+    workers: int,
+    address: str,
+    lm_spec: str | None = None,
+    lm_options: LMOptions = LMOptions(),
+    cache_dir: Path | None = None,
+    budget: Budget = Budget(),
+) -> int:
+    """Run ``workers`` workers on the study of ``path`` as Ray tasks (on the cluster at ``address``; "local"
+    starts one here) and wait for them; the first nonzero exit code. They share the study through its storage (an
+    RDB URL where the tasks run on other machines); a task whose worker dies is run again, its running trial failed
+    as stale and retried. Each gets an equal share of ``budget``."""
+    from bineval_dspy.programs.cluster import connect
+
+    ray = connect(address, workers)
+    task = ray.remote(num_cpus=1, max_retries=2)(_worker)
+    share = budget.share(workers)
+    kinds = dict(KINDS)  # a kind registered here (a plugin's) is registered in each task too
+    outcomes = ray.get([task.remote(path.resolve(), lm_spec, lm_options, cache_dir, share, kinds) for _ in range(workers)])
+    for _, line in outcomes:
+        if line:
+            console.print(line)
+    return next((code for code, _ in outcomes if code), ExitCode.OK)
 
 
 def run_workers(

@@ -99,3 +99,46 @@ def test_a_replica_that_answers_500_to_everything_is_routed_around(tmp_path):
         assert judge(given, tmp_path / "out.jsonl", [sick, well], "--concurrency", "4") == 0
         assert well.answered == 12 and len(sick.bodies) >= 1  # tried, left out of the rotation, its calls answered elsewhere
     assert all(answers == ["yes", "no"] for _, answers in verdicts(tmp_path / "out.jsonl"))
+
+
+def meta_config(tmp_path: Path, lm_table: str) -> Path:
+    """A one-method meta-eval over three SummEval articles whose LM is given by ``lm_table``."""
+    from tests.meta.fixtures import CHECKLIST, summeval_files
+    from tests.meta.test_meta_eval_cli import write_config
+
+    (tmp_path / "data").mkdir(exist_ok=True)
+    summeval_files(tmp_path / "data")
+    (tmp_path / "checklist.json").write_text(json.dumps(CHECKLIST))
+    method = '[[methods]]\nname = "b"\nkind = "bineval"\nchecklist = "checklist.json"\n'
+    return write_config(tmp_path, method, head=lm_table)
+
+
+def test_an_lm_table_in_a_run_config_calls_its_replicas(tmp_path, capsys):
+    with running(Replica(0.0, slots=8)) as a, running(Replica(0.0, slots=8)) as b:
+        config = meta_config(tmp_path, f'[lm]\nspec = "openai/m"\napi_base = "{a.url}"\nreplicas = ["{b.url}"]\n')
+        assert cli.main(["meta-eval", str(config), "--cache-dir", str(tmp_path / "c1"), "--threads", "4"]) == 0
+        assert a.answered > 0 and b.answered > 0  # both servers of the table took calls
+        pooled = a.answered + b.answered
+        with running(Replica(0.0, slots=8)) as c:  # the command line's server replaces the table's, and says so
+            assert cli.main(["meta-eval", str(config), "--cache-dir", str(tmp_path / "c2"), "--api-base", c.url, "--overwrite"]) == 0
+        assert c.answered == pooled and a.answered + b.answered == pooled
+    assert f"--api-base {c.url} replaces the servers of [lm]" in capsys.readouterr().err
+
+
+def test_an_lm_table_is_checked_in_one_located_line(tmp_path, capsys):
+    config = meta_config(tmp_path, '[lm]\nspec = "openai/m"\nreplicas = ["http://127.0.0.1:1/v1"]\n')
+    assert cli.main(["meta-eval", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert f"{config}:" in err and "[lm]" in err and "replicas are more servers beside api_base; give api_base too" in err
+    config = meta_config(tmp_path, '[lm]\nspec = "openai/m"\nserver = "http://127.0.0.1:1/v1"\n')
+    assert cli.main(["meta-eval", str(config)]) == 2
+    assert "[lm] server: Extra inputs are not permitted" in capsys.readouterr().err
+
+
+def test_an_lm_tables_servers_stay_out_of_the_run_fingerprint(tmp_path):
+    from bineval_dspy.meta.config import load_config
+
+    one = load_config(meta_config(tmp_path, '[lm]\nspec = "openai/m"\napi_base = "http://127.0.0.1:1/v1"\nreplicas = ["http://127.0.0.1:2/v1"]\n'))
+    assert one.lm == "openai/m" and one.servers == ("http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1")
+    plain = load_config(meta_config(tmp_path, 'lm = "openai/m"\n'))
+    assert plain.servers == () and one.model_dump() == plain.model_dump()  # where the model runs is not what it is

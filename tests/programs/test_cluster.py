@@ -1,8 +1,10 @@
-"""`bineval judge --ray` on a local Ray cluster of two workers (issue 35): the file equals a single-process run's,
-and a worker killed mid-run has its rows redone, none written twice. Skipped where Ray is not installed."""
+"""`bineval judge --ray` and `bineval generate --ray` on a local Ray cluster of two workers (issue 35): the file
+equals a single-process run's, and a worker killed mid-run has its rows redone, none written twice. Skipped where
+Ray is not installed."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -16,6 +18,7 @@ import pytest
 from bineval_dspy import cli
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.testing.server import FixedDelayServer, serving
+from tests.fake_openai import scripted_server
 
 pytest.importorskip("ray")
 
@@ -60,7 +63,7 @@ def test_a_killed_worker_has_its_rows_redone_and_none_written_twice(tmp_path, ra
         def kill_one_worker() -> None:
             while server.answered < 20:
                 time.sleep(0.01)
-            found = subprocess.run(["pgrep", "-f", "ray::_Worker"], capture_output=True, text=True).stdout.split()
+            found = subprocess.run(["pgrep", "-f", "ray::_JudgeWorker"], capture_output=True, text=True).stdout.split()
             if found:
                 os.kill(int(found[0]), signal.SIGKILL)
                 killed.append(int(found[0]))
@@ -84,3 +87,68 @@ def test_ray_missing_or_with_a_budget_is_one_line(tmp_path, monkeypatch, capsys)
     assert cli.main([*args, "--api-base", "http://127.0.0.1:1/v1", "--ray", "local"]) == 2
     assert "--ray: Ray is not installed; pip install 'bineval-dspy[ray]'" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def suite(tmp_path: Path, rows: int) -> Path:
+    """IFEval-style rows, their keys integers as IFEval writes them (an output writes each key back as given)."""
+    lines = [{"key": n, "prompt": f"Say {n} in lowercase.", "instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]} for n in range(rows)]
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return tmp_path / "suite.jsonl"
+
+
+def echo(body: dict) -> str:
+    """A response that names its prompt's number: a row's output tells which row it answers."""
+    prompt = str(body["messages"][-1]["content"])
+    return "number " + prompt.split("Say ", 1)[1].split(" ", 1)[0] if "Say " in prompt else "no prompt"
+
+
+def generate(suite: Path, out: Path, url: str, *extra: str) -> int:
+    return cli.main([
+        "generate", "--suite", str(suite), "-o", str(out), "--lm", "openai/m", "--api-base", url, "--threads", "4",
+        "--cache-dir", str(out.parent / f"cache-{out.stem}"), *extra,
+    ])  # fmt: skip
+
+
+def test_generate_on_two_workers_writes_what_one_process_writes(tmp_path, ray_cluster):
+    rows = suite(tmp_path, 40)
+    with scripted_server(echo) as server:
+        assert generate(rows, tmp_path / "one.jsonl", server.url) == 0
+        assert generate(rows, tmp_path / "ray.jsonl", server.url, "--ray", "local", "--ray-workers", "2") == 0
+        assert len(server.bodies) == 2 * 40
+        assert generate(rows, tmp_path / "ray.jsonl", server.url) == 0  # one process resumes it: nothing to generate
+        assert len(server.bodies) == 2 * 40
+    keep = lambda path: [{k: v for k, v in json.loads(line).items() if k not in ("usage", "seconds")} for line in path.read_text().splitlines()]  # noqa: E731
+    ray, one = keep(tmp_path / "ray.jsonl"), keep(tmp_path / "one.jsonl")
+    assert ray == one and [row["key"] for row in ray] == list(range(40))  # in suite order, integer keys as given
+    assert all(row["response"] == f"number {row['key']}" for row in ray)
+
+
+def test_generate_on_ray_with_a_budget_is_one_line(tmp_path, capsys):
+    args = ["generate", "--suite", str(suite(tmp_path, 1)), "-o", str(tmp_path / "o.jsonl"), "--lm", "openai/m", "--api-base", "http://127.0.0.1:1/v1"]
+    assert cli.main([*args, "--ray", "local", "--max-calls", "5"]) == 2
+    assert "--ray: a cluster run takes no budget (--max-cost, --max-calls)" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_meta_eval_on_two_workers_scores_what_one_process_scores(tmp_path, ray_cluster):
+    from tests.meta.fixtures import CHECKLIST, summeval_files
+    from tests.meta.test_meta_eval_cli import write_config
+
+    (tmp_path / "data").mkdir()
+    summeval_files(tmp_path / "data")
+    (tmp_path / "checklist.json").write_text(json.dumps(CHECKLIST))
+    methods = '[[methods]]\nname = "b"\nkind = "bineval"\nchecklist = "checklist.json"\n\n[[methods]]\nname = "r"\nkind = "rouge_l"\n'
+    with serving(FixedDelayServer(0.0, slots=64, no_words=("fluent",))) as server:
+        head = f'[lm]\nspec = "openai/m"\napi_base = "{server.url}"\n'
+        config = write_config(tmp_path, methods, head=head)
+        one = ["meta-eval", str(config), "--cache-dir", str(tmp_path / "c1")]
+        assert cli.main(one) == 0
+        (tmp_path / "runs" / "meta").rename(tmp_path / "one")
+        asked = server.answered
+        assert cli.main(["meta-eval", str(config), "--cache-dir", str(tmp_path / "c2"), "--ray", "local", "--ray-workers", "2"]) == 0
+        assert server.answered == 2 * asked  # every question asked once more, by the workers
+    keep = lambda path: [{k: v for k, v in json.loads(line).items() if k not in ("usage", "seconds")} for line in path.read_text().splitlines()]  # noqa: E731
+    ray, single = keep(tmp_path / "runs" / "meta" / "scores.jsonl"), keep(tmp_path / "one" / "scores.jsonl")
+    assert ray == single and {row["method"] for row in ray} == {"b", "r"}
+    table = lambda path: [{k: v for k, v in row.items() if "seconds" not in k} for row in csv.DictReader(path.open())]  # noqa: E731
+    assert table(tmp_path / "runs" / "meta" / "results.csv") == table(tmp_path / "one" / "results.csv")  # all but the timings

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_toml, read_text
 from bineval_dspy.experiment.grid import GridCell
+from bineval_dspy.lm.specs import Servers
 
 if TYPE_CHECKING:
     import dspy
@@ -53,27 +54,12 @@ class PromptSpec(BaseModel):
         return self
 
 
-class LMSpec(BaseModel):
-    """One LM the prompts run on."""
-
-    model_config = ConfigDict(extra="forbid")
+class LMSpec(Servers):
+    """One LM the prompts run on (through its own servers, when it names them)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.+-]+$", description="the LM's part of a column name")
     lm: str = Field(min_length=1, description="smollm2, gemma3-270m, a .gguf path or a LiteLLM string")
     max_tokens: int = Field(default=256, ge=8, description="token limit per response")
-    api_base: str | None = Field(default=None, description="an OpenAI-compatible server this LM is called through")
-    replicas: list[str] = Field(default_factory=list, description="more servers for the same model beside api_base")
-
-    @model_validator(mode="after")
-    def _replicas_beside_a_server(self) -> LMSpec:
-        if self.replicas and not self.api_base:
-            raise ValueError("replicas are more servers beside api_base; give api_base too")
-        return self
-
-    @property
-    def servers(self) -> tuple[str, ...]:
-        """``api_base``, then its replicas; empty: ``lm`` is called directly."""
-        return (self.api_base, *self.replicas) if self.api_base else ()
 
 
 class EvalConfig(BaseModel):

@@ -118,7 +118,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     waiting for its control store); skipped where Ray is not installed. Ray writes its auth token under ~/.ray at
     start, so HOME is a temporary folder then."""
     ray = pytest.importorskip("ray")
-    from bineval_dspy.programs.cluster import connect
+    from bineval_dspy.core.cluster import connect
 
     kept = os.environ.get("HOME")
     os.environ["HOME"] = str(tmp_path_factory.mktemp("ray-home"))

@@ -43,38 +43,26 @@ from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunE
 MAX_TIMEOUT_S = 86400.0
 
 
-def _seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds, at most a day (a larger one overflows the clocks it is added
-    to and waits forever in all but name)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 < value <= MAX_TIMEOUT_S:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds up to {MAX_TIMEOUT_S:g} (a day), got {text}")
-    return value
+def _number(unit: str, inside: Callable[[float], bool], bounds: str) -> Callable[[str], float]:
+    """An argparse type: a number (of ``unit``) for which ``inside`` holds, else one line saying ``bounds``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number{unit}, got {text!r}") from None
+        if not inside(value):  # nan fails every comparison, so it is refused too
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
+        return value
+
+    return parse
 
 
-def _temperature(text: str) -> float:
-    """An argparse type: a sampling temperature, a finite number from 0 to 2 (what OpenAI-style APIs accept)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 <= value <= 2:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be from 0 to 2, got {text}")
-    return value
-
-
-def _per_minute(text: str) -> float:
-    """An argparse type: a positive rate per minute."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number per minute, got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number per minute, got {text}")
-    return value
+# seconds at most a day: a larger one overflows the clocks it is added to and waits forever in all but name;
+# temperatures from 0 to 2, what OpenAI-style APIs accept
+_seconds = _number(" of seconds", lambda v: 0 < v <= MAX_TIMEOUT_S, f"a positive number of seconds up to {MAX_TIMEOUT_S:g} (a day)")
+_temperature = _number("", lambda v: 0 <= v <= 2, "from 0 to 2")
+_per_minute = _number(" per minute", lambda v: 0 < v < float("inf"), "a positive number per minute")
 
 
 class _Servers(argparse.Action):

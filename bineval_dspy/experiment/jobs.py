@@ -25,7 +25,7 @@ def _optimize_one(config_json: str, options_json: str, cache: str | None, name: 
 def arms_on_ray(config: ExperimentConfig, options: LMOptions, cache: Path | None, names: list[str], address: str, workers: int) -> dict[str, Cost]:
     """Each named arm's optimization as a Ray task (retried in a new worker when one dies: the arm resumes from its
     folder); what each spent, by name."""
-    from bineval_dspy.programs.cluster import connect
+    from bineval_dspy.core.cluster import connect
 
     ray = connect(address, workers)
     task = ray.remote(num_cpus=1, max_retries=2)(_optimize_one)

@@ -30,20 +30,30 @@ EMBEDDED = {
 }
 
 
-class LMTable(BaseModel):
-    """A config's ``[lm]`` table: the model and the servers it is called through (one, or replicas of one model)."""
+class Servers(BaseModel):
+    """The servers a model is called through: ``api_base``, and replicas of it beside."""
 
     model_config = ConfigDict(extra="forbid")
 
-    spec: str = Field(default=DEFAULT_LM, min_length=1, description="smollm2, gemma3-270m, a .gguf path or a LiteLLM string")
     api_base: str | None = Field(default=None, description="an OpenAI-compatible server the model is called through")
     replicas: list[str] = Field(default_factory=list, description="more servers for the same model beside api_base")
 
     @model_validator(mode="after")
-    def _replicas_beside_a_server(self) -> LMTable:
+    def _replicas_beside_a_server(self) -> Servers:
         if self.replicas and not self.api_base:
             raise ValueError("replicas are more servers beside api_base; give api_base too")
         return self
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """``api_base``, then its replicas; empty: the model is called directly."""
+        return (self.api_base, *self.replicas) if self.api_base else ()
+
+
+class LMTable(Servers):
+    """A config's ``[lm]`` table: the model and the servers it is called through."""
+
+    spec: str = Field(default=DEFAULT_LM, min_length=1, description="smollm2, gemma3-270m, a .gguf path or a LiteLLM string")
 
 
 class ServedLM(BaseModel):
@@ -66,8 +76,7 @@ class ServedLM(BaseModel):
             err = exc.errors()[0]
             where = ".".join(str(part) for part in err["loc"])
             raise ValueError(f"[lm] {where + ': ' if where else ''}{err['msg']}") from None
-        servers = (table.api_base, *table.replicas) if table.api_base else ()
-        return {**data, "lm": table.spec, "servers": servers}
+        return {**data, "lm": table.spec, "servers": table.servers}
 
 
 def embedded_model_path(name: str = DEFAULT_LM, source: str = "`lm`") -> Path:

@@ -154,11 +154,11 @@ def run_meta_eval(
 
     ``lm``: the LM every LM method uses (default: the configured one); ``threads``: outputs scored at once on a
     remote LM. ``cluster``: each method's outputs are scored by Ray workers, this process writing the one log
-    (``programs.cluster``). Bad input raises InputError before any LM call; an LM that writes no usable checklist,
+    (``meta.cluster``). Bad input raises InputError before any LM call; an LM that writes no usable checklist,
     RunError; ``meter``'s budget reached, BudgetExhausted (the finished scores are saved).
     """
     if cluster is not None:
-        from bineval_dspy.programs.cluster import ray_module
+        from bineval_dspy.core.cluster import ray_module
 
         if meter is not None and meter.budget.limited:
             raise InputError("`ray`: a cluster run takes no budget (`max_cost`, `max_calls`): size it with `limit`")
@@ -205,7 +205,7 @@ def run_meta_eval(
                     if isinstance(method, BinEvalMethod) and method.checklist == "generate":
                         checklist = _generated_checklist(config, method, dimensions, reuse=resumed, meter=meter)
                     if cluster is not None:
-                        from bineval_dspy.programs.cluster import ray_scored
+                        from bineval_dspy.meta.cluster import ray_scored
 
                         scored = ray_scored(cluster, config, method, checklist, threads, todo, rows)
                     else:

@@ -14,7 +14,7 @@ from bineval_dspy.optimize.edits import Edit
 from bineval_dspy.optimize.lessons import Failure, Lesson
 from bineval_dspy.optimize.notes import Discarded
 from bineval_dspy.optimize.settings import OptimizerSettings
-from bineval_dspy.programs.state import Demos, ProgramState
+from bineval_dspy.programs.state import ProgramState
 from bineval_dspy.stats.bootstrap import Interval
 
 AUDIT_FILE = "audit.json"
@@ -58,7 +58,7 @@ class Decision(BaseModel):
     gain: Interval | None = None
 
 
-CandidateKind = Literal["instructions", "demo", "thresholds"]
+CandidateKind = str  # a proposer's kind, as ``optimize.proposers.PROPOSERS`` names it: instructions, demo, thresholds, ...
 
 
 class Charged(BaseModel):
@@ -114,9 +114,7 @@ class IterationRecord(Charged):
     note_errors: int | None = None
     selected: list[str] | None = None
     edits: list[Edit] | None = None
-    candidate_instructions: dict[str, str] | None = None
-    candidate_demos: Demos | None = None
-    candidate_thresholds: dict[str, float] | None = None
+    candidate: ProgramState | None = None  # the program scored on held-out: the best with this kind's change
     prompt_chars: int | None = None
     val: EvalSummary | None = None
     decision: Decision | None = None

@@ -246,7 +246,7 @@ class BinEvalOptimizer(Teleprompter):
             audit=audit, record=record, evaluation=evaluation, target=self._target, bank=self.bank, settings=self.settings,
             progress=self.progress, save=lambda: self._save(audit), measured=self._measured,
         )
-        proposal = proposer.propose(step)
+        proposal = record.candidate if record.candidate is not None else proposer.propose(step)  # resumed: the one recorded
         if record.selected is None:
             record.selected = []  # only instruction edits apply lessons
         if isinstance(proposal, str):
@@ -255,8 +255,8 @@ class BinEvalOptimizer(Teleprompter):
             record.decision = Decision(accepted=False, reason=proposal)  # another kind gets the next iteration
             audit.stopped = next((r for r in (rule.reason(audit) for rule in self.stopping) if r), None)
             return self._save(audit)
-        if record.candidate_instructions is None:
-            record.candidate_instructions = proposal.instructions
+        if record.candidate is None:
+            record.candidate = proposal
             record.prompt_chars = proposal.size()
             self._save(audit)
         proposal.apply_to(program)
@@ -287,7 +287,7 @@ class BinEvalOptimizer(Teleprompter):
         return interval.model_copy(update={"estimate": evaluation.score - audit.best.val_score})
 
     def _decide(self, audit: Audit, record: IterationRecord, evaluation: Evaluation, candidate: ProgramState) -> None:
-        assert record.prompt_chars is not None and record.selected is not None and record.candidate_instructions is not None
+        assert record.prompt_chars is not None and record.selected is not None and record.candidate is not None
         gain = self._gain(audit, evaluation)
         decision = self.acceptance.decide(gain=gain, prompt_chars=record.prompt_chars, start_chars=audit.start.prompt_chars)
         record.decision = decision.model_copy(update={"gain": gain})

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.embeddings import text_key
 from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.registry import Registry
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.audit import Audit, CandidateKind, IterationRecord
 from bineval_dspy.optimize.edits import Edit, PromptUpdater
@@ -81,8 +82,6 @@ class InstructionProposer:
 
     def propose(self, step: Step) -> ProgramState | str:
         record, best = step.record, step.audit.best
-        if record.candidate_instructions is not None:
-            return step.keep(instructions=record.candidate_instructions)
         if record.selected is None:
             failures = record.failures or []
             (lessons, discarded, errors), cost = step.measured(
@@ -171,20 +170,17 @@ class DemoProposer:
         self.pool = list(pool)
 
     def propose(self, step: Step) -> ProgramState | str:
-        record = step.record
-        if record.candidate_demos is None:
-            record.candidate_demos = self._pick(step)
-            step.save()
-        if record.candidate_demos is None:
+        demos = self._pick(step)
+        if demos is None:
             return "no new demonstration to try"
-        return step.keep(demos=record.candidate_demos)
+        return step.keep(demos=demos)
 
     def _pick(self, step: Step) -> Demos | None:
         audit, target = step.audit, step.target
         current = audit.best.demos.get(target, [])
         if len(current) >= step.settings.demos:
             return None
-        tried = {json.dumps(d, sort_keys=True) for r in audit.iterations if r.candidate_demos for d in r.candidate_demos.get(target, [])}
+        tried = {json.dumps(d, sort_keys=True) for r in audit.iterations if r.kind == "demo" and r.candidate for d in r.candidate.demos.get(target, [])}
         offered = [*(step.evaluation.demo_pool if step.evaluation is not None else []), *self.pool]
         fresh = [d for d in offered if json.dumps(d, sort_keys=True) not in tried]
         if not fresh:
@@ -200,16 +196,12 @@ class ThresholdProposer:
     kind: CandidateKind = "thresholds"
 
     def propose(self, step: Step) -> ProgramState | str:
-        record = step.record
-        if record.candidate_thresholds is None and step.evaluation is not None and step.evaluation.probabilities:
+        if step.evaluation is not None and step.evaluation.probabilities:
             fitted = fit_thresholds(step.evaluation.probabilities)
-            tried = [r.candidate_thresholds for r in step.audit.iterations[:-1] if r.candidate_thresholds is not None]
+            tried = [r.candidate.thresholds for r in step.audit.iterations[:-1] if r.kind == "thresholds" and r.candidate is not None]
             if fitted != step.audit.best.thresholds and fitted not in tried:
-                record.candidate_thresholds = fitted
-                step.save()
-        if record.candidate_thresholds is None:
-            return "no new thresholds to try"
-        return step.keep(thresholds=record.candidate_thresholds)
+                return step.keep(thresholds=fitted)
+        return "no new thresholds to try"
 
 
 def fit_thresholds(probabilities: Sequence[tuple[str, float, str]]) -> dict[str, float]:
@@ -229,13 +221,19 @@ def fit_thresholds(probabilities: Sequence[tuple[str, float, str]]) -> dict[str,
     return fitted
 
 
+ProposerFactory = Callable[[OptimizerSettings, str, NoteTaker, PromptUpdater], "Proposer | None"]
+"""Builds a kind's proposer for a run (its settings, its mode, the run's note-taker and updater), or None where the
+settings leave the kind out (no demo budget, thresholds outside cross-model runs)."""
+
+PROPOSERS: Registry[ProposerFactory] = Registry("candidate kind")  # in the order the kinds take turns
+PROPOSERS.add("instructions", lambda settings, mode, note_taker, updater: InstructionProposer(note_taker, updater))
+PROPOSERS.add("demo", lambda settings, mode, note_taker, updater: DemoProposer() if settings.demos else None)
+PROPOSERS.add("thresholds", lambda settings, mode, note_taker, updater: ThresholdProposer() if settings.thresholds and mode == "cross" else None)
+
+
 def default_proposers(settings: OptimizerSettings, mode: str, note_taker: NoteTaker, updater: PromptUpdater) -> list[Proposer]:
-    """The kinds a run's settings ask for (``kinds``, else every kind they allow), in the order they take turns."""
-    proposers: list[Proposer] = [InstructionProposer(note_taker, updater)]
-    if settings.demos:
-        proposers.append(DemoProposer())
-    if settings.thresholds and mode == "cross":
-        proposers.append(ThresholdProposer())
-    if settings.kinds is not None:
-        proposers = [p for p in proposers if p.kind in settings.kinds]
-    return proposers
+    """The kinds a run's settings ask for (``kinds``, else every registered kind they allow), in the order they
+    take turns."""
+    wanted = [kind for kind in PROPOSERS if settings.kinds is None or kind in settings.kinds]
+    built = (PROPOSERS[kind](settings, mode, note_taker, updater) for kind in wanted)
+    return [proposer for proposer in built if proposer is not None]

@@ -20,9 +20,9 @@ from pydantic import BaseModel, Field
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.meta.agreement import kappa_statistic
-from bineval_dspy.optimize.audit import Audit, Demos, ItemResult
+from bineval_dspy.optimize.audit import Audit, ItemResult
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource
-from bineval_dspy.programs.state import ProgramFile, set_state
+from bineval_dspy.programs.state import Demos, ProgramFile, set_state
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval, Statistic, difference_of, mean_of, ratio_of
 from bineval_dspy.suites.grading import grade
 from bineval_dspy.suites.rows import SuiteRow
@@ -94,11 +94,9 @@ def states(audit: Audit) -> list[tuple[int, State]]:
     current: State = (audit.start.instructions, audit.start.demos, audit.start.thresholds)
     out = [(0, current)]
     for record in audit.iterations:
-        if record.decision is None or not record.decision.accepted or record.candidate_instructions is None:
+        if record.decision is None or not record.decision.accepted or record.candidate is None:
             continue
-        demos = record.candidate_demos if record.candidate_demos is not None else current[1]
-        thresholds = record.candidate_thresholds if record.candidate_thresholds is not None else current[2]
-        current = (record.candidate_instructions, demos, thresholds)
+        current = (record.candidate.instructions, record.candidate.demos, record.candidate.thresholds)
         out.append((record.iteration, current))
     return out
 

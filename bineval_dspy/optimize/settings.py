@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bineval_dspy.optimize.lessons import DEFAULT_THRESHOLD
 
@@ -31,8 +31,8 @@ class OptimizerSettings(BaseModel):
         default="min_delta",
         description="significant: also require the paired held-out gain's lower confidence bound above zero",
     )
-    kinds: list[Literal["instructions", "demo", "thresholds"]] | None = Field(
-        default=None, min_length=1, description="only these candidate kinds (default: every kind the settings allow)"
+    kinds: list[str] | None = Field(
+        default=None, min_length=1, description="only these candidate kinds: instructions, demo, thresholds or a registered one (default: every kind the settings allow)"
     )
     resamples: int = Field(default=1000, ge=0, description="bootstrap resamples for the gain's interval")
     confidence: float = Field(default=0.95, gt=0, lt=1, description="the interval's confidence level")
@@ -41,3 +41,13 @@ class OptimizerSettings(BaseModel):
         default=0.2, ge=0, le=1, description="an evaluation with a larger share of unanswered verdicts stops the run"
     )
     seed: int = 0
+
+    @field_validator("kinds")
+    @classmethod
+    def _registered_kinds(cls, value: list[str] | None) -> list[str] | None:
+        from bineval_dspy.optimize.proposers import PROPOSERS  # registered there, beside the proposers
+
+        unknown = [kind for kind in value or [] if kind not in PROPOSERS]
+        if unknown:
+            raise ValueError(f"unknown candidate kind {unknown[0]!r} (choose from {', '.join(PROPOSERS)})")
+        return value

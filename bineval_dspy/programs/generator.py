@@ -231,17 +231,12 @@ def run_generation(
     out_path: Path,
     *,
     threads: int = 1,
-    refine: int = 0,
-    best_of: int = 1,
-    judge: Judge | None = None,
-    writer: TickQuestionWriter | None = None,
-    meter: BudgetMeter | None = None,
-    stop_at_pass: bool = False,
-    elsewhere: Callable[[list[SuiteRow]], Iterator[GeneratedRow]] | None = None,
+    generate: Callable[[list[SuiteRow]], Iterator[GeneratedRow]] | None = None,
 ) -> GenerationReport:
     """Generate a record per row (see ``generate_row``, plus its ``usage``), appending each to ``out_path`` as it
-    finishes; a row starts only when ``meter``'s budget lets it. ``elsewhere`` generates the rows instead of this
-    process (``programs.cluster``: Ray workers), in order; this process still writes every record.
+    finishes. ``generate`` makes the rows' records, in order (default: ``generated_rows`` with the plain program,
+    ``threads`` rows at once); a caller gives its own for STICK, a budget or Ray workers (``programs.cluster``),
+    while this process still writes every record.
 
     Rows whose key is already in ``out_path`` are skipped; LM calls are cached by DSPy, so a rerun after an
     interruption redoes no finished row and replays any half-finished one from the cache.
@@ -252,9 +247,7 @@ def run_generation(
     report = GenerationReport(resumed=len(rows) - len(todo))
     if report.resumed:
         console.print(f"resuming: {report.resumed} row(s) already in {out_path}, {len(todo)} to go")
-    results = elsewhere(todo) if elsewhere is not None else generated_rows(
-        todo, program, threads=threads, refine=refine, best_of=best_of, judge=judge, writer=writer, meter=meter, stop_at_pass=stop_at_pass,
-    )  # fmt: skip
+    results = generate(todo) if generate is not None else generated_rows(todo, program, threads=threads)
     try:
         for (row, record, error), cost in results:
             report.usage = report.usage + cost

@@ -153,7 +153,7 @@ def run_file(config: JudgeFile) -> JudgedFile:
     if config.ray is not None and (config.batch or config.budget.limited):
         raise InputError("`ray`: a cluster run takes no `batch` and no budget (`max_cost`, `max_calls`): size it with `limit`")
     if config.ray is not None:
-        from bineval_dspy.programs.cluster import ray_module
+        from bineval_dspy.core.cluster import ray_module
 
         ray_module()  # installed, or one line before any work
     if config.concurrency is not None and config.threads is not None:

@@ -121,7 +121,7 @@ def _checked(config: GenerateSuite) -> tuple[list[SuiteRow], Generator]:
     if config.ray is not None and config.budget.limited:
         raise InputError("`ray`: a cluster run takes no budget (`max_cost`, `max_calls`): size it with `limit`")
     if config.ray is not None:
-        from bineval_dspy.programs.cluster import ray_module
+        from bineval_dspy.core.cluster import ray_module
 
         ray_module()  # installed, or one line before any work
     return suite_rows(config), suite_program(config)
@@ -197,15 +197,12 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
         **({"verifiers": code_digest()} if judge is not None else {}),  # refinement and Best-of-N grade by them
     }
     generated_log(out).open(fingerprint, config.overwrite)
-    elsewhere = None
+    generate = functools.partial(setup.generated, meter=meter)
     if config.ray is not None:
         from bineval_dspy.programs.cluster import ray_generated_rows
 
-        elsewhere = functools.partial(ray_generated_rows, config)
-    report = run_generation(
-        rows, program, out, threads=setup.threads, refine=config.refine, best_of=config.best_of, judge=judge, writer=setup.writer,
-        meter=meter, stop_at_pass=config.stop_at_pass, elsewhere=elsewhere,
-    )  # fmt: skip
+        generate = functools.partial(ray_generated_rows, config)
+    report = run_generation(rows, program, out, generate=generate)
     wanted = {row.key for row in rows}
     records = [obj for _, obj in read_jsonl(out) if str(obj.get("key")) in wanted] if out.exists() else []
     return GeneratedSuite(report, rows, records, lm.model, setup.writer.fallbacks if setup.writer is not None else 0)

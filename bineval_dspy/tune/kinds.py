@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.registry import Registry
 from bineval_dspy.tune.checklist_trials import checklist_kind
 from bineval_dspy.tune.optimizer_trials import optimizer_runner
 from bineval_dspy.tune.runners import RunnerFactory
 
-KINDS: dict[str, RunnerFactory] = {"optimizer": optimizer_runner, "checklist": checklist_kind()}
+KINDS: Registry[RunnerFactory] = Registry("trial kind")
+KINDS.add("optimizer", optimizer_runner)
+KINDS.add("checklist", checklist_kind())
 
 
 def register_kind(name: str, factory: RunnerFactory) -> None:
     """Make ``kind = NAME`` build its runners with ``factory`` (a later registration of a name replaces it)."""
-    KINDS[name] = factory
+    KINDS.add(name, factory, replace=True)
 
 
 def runner_factory(kind: str, source: str) -> RunnerFactory:

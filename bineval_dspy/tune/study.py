@@ -361,7 +361,7 @@ def workers_on_ray(
     starts one here) and wait for them; the first nonzero exit code. They share the study through its storage (an
     RDB URL where the tasks run on other machines); a task whose worker dies is run again, its running trial failed
     as stale and retried. Each gets an equal share of ``budget``."""
-    from bineval_dspy.programs.cluster import connect
+    from bineval_dspy.core.cluster import connect
 
     ray = connect(address, workers)
     task = ray.remote(num_cpus=1, max_retries=2)(_worker)

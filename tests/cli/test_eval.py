@@ -180,3 +180,22 @@ def test_a_torn_or_repeated_column_row_is_repaired_on_resume_and_only_it_regener
     assert len(lms["custom/plain"].engine.requests) == before + 1  # row 3 only
     keys = [json.loads(line)["key"] for line in column.read_text().splitlines()]
     assert sorted(str(key) for key in keys) == ["0", "1", "2", "3"]  # each row once, whole
+
+
+def test_each_column_may_name_its_own_servers(tmp_path, capsys):
+    """Two [[lms]] of one model on two servers (a pool of two for the second): each column's calls go to its own."""
+    from tests.fake_openai import scripted_server
+
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps({"key": i, "prompt": f"Say hi ({i}).", **ROW}) + "\n" for i in range(4)))
+    with scripted_server(lambda body: "hi, there") as a, scripted_server(lambda body: "hi there") as b, scripted_server(lambda body: "hi there") as c:
+        config = tmp_path / "eval.toml"
+        config.write_text(f'run_dir = "runs/eval"\nsuite = "suite.jsonl"\nresamples = 50\n[[prompts]]\nname = "start"\ninstructions = "Answer."\n'
+                          f'[[lms]]\nname = "one"\nlm = "openai/m"\napi_base = "{a.url}"\n'
+                          f'[[lms]]\nname = "pool"\nlm = "openai/m"\napi_base = "{b.url}"\nreplicas = ["{c.url}"]\n')
+        assert cli.main(["eval", str(config), "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert len(a.bodies) == 4 and len(b.bodies) + len(c.bodies) == 4  # one row at a time: the least busy is the first
+    out = capsys.readouterr().out
+    assert "| 0 | n | Y |" in out  # the comma column fails no_comma, the pool's passes
+    config.write_text(config.read_text().replace(f'api_base = "{b.url}"\n', ""))
+    assert cli.main(["eval", str(config)]) == 2
+    assert "replicas are more servers beside api_base; give api_base too" in capsys.readouterr().err

@@ -277,7 +277,7 @@ def test_a_demo_candidate_without_held_out_gain_is_rolled_back(tmp_path):
     audit = opt.audit
     first, second = audit.iterations
     assert (first.kind, second.kind) == ("instructions", "demo")
-    assert second.candidate_demos == {"generate": [{"prompt": "List two fruits, bullets please.", "response": "* one\n* two"}]}
+    assert second.candidate.demos == {"generate": [{"prompt": "List two fruits, bullets please.", "response": "* one\n* two"}]}
     assert second.prompt_chars == len(START) + len("List two fruits, bullets please.") + len("* one\n* two")  # demos count
     assert second.val is not None and second.val.score == 0.0 and second.decision is not None and not second.decision.accepted
     assert audit.best.demos == {} and not program.generate.demos  # rolled back: the program shows no demo
@@ -339,7 +339,7 @@ def test_a_threshold_candidate_is_accepted_only_with_held_out_gain():
     program = opt.compile(BinaryJudge(probability=True), trainset=train, valset=val)
     first, second = opt.audit.iterations
     assert first.kind == "instructions" and first.decision is not None and not first.decision.accepted  # no gain
-    assert second.kind == "thresholds" and second.candidate_thresholds == {"Content": 0.75, "Format": 0.75}
+    assert second.kind == "thresholds" and second.candidate.thresholds == {"Content": 0.75, "Format": 0.75}
     assert second.decision is not None and second.decision.accepted
     assert opt.audit.start.val.score == 0.5 and opt.audit.best.val_score == 1.0
     assert program.thresholds == {"Content": 0.75, "Format": 0.75}
@@ -350,6 +350,36 @@ def test_a_threshold_candidate_is_accepted_only_with_held_out_gain():
     opt = BinEvalOptimizer(CrossModelFeedback(), bank=LessonBank(embed=bag_of_words), max_iterations=2, patience=3, thresholds=True)
     program = opt.compile(BinaryJudge(probability=True), trainset=train, valset=val)
     second = opt.audit.iterations[1]
-    assert second.kind == "thresholds" and second.candidate_thresholds == {"Content": 0.75, "Format": 0.75}
+    assert second.kind == "thresholds" and second.candidate.thresholds == {"Content": 0.75, "Format": 0.75}
     assert second.decision is not None and not second.decision.accepted
     assert opt.audit.best.thresholds == {} and program.thresholds == {}
+
+
+class _BulletsProposer:
+    """A registered candidate kind for the test: the best state with instructions that ask for bullets."""
+
+    kind = "bullets"
+
+    def propose(self, step):
+        return step.keep(instructions={name: "Answer with bullet points." for name in step.audit.best.instructions})
+
+
+def test_a_registered_candidate_kind_takes_its_turn_and_is_recorded(tmp_path, monkeypatch):
+    from pydantic import ValidationError
+
+    from bineval_dspy.optimize.proposers import PROPOSERS
+    from bineval_dspy.optimize.settings import OptimizerSettings
+
+    with pytest.raises(ValidationError, match="unknown candidate kind 'bullets' \\(choose from instructions, demo, thresholds\\)"):
+        OptimizerSettings(kinds=["bullets"])
+    monkeypatch.setitem(PROPOSERS, "bullets", lambda settings, mode, note_taker, updater: _BulletsProposer())
+    world = World()
+    opt = optimizer(world, tmp_path / "run", max_iterations=1, kinds=["bullets"])
+    program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
+    (only,) = opt.audit.iterations
+    assert only.kind == "bullets" and only.candidate is not None and only.candidate.instructions == {"generate": "Answer with bullet points."}
+    assert only.decision is not None and only.decision.accepted and instructions_of(program) == {"generate": "Answer with bullet points."}
+    calls = world.generator_calls
+    resumed = optimizer(world, tmp_path / "run", max_iterations=1, kinds=["bullets"])  # the recorded run: nothing to redo
+    resumed.compile(Generator(START), trainset=rows(2), valset=rows(2))
+    assert world.generator_calls == calls and resumed.audit.iterations[0].candidate == only.candidate

@@ -81,7 +81,7 @@ def main() -> None:
     arms = [(f"replicas{n}", n, 0) for n in (1, 3)] + [(f"ray{n}", 1, n) for n in workers]
     rates: dict[str, list[float]] = {arm: [] for arm, _, _ in arms}
     if workers:
-        from bineval_dspy.programs.cluster import connect
+        from bineval_dspy.core.cluster import connect
 
         connect("local", max(workers))  # started once: each arm's run then costs its own work, not Ray's start
     for repeat in range(args.repeats):

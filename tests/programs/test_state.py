@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -76,12 +77,14 @@ def _weights_program(tmp_path, **change):
         ({"adapter": "missing.gguf"}, "field 'weights.adapter': .*missing.gguf not found"),
         ({"base": "/nonexistent/base.gguf"}, "field 'weights.base': /nonexistent/base.gguf not found"),
         ({"base_sha256": "0" * 64}, "field 'weights.base': .* is not the file this program was trained with"),
-        ({"adapter": "../../../../etc/hostname"}, "field 'weights.adapter': .* is not the file this program was trained with"),
+        ({"adapter": "UP_TO_ETC_HOSTNAME"}, "field 'weights.adapter': .* is not the file this program was trained with"),
         ({"method": "ppo"}, "field 'weights.method': Input should be 'sft' or 'dpo'"),
         ({"extra": 1}, "field 'weights.extra': Extra inputs are not permitted"),
     ],
 )
 def test_a_program_whose_weights_are_not_the_recorded_files_is_one_located_line(tmp_path, change, message):
     """Checked when the program is read, before any model loads (issue 32's own pass)."""
+    if change.get("adapter") == "UP_TO_ETC_HOSTNAME":  # a path that climbs out of the program's folder, however deep it is
+        change = {"adapter": os.path.relpath("/etc/hostname", tmp_path)}
     with pytest.raises(InputError, match=rf"program.json: {message}"):
         load_program(_weights_program(tmp_path, **change))

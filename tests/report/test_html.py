@@ -56,7 +56,11 @@ def test_plotly_strings_and_inline_code_are_made_safe():
     assert _inline("x < y && y > z") == "x < y && y > z"
 
 
-def test_report_command_writes_one_file_on_every_run(every_kind, tmp_path, capsys):
+def test_report_command_writes_one_file_on_every_run(every_kind, tmp_path, capsys, monkeypatch):
+    from bineval_dspy.core.console import console, shown
+
+    for where in (console, shown):  # the written line names five run folders: unwrapped, however deep tmp_path is
+        monkeypatch.setattr(where, "width", 400)
     out = tmp_path / "all.html"
     assert cli.main(["report", *map(str, every_kind.paths), "-o", str(out), "--title", "<i>mine</i>"]) == 0
     captured = capsys.readouterr()

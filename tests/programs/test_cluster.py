@@ -123,6 +123,34 @@ def test_generate_on_two_workers_writes_what_one_process_writes(tmp_path, ray_cl
     assert all(row["response"] == f"number {row['key']}" for row in ray)
 
 
+def test_a_killed_generate_worker_has_its_rows_redone_and_none_written_twice(tmp_path, ray_cluster):
+    rows = suite(tmp_path, 64)
+
+    def slow_echo(body: dict) -> str:
+        time.sleep(0.05)
+        return echo(body)
+
+    with scripted_server(slow_echo) as server:
+        killed: list[int] = []
+
+        def kill_one_worker() -> None:
+            while len(server.bodies) < 20:
+                time.sleep(0.01)
+            found = subprocess.run(["pgrep", "-f", "ray::_GenerateWorker"], capture_output=True, text=True).stdout.split()
+            if found:
+                os.kill(int(found[0]), signal.SIGKILL)
+                killed.append(int(found[0]))
+
+        killer = threading.Thread(target=kill_one_worker, daemon=True)
+        killer.start()
+        assert generate(rows, tmp_path / "ray.jsonl", server.url, "--ray", "local", "--ray-workers", "2") == 0
+        killer.join(5)
+    assert killed, "no worker process was found to kill"
+    written = [json.loads(line) for line in (tmp_path / "ray.jsonl").read_text().splitlines()]
+    assert [row["key"] for row in written] == list(range(64))  # every row once, in suite order
+    assert all(row["response"] == f"number {row['key']}" for row in written)
+
+
 def test_generate_on_ray_with_a_budget_is_one_line(tmp_path, capsys):
     args = ["generate", "--suite", str(suite(tmp_path, 1)), "-o", str(tmp_path / "o.jsonl"), "--lm", "openai/m", "--api-base", "http://127.0.0.1:1/v1"]
     assert cli.main([*args, "--ray", "local", "--max-calls", "5"]) == 2

@@ -11,6 +11,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,24 +57,31 @@ def test_two_workers_write_what_one_process_writes(tmp_path, ray_cluster):
     assert strip(tmp_path / "ray.jsonl") == strip(tmp_path / "one.jsonl")  # the rows' own fields, in order
 
 
+@contextmanager
+def killing_one(actor: str, ready: Callable[[], bool]) -> Iterator[list[int]]:
+    """A thread that SIGKILLs one Ray actor process of class ``actor`` once ``ready()`` holds; yields the pids it
+    killed (checked, on leaving, to be one)."""
+    killed: list[int] = []
+
+    def kill() -> None:
+        while not ready():
+            time.sleep(0.01)
+        found = subprocess.run(["pgrep", "-f", f"ray::{actor}"], capture_output=True, text=True).stdout.split()
+        if found:
+            os.kill(int(found[0]), signal.SIGKILL)
+            killed.append(int(found[0]))
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    yield killed
+    killer.join(5)
+    assert killed, "no worker process was found to kill"
+
+
 def test_a_killed_worker_has_its_rows_redone_and_none_written_twice(tmp_path, ray_cluster):
     given = files(tmp_path, rows=64)
-    with serving(FixedDelayServer(0.05, slots=64)) as server:
-        killed: list[int] = []
-
-        def kill_one_worker() -> None:
-            while server.answered < 20:
-                time.sleep(0.01)
-            found = subprocess.run(["pgrep", "-f", "ray::_JudgeWorker"], capture_output=True, text=True).stdout.split()
-            if found:
-                os.kill(int(found[0]), signal.SIGKILL)
-                killed.append(int(found[0]))
-
-        killer = threading.Thread(target=kill_one_worker, daemon=True)
-        killer.start()
+    with serving(FixedDelayServer(0.05, slots=64)) as server, killing_one("_JudgeWorker", lambda: server.answered >= 20):
         assert judge(given, tmp_path / "ray.jsonl", server, "--ray", "local", "--ray-workers", "2") == 0
-        killer.join(5)
-    assert killed, "no worker process was found to kill"
     rows = written(tmp_path / "ray.jsonl")
     assert [line for line, _ in rows] == list(range(1, 65))  # every row once, in input order
     assert all(answers == ["yes", "no"] for _, answers in rows)
@@ -130,22 +139,8 @@ def test_a_killed_generate_worker_has_its_rows_redone_and_none_written_twice(tmp
         time.sleep(0.05)
         return echo(body)
 
-    with scripted_server(slow_echo) as server:
-        killed: list[int] = []
-
-        def kill_one_worker() -> None:
-            while len(server.bodies) < 20:
-                time.sleep(0.01)
-            found = subprocess.run(["pgrep", "-f", "ray::_GenerateWorker"], capture_output=True, text=True).stdout.split()
-            if found:
-                os.kill(int(found[0]), signal.SIGKILL)
-                killed.append(int(found[0]))
-
-        killer = threading.Thread(target=kill_one_worker, daemon=True)
-        killer.start()
+    with scripted_server(slow_echo) as server, killing_one("_GenerateWorker", lambda: len(server.bodies) >= 20):
         assert generate(rows, tmp_path / "ray.jsonl", server.url, "--ray", "local", "--ray-workers", "2") == 0
-        killer.join(5)
-    assert killed, "no worker process was found to kill"
     written = [json.loads(line) for line in (tmp_path / "ray.jsonl").read_text().splitlines()]
     assert [row["key"] for row in written] == list(range(64))  # every row once, in suite order
     assert all(row["response"] == f"number {row['key']}" for row in written)

@@ -43,10 +43,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tests on the session's Ray cluster run in one xdist worker (``--dist loadgroup``): one cluster, not one
-    per worker."""
+    per worker. The long ones (the embedded model's, a server's, the Ray group) go first, so that two workers end
+    together instead of one finishing a long test while the other idles."""
+
+    def long(item: pytest.Item) -> bool:
+        return any(item.get_closest_marker(name) for name in ("embedded", "server")) or "ray_cluster" in getattr(item, "fixturenames", ())
+
     for item in items:
         if "ray_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("ray"))
+    items.sort(key=lambda item: not long(item))  # stable: each part keeps its order
 
 
 def route_cli_lm(monkeypatch: pytest.MonkeyPatch, script: Script, *, model: str = "custom/scripted", usage: Usage | None = None) -> dspy.LM:

@@ -434,13 +434,15 @@ def test_an_example_config_run_as_printed_names_every_key_to_fill_in_one_line(tm
 def test_dspys_warnings_show_once_and_its_info_lines_not_at_all(capfd):
     """Issue 33, item 13: "LM response was truncated" came once per call, GEPA's INFO once per step."""
     import logging
+    import uuid
 
     from bineval_dspy.core.console import quiet_dspy_logs
 
     quiet_dspy_logs()
     quiet_dspy_logs()  # a second command in the process adds no second filter
+    fresh = f"LM response was truncated; increase max_tokens or inspect history ({uuid.uuid4().hex})."  # unseen in this process
     for _ in range(3):
-        logging.getLogger("dspy.clients.lm").warning("LM response was truncated; increase max_tokens or inspect history.")
+        logging.getLogger("dspy.clients.lm").warning(fresh)
         logging.getLogger("dspy.teleprompt.gepa.gepa").info("Iteration 3: new subsample score 2.0")
     err = capfd.readouterr().err
     assert err.count("LM response was truncated") == 1 and "Iteration 3" not in err

@@ -4,7 +4,6 @@ writes the one scores log."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
@@ -33,9 +32,6 @@ class _MetaWorker:
         if method.lm is not None and method.uses_lm:
             self.lm = make_lm(method.lm, source=f"{config.source or 'config'}: method {method.name!r}: field 'lm' =")
         self.scorer, self.plan = method_scorer(method, config, checklist, self.lm, threads, rows)
-
-    def pid(self) -> int:
-        return os.getpid()
 
     def run(self, rows: list[MetaRow]) -> list[OutputScore]:
         """Each output's score, with its cost and seconds, in input order."""

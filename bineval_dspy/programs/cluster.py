@@ -4,7 +4,6 @@ the rows by ``core.cluster.on_actors`` while this process writes the one output.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +36,6 @@ class _JudgeWorker:
         asked = sum(q.verifier is None for q in self.checklist.questions)
         self.plan = parallelism(self.lm, asked, concurrency=config.concurrency, threads=config.threads)
 
-    def pid(self) -> int:
-        return os.getpid()
-
     def run(self, rows: list[tuple[int, Row]]) -> list[tuple[Row, str]]:
         """Each (data line, row) judged, as (row, its JudgeResult as JSON), in input order."""
         from bineval_dspy.judges.runner import judge_rows
@@ -56,9 +52,6 @@ class _GenerateWorker:
         from bineval_dspy.programs.suite_file import GenerateSuite, generation_setup
 
         self.setup = generation_setup(GenerateSuite.model_validate_json(config_json))
-
-    def pid(self) -> int:
-        return os.getpid()
 
     def run(self, rows: list[SuiteRow]) -> list[GeneratedRow]:
         """Each row generated (record, or the error that kept it from one) with its cost, in input order."""

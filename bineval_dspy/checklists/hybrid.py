@@ -39,9 +39,11 @@ def hybrid_checklist(
     *,
     generator: TickQuestionWriter | None = None,
     n_llm_questions: tuple[int, int] = DEFAULT_LLM_QUESTIONS,
+    also: Checklist | None = None,
 ) -> Checklist:
     """Code questions for the row's constraints, then LM-written TICK questions (``n_llm_questions=(0, 0)``:
-    none, no LM call). ``generator`` defaults to a ``TickQuestionWriter`` with those bounds.
+    none, no LM call), then ``also``'s questions (one checklist asked of every row). ``generator`` defaults to a
+    ``TickQuestionWriter`` with those bounds.
 
     A constraint whose kwargs its verifier rejects gets no question (code could not answer it); an unknown
     instruction id, or a row left with no question at all, is an InputError.
@@ -62,7 +64,9 @@ def hybrid_checklist(
         writer = TickQuestionWriter(n_llm_questions) if generator is None else generator
         llm_texts = writer(instruction=row.prompt, code_checked=[q.text for q in code_questions])
     llm_questions = [Question(text=text, dimension=LLM_DIMENSION) for text in llm_texts]
-    if not code_questions + llm_questions:
+    questions = code_questions + llm_questions
+    questions += [q for q in (also.questions if also is not None else []) if all(q.id != mine.id for mine in questions)]
+    if not questions:
         raise InputError(f"suite row {row.key!r}: no constraint code can check and no LM questions asked")
     dimensions = [CODE_DIMENSION] + ([LLM_DIMENSION] if llm_questions else [])
-    return Checklist(task=row.prompt, dimensions=dimensions, questions=code_questions + llm_questions)
+    return Checklist(task=row.prompt, dimensions=dimensions, questions=questions)

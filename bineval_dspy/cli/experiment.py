@@ -6,12 +6,15 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm, count
+from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm, count, lm_options
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
+    import dspy
+
     from bineval_dspy.experiment.config import ExperimentConfig
+    from bineval_dspy.lm.specs import LMTable
 
 TINY_FINETUNE = {"samples": 2, "max_steps": 1, "batch_size": 2}  # a finetune arm at smoke-test size: two samples, one step
 TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, "n": 2, "metric_calls": 6}
@@ -48,6 +51,7 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run (or resume) every arm of an experiment; ``--lm`` replaces the config's ``lm``."""
     from bineval_dspy.experiment.config import load_experiment
+    from bineval_dspy.experiment.grid import GRID_FILE, MATRIX_FILE
     from bineval_dspy.experiment.plan import experiment_plan
     from bineval_dspy.experiment.runner import RESULTS_FILE, TABLE_FILE, markdown, run_experiment
     from bineval_dspy.lm import runtime
@@ -75,9 +79,12 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             console.print(f"arm {name}: optimized in {config.run_dir}; cost {cost.summary()}")
         if args.arm:  # one job of a sweep: a final run without --arm scores every arm on test
             return ExitCode.OK
-    results = run_experiment(config, lm, say=console.print)
+    def arm_lm(table: LMTable, source: str) -> dspy.LM:  # an arm's own LM takes the command's options (--timeout, ...) as lm does
+        return runtime.checked_lm(lm_options(args, spec=table.spec, source=source, servers=table.servers))
+
+    results = run_experiment(config, lm, say=console.print, lm_for=arm_lm)
     print(markdown(results))  # the table, on stdout
-    console.print(f"wrote {RESULTS_FILE} and {TABLE_FILE} in {config.run_dir}")
+    console.print(f"wrote {RESULTS_FILE}, {TABLE_FILE}, {MATRIX_FILE} (every test row's verdicts: Y followed, n not, ? ungraded) and {GRID_FILE} in {config.run_dir}")
     console.print(f"cost: {results.usage.summary()} (optimization and test evaluation of every arm)")
     if results.incomplete:
         console.print(f"arm(s) {', '.join(results.incomplete)} have unanswered verdicts or failed outputs on test; rerun to retry them", style="yellow")
@@ -87,9 +94,11 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 def add_experiment_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``bineval experiment``."""
-    parser = sub.add_parser("experiment", parents=[common], help="arms side by side on one test split, with paired intervals (TOML config)")
+    parser = sub.add_parser(
+        "experiment", parents=[common], help="arms side by side on one test split, with paired intervals: optimizers, prompts x LMs (TOML config)"
+    )
     parser.add_argument("config", help="an optimize run description plus [[arms]] (its keys: bineval experiment --example); "
-                        "writes RUN_DIR/results.json, results.md and each arm's folder under RUN_DIR/arms")
+                        "writes RUN_DIR/results.json, results.md, matrix.md, grid.jsonl and each arm's folder under RUN_DIR/arms")
     add_example_option(parser, "bineval_dspy.experiment.config.ExperimentConfig", "bineval experiment: an experiment config")
     add_dry_run_option(parser)
     parser.add_argument("--tiny", action="store_true", help="the same experiment at smoke-test size, in RUN_DIR-tiny (what the test suite runs)")

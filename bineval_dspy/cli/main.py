@@ -21,7 +21,6 @@ from bineval_dspy.cli.checklist import add_checklist_command
 from bineval_dspy.cli.data import add_data_command
 from bineval_dspy.cli.defaults import DEFAULT_LM, DEFAULT_THREADS, DEFAULT_TIMEOUT
 from bineval_dspy.cli.demo import add_demo_command
-from bineval_dspy.cli.eval import add_eval_command
 from bineval_dspy.cli.experiment import add_experiment_command
 from bineval_dspy.cli.finetune import add_finetune_command
 from bineval_dspy.cli.generate import add_generate_command
@@ -105,7 +104,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_optimize_command(sub, common)
     add_experiment_command(sub, common)
     add_finetune_command(sub, common)
-    add_eval_command(sub, common)
     add_show_command(sub)
     add_report_command(sub)
     add_generate_command(sub, common)

@@ -19,6 +19,7 @@ import dspy
 from pydantic import BaseModel
 
 from bineval_dspy.core.console import progress_map
+from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import digest
 from bineval_dspy.core.jsonio import load_model
 from bineval_dspy.core.registry import Registry
@@ -29,6 +30,7 @@ from bineval_dspy.experiment.config import (
     ExperimentConfig,
     FinetuneArm,
     GepaArm,
+    OwnLMArm,
     ProgramArm,
     RefineArm,
     SelectionDemosArm,
@@ -36,7 +38,8 @@ from bineval_dspy.experiment.config import (
     arm_config,
 )
 from bineval_dspy.judges.base import Judge
-from bineval_dspy.lm.runtime import lm_identity
+from bineval_dspy.lm.runtime import LMOptions, checked_lm, lm_identity
+from bineval_dspy.lm.specs import LMTable
 from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, splits_of
 from bineval_dspy.optimize.feedback import FeedbackSource
@@ -48,9 +51,15 @@ from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile, load_program
 ARM_FILE = "arm.json"
 
 
+def table_lm(table: LMTable, source: str) -> dspy.LM:
+    """An arm's own LM as its table describes it, refused in one line when it cannot work."""
+    return checked_lm(LMOptions(spec=table.spec, api_base=table.api_base, replicas=tuple(table.replicas), source=source))
+
+
 @dataclass
 class ArmContext:
-    """What every arm works from: the experiment, its student and splits, its feedback and LM."""
+    """What every arm works from: the experiment, its student and splits, its feedback and LM; ``lm_for`` makes an
+    arm's own LM from its table (the CLI's adds the command line's options)."""
 
     config: ExperimentConfig
     student: dspy.Module
@@ -61,9 +70,24 @@ class ArmContext:
     lm: dspy.LM
     optimization_calls: dict[str, int]  # arms done so far: their optimization's LM calls (for GEPA's budget)
     programs: dict[str, dspy.Module] = field(default_factory=dict)  # arms done so far: their programs (Best-of-N's ``of``)
+    lm_for: Callable[[LMTable, str], dspy.LM] = table_lm
 
     def folder(self, name: str) -> Path:
         return self.config.run_dir / "arms" / name
+
+    def own_lm(self, arm: OwnLMArm) -> dspy.LM | None:
+        """The arm's own LM (None: it runs on the config's)."""
+        return None if arm.lm is None else self.lm_for(arm.lm, f"{self.config.source}: arm {arm.name!r} field 'lm' =")
+
+
+def on_own_lm(program: dspy.Module, arm: OwnLMArm, context: ArmContext) -> dspy.Module:
+    """``program`` (a copy) running on the arm's own LM; itself when the arm names none."""
+    lm = context.own_lm(arm)
+    if lm is None:
+        return program
+    program = program.deepcopy()
+    program.set_lm(lm)
+    return program
 
 
 class SavedArm(BaseModel):
@@ -77,9 +101,9 @@ class SavedArm(BaseModel):
 def start_arm(arm: StartArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     """The program as the config (and the arm's own ``program`` settings) describe it."""
     if not arm.program:
-        return context.student.deepcopy(), Cost()
+        return on_own_lm(context.student.deepcopy(), arm, context), Cost()
     student, _, _ = build(arm_config(context.config, arm, context.folder(arm.name)))
-    return student, Cost()
+    return on_own_lm(student, arm, context), Cost()
 
 
 def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
@@ -140,7 +164,7 @@ def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
 
 
 def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
-    program = context.programs[arm.of] if arm.of is not None else context.student
+    program = on_own_lm(context.programs[arm.of] if arm.of is not None else context.student, arm, context)
     stick = Stick(context, best_of=arm.n, temperature=arm.temperature, program=program, stop_at_pass=arm.stop_at_pass, per_round=arm.per_round)
     return stick, Cost()
 
@@ -154,13 +178,13 @@ def check_inputs(context: ArmContext) -> None:
     for arm in context.config.arms:
         if isinstance(arm, FinetuneArm):
             extra_train(arm.train_data, [*context.val, *context.test], context.config.mode)
-        if isinstance(arm, ProgramArm):
-            _saved_program(arm, context)
+        if isinstance(arm, ProgramArm) and _saved_program(arm, context).weights is not None and arm.lm is not None:
+            raise InputError(f"{context.config.source}: arm {arm.name!r} field 'lm': its program runs on its own weights; leave lm out")
 
 
 def program_arm(arm: ProgramArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     """The saved program, built as ``generate --program`` (or ``judge --program``) builds it."""
-    return _saved_program(arm, context).build(), Cost()
+    return on_own_lm(_saved_program(arm, context).build(), arm, context), Cost()
 
 
 def _saved_program(arm: ProgramArm, context: ArmContext) -> ProgramFile:
@@ -191,16 +215,17 @@ def finetune_arm(arm: FinetuneArm, context: ArmContext) -> tuple[dspy.Module, Co
 
 
 def refine_arm(arm: RefineArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
-    return Stick(context, refine=arm.iterations), Cost()
+    return Stick(context, refine=arm.iterations, program=on_own_lm(context.student, arm, context), lm=context.own_lm(arm)), Cost()
 
 
 class Stick(dspy.Module):
     """The start program with STICK at generation time: each prompt's output chosen among ``best_of`` samples, or
-    revised ``refine`` times, by the prompt's own checklist (the metric's: the suite's code verifiers)."""
+    revised ``refine`` times, by the prompt's own checklist (the metric's: the suite's code verifiers); ``lm``, the
+    LM that plans and rewrites (default: the configured one)."""
 
     def __init__(
         self, context: ArmContext, *, best_of: int = 1, refine: int = 0, temperature: float = 0.7, program: dspy.Module | None = None,
-        stop_at_pass: bool = False, per_round: int | None = None,
+        stop_at_pass: bool = False, per_round: int | None = None, lm: dspy.LM | None = None,
     ) -> None:
         super().__init__()
         self.program = (program or context.student).deepcopy()
@@ -209,7 +234,7 @@ class Stick(dspy.Module):
         self._checklist_for: Callable[[dspy.Example], Checklist] = metric.checklist_for  # type: ignore[union-attr]
         self.checklists = {str(ex.prompt): ex for ex in [*context.train, *context.val, *context.test]}
         self.best_of, self.refine, self.temperature, self.stop_at_pass = best_of, refine, temperature, stop_at_pass
-        self.per_round = per_round
+        self.per_round, self.lm = per_round, lm
         self.selections: dict[str, Selection] = {}  # prompt -> its Best-of-N draw, for ``selection_stats``
 
     def forward(self, prompt: str) -> dspy.Prediction:
@@ -227,6 +252,7 @@ class Stick(dspy.Module):
         if self.refine:
             max_tokens = getattr(self.program, "max_tokens", None) or 256
             refined = SelfRefine(self.judge, self.refine, max_tokens=max_tokens)
+            refined.plan.lm = refined.rewrite.lm = self.lm  # the judge inside still answers on the configured LM
             response = refined(prompt=prompt, response=response, checklist=checklist, scorecard=card).response
         return dspy.Prediction(response=response)
 

@@ -15,6 +15,10 @@ The file is an optimize run description (``mode``, ``lm``, ``[data]``, ``[progra
   arm's program instead of the start;
 - ``selection_demos`` (self mode): what the optimizer learns from selection: Best-of-``n`` on the train prompts,
   whose passing samples the optimizer may show as demonstrations, each kept only on held-out gain.
+
+``start``, ``program``, ``best_of`` and ``refine`` arms may run on an LM of their own (``lm = "SPEC"`` or a table of
+``spec``, ``api_base`` and ``replicas``): prompts x LMs side by side, while the config's ``lm`` answers the
+checklists' LM questions. When no arm learns, ``data.train`` and ``data.val`` may be 0: every row is a test row.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, load_toml
+from bineval_dspy.lm.specs import LMTable
 from bineval_dspy.optimize.config import ProgramConfig, RunConfig, resolve_paths
 from bineval_dspy.optimize.settings import OptimizerSettings
 
@@ -33,10 +38,25 @@ from bineval_dspy.optimize.settings import OptimizerSettings
 class _Arm(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+-]+$", description="the arm's row in the table and its folder")
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+@-]+$", description="the arm's row in the table and its folder")
 
 
-class StartArm(_Arm):
+class OwnLMArm(_Arm):
+    """An arm whose program may run on an LM of its own (the config's ``lm`` still judges)."""
+
+    lm: LMTable | None = Field(default=None, description="the LM this arm's program runs on (a spec, or a table of spec, api_base, replicas); default the config's lm")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spec_alone(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("lm"), str):
+            return {**data, "lm": {"spec": data["lm"]}}
+        if isinstance(data, dict) and isinstance(data.get("lm"), dict) and "spec" not in data["lm"]:
+            raise ValueError("lm.spec: an arm's lm table names its model")
+        return data
+
+
+class StartArm(OwnLMArm):
     kind: Literal["start"] = "start"
     program: dict[str, Any] = Field(default_factory=dict, description="[program] settings over the config's (e.g. judge options)")
 
@@ -60,7 +80,7 @@ class GepaArm(_Arm):
         return self
 
 
-class BestOfArm(_Arm):
+class BestOfArm(OwnLMArm):
     kind: Literal["best_of"] = "best_of"
     n: int = Field(default=8, ge=2)
     of: str | None = Field(default=None, description="an earlier arm whose program is sampled (default: the start program)")
@@ -100,7 +120,7 @@ class FinetuneArm(_Arm):
         return self
 
 
-class ProgramArm(_Arm):
+class ProgramArm(OwnLMArm):
     """A saved program (a ``program.json`` or its run folder, weights and all) scored on this experiment's test
     split as ``generate --program`` runs it: a transfer check on another suite, or an earlier run beside new arms."""
 
@@ -108,7 +128,7 @@ class ProgramArm(_Arm):
     path: Path
 
 
-class RefineArm(_Arm):
+class RefineArm(OwnLMArm):
     kind: Literal["refine"] = "refine"
     iterations: int = Field(default=1, ge=1)
 
@@ -118,15 +138,27 @@ ArmConfig = Annotated[
     Field(discriminator="kind"),
 ]
 GENERATION_ONLY = ("gepa", "best_of", "selection_demos", "refine")  # kinds that need a generator (self mode)
+FIXED = ("start", "program", "best_of", "refine")  # kinds that learn nothing from train and val
 
 
 class ExperimentConfig(RunConfig):
     """A run config with arms; ``baseline`` names the arm every other is compared with (default: the first)."""
 
-    name: str = "experiment"
+    name: str = Field(default="experiment", description="the table's title (default: the config file's name)")
     baseline: str | None = None
     resamples: int = Field(default=1000, ge=0, description="bootstrap resamples over test items")
     arms: list[ArmConfig] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_an_eval_matrix(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("prompts" in data or "lms" in data):
+            raise ValueError(
+                "[[prompts]] and [[lms]] are the retired `eval` format: write each prompt on each LM as an arm, "
+                '[[arms]] name = "plain@smol", kind = "start", lm = "smollm2", program = {instructions = "..."}; '
+                "suite goes in [data] with train = 0 and val = 0"
+            )
+        return data
 
     @model_validator(mode="after")
     def _arms_fit(self) -> ExperimentConfig:
@@ -159,6 +191,10 @@ class ExperimentConfig(RunConfig):
     def baseline_arm(self) -> str:
         return self.baseline or self.arms[0].name
 
+    @property
+    def learns(self) -> bool:
+        return any(arm.kind not in FIXED for arm in self.arms)
+
 
 def arm_settings(config: ExperimentConfig, arm: BinEvalArm | SelectionDemosArm) -> OptimizerSettings:
     """An optimizer arm's settings: its own over the config's ``[optimizer]`` (a selection arm: its demo budget)."""
@@ -188,6 +224,8 @@ def arm_config(config: ExperimentConfig, arm: StartArm | BinEvalArm | SelectionD
 def load_experiment(path: Path) -> ExperimentConfig:
     """Parse and validate an experiment config; relative paths are taken from its folder."""
     config = load_toml(path, ExperimentConfig)
+    if "name" not in config.model_fields_set:
+        config.name = path.stem
     if not config.data.split_files and config.data.test == 0:
         raise InputError(f"{path}: field 'data.test': an experiment scores its arms on a test split; give test > 0 or a file")
     for arm in config.arms:

@@ -1,8 +1,8 @@
 """The output grid: every row's output in each column side by side, with its verdicts and score.
 
-A score table says which column wins; the grid says why, one row at a time. ``bineval eval`` writes one (a column
-per prompt on an LM) and ``bineval experiment`` one (a column per arm, on test), as ``RUN_DIR/grid.jsonl``;
-``report`` shows it with a "columns disagree" filter and ``show`` names the rows where they do.
+A score table says which column wins; the grid says why, one row at a time. ``bineval experiment`` writes one (a
+column per arm, on test: a prompt, an LM, an optimizer) as ``RUN_DIR/grid.jsonl`` and its verdicts as
+``matrix.md``; ``report`` shows it with a "columns disagree" filter and ``show`` names the rows where they do.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from bineval_dspy.suites.rows import SuiteRow
 
 GRID_FILE = "grid.jsonl"
+MATRIX_FILE = "matrix.md"
 
 
 class Check(BaseModel):
@@ -100,9 +101,22 @@ def experiment_grid(evaluations: Mapping[str, Evaluation], inputs: Mapping[str, 
                 suite_row = rows[item.id]
                 followed = grade(suite_row, item.output, "strict").follow_instruction_list
                 checks.extend(Check(name=iid, by="code", passed=f) for iid, f in zip(suite_row.instruction_id_list, followed, strict=True))
+            checks += [Check(name=a.question_id, by="llm", passed=None if a.answer == "unanswered" else a.answer == "yes", text=a.question) for a in item.asked]
             output = item.output if item.reference is None else item.answer
-            row.cells[arm] = GridCell(output=output, checks=checks, score=None if item.error else item.score, error=item.error or "")
+            checklist = item.score if item.asked and not item.error else None
+            row.cells[arm] = GridCell(output=output, checks=checks, checklist=checklist, score=None if item.error else item.score, error=item.error or "")
     return list(grid.values())
+
+
+def matrix_markdown(rows: Sequence[GridRow], summary: Mapping[str, str]) -> str:
+    """Rows x columns, each verdict visible (Y followed, n not, ? ungraded; then the checklist score), and one
+    summary line per column (``summary``'s keys, in order)."""
+    names = list(summary)
+    lines = ["| row | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
+    for row in rows:
+        lines.append(f"| {row.id} | " + " | ".join(row.cells[n].text() if n in row.cells else "-" for n in names) + " |")
+    lines.append("| **mean** | " + " | ".join(summary[n] for n in names) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def disagreeing(rows: Sequence[GridRow]) -> list[GridRow]:

@@ -52,4 +52,6 @@ def experiment_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
             examples = n_test
         calls, tokens = calls + examples * per_example, tokens + examples * per_example * per_call
     what = f"experiment at most: {len(config.arms)} arm(s), {n_test} test example(s), {per_example} call(s) an example (train_data rows: not counted)"
-    return Plan(what, calls, round(tokens), limit, exact, lm_spec, api_base, estimated=estimated(config) + " and GEPA's reflections")
+    own = [arm.lm.spec for arm in config.arms if getattr(arm, "lm", None) is not None]
+    models = " and ".join(dict.fromkeys([lm_spec, *own]))  # tokens counted with lm's tokenizer: the arms' own LMs estimated
+    return Plan(what, calls, round(tokens), limit, exact and not own, models, api_base, estimated=estimated(config) + " and GEPA's reflections")

@@ -4,7 +4,7 @@ Every arm's program is scored on the same test items with the run's own feedback
 for suites, verify's four accuracies; every interval comes from one set of bootstrap draws over test groups, so
 each arm's difference from the baseline is paired. LM calls are counted apart for optimization and for the test
 evaluation (where Best-of-N and STICK spend theirs). ``RUN_DIR/results.json`` and ``results.md`` hold the table,
-``grid.jsonl`` every test output of every arm side by side.
+``grid.jsonl`` every test output of every arm side by side, ``matrix.md`` their verdicts row by row.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from pydantic import BaseModel, Field
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import write_text_atomic
-from bineval_dspy.experiment.arms import ARMS, ArmContext, Stick, check_inputs
+from bineval_dspy.experiment.arms import ARMS, ArmContext, Stick, check_inputs, table_lm
 from bineval_dspy.experiment.config import ExperimentConfig
-from bineval_dspy.experiment.grid import experiment_grid, write_grid
+from bineval_dspy.experiment.grid import MATRIX_FILE, GridRow, experiment_grid, matrix_markdown, write_grid
+from bineval_dspy.lm.specs import LMTable
 from bineval_dspy.lm.usage import Cost, measuring, total
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import build, splits_of, test_scorer
@@ -76,17 +77,14 @@ class ExperimentResults(BaseModel):
 
     @property
     def measure(self) -> str:
-        """The figure an arm is read by: strict prompt-level accuracy on a suite, kappa with the reference for a
-        judge, the score for an ``eval`` matrix (its columns are graded, not compared with a reference)."""
-        return {"self": "strict_prompt", "eval": "score"}.get(self.mode, "kappa")
+        """The figure an arm is read by: strict prompt-level accuracy on a suite, kappa with the reference for a judge."""
+        return "strict_prompt" if self.mode == "self" else "kappa"
 
     def figures(self, arm: ArmResult) -> tuple[Interval | None, Interval | None]:
         """The arm's ``measure`` on test and its paired difference from the baseline (None for the baseline)."""
         comparison = arm.vs_baseline
         if self.measure == "strict_prompt":
             return arm.test.accuracy.get(self.measure), comparison.accuracy.get(self.measure) if comparison else None
-        if self.measure == "score":
-            return arm.test.interval, comparison.score if comparison else None
         return arm.test.kappa, comparison.kappa if comparison else None
 
     @property
@@ -95,7 +93,10 @@ class ExperimentResults(BaseModel):
         return [arm.name for arm in self.arms if arm.test.unanswered or arm.test.errors]
 
 
-def _prepared(config: ExperimentConfig, lm: dspy.LM) -> tuple[ArmContext, TestScorer]:
+LMFactory = Callable[[LMTable, str], dspy.LM]  # an arm's own LM from its table and where it was given
+
+
+def _prepared(config: ExperimentConfig, lm: dspy.LM, lm_for: LMFactory = table_lm) -> tuple[ArmContext, TestScorer]:
     """The arms' shared context (program, splits, feedback, LM) and the test scorer, the splits saved."""
     student, optimizer, (train, val, test) = build(config, progress=True)
     if not test:
@@ -103,7 +104,7 @@ def _prepared(config: ExperimentConfig, lm: dspy.LM) -> tuple[ArmContext, TestSc
     splits_of(config, (train, val, test)).save(config.run_dir)
     scorer = test_scorer(config, student, optimizer, test)
     scorer.resamples = config.resamples
-    context = ArmContext(config, student, train, val, test, optimizer.feedback, lm, optimization_calls={})
+    context = ArmContext(config, student, train, val, test, optimizer.feedback, lm, optimization_calls={}, lm_for=lm_for)
     check_inputs(context)
     return context, scorer
 
@@ -123,10 +124,12 @@ def optimize_arms(config: ExperimentConfig, lm: dspy.LM, names: Sequence[str], s
     return spent
 
 
-def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], None] = lambda text: None) -> ExperimentResults:
+def run_experiment(
+    config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], None] = lambda text: None, lm_for: LMFactory = table_lm
+) -> ExperimentResults:
     """Every arm in order (each resumes from its folder); the table is saved after each arm, so an interrupted
-    run shows what finished; ``say`` gets progress lines."""
-    context, scorer = _prepared(config, lm)
+    run shows what finished; ``say`` gets progress lines; ``lm_for`` makes the arms' own LMs (``lm`` judges)."""
+    context, scorer = _prepared(config, lm, lm_for)
     test = context.test
     evaluations: dict[str, Evaluation] = {}
     inputs = _inputs(context.feedback, test)
@@ -158,8 +161,7 @@ def run_experiment(config: ExperimentConfig, lm: dspy.LM, say: Callable[[str], N
         if audit is not None and config.test_every and config.baseline_arm in evaluations:
             experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm], student=program)
         _compare(experiment, evaluations, scorer)
-        save(experiment, config.run_dir)
-        write_grid(config.run_dir, experiment_grid(evaluations, inputs, scorer.rows))
+        save(experiment, config.run_dir, experiment_grid(evaluations, inputs, scorer.rows))
         say(f"arm {arm.name}: test score {evaluations[arm.name].score:.3f}")
     return experiment
 
@@ -191,10 +193,23 @@ def _compare(experiment: ExperimentResults, evaluations: dict[str, Evaluation], 
         )
 
 
-def save(results: ExperimentResults, run_dir: Path) -> None:
+def save(results: ExperimentResults, run_dir: Path, grid: Sequence[GridRow] = ()) -> None:
+    """The results, their table, and with ``grid`` the outputs side by side and the verdicts' matrix."""
     run_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomic(run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
     write_text_atomic(run_dir / TABLE_FILE, markdown(results) + "\n")
+    if grid:
+        write_grid(run_dir, grid)
+        write_text_atomic(run_dir / MATRIX_FILE, matrix_markdown(grid, summaries(results)))
+
+
+def summaries(results: ExperimentResults) -> dict[str, str]:
+    """Each arm's measure and its paired difference from the baseline, in one cell."""
+    cells = {}
+    for arm in results.arms:
+        value, diff = results.figures(arm)
+        cells[arm.name] = (value.text() if value else "n/a") + ("" if diff is None else f"; vs {results.baseline} {diff.text(signed=True)}")
+    return cells
 
 
 def markdown(results: ExperimentResults) -> str:
@@ -204,9 +219,9 @@ def markdown(results: ExperimentResults) -> str:
     header = ["arm", "kind", "LM calls (optimize + test)", "score [95% CI]", f"{main} [95% CI]", f"{main} minus {results.baseline} [paired 95% CI]"]
     if self_mode:
         header += ["strict instruction", "loose prompt", "loose instruction", "prompt chars"]
+    learned = f" ({results.splits['train']} train, {results.splits['val']} val)" if results.splits["train"] or results.splits["val"] else ""
     lines = [
-        f"{results.name}: {results.splits['test']} test items ({results.splits['train']} train, {results.splits['val']} val); "
-        f"baseline {results.baseline}",
+        f"{results.name}: {results.splits['test']} test items{learned}; baseline {results.baseline}",
         "",
         "| " + " | ".join(header) + " |",
         "|" + " --- |" * len(header),

@@ -20,6 +20,14 @@ from bineval_dspy.stats.bootstrap import Interval
 AUDIT_FILE = "audit.json"
 
 
+class Asked(BaseModel):
+    """A checklist question an LM answered about an output (code-checked ones are regraded from the output)."""
+
+    question_id: str
+    question: str = ""
+    answer: str
+
+
 class ItemResult(BaseModel):
     """One item of an evaluation: an output (self-update) or a judged question (cross-model), with its group (the
     unit the bootstrap resamples: the example, or the instruction a question belongs to)."""
@@ -31,6 +39,7 @@ class ItemResult(BaseModel):
     error: str | None = None
     answer: str | None = None  # cross-model: the target's answer and the reference's
     reference: str | None = None
+    asked: list[Asked] = Field(default_factory=list)  # self-update: the LM-answered questions' verdicts
 
 
 class EvalSummary(BaseModel):

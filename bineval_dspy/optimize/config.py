@@ -48,8 +48,8 @@ class DataConfig(_Strict):
 
     suite: Path | None = None
     examples: Path | None = None
-    train: int | Path = Field(default=12, description="a count of groups drawn from the data file, or a file")
-    val: int | Path = Field(default=8, description="a count, or a file")
+    train: int | Path = Field(default=12, description="a count of groups drawn from the data file, or a file (0: none, for an experiment whose arms learn nothing)")
+    val: int | Path = Field(default=8, description="a count, or a file (0: none, as train)")
     test: Literal["rest"] | int | Path = Field(
         default="rest", description='a count (0: no test split), a file, or "rest": every group not in train or val, held out to score the result'
     )
@@ -68,8 +68,8 @@ class DataConfig(_Strict):
                 ' test may also be "rest": every group not in train or val)'
             )
         for name, value in sizes.items():
-            if isinstance(value, int) and value < (0 if name == "test" else 1):
-                raise ValueError(f"{name} must be at least {0 if name == 'test' else 1}, got {value}")
+            if isinstance(value, int) and value < 0:
+                raise ValueError(f"{name} must be at least 0, got {value}")
         return self
 
     @property
@@ -83,6 +83,7 @@ class ProgramConfig(_Strict):
     max_tokens: int = Field(default=256, ge=8)
     llm_questions: tuple[int, int] = (0, 0)
     threads: int = Field(default=1, ge=1, description="examples run at once (an in-process model batches them)")
+    checklist: Path | None = Field(default=None, description="self mode: a checklist whose questions every response is also judged against")
     judge: JudgeOptions = Field(default_factory=JudgeOptions, description="cross mode: the student judge's options")
 
     @field_validator("llm_questions")
@@ -116,6 +117,21 @@ class RunConfig(ServedLM, _Strict):
     reference: ReferenceConfig = ReferenceConfig()
     optimizer: OptimizerSettings = OptimizerSettings()
 
+    @model_validator(mode="after")
+    def _something_to_learn_from(self) -> RunConfig:
+        if self.program.checklist is not None and self.mode != "self":
+            raise ValueError("program.checklist: questions asked of a generator's responses (mode = \"self\")")
+        if self.learns:
+            empty = [name for name in ("train", "val") if getattr(self.data, name) == 0]
+            if empty:
+                raise ValueError(f"data.{empty[0]}: the optimizer learns from train and is checked on val; give at least 1")
+        return self
+
+    @property
+    def learns(self) -> bool:
+        """Whether the run optimizes (needs train and val); an experiment of fixed programs need not."""
+        return True
+
 
 def load_config(path: Path) -> RunConfig:
     """Parse and validate a run config; relative paths are taken from the config's folder."""
@@ -139,6 +155,8 @@ def resolve_paths(config: Config, path: Path) -> Config:
     if given is not None:
         setattr(data, wanted, (base / given).resolve())
     config.run_dir = (base / config.run_dir).resolve()
+    if config.program.checklist is not None:
+        config.program.checklist = (base / config.program.checklist).resolve()
     return config
 
 
@@ -200,11 +218,12 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
             splits = split(examples_of(config.data.suite), config.data, config.source, group=lambda ex: ex.key)
         writer = TickQuestionWriter(config.program.llm_questions) if config.program.llm_questions != (0, 0) else None
         checklists: dict[str, Checklist] = {}
+        every = _every_row_checklist(config.program.checklist)
 
         def checklist_for(example: dspy.Example) -> Checklist:
             if example.key not in checklists:
                 row = SuiteRow.from_example(example)
-                checklists[example.key] = hybrid_checklist(row, generator=writer, n_llm_questions=config.program.llm_questions)
+                checklists[example.key] = hybrid_checklist(row, generator=writer, n_llm_questions=config.program.llm_questions, also=every)
             return checklists[example.key]
 
         feedback = SelfUpdateFeedback(bineval_metric(BinaryJudge(), checklist_for), threads=config.program.threads)
@@ -234,6 +253,18 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
         settings = settings.model_copy(update={"seed": config.data.seed})
     optimizer = BinEvalOptimizer(feedback, settings=settings, run_dir=config.run_dir, progress=progress)
     return student, optimizer, splits
+
+
+def _every_row_checklist(path: Path | None) -> Checklist | None:
+    """``[program] checklist``: its questions join every row's checklist (its code verifiers checked first)."""
+    if path is None:
+        return None
+    from bineval_dspy.core.jsonio import load_model
+    from bineval_dspy.judges.code import check_verifiers
+
+    checklist = load_model(path, Checklist)
+    check_verifiers(checklist, str(path))
+    return checklist
 
 
 def _limited(splits: tuple[list[Any], list, list], limit: dict[str, int], group_by: str) -> tuple[list, list, list]:
@@ -267,4 +298,6 @@ def run_fingerprint(config: RunConfig, lm_identity: str) -> Fingerprint:
     files = {f"{name}_file": file_digest(path) for name, path in config.data.split_files.items()}
     if data_path is not None and not files:
         files["data_file"] = file_digest(data_path)
+    if config.program.checklist is not None:
+        files["checklist_file"] = file_digest(config.program.checklist)
     return {"config": json.dumps(settings, sort_keys=True), **files, "lm": lm_identity, "verifiers": code_digest()}

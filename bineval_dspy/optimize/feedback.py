@@ -17,7 +17,7 @@ from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.schema import Question, Verdict
 from bineval_dspy.judges.base import Judge
 from bineval_dspy.judges.runner import ordered_map
-from bineval_dspy.optimize.audit import EvalSummary, ItemResult
+from bineval_dspy.optimize.audit import Asked, EvalSummary, ItemResult
 from bineval_dspy.optimize.lessons import Failure
 from bineval_dspy.optimize.metric import default_example_id
 
@@ -138,7 +138,7 @@ class SelfUpdateFeedback:
                 continue
             score, feedback, found = _read(result)
             scores.append(score)
-            items.append(ItemResult(id=example_id, group=example_id, score=score, output=output))
+            items.append(ItemResult(id=example_id, group=example_id, score=score, output=output, asked=_asked(result)))
             objectives = result.get("objective_scores") if isinstance(result, dspy.Prediction) else None
             for dim, value in (objectives or {}).items():
                 dims[dim].append(value)
@@ -184,6 +184,13 @@ def _read(result: Any) -> tuple[float, str, list[Failure] | None]:
         found = result.get("failures")
         return float(result.score), str(result.get("feedback", "")), list(found) if found is not None else None
     return float(result), "", None
+
+
+def _asked(result: Any) -> list[Asked]:
+    """The verdicts an LM gave in a metric's scorecard (none from a plain metric, or a code-only checklist)."""
+    card = result.get("scorecard") if isinstance(result, dspy.Prediction) else None
+    verdicts = card.verdicts if card is not None else []
+    return [Asked(question_id=v.question_id, question=v.question or "", answer=v.answer) for v in verdicts if not v.judge.startswith("code:")]
 
 
 def _question_count(metric: Any, example: dspy.Example) -> int:

@@ -208,9 +208,8 @@ def _tune_view(run: TuneRun, charts: Charts) -> dict[str, Any]:
 
 def _experiment_view(run: ExperimentRun, charts: Charts) -> dict[str, Any]:
     results = run.results
-    items = list(dict.fromkeys(k for arm in results.arms for k in [*arm.test.followed, *arm.test.item_scores])) if results.mode == "eval" else []
     return {
-        "run": run, "results": results, "measures": list(dict.fromkeys(m for arm in results.arms for m in arm.test.accuracy)), "matrix_rows": items,
+        "run": run, "results": results, "measures": list(dict.fromkeys(m for arm in results.arms for m in arm.test.accuracy)),
         "grid": run.grid, "grid_columns": [arm.name for arm in results.arms], "disagree": sum(row.disagree for row in run.grid),
     }
 

@@ -417,7 +417,7 @@ def test_judge_reads_the_fields_it_is_told_and_generate_output_as_it_is(tmp_path
 
 
 @pytest.mark.parametrize("command, missing", [
-    ("optimize", "'mode', 'run_dir'"), ("experiment", "'mode', 'run_dir', 'arms'"), ("eval", "'run_dir', 'suite', 'prompts', 'lms'"),
+    ("optimize", "'mode', 'run_dir'"), ("experiment", "'mode', 'run_dir', 'arms'"),
     ("tune", "'name', 'trials', 'objectives', 'space', 'run'"),
 ])  # fmt: skip
 def test_an_example_config_run_as_printed_names_every_key_to_fill_in_one_line(tmp_path, capsys, command, missing):

@@ -37,17 +37,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     study = open_study(tuning)
     code: int = ExitCode.OK
     stopped: BudgetExhausted | None = None
-    if args.ray:
-        from bineval_dspy.tune.study import workers_on_ray
-
-        code = workers_on_ray(path, args.workers, args.ray, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, budget=budget)
-    elif args.workers == 1:
+    if args.workers == 1 and not args.ray:
         try:
             work(tuning, study, BudgetMeter(budget))
         except BudgetExhausted as exc:
             stopped = exc
     else:
-        code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, budget=budget)
+        code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, budget=budget, ray=args.ray)
     results = collect(tuning.config, study)
     saved, plot = write_results(results, tuning.folder)
     with results_on_stdout():  # the best trials and the written paths are the study's result

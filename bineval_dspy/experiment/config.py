@@ -173,6 +173,8 @@ class ExperimentConfig(RunConfig):
                 raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} needs a generator (mode = \"self\")")
             if isinstance(arm, BestOfArm) and arm.of is not None and arm.of not in names[:index]:
                 raise ValueError(f"arm {arm.name!r}: of {arm.of!r} is not an earlier arm")
+            if isinstance(arm, BestOfArm) and arm.of is not None and arm.lm is not None:
+                raise ValueError(f"arm {arm.name!r}: of {arm.of!r} samples that arm's program on its own LM; leave lm out")
             if isinstance(arm, GepaArm) and arm.calls_like is not None and arm.calls_like not in names[:index]:
                 raise ValueError(f"arm {arm.name!r}: calls_like {arm.calls_like!r} is not an earlier arm")
             if isinstance(arm, BinEvalArm | SelectionDemosArm):

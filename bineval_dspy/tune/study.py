@@ -348,32 +348,6 @@ def _worker_process(path: Path, lm_spec: str | None, lm_options: LMOptions, cach
     sys.exit(code)
 
 
-def workers_on_ray(
-    path: Path,
-    workers: int,
-    address: str,
-    lm_spec: str | None = None,
-    lm_options: LMOptions = LMOptions(),
-    cache_dir: Path | None = None,
-    budget: Budget = Budget(),
-) -> int:
-    """Run ``workers`` workers on the study of ``path`` as Ray tasks (on the cluster at ``address``; "local"
-    starts one here) and wait for them; the first nonzero exit code. They share the study through its storage (an
-    RDB URL where the tasks run on other machines); a task whose worker dies is run again, its running trial failed
-    as stale and retried. Each gets an equal share of ``budget``."""
-    from bineval_dspy.core.cluster import connect
-
-    ray = connect(address, workers)
-    task = ray.remote(num_cpus=1, max_retries=2)(_worker)
-    share = budget.share(workers)
-    kinds = dict(KINDS)  # a kind registered here (a plugin's) is registered in each task too
-    outcomes = ray.get([task.remote(path.resolve(), lm_spec, lm_options, cache_dir, share, kinds) for _ in range(workers)])
-    for _, line in outcomes:
-        if line:
-            console.print(line)
-    return next((code for code, _ in outcomes if code), ExitCode.OK)
-
-
 def run_workers(
     path: Path,
     workers: int,
@@ -381,15 +355,21 @@ def run_workers(
     lm_options: LMOptions = LMOptions(),
     cache_dir: Path | None = None,
     budget: Budget = Budget(),
+    ray: str | None = None,
 ) -> int:
-    """Run ``workers`` worker processes on the study of ``path`` and wait for them; the first nonzero exit code.
+    """Run ``workers`` workers on the study of ``path`` and wait for them; the first nonzero exit code. Each gets an
+    equal share of ``budget``, so that together they keep within it.
 
-    Workers are spawned, not forked: each starts clean (no copied database connections, LM engines or threads)
-    and builds its own study handle from the config, as separately started commands would. Each gets an equal
-    share of ``budget``, so that together they keep within it.
+    Workers are spawned processes, not forked: each starts clean (no copied database connections, LM engines or
+    threads) and builds its own study handle from the config, as separately started commands would. With ``ray``
+    (a cluster's address; "local" starts one here) they are Ray tasks instead, sharing the study through its
+    storage (an RDB URL where the tasks run on other machines); a task whose worker dies is run again, its running
+    trial failed as stale and retried.
     """
-    context = multiprocessing.get_context("spawn")
     share = budget.share(workers)
+    if ray is not None:
+        return _on_ray(ray, workers, (path.resolve(), lm_spec, lm_options, cache_dir, share))
+    context = multiprocessing.get_context("spawn")
     processes = [
         context.Process(target=_worker_process, args=(path, lm_spec, lm_options, cache_dir, share), name=f"bineval-tune-{i}")
         for i in range(workers)
@@ -405,3 +385,16 @@ def run_workers(
         raise
     code = next((p.exitcode for p in processes if p.exitcode), 0) or 0
     return code if code >= 0 else ExitCode.INCOMPLETE  # a worker killed by a signal: rerun to finish the study
+
+
+def _on_ray(address: str, workers: int, args: tuple[Path, str | None, LMOptions, Path | None, Budget]) -> int:
+    """``workers`` Ray tasks of ``_worker(*args)``; a kind registered here (a plugin's) is registered in each too."""
+    from bineval_dspy.core.cluster import connect
+
+    ray = connect(address, workers)
+    task = ray.remote(num_cpus=1, max_retries=2)(_worker)
+    outcomes = ray.get([task.remote(*args, dict(KINDS)) for _ in range(workers)])
+    for _, line in outcomes:
+        if line:
+            console.print(line)
+    return next((code for code, _ in outcomes if code), ExitCode.OK)

@@ -78,10 +78,12 @@ def test_dry_run_example_and_the_retired_eval_format(tmp_path, lms, capsys):
         ('[[arms]]\nname = "b"\nkind = "bineval"\n', "data.train: the optimizer learns from train"),
         ('[[arms]]\nname = "b"\nkind = "start"\nlm = {api_base = "http://x"}\n', "lm.spec: an arm's lm table names its model"),
         ('[[arms]]\nname = "b"\nkind = "bineval"\nlm = "custom/plain"\n', "arms.0.bineval.lm"),
+        ('[[arms]]\nname = "a"\nkind = "start"\n[[arms]]\nname = "b"\nkind = "best_of"\nof = "a"\nlm = "custom/plain"\n', "of 'a' samples that arm's program"),
     ],
 )
 def test_a_config_that_cannot_run_is_one_located_line(tmp_path, lms, capsys, arms, says):
-    """An optimizer arm needs train and val; an arm's lm table needs its spec; only fixed programs take an lm."""
+    """An optimizer arm needs train and val; an arm's lm table needs its spec; only fixed programs take an lm, and
+    Best-of-N of another arm samples that arm's LM."""
     config = write_config(tmp_path, arms)
     assert cli.main(["experiment", str(config)]) == 2
     err = capsys.readouterr().err

@@ -14,11 +14,14 @@ Arms (each on its own engine, interleaved pair by pair so machine load hits them
 - batched_floor: llama.cpp alone, the physical floor of one output: one prefill of the shared context, one
   batched pass over all question suffixes, one decoding step for every question's verdict token.
 
-Usage: python experiments/bench_judge.py [--data DIR] [--pairs N] [--questions N] [--arms A,B,...] [--out PATH]
+Usage: python experiments/bench_judge.py [--data DIR] [--pairs N] [--questions N] [--arms A,B,...] [--pair-tokens N]
+       [--naive-max-tokens N] [--out PATH]
 Prints a table and ends with ``ratios: today/new=A today/verdict_only=B verdict_only/batched_floor=C naive/new=D
 one_token/batched_floor=E``
 (with ``--arms``, the ratios of the arms that ran: ``--arms verdict_only,batched_floor`` measures the one target
 pair side by side at a tenth of the time; ``floor`` needs ``today``, ``batched_floor`` needs ``verdict_only``).
+``--pair-tokens`` and ``--naive-max-tokens`` shrink the prompts and the naive arm's rambling replies: the smoke test's
+size, not one to measure at.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ DEFAULT_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", REPO.parent / "shared"
 DEFAULT_OUT = REPO / "experiments" / "results" / "bench_judge.json"
 PAIR_TOKENS = 500
 SUMMARY_TOKENS = 100
+MAX_TOKENS = 256  # every arm's LM token limit per reply
 
 QUESTIONS: list[tuple[str, str]] = [
     ("consistency", "Is every named entity in the summary present in the article?"),
@@ -89,9 +93,9 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def load_pairs(data_dir: Path, n: int, count_tokens) -> list[Pair]:
+def load_pairs(data_dir: Path, n: int, count_tokens, pair_tokens: int) -> list[Pair]:
     """The first ``n`` articles, each with the summary closest to 100 tokens, the article cut
-    at a sentence boundary so that article and summary together stay within 500 tokens."""
+    at a sentence boundary so that article and summary together stay within ``pair_tokens`` tokens."""
     articles = _jsonl(data_dir / "summeval" / "articles.jsonl")
     by_doc: dict[str, list[dict]] = {}
     for row in _jsonl(data_dir / "summeval" / "summaries.jsonl"):
@@ -102,7 +106,7 @@ def load_pairs(data_dir: Path, n: int, count_tokens) -> list[Pair]:
         best = min(candidates, key=lambda r: abs(count_tokens(r["summary"]) - SUMMARY_TOKENS))
         summary = best["summary"].strip()
         summary_tokens = count_tokens(summary)
-        text = _truncate(article["source"], PAIR_TOKENS - summary_tokens, count_tokens)
+        text = _truncate(article["source"], pair_tokens - summary_tokens, count_tokens)
         pairs.append(Pair(article["doc_id"], best["system_id"], text, summary, count_tokens(text), summary_tokens))
     return pairs
 
@@ -266,8 +270,8 @@ def naive_call(predict: dspy.Predict, lm: dspy.LM, pair: Pair, question: Questio
     meter.answers[answer] += 1
 
 
-def local_lm(engine: LlamaCppEngine, name: str) -> dspy.LM:
-    return dspy.LM(f"local/{name}", engine=engine, cache=False, num_retries=0, temperature=0.0, max_tokens=256)
+def local_lm(engine: LlamaCppEngine, name: str, max_tokens: int) -> dspy.LM:
+    return dspy.LM(f"local/{name}", engine=engine, cache=False, num_retries=0, temperature=0.0, max_tokens=max_tokens)
 
 
 def main() -> None:
@@ -276,6 +280,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--questions", type=int, default=len(QUESTIONS))
     parser.add_argument("--arms", type=arm_list, default=ARMS, help=f"comma-separated, from {','.join(ARMS)} (default: all)")
+    parser.add_argument("--pair-tokens", type=int, default=PAIR_TOKENS, help="article and summary together, at most")
+    parser.add_argument("--naive-max-tokens", type=int, default=MAX_TOKENS, help="the naive arm's token limit per reply")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
 
@@ -292,14 +298,14 @@ def main() -> None:
     engines = {name: LlamaCppEngine(path, **settings[name]) for name in args.arms}
     for engine in engines.values():
         warm_up(engine)
-    lms = {name: local_lm(engine, name) for name, engine in engines.items()}
+    lms = {name: local_lm(engine, name, args.naive_max_tokens if name == "naive" else MAX_TOKENS) for name, engine in engines.items()}
     judges = {
         "today": BinaryJudge(threads=1), "new": BinaryJudge(), "verdict_only": BinaryJudge(explanations="none"),
         "one_token": BinaryJudge(explanations="none", verdict_format="prefilled"),
     }  # fmt: skip
     judges = {name: judge for name, judge in judges.items() if name in engines}
     first = next(iter(engines.values()))  # one tokenizer: every engine loads the same model
-    pairs = load_pairs(args.data, args.pairs, lambda text: len(first.tokenize(text)))
+    pairs = load_pairs(args.data, args.pairs, lambda text: len(first.tokenize(text)), args.pair_tokens)
     checklist = Checklist(
         task="Summarize the news article.",
         dimensions=[],
@@ -382,6 +388,7 @@ def main() -> None:
     args.out.write_text(json.dumps({
         "model": str(path),
         "arms": list(engines),
+        "naive_max_tokens": args.naive_max_tokens,
         "pairs": [{k: v for k, v in asdict(p).items() if k not in ("article", "summary")} for p in pairs],
         "questions": [text for _, text in QUESTIONS[:q]],
         "shared_prefix_tokens": prefixes,

@@ -16,8 +16,9 @@ Measured per arm:
   file does not cover are counted as unread, never as kept.
 
 Usage: python experiments/checklist_first.py [--n 20] [--reader experiments/checklist_first_reader.json]
-       [--cache-dir DIR] [--out PATH]
+       [--retries 2] [--cache-dir DIR] [--out PATH]
 Writes PATH (JSON) and PATH with .md: every question of every task, so a reader can fill the reader file.
+``--retries 0`` (the smoke test's size) writes each task once: "after" then replays "before" and only screens it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 from bineval_dspy.checklists.constraints import stated_constraints
 from bineval_dspy.checklists.first import write_attempt
 from bineval_dspy.checklists.relevance import Relevance
-from bineval_dspy.checklists.screen import with_constraints
+from bineval_dspy.checklists.screen import RETRIES, with_constraints
 from bineval_dspy.checklists.writers import make_writer
 from bineval_dspy.core.jsonio import read_jsonl
 from bineval_dspy.lm.runtime import configure
@@ -52,13 +53,13 @@ def tasks(n: int) -> list[dict[str, Any]]:
     ]
 
 
-def written(task: str, after: bool, lm: Any) -> dict[str, Any]:
+def written(task: str, after: bool, lm: Any, retries: int) -> dict[str, Any]:
     """One arm's checklist for ``task``: its LM questions, its code questions, what the screen left out."""
     writer = make_writer("bineval")
     failures: list = []
     screened = with_constraints(
         lambda attempt: write_attempt(writer, task, [], lm, attempt, failures), task, [], 1,
-        Relevance(task) if after else None, stated_constraints(task) if after else None,
+        Relevance(task) if after else None, stated_constraints(task) if after else None, retries,
     )  # fmt: skip
     questions = screened.checklist.questions if screened.checklist is not None else []
     return {
@@ -106,6 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20, help="tasks from each set")
     parser.add_argument("--reader", type=Path, help="a JSON object of question text -> true/false (would a reader keep it)")
+    parser.add_argument("--retries", type=int, default=RETRIES, help="writer attempts after the first (default: as many as bineval checklist's screen asks)")
     parser.add_argument("--cache-dir", type=Path, default=REPO / "runs" / "checklist-first-cache")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
@@ -113,11 +115,11 @@ def main() -> None:
     reader = json.loads(args.reader.read_text()) if args.reader else {}
     rows = []
     for number, task in enumerate(tasks(args.n), start=1):
-        rows.append({**task, "before": written(task["task"], False, lm), "after": written(task["task"], True, lm)})
+        rows.append({**task, "before": written(task["task"], False, lm, args.retries), "after": written(task["task"], True, lm, args.retries)})
         print(f"{number}: {task['set']} {task['id']}: {len(rows[-1]['before']['questions'])} -> {len(rows[-1]['after']['questions'])} + {len(rows[-1]['after']['code'])} code", flush=True)
     summary = shares(rows, reader)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"n": args.n, "summary": summary, "rows": rows}, indent=2))
+    args.out.write_text(json.dumps({"n": args.n, "retries": args.retries, "summary": summary, "rows": rows}, indent=2))
     args.out.with_suffix(".md").write_text(markdown(rows, summary))
     for key, s in summary.items():
         print(key, json.dumps(s))

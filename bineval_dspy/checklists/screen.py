@@ -156,13 +156,14 @@ def with_constraints(
     minimum: int,
     relevance: Any = None,
     constraints: list[Question] | None = None,
+    retries: int = RETRIES,
 ) -> Screened:
     """``write_screened`` with the task's own checkable constraints: questions ``relevance`` (a
     ``relevance.Relevance``) finds unrelated are left out, and ``constraints`` (``constraints.stated_constraints``)
     join the written questions as code questions, replacing any written question that asks the same."""
     from bineval_dspy.checklists.constraints import with_stated_constraints
 
-    screened = write_screened(write, dimensions, minimum, unrelated=relevance.problem if relevance is not None else None)
+    screened = write_screened(write, dimensions, minimum, retries, relevance.problem if relevance is not None else None)
     if not constraints:
         return screened
     merged = with_stated_constraints(task, screened.checklist, constraints, relevance.duplicate if relevance is not None else lambda a, b: False)

@@ -1,5 +1,6 @@
-"""experiments/bench_judge.py at its smallest size (one pair, two questions), so the benchmark cannot break unseen:
-it runs from a clean checkout, every arm answers, and it ends with its ratios line."""
+"""experiments/bench_judge.py at its smallest size (one short pair, two questions, the naive arm's replies cut short),
+so the benchmark cannot break unseen: it runs from a clean checkout, every arm answers, and it ends with its ratios
+line."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ pytestmark = [
 ]
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "bench_judge.py"
+TINY = ["--data", str(SHARED_DATA), "--pairs", "1", "--questions", "2", "--pair-tokens", "200"]
 
 
 def test_bench_judge_runs_at_its_smallest_size(tmp_path):
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--data", str(SHARED_DATA), "--pairs", "1", "--questions", "2", "--out", str(out)],
+        [sys.executable, str(SCRIPT), *TINY, "--naive-max-tokens", "32", "--out", str(out)],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -34,9 +36,11 @@ def test_bench_judge_runs_at_its_smallest_size(tmp_path):
     ]  # fmt: skip
     result = json.loads(out.read_text())
     assert len(result["pairs"]) == 1 and len(result["questions"]) == 2
+    assert result["pairs"][0]["article_tokens"] + result["pairs"][0]["summary_tokens"] <= 200
     for arm in ("today", "new", "verdict_only", "one_token"):
         assert sum(result[arm]["answers"].values()) == 2 and result[arm]["answers"]["unanswered"] == 0
     assert result["one_token"]["generated_tokens"] <= 2 * 2  # the answer and the closing quote's token, at most
+    assert sum(result["naive"]["answers"].values()) == 2 and result["naive"]["generated_tokens"] <= 32 * result["naive"]["calls"]
     assert result["one_token_answers_equal_to_verdict_only"] in (0, 1, 2)
     assert result["batched_floor"]["calls"] == 2 and result["batched_floor"]["generated_tokens"] == 2
 
@@ -45,7 +49,7 @@ def test_bench_judge_runs_the_target_pair_alone(tmp_path):
     """``--arms verdict_only,batched_floor``: the issue's target pair side by side, and only its ratio."""
     out = tmp_path / "bench.json"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--data", str(SHARED_DATA), "--pairs", "1", "--questions", "2", "--arms", "batched_floor,verdict_only", "--out", str(out)],
+        [sys.executable, str(SCRIPT), *TINY, "--arms", "batched_floor,verdict_only", "--out", str(out)],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

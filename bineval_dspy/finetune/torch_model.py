@@ -7,6 +7,8 @@ with the GGUF's own chat template, as the embedded engine renders them, so train
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,13 @@ def set_threads() -> int:
 
 
 def load_tokenizer(gguf: Path) -> Any:
+    """The GGUF's tokenizer, read from the file once a process (seconds each time); every caller gets its own copy,
+    since a trainer sets padding on the one it is given."""
+    return copy.deepcopy(_read_tokenizer(gguf))
+
+
+@functools.cache
+def _read_tokenizer(gguf: Path) -> Any:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -35,10 +44,10 @@ def load_tokenizer(gguf: Path) -> Any:
 def load_model(gguf: Path) -> Any:
     """A trainable float32 copy of the GGUF model (see the module docstring for why a copy)."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM
 
     loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-    config = AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    config = copy.deepcopy(loaded.config)  # not read from the file again: parsing a GGUF takes seconds
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)

@@ -71,13 +71,18 @@ class ArmContext:
     optimization_calls: dict[str, int]  # arms done so far: their optimization's LM calls (for GEPA's budget)
     programs: dict[str, dspy.Module] = field(default_factory=dict)  # arms done so far: their programs (Best-of-N's ``of``)
     lm_for: Callable[[LMTable, str], dspy.LM] = table_lm
+    own_lms: dict[str, dspy.LM] = field(default_factory=dict)  # arm name -> its own LM, made once
 
     def folder(self, name: str) -> Path:
         return self.config.run_dir / "arms" / name
 
     def own_lm(self, arm: OwnLMArm) -> dspy.LM | None:
-        """The arm's own LM (None: it runs on the config's)."""
-        return None if arm.lm is None else self.lm_for(arm.lm, f"{self.config.source}: arm {arm.name!r} field 'lm' =")
+        """The arm's own LM (None: it runs on the config's), made at its first use."""
+        if arm.lm is None:
+            return None
+        if arm.name not in self.own_lms:
+            self.own_lms[arm.name] = self.lm_for(arm.lm, f"{self.config.source}: arm {arm.name!r} field 'lm' =")
+        return self.own_lms[arm.name]
 
 
 def on_own_lm(program: dspy.Module, arm: OwnLMArm, context: ArmContext) -> dspy.Module:
@@ -171,11 +176,13 @@ def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]
 
 def check_inputs(context: ArmContext) -> None:
     """Refuse, before any arm runs, an arm input that would leak held-out items into training (a finetune arm's
-    ``train_data`` holding a val or test prompt) or a saved program that cannot be read, rather than after the
-    arms before it have spent their calls."""
+    ``train_data`` holding a val or test prompt), a saved program that cannot be read or an arm's own LM that
+    cannot work, rather than after the arms before it have spent their calls."""
     from bineval_dspy.finetune.config import extra_train
 
     for arm in context.config.arms:
+        if isinstance(arm, OwnLMArm):
+            context.own_lm(arm)
         if isinstance(arm, FinetuneArm):
             extra_train(arm.train_data, [*context.val, *context.test], context.config.mode)
         if isinstance(arm, ProgramArm) and _saved_program(arm, context).weights is not None and arm.lm is not None:

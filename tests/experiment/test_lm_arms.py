@@ -90,6 +90,20 @@ def test_a_config_that_cannot_run_is_one_located_line(tmp_path, lms, capsys, arm
     assert "eval.toml" in err and says in err and err.count("\n") == 1
 
 
+def test_an_arms_lm_that_cannot_work_is_refused_before_any_arm_runs(tmp_path, capsys):
+    """A bad spec on the second arm: one located line, and the first arm's LM never called."""
+    from tests.fake_openai import scripted_server
+
+    with scripted_server(lambda body: "hi there") as server:
+        arms = (
+            f'[[arms]]\nname = "first"\nkind = "start"\nlm = {{spec = "openai/m", api_base = "{server.url}"}}\n'
+            '[[arms]]\nname = "second"\nkind = "start"\nlm = "no-such-model"\n'
+        )
+        assert cli.main(["experiment", str(write_config(tmp_path, arms)), "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert "eval.toml: arm 'second' field 'lm' = 'no-such-model'" in err and err.count("\n") == 1 and not server.bodies
+
+
 def test_a_checklist_judges_every_response_beside_the_verifiers(tmp_path, lms, capsys):
     """`[program] checklist`: its questions join every row's code questions, answered by the config's LM."""
     (tmp_path / "checklist.json").write_text(json.dumps({"task": "t", "dimensions": ["d"], "questions": [{"text": "Is it friendly?", "dimension": "d"}]}))

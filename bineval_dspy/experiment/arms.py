@@ -49,6 +49,7 @@ from bineval_dspy.programs.refine import ChecklistBestOfN, SelfRefine
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile, load_program
 
 ARM_FILE = "arm.json"
+LMFactory = Callable[[LMTable, str], dspy.LM]  # an arm's own LM from its table and where it was given
 
 
 def table_lm(table: LMTable, source: str) -> dspy.LM:
@@ -70,7 +71,7 @@ class ArmContext:
     lm: dspy.LM
     optimization_calls: dict[str, int]  # arms done so far: their optimization's LM calls (for GEPA's budget)
     programs: dict[str, dspy.Module] = field(default_factory=dict)  # arms done so far: their programs (Best-of-N's ``of``)
-    lm_for: Callable[[LMTable, str], dspy.LM] = table_lm
+    lm_for: LMFactory = table_lm
     own_lms: dict[str, dspy.LM] = field(default_factory=dict)  # arm name -> its own LM, made once
 
     def folder(self, name: str) -> Path:

@@ -17,6 +17,7 @@ def experiment_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
         BinEvalArm,
         FinetuneArm,
         GepaArm,
+        OwnLMArm,
         RefineArm,
         SelectionDemosArm,
         arm_settings,
@@ -52,6 +53,6 @@ def experiment_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
             examples = n_test
         calls, tokens = calls + examples * per_example, tokens + examples * per_example * per_call
     what = f"experiment at most: {len(config.arms)} arm(s), {n_test} test example(s), {per_example} call(s) an example (train_data rows: not counted)"
-    own = [arm.lm.spec for arm in config.arms if getattr(arm, "lm", None) is not None]
+    own = [arm.lm.spec for arm in config.arms if isinstance(arm, OwnLMArm) and arm.lm is not None]
     models = " and ".join(dict.fromkeys([lm_spec, *own]))  # tokens counted with lm's tokenizer: the arms' own LMs estimated
     return Plan(what, calls, round(tokens), limit, exact and not own, models, api_base, estimated=estimated(config) + " and GEPA's reflections")

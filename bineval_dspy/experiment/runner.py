@@ -18,10 +18,9 @@ from pydantic import BaseModel, Field
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import write_text_atomic
-from bineval_dspy.experiment.arms import ARMS, ArmContext, Stick, check_inputs, table_lm
+from bineval_dspy.experiment.arms import ARMS, ArmContext, LMFactory, Stick, check_inputs, table_lm
 from bineval_dspy.experiment.config import ExperimentConfig
 from bineval_dspy.experiment.grid import MATRIX_FILE, GridRow, experiment_grid, matrix_markdown, write_grid
-from bineval_dspy.lm.specs import LMTable
 from bineval_dspy.lm.usage import Cost, measuring, total
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import build, splits_of, test_scorer
@@ -91,9 +90,6 @@ class ExperimentResults(BaseModel):
     def incomplete(self) -> list[str]:
         """Arms whose test evaluation has unanswered verdicts or failed outputs: a rerun retries them."""
         return [arm.name for arm in self.arms if arm.test.unanswered or arm.test.errors]
-
-
-LMFactory = Callable[[LMTable, str], dspy.LM]  # an arm's own LM from its table and where it was given
 
 
 def _prepared(config: ExperimentConfig, lm: dspy.LM, lm_for: LMFactory = table_lm) -> tuple[ArmContext, TestScorer]:

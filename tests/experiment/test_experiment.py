@@ -41,8 +41,10 @@ def test_every_experiment_config_is_an_experiment():
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.name)
-def test_each_config_runs_at_its_tiny_size(config, tmp_path, scripted, capsys):
+def test_each_config_runs_at_its_tiny_size(config, tmp_path, scripted, capsys, monkeypatch):
     from bineval_dspy.experiment.config import load_experiment
+
+    monkeypatch.setenv("BINEVAL_CACHE_DIR", str(tmp_path / "cache"))  # an embedded model assembled there (Gemma's), not under $HOME
 
     loaded = load_experiment(config)
     arm_data = [arm.train_data for arm in loaded.arms if getattr(arm, "train_data", None) is not None]

@@ -9,6 +9,9 @@ Arms (each on its own engine, interleaved pair by pair so machine load hits them
 - verdict_only: ``BinaryJudge(explanations="none")``: generation stops after the answer;
 - one_token: ``BinaryJudge(explanations="none", verdict_format="prefilled")``: the verdict's JSON start is in the
   prompt, so a verdict is one generated token (its answers are compared with verdict_only's);
+- probe: a probe judge (``judges.probe``): each question's hidden state read by one prefill in transformers (the
+  questions of one output share it), a linear head applied, nothing decoded; uncached, its head a placeholder (the
+  cost of a verdict does not depend on the weights, so its answers are not compared);
 - naive: one plain ``dspy.Predict`` per question with ChatAdapter and no prefix reuse;
 - floor: llama.cpp alone doing today's model work (same prompt tokens evaluated, as many tokens generated);
 - batched_floor: llama.cpp alone, the physical floor of one output: one prefill of the shared context, one
@@ -295,7 +298,15 @@ def main() -> None:
         "floor": dict(batching=False, flash_attn=False),
         "batched_floor": {},
     }
-    engines = {name: LlamaCppEngine(path, **settings[name]) for name in args.arms}
+    engines = {name: LlamaCppEngine(path, **settings[name]) for name in args.arms if name != "probe"}
+    probe_reader = probe_judge = None
+    if "probe" in args.arms:
+        from bineval_dspy.lm.hidden import HiddenStates
+        from bineval_dspy.lm.specs import file_fingerprint
+
+        probe_reader = HiddenStates(path, f"local/bench@sha256-{file_fingerprint(path)}", None)  # no cache: every state read
+        probe_reader.read(["Warm-up: the quick brown fox jumps over the lazy dog."])
+        probe_judge = placeholder_probe(probe_reader.model, probe_reader.read(["x"])[0].hidden.shape)
     for engine in engines.values():
         warm_up(engine)
     lms = {name: local_lm(engine, name, args.naive_max_tokens if name == "naive" else MAX_TOKENS) for name, engine in engines.items()}
@@ -304,7 +315,7 @@ def main() -> None:
         "one_token": BinaryJudge(explanations="none", verdict_format="prefilled"),
     }  # fmt: skip
     judges = {name: judge for name, judge in judges.items() if name in engines}
-    first = next(iter(engines.values()))  # one tokenizer: every engine loads the same model
+    first = next(iter(engines.values())) if engines else LlamaCppEngine(path)  # one tokenizer: every engine loads the same model
     pairs = load_pairs(args.data, args.pairs, lambda text: len(first.tokenize(text)), args.pair_tokens)
     checklist = Checklist(
         task="Summarize the news article.",
@@ -314,6 +325,8 @@ def main() -> None:
     requests = {name: record_requests(engines[name]) for name in ("today", "verdict_only") if name in engines}
     predict = dspy.Predict("document, summary, question -> answer: bool, explanation: str")
     meters = {name: Meter(engine if name in (*judges, "naive") else None) for name, engine in engines.items()}
+    if probe_judge is not None:
+        meters["probe"] = Meter(None)
     floor_llama = engines["floor"]._load() if "floor" in engines else None
     batched_llama = engines["batched_floor"]._load() if "batched_floor" in engines else None
     batch = llama_cpp.llama_batch_init(batched_llama.n_batch, 0, 1) if batched_llama is not None else None
@@ -330,6 +343,12 @@ def main() -> None:
             explanations[name].append([v.explanation for v in card.verdicts])
             for verdict in card.verdicts:
                 meters[name].answers[verdict.answer] += 1
+        if probe_judge is not None and probe_reader is not None:
+            with meters["probe"]:
+                verdicts = probe_judge.verdicts(probe_reader, pair.article, pair.summary, checklist.questions, "probe")
+            meters["probe"].figures.calls += len(verdicts)
+            for verdict in verdicts.values():
+                meters["probe"].answers[verdict.answer] += 1
         # the floors mirror what the judges asked: today's prompts and tokens, verdict_only's prompts
         recorded = next((name for name in ("today", "verdict_only") if name in requests), None)
         engine = engines[recorded] if recorded else None
@@ -380,14 +399,14 @@ def main() -> None:
         f"{a}/{b}": seconds[a] / seconds[b]
         for a, b in (
             ("today", "new"), ("today", "verdict_only"), ("verdict_only", "batched_floor"), ("naive", "new"), ("today", "floor"),
-            ("one_token", "batched_floor"),
+            ("one_token", "batched_floor"), ("probe", "one_token"), ("probe", "verdict_only"),
         )  # fmt: skip
         if a in seconds and b in seconds
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "model": str(path),
-        "arms": list(engines),
+        "arms": list(args.arms),
         "naive_max_tokens": args.naive_max_tokens,
         "pairs": [{k: v for k, v in asdict(p).items() if k not in ("article", "summary")} for p in pairs],
         "questions": [text for _, text in QUESTIONS[:q]],
@@ -398,11 +417,24 @@ def main() -> None:
         "one_token_answers_equal_to_verdict_only": one_token_alike,
         "ratios": ratios,
     }, indent=2) + "\n")
-    shown = [k for k in ("today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new", "one_token/batched_floor") if k in ratios]
+    shown = [
+        k for k in ("today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new", "one_token/batched_floor", "probe/one_token", "probe/verdict_only")
+        if k in ratios
+    ]
     print("ratios: " + " ".join(f"{k}={ratios[k]:.2f}" for k in shown))
 
 
-ARMS = ("today", "new", "verdict_only", "one_token", "naive", "floor", "batched_floor")
+def placeholder_probe(model: str, shape: tuple[int, ...]) -> Any:
+    """A probe whose head reads the last layer with zero weights: what a verdict costs, whatever the weights."""
+    from bineval_dspy.judges.probe import INSTRUCTIONS, Probe, ProbeHead, ProbeRecord
+
+    layers, width = shape
+    head = ProbeHead(layer=layers - 1, strength=1.0, mean=[0.0] * (width + 1), scale=[1.0] * (width + 1), weights=[0.0] * (width + 1), bias=0.0, threshold=0.5)
+    record = ProbeRecord(model=model, labels="none (a timing placeholder)", rows=0, yes_share=0.0, groups=[], folds=2, candidates=[], validation={})
+    return Probe(instructions=INSTRUCTIONS, head=head, record=record)
+
+
+ARMS = ("today", "new", "verdict_only", "one_token", "probe", "naive", "floor", "batched_floor")
 NEEDS = {"floor": "today", "batched_floor": "verdict_only"}  # a floor replays the prompts its judge arm recorded
 
 
@@ -415,8 +447,8 @@ def arm_list(text: str) -> tuple[str, ...]:
     missing = [f"{floor} needs {judge}" for floor, judge in NEEDS.items() if floor in names and judge not in names]
     if missing:
         raise argparse.ArgumentTypeError("; ".join(missing))
-    if not names & {"today", "new", "verdict_only", "one_token"}:
-        raise argparse.ArgumentTypeError("name at least one judge arm (today, new, verdict_only, one_token)")
+    if not names & {"today", "new", "verdict_only", "one_token", "probe"}:
+        raise argparse.ArgumentTypeError("name at least one judge arm (today, new, verdict_only, one_token, probe)")
     return tuple(name for name in ARMS if name in names)
 
 

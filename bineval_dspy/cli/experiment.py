@@ -23,7 +23,7 @@ TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, 
 def tiny(config: ExperimentConfig) -> ExperimentConfig:
     """The same experiment at smoke-test size, in its own run directory: few groups per split (the first of each
     split file), one iteration, short outputs, two samples, a small GEPA budget, one training step."""
-    from bineval_dspy.experiment.config import BestOfArm, FinetuneArm, GepaArm, RefineArm, SelectionDemosArm
+    from bineval_dspy.experiment.config import BestOfArm, FinetuneArm, GepaArm, ProbeArm, RefineArm, SelectionDemosArm
 
     data = config.data
     update = {name: min(value, TINY[name]) for name in ("train", "val", "test") if isinstance(value := getattr(data, name), int)}
@@ -35,6 +35,8 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
             arm = arm.model_copy(update={"iterations": 1})
         elif isinstance(arm, FinetuneArm):
             arm = arm.model_copy(update={"finetune": {**arm.finetune, **TINY_FINETUNE}, "train_data_rows": TINY["train"]})
+        elif isinstance(arm, ProbeArm):  # few rows, two folds, one strength
+            arm = arm.model_copy(update={"train_data_rows": TINY["train"] * 4, "folds": 2, "strengths": arm.strengths[:1]})
         elif isinstance(arm, GepaArm):
             arm = arm.model_copy(update={"calls_like": None, "max_metric_calls": TINY["metric_calls"], "minibatch": 1})
         arms.append(arm)

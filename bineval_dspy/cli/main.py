@@ -17,6 +17,7 @@ from typing import Any
 
 from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
+from bineval_dspy.cli.calibrate import add_calibrate_command
 from bineval_dspy.cli.checklist import add_checklist_command
 from bineval_dspy.cli.data import add_data_command
 from bineval_dspy.cli.defaults import DEFAULT_LM, DEFAULT_THREADS, DEFAULT_TIMEOUT
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_command(sub)
     add_generate_command(sub, common)
     add_meta_command(sub, common)
+    add_calibrate_command(sub, common)
     add_analyze_commands(sub, common)
     add_tune_command(sub, common)
     for command in sub.choices.values():

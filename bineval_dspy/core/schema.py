@@ -217,6 +217,7 @@ class JudgeSpec(JudgeOptions):
     model: str
     sample_temperature: float | None = None
     thresholds: dict[str, float] = Field(default_factory=dict)  # per-dimension P(yes) decision thresholds
+    probe: str | None = None  # the digest of the trained head that answered the LM questions (``judges.probe``)
 
     @model_validator(mode="after")
     def _thresholds_are_probabilities(self) -> JudgeSpec:
@@ -237,6 +238,8 @@ class JudgeSpec(JudgeOptions):
         data = handler(self)
         if data.get("verdict_format") == "json":
             del data["verdict_format"]
+        if data.get("probe") is None:
+            data.pop("probe", None)
         ordered = {key: data[key] for key in _SPEC_ORDER if key in data}
         return {**ordered, **{key: value for key, value in data.items() if key not in ordered}}  # a new option: after them
 

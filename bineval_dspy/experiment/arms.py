@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import digest
-from bineval_dspy.core.jsonio import load_model
+from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.experiment.config import (
@@ -31,6 +31,7 @@ from bineval_dspy.experiment.config import (
     FinetuneArm,
     GepaArm,
     OwnLMArm,
+    ProbeArm,
     ProgramArm,
     RefineArm,
     SelectionDemosArm,
@@ -186,6 +187,8 @@ def check_inputs(context: ArmContext) -> None:
             context.own_lm(arm)
         if isinstance(arm, FinetuneArm):
             extra_train(arm.train_data, [*context.val, *context.test], context.config.mode)
+        if isinstance(arm, ProbeArm) and arm.train_data is not None:
+            _no_test_task(arm, context)
         if isinstance(arm, ProgramArm) and _saved_program(arm, context).weights is not None and arm.lm is not None:
             raise InputError(f"{context.config.source}: arm {arm.name!r} field 'lm': its program runs on its own weights; leave lm out")
 
@@ -220,6 +223,61 @@ def finetune_arm(arm: FinetuneArm, context: ArmContext) -> tuple[dspy.Module, Co
         program = tuner.compile(context.student, trainset=[*context.train, *extra])
     ProgramFile.of(program).save(folder / PROGRAM_FILE)
     return program, measurement.cost
+
+
+def probe_arm(arm: ProbeArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
+    """The start judge answering by a head on its LM's hidden state, trained on train, val and ``train_data``'s
+    reference verdicts (``judges.probe.fit_probe``); the trained program is kept, and reused while the settings and
+    data are the same (the states themselves are cached with the LM's replies)."""
+    from bineval_dspy.core.fingerprint import file_digest
+    from bineval_dspy.judges.probe import examples_file, fit_probe
+    from bineval_dspy.lm.cache import installed_dir
+    from bineval_dspy.lm.hidden import reader_for
+
+    folder = context.folder(arm.name)
+    where = f"{context.config.source}: arm {arm.name!r}"
+    examples = [_labeled(example, where) for example in [*context.train, *context.val]]
+    data: dict[str, str] = {}
+    if arm.train_data is not None:
+        examples += examples_file(arm.train_data)[: arm.train_data_rows]
+        data[str(arm.train_data)] = file_digest(arm.train_data)
+    fingerprint = digest(json.dumps([_fingerprint(context), arm.model_dump(mode="json", exclude={"train_data"}), sorted(data.values())]))
+    marker = folder / ARM_FILE
+    if marker.is_file() and (folder / PROGRAM_FILE).is_file() and json.loads(marker.read_text(encoding="utf-8")).get("fingerprint") == fingerprint:
+        return load_program(folder, "judge").apply(context.student.deepcopy()), Cost()
+    judge = context.student.deepcopy()
+    reader = reader_for(judge.answer_lm(), installed_dir(), f"{where}: the judge's LM")
+    judge.probe = fit_probe(
+        examples, reader, labels="reference verdicts of the train and val splits" + (f" and {arm.train_data.name}" if arm.train_data else ""),
+        data=data, layers=arm.layers, strengths=arm.strengths, folds=arm.folds, seed=context.config.data.seed,
+        test_groups=[str(example.get("example_id", "")) for example in context.test], label=f"  {arm.name}: reading states",
+    )
+    ProgramFile.of(judge).save(folder / PROGRAM_FILE)
+    write_text_atomic(marker, json.dumps({"fingerprint": fingerprint}))
+    return judge, Cost()
+
+
+def _no_test_task(arm: ProbeArm, context: ArmContext) -> None:
+    """Refuse a probe's ``train_data`` holding a task of the test split (its questions would be trained on)."""
+    from bineval_dspy.judges.probe import examples_file
+
+    assert arm.train_data is not None
+    test = {str(example.get("example_id", "")) for example in context.test}
+    leaked = sorted({e.group for e in examples_file(arm.train_data)[: arm.train_data_rows]} & test)
+    if leaked:
+        raise InputError(f"{arm.train_data}: field 'example_id': task {leaked[0]!r} is in the test split ({len(leaked)} task(s) on both sides)")
+
+
+def _labeled(example: dspy.Example, where: str) -> Any:
+    """A cross-mode example as a probe's training row; one without a recorded reference is refused."""
+    from bineval_dspy.judges.probe import LabeledExample
+
+    if example.get("reference") not in ("yes", "no"):
+        raise InputError(f"{where}: a probe trains on recorded reference verdicts; example {example.get('question_id')!r} has none")
+    return LabeledExample(
+        input=example["input"], output=example["output"], question=example["question"], reference=example["reference"],
+        group=str(example.get("example_id", "")),
+    )
 
 
 def refine_arm(arm: RefineArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
@@ -308,3 +366,4 @@ ARMS.add("selection_demos", selection_demos_arm)
 ARMS.add("refine", refine_arm)
 ARMS.add("finetune", finetune_arm)
 ARMS.add("program", program_arm)
+ARMS.add("probe", probe_arm)

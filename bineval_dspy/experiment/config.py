@@ -128,13 +128,32 @@ class ProgramArm(OwnLMArm):
     path: Path
 
 
+class ProbeArm(_Arm):
+    """A probe judge (cross mode): a head on the judge LM's hidden state (``judges.probe``), trained on the train and
+    val rows' reference verdicts and every row of ``train_data`` (judge examples), its layer, strength and threshold
+    chosen by grouped folds over them, never the test split."""
+
+    kind: Literal["probe"] = "probe"
+    train_data: Path | None = None
+    train_data_rows: int | None = Field(default=None, ge=1, description="at most this many train_data rows (the first)")
+    layers: list[int] | None = Field(default=None, description="candidate layers (default: every third, and the last)")
+    strengths: list[float] = Field(default=[0.001, 0.003, 0.01, 0.03], min_length=1, description="candidate C (inverse L2 strength)")
+    folds: int = Field(default=5, ge=2, description="grouped folds the candidates and the threshold are chosen on")
+
+    @model_validator(mode="after")
+    def _positive(self) -> ProbeArm:
+        if any(not 0 < c < float("inf") for c in self.strengths):
+            raise ValueError("strengths: each C is a positive number")
+        return self
+
+
 class RefineArm(OwnLMArm):
     kind: Literal["refine"] = "refine"
     iterations: int = Field(default=1, ge=1)
 
 
 ArmConfig = Annotated[
-    StartArm | BinEvalArm | GepaArm | BestOfArm | SelectionDemosArm | RefineArm | FinetuneArm | ProgramArm,
+    StartArm | BinEvalArm | GepaArm | BestOfArm | SelectionDemosArm | RefineArm | FinetuneArm | ProgramArm | ProbeArm,
     Field(discriminator="kind"),
 ]
 GENERATION_ONLY = ("gepa", "best_of", "selection_demos", "refine")  # kinds that need a generator (self mode)
@@ -171,6 +190,8 @@ class ExperimentConfig(RunConfig):
         for index, arm in enumerate(self.arms):
             if arm.kind in GENERATION_ONLY and self.mode != "self":
                 raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} needs a generator (mode = \"self\")")
+            if arm.kind == "probe" and self.mode != "cross":
+                raise ValueError(f"arm {arm.name!r}: kind \"probe\" trains a judge on reference verdicts (mode = \"cross\")")
             if isinstance(arm, BestOfArm) and arm.of is not None and arm.of not in names[:index]:
                 raise ValueError(f"arm {arm.name!r}: of {arm.of!r} is not an earlier arm")
             if isinstance(arm, BestOfArm) and arm.of is not None and arm.lm is not None:
@@ -231,7 +252,7 @@ def load_experiment(path: Path) -> ExperimentConfig:
     if not config.data.split_files and config.data.test == 0:
         raise InputError(f"{path}: field 'data.test': an experiment scores its arms on a test split; give test > 0 or a file")
     for arm in config.arms:
-        if isinstance(arm, FinetuneArm) and arm.train_data is not None:
+        if isinstance(arm, FinetuneArm | ProbeArm) and arm.train_data is not None:
             arm.train_data = (path.parent / arm.train_data).resolve()
         if isinstance(arm, ProgramArm):
             arm.path = (path.parent / arm.path).resolve()

@@ -25,7 +25,7 @@ from bineval_dspy.lm.usage import Cost, measuring, total
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import build, splits_of, test_scorer
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdateFeedback
-from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer
+from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer, judge_differences
 from bineval_dspy.programs.records import SelectionStats
 from bineval_dspy.programs.state import ProgramFile
 from bineval_dspy.stats.bootstrap import Interval
@@ -40,6 +40,8 @@ class Comparison(BaseModel):
     score: Interval
     accuracy: dict[str, Interval] = Field(default_factory=dict)
     kappa: Interval | None = None
+    balanced_accuracy: Interval | None = None
+    auroc: Interval | None = None
 
 
 class ArmResult(BaseModel):
@@ -145,7 +147,7 @@ def run_experiment(
             else:  # by state, so the final program and its last accepted step are scored once
                 best = (audit.best.instructions, audit.best.demos, audit.best.thresholds)
                 evaluations[arm.name] = scorer.evaluation(best, arm.name, student=program)
-        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos", "finetune", "program") else None
+        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos", "finetune", "program", "probe") else None
         if state is not None and state.weights is not None:  # written from the run folder, so the results can move
             state.weights = state.weights.relative_to(config.run_dir)
         experiment.arms.append(ArmResult(
@@ -186,6 +188,7 @@ def _compare(experiment: ExperimentResults, evaluations: dict[str, Evaluation], 
             score=scorer.difference(after, base),
             accuracy={name: scorer.difference(after, base, name) for name in result.test.accuracy},
             kappa=scorer.difference(after, base, "kappa") if result.test.kappa is not None else None,
+            **{name.removesuffix("_difference"): value for name, value in judge_differences(scorer, after, base).items()},
         )
 
 
@@ -215,6 +218,8 @@ def markdown(results: ExperimentResults) -> str:
     header = ["arm", "kind", "LM calls (optimize + test)", "score [95% CI]", f"{main} [95% CI]", f"{main} minus {results.baseline} [paired 95% CI]"]
     if self_mode:
         header += ["strict instruction", "loose prompt", "loose instruction", "prompt chars"]
+    else:
+        header += ["balanced accuracy [95% CI]", "minus baseline [paired]", "AUROC [95% CI]", "minus baseline [paired]"]
     learned = f" ({results.splits['train']} train, {results.splits['val']} val)" if results.splits["train"] or results.splits["val"] else ""
     lines = [
         f"{results.name}: {results.splits['test']} test items{learned}; baseline {results.baseline}",
@@ -231,6 +236,12 @@ def markdown(results: ExperimentResults) -> str:
         if self_mode:
             cells += [arm.test.accuracy[name].text() for name in MEASURES[1:]]
             cells.append("—" if arm.prompt_chars is None else str(arm.prompt_chars))
+        else:
+            versus = arm.vs_baseline
+            for name in ("balanced_accuracy", "auroc"):
+                own: Interval | None = getattr(arm.test, name)
+                paired: Interval | None = getattr(versus, name) if versus is not None else None
+                cells += [own.text() if own else "n/a", paired.text(signed=True) if paired else "—"]
         lines.append("| " + " | ".join(cells) + " |")
     stepped = [arm for arm in results.arms if arm.steps]
     if stepped:

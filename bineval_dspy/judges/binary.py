@@ -44,6 +44,7 @@ from bineval_dspy.judges.base import CodeRouter
 from bineval_dspy.judges.code import make_code_router
 from bineval_dspy.judges.formats import MemoJSONAdapter
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
+from bineval_dspy.judges.probe import Probe
 from bineval_dspy.judges.replies import parsed_reply, unfenced
 from bineval_dspy.lm._batching import call_order
 from bineval_dspy.lm.cache import reply_journal
@@ -184,7 +185,8 @@ class BinaryJudge(dspy.Module):
     one call per output with one verdict per question in its schema, a missing verdict unanswered; a failure's
     explanation, a calibration prior and each sample are one batch call too).
     Questions that name a code verifier are answered by it (``verifier_mode`` strict or loose), never by
-    the LM; ``code_router`` replaces that routing.
+    the LM; ``code_router`` replaces that routing. ``probe``: the LM questions are answered by a trained head on the
+    LM's hidden state (``judges.probe``: one prefill each, nothing decoded), not by what the LM says.
 
     ``explanations``: ``all`` (every verdict explained), ``failures`` (the answer first, then an explanation only
     for a failed criterion, a "no" or a "yes" to a negative-weight one: what the optimizer and a reader need) or
@@ -209,6 +211,7 @@ class BinaryJudge(dspy.Module):
         thresholds: dict[str, float] | None = None,
         scoring: Scoring = "per_question",
         verdict_format: VerdictFormat = "json",
+        probe: Probe | None = None,
     ) -> None:
         super().__init__()
         try:  # the options are validated in one place, the model every judge config shares
@@ -219,6 +222,9 @@ class BinaryJudge(dspy.Module):
             )
         except ValidationError as exc:
             raise ValueError(options_problem(exc)) from None
+        if probe is not None and (clash := probe_clash(chain_of_thought, samples, calibration, scoring, verdict_format)):
+            raise ValueError(f"probe: {clash}")
+        self.probe = probe
         self.answer = dspy.ChainOfThought(AnswerQuestion) if chain_of_thought else dspy.Predict(AnswerQuestion)
         self.samples = samples
         self.probability = probability
@@ -255,6 +261,11 @@ class BinaryJudge(dspy.Module):
         self._check_format()
         routed = {q.id: self.code_router(q, input, output) for q in checklist.questions}
         asked = [q for q in checklist.questions if routed[q.id] is None]
+        if self.probe is not None:
+            answers = self._probe_verdicts(input, output, asked)
+            verdicts = [routed[q.id] or self._decided(answers[q.id], None, q) for q in checklist.questions]
+            card = score(checklist, verdicts, use_probability=self.probability, partial=self.partial)
+            return card.model_copy(update={"judge": self.spec()})
         if self.scoring == "batch":
             answers = self._batch_votes(input, output, asked)
             priors = self._batch(input, CONTENT_FREE_OUTPUT, asked, 0, False) if self.calibration == "content_free" else {}
@@ -332,7 +343,18 @@ class BinaryJudge(dspy.Module):
             thresholds=self.thresholds,
             scoring=self.scoring,
             verdict_format=self.verdict_format,
+            probe=self.probe.digest() if self.probe is not None else None,
         )
+
+    def _probe_verdicts(self, input: str, output: str, questions: Sequence[Question]) -> dict[str, Verdict]:
+        """The probe's verdicts for ``questions`` (its reader is the judge LM's model, refused in one line when that
+        model gives no hidden states)."""
+        from bineval_dspy.lm.cache import installed_dir
+        from bineval_dspy.lm.hidden import reader_for
+
+        assert self.probe is not None
+        lm = self.answer_lm()
+        return self.probe.verdicts(reader_for(lm, installed_dir()), input, output, questions, getattr(lm, "model", "unknown-lm"))
 
     def _check_format(self) -> None:
         lm = self.answer_lm()
@@ -346,6 +368,8 @@ class BinaryJudge(dspy.Module):
         routed = self.code_router(question, input, output)
         if routed is not None:
             return routed
+        if self.probe is not None:
+            return self._decided(self._probe_verdicts(input, output, [question])[question.id], None, question)
         prior = self._prior(input, question) if self.calibration == "content_free" else None
         verdict = self._decided(self._ask_votes(input, output, question), prior, question)
         if self.explanations == "failures" and met(question, verdict) is False:
@@ -454,6 +478,17 @@ class BinaryJudge(dspy.Module):
     def answer_lm(self) -> dspy.LM | None:
         """The LM this judge calls: its own if set, else the configured one."""
         return self.answer.predictors()[0].lm or dspy.settings.lm
+
+
+def probe_clash(chain_of_thought: bool, samples: int, calibration: str, scoring: str, verdict_format: str) -> str | None:
+    """Why a probe cannot go with these options (it decodes nothing: no reasoning, no votes, no prior), or None."""
+    if chain_of_thought or samples > 1:
+        return "a probe reads one state per question: no chain of thought, no samples"
+    if calibration != "none":
+        return "a probe's threshold is its calibration: no content-free calibration"
+    if scoring != "per_question" or verdict_format != "json":
+        return "a probe answers each question from its own prompt: per-question scoring, json verdict format"
+    return None
 
 
 def _majority(question_id: str, votes: list[Verdict], partial: bool = False) -> Verdict:

@@ -184,6 +184,15 @@ SQLITE_PER_CONNECTION = {"sqlite_mmap_size": 0, "sqlite_cache_size": 256}
 MEMORY_ENTRIES = 4096  # replies kept in memory as well: the disk keeps every one, so a long run's memory stays flat
 
 
+_installed: list[Path | None] = [None]  # the disk folder of the cache ``install`` last made
+
+
+def installed_dir() -> Path | None:
+    """The folder the process's LM replies are kept in (None: memory only): where other per-call results that are
+    as costly as a reply (hidden-state readings) are kept beside them."""
+    return _installed[0]
+
+
 def install(cache_dir: Path | None) -> ReplyCache:
     """Make a ``ReplyCache`` DSPy's cache: memory (the latest ``MEMORY_ENTRIES`` replies), plus disk at
     ``cache_dir`` when given."""
@@ -203,6 +212,7 @@ def install(cache_dir: Path | None) -> ReplyCache:
         if isinstance(getattr(previous, "disk_cache", None), OneThreadDisk):
             previous.disk_cache.flush()  # its queued writes land before this cache reads the same folder
         dspy.cache = cache
+        _installed[0] = cache_dir
     callbacks = list(dspy.settings.get("callbacks") or [])
     if not any(isinstance(callback, ForgetUnparsed) for callback in callbacks):
         dspy.settings.configure(callbacks=[*callbacks, ForgetUnparsed()])

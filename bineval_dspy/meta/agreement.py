@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
-from bineval_dspy.stats.bootstrap import Bootstrap, Interval, Statistic
+from bineval_dspy.stats.bootstrap import Bootstrap, Interval
+from bineval_dspy.stats.classification import kappa_statistic
 
 
 def agreement(target: Sequence[str], reference: Sequence[str]) -> float | None:
@@ -31,24 +30,6 @@ def cohen_kappa(target: Sequence[str], reference: Sequence[str]) -> float | None
     observed = sum(a == b for a, b in zip(target, reference)) / n
     chance = sum((list(target).count(label) / n) * (list(reference).count(label) / n) for label in labels)
     return None if chance >= 1.0 - 1e-12 else (observed - chance) / (1.0 - chance)
-
-
-def kappa_statistic(pairs: Sequence[tuple[str, str]]) -> Statistic:
-    """Cohen's kappa as a function of pair weights, for the shared bootstrap; NaN where it is undefined."""
-    target = np.array([a for a, _ in pairs])
-    reference = np.array([b for _, b in pairs])
-    same = (target == reference).astype(float)
-    shares = [((target == label).astype(float), (reference == label).astype(float)) for label in ("yes", "no")]
-
-    def statistic(weights: np.ndarray) -> np.ndarray:
-        total = weights.sum(axis=1)
-        total = np.where(total > 0, total, np.nan)
-        observed = (weights @ same) / total
-        chance = sum(((weights @ t) / total) * ((weights @ r) / total) for t, r in shares)
-        with np.errstate(invalid="ignore", divide="ignore"):  # chance 1: undefined, set to NaN below
-            return np.where(chance >= 1.0 - 1e-12, np.nan, (observed - chance) / (1.0 - chance))
-
-    return statistic
 
 
 def kappa_interval(

@@ -75,6 +75,7 @@ def load_config(path: Path) -> MetaEvalConfig:
         else m
         for m in config.methods
     ]
+    methods = [m.model_copy(update={"probe": (base / m.probe).resolve()}) if isinstance(m, BinEvalMethod) and m.probe is not None else m for m in methods]
     return config.model_copy(
         update={
             "source": str(path),

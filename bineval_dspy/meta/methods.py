@@ -8,6 +8,8 @@
 - ``unieval``: one yes/no question per dimension, UniEval style, scored by P(yes).
 - ``rouge`` (``rouge_l``: its ROUGE-L form): ROUGE-1, ROUGE-2, ROUGE-L or summary-level ROUGE-L F1 against the
   references (Google's ``rouge-score`` package), the same for every dimension.
+- ``probe``: a learned metric: a probe on the LM's hidden state for each dimension's question (UniEval's wording),
+  trained on the human scores of the other folds' inputs (``meta.probe``: weak labels, cross-fitted by input).
 - ``length``: the output's length in words (runs of letters and digits), the same for every dimension: the baseline that shows how much of a
   method's correlation length alone would give.
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import dspy
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from bineval_dspy.core.schema import Answer, Checklist, Explanations, JudgeFields, JudgeSpec, Question, Scorecard
@@ -69,6 +72,7 @@ class BinEvalMethod(_Method, JudgeFields):
     writer: str = "bineval"  # the method that writes a generated or per-input checklist
     explanations: Explanations = "none"
     code_routing: bool = True  # False: the LM answers questions a code verifier would
+    probe: Path | None = None  # a probe judge's run folder (``bineval calibrate``'s) or its probe.json: its head answers the LM questions
 
     def judge_spec(self, model: str) -> JudgeSpec:
         """The judge this method runs, on the LM named ``model``."""
@@ -94,16 +98,35 @@ class BinEvalMethod(_Method, JudgeFields):
         has_questions = any(row.questions for row in rows)
         if self.checklist == "dataset" and not has_questions:
             raise MethodProblem("checklist", "\"dataset\" needs a dataset with questions per output (InFoBench)")
+        if self.probe is not None:
+            from bineval_dspy.judges.binary import probe_clash
+
+            self.trained_probe()
+            if clash := probe_clash(self.chain_of_thought, self.samples, self.calibration, self.scoring, self.verdict_format):
+                raise MethodProblem("probe", clash)
+
+    def trained_probe(self) -> Any:
+        """The head ``probe`` names (None without one), refused in one line when it cannot be read."""
+        from bineval_dspy.judges.probe import Probe
+
+        if self.probe is None:
+            return None
+        path = self.probe / "probe.json" if self.probe.is_dir() else self.probe
+        if not path.is_file():
+            raise MethodProblem("probe", f"{path}: no such file (a probe judge's run folder holds probe.json)")
+        return Probe.load(path)
 
 
     def fingerprint_options(self) -> dict[str, Any]:
         """Options added after the first runs are left out at their defaults, so earlier runs still resume."""
         options = self.model_dump(mode="json")
+        if self.probe is not None:
+            options["probe"] = self.trained_probe().digest()  # the head itself, wherever its file lies
         return {k: v for k, v in options.items() if _ADDED_BINEVAL_OPTIONS.get(k, object()) != v}
 
 
 _ADDED_BINEVAL_OPTIONS: dict[str, Any] = {
-    "writer": "bineval", "scoring": "per_question", "code_routing": True, "verdict_format": "json", "verifier_mode": "strict", "partial": False,
+    "probe": None, "writer": "bineval", "scoring": "per_question", "code_routing": True, "verdict_format": "json", "verifier_mode": "strict", "partial": False,
 }  # fmt: skip
 
 
@@ -173,7 +196,31 @@ class LengthMethod(_Method):
     uses_lm: ClassVar[bool] = False
 
 
-MethodConfig = Annotated[BinEvalMethod | HolisticMethod | UniEvalMethod | RougeMethod | LengthMethod, Field(discriminator="kind")]
+class ProbeMethod(_Method):
+    """A learned metric, cross-fitted: each dimension's question (UniEval's wording, or ``questions``) read as a
+    probe's P(yes), the head trained on weak labels (the human score on the question's dimension, yes from the
+    training rows' median up) of the inputs in the other ``folds`` folds, never the output's own input; each fold's
+    layer, C (from ``strengths``) and threshold chosen by ``inner_folds`` grouped folds inside its training rows."""
+
+    kind: Literal["probe"]
+    questions: dict[str, Wording] = Field(default_factory=dict)
+    folds: int = Field(default=5, ge=2)
+    inner_folds: int = Field(default=3, ge=2)
+    layers: list[int] | None = None
+    strengths: list[float] = Field(default=[0.001, 0.01], min_length=1)
+    seed: int = 0
+
+    def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:
+        _wording(self.questions, QUESTIONS.get(genre, {}), dimensions, "questions")
+        if not any(row.scores for row in rows):
+            raise MethodProblem("kind", "a probe learns from human scores, and this dataset has none")
+        if len({row.doc_id for row in rows}) < self.folds:
+            raise MethodProblem("folds", f"{self.folds} folds need at least as many inputs; the run has {len({row.doc_id for row in rows})}")
+
+
+MethodConfig = Annotated[
+    BinEvalMethod | HolisticMethod | UniEvalMethod | RougeMethod | LengthMethod | ProbeMethod, Field(discriminator="kind")
+]
 
 
 def _wording(given: dict[str, str], defaults: dict[str, str], dimensions: Sequence[str], field: str) -> dict[str, str]:
@@ -226,7 +273,9 @@ def build_scorer(
     ``per_input`` one written per input, from ``task``, the input, and the outputs of ``rows`` beside it)."""
     if isinstance(method, BinEvalMethod):
         model = str(getattr(dspy.settings.lm, "model", "unknown-lm"))  # the method's LM: build_scorer runs in its context
-        judge = BinaryJudge.from_spec(method.judge_spec(model), threads=judge_threads, code_router=None if method.code_routing else _no_code)
+        judge = BinaryJudge.from_spec(
+            method.judge_spec(model), threads=judge_threads, code_router=None if method.code_routing else _no_code, probe=method.trained_probe()
+        )
         per_input = _per_input_checklists(method, dimensions, genre, rows, task) if method.checklist == "per_input" else None
 
         def bineval(row: MetaRow) -> Scored:
@@ -257,9 +306,43 @@ def build_scorer(
             return Scored(scores={dim: rating.value for dim, rating in ratings.items()}, ratings=ratings)
 
         return holistic
+    if isinstance(method, ProbeMethod):
+        return _probe_scorer(method, dimensions, genre, rows)
     if isinstance(method, LengthMethod):
         return lambda row: Scored(scores=dict.fromkeys(dimensions, float(len(_WORD.findall(row.output)))))
     return _rouge_scorer(method, dimensions)
+
+
+def _probe_scorer(method: ProbeMethod, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> Scorer:
+    """Every output's P(yes) per dimension from the head of the fold that held its input out: the states of every
+    row are read first (an input's outputs one after another, so its text is evaluated once), then the heads fitted."""
+    from bineval_dspy.core.console import console
+    from bineval_dspy.judges.probe import INSTRUCTIONS, LabeledExample, read_examples
+    from bineval_dspy.lm.cache import installed_dir
+    from bineval_dspy.lm.hidden import reader_for
+    from bineval_dspy.meta.probe import cross_fitted
+
+    texts = _wording(method.questions, QUESTIONS.get(genre, {}), dimensions, "questions")
+    reader = reader_for(dspy.settings.lm, installed_dir(), f"method {method.name}: the LM")
+    first = {doc: k for k, doc in reversed(list(enumerate(row.doc_id for row in rows)))}
+    ordered = sorted((row for row in rows if all(dim in row.scores for dim in texts)), key=lambda row: first[row.doc_id])
+    pairs = [(row, dim) for row in ordered for dim in texts]
+    examples = [LabeledExample(input=row.input, output=row.output, question=texts[dim], reference="yes", group=row.doc_id) for row, dim in pairs]
+    readings = read_examples(reader, INSTRUCTIONS, examples, label=f"  {method.name}: reading states")
+    p, heads = cross_fitted(
+        readings, [row.scores[dim] for row, dim in pairs], [dim for _, dim in pairs], [row.doc_id for row, _ in pairs],
+        folds=method.folds, inner_folds=method.inner_folds, layers=method.layers, strengths=method.strengths, seed=method.seed,
+    )
+    for head in heads:
+        console.print(f"  {method.name}: fold {head['fold']}: layer {head['layer']}, C {head['strength']}, medians {head['medians']}", markup=False)
+    found: dict[str, dict[str, float | None]] = {}
+    for (row, dim), value in zip(pairs, p):
+        found.setdefault(row.id, {})[dim] = None if np.isnan(value) else round(float(value), 6)
+
+    def probe(row: MetaRow) -> Scored:
+        return Scored(scores=found.get(row.id, dict.fromkeys(texts, None)))
+
+    return probe
 
 
 def _no_code(question: Question, input: str, output: str) -> None:

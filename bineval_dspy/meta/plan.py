@@ -15,7 +15,7 @@ def meta_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
     from bineval_dspy.core.schema import Checklist
     from bineval_dspy.judges.binary import BinaryJudge
     from bineval_dspy.lm.estimate import completion_limit
-    from bineval_dspy.meta.methods import BinEvalMethod
+    from bineval_dspy.meta.methods import BinEvalMethod, ProbeMethod
     from bineval_dspy.meta.runner import checked_rows
 
     rows = checked_rows(config)
@@ -24,7 +24,7 @@ def meta_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
     judge = BinaryJudge()
     predictor = judge.named_predictors()[0][1]
     calls, tokens = 0, 0
-    for method in (m for m in config.methods if m.uses_lm):
+    for method in (m for m in config.methods if m.uses_lm and not isinstance(m, ProbeMethod)):  # a probe decodes nothing
         for row in rows:
             if isinstance(method, BinEvalMethod):
                 if isinstance(method.checklist, str) and method.checklist == "dataset":

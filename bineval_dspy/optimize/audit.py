@@ -39,6 +39,7 @@ class ItemResult(BaseModel):
     error: str | None = None
     answer: str | None = None  # cross-model: the target's answer and the reference's
     reference: str | None = None
+    p_yes: float | None = None  # cross-model: the target's P(yes), where it read one (AUROC ranks by it)
     asked: list[Asked] = Field(default_factory=list)  # self-update: the LM-answered questions' verdicts
 
 

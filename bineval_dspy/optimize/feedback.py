@@ -267,7 +267,8 @@ class CrossModelFeedback:
             answer = verdict.answer if verdict else "unanswered"
             explanation = verdict.explanation if verdict else error
             reference_yes[question.dimension].append(1.0 if reference == "yes" else 0.0)
-            items.append(ItemResult(id=item_id, group=group, score=float(answer == reference), answer=answer, reference=reference))
+            p_yes = verdict.p_yes if verdict is not None and answer != "unanswered" else None
+            items.append(ItemResult(id=item_id, group=group, score=float(answer == reference), answer=answer, reference=reference, p_yes=p_yes))
             if answer == "unanswered":
                 unanswered += 1
                 problem = problem or f"unanswered: {explanation}"

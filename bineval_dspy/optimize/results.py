@@ -19,11 +19,11 @@ from pydantic import BaseModel, Field
 
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.meta.agreement import kappa_statistic
 from bineval_dspy.optimize.audit import Audit, ItemResult
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource
 from bineval_dspy.programs.state import Demos, ProgramFile, set_state
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval, Statistic, difference_of, mean_of, ratio_of
+from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic
 from bineval_dspy.suites.grading import grade
 from bineval_dspy.suites.rows import SuiteRow
 
@@ -43,6 +43,8 @@ class SplitScore(BaseModel):
     dimension_scores: dict[str, float] = Field(default_factory=dict)
     accuracy: dict[str, Interval] = Field(default_factory=dict)
     kappa: Interval | None = None
+    balanced_accuracy: Interval | None = None  # judges: the mean of the yes and no recalls (an always-yes judge: 0.5)
+    auroc: Interval | None = None  # judges that read P(yes) on every item: how well it ranks the reference's yes over no
     item_scores: dict[str, float] = Field(default_factory=dict)  # per item (suite key, or question), for checks by item
     followed: dict[str, bool | None] = Field(default_factory=dict)  # suites: strict, every instruction followed (None: ungraded)
 
@@ -66,6 +68,8 @@ class TestResults(BaseModel):
     difference: Interval
     accuracy_difference: dict[str, Interval] = Field(default_factory=dict)
     kappa_difference: Interval | None = None
+    balanced_accuracy_difference: Interval | None = None
+    auroc_difference: Interval | None = None
     steps: list[StepScore] = Field(default_factory=list)
 
 
@@ -131,6 +135,15 @@ def _kappa_statistic(items: Sequence[ItemResult]) -> Statistic | None:
     return lambda weights: inner(weights * answered)
 
 
+def _judge_statistics(items: Sequence[ItemResult]) -> dict[str, Statistic]:
+    """Balanced accuracy (an unanswered verdict is wrong) and, when every item has a P(yes), AUROC."""
+    references = [item.reference or "" for item in items]
+    out = {"balanced_accuracy": balanced_accuracy_statistic([item.answer or "unanswered" for item in items], references)}
+    if all(item.p_yes is not None for item in items):
+        out["auroc"] = auroc_statistic([item.p_yes or 0.0 for item in items], references)
+    return out
+
+
 class TestScorer:
     """Scores program states on the test split with the run's feedback source; each state once."""
 
@@ -175,6 +188,7 @@ class TestScorer:
         kappa = _kappa_statistic(items)
         if kappa is not None:
             out["kappa"] = kappa
+            out.update(_judge_statistics(items))
         return out
 
     def score(self, evaluation: Evaluation) -> SplitScore:
@@ -188,6 +202,8 @@ class TestScorer:
             dimension_scores=evaluation.dimension_scores,
             accuracy={name: boot.interval(stats[name]) for name in MEASURES if name in stats},
             kappa=boot.interval(stats["kappa"]) if "kappa" in stats else None,
+            balanced_accuracy=boot.interval(stats["balanced_accuracy"]) if "balanced_accuracy" in stats else None,
+            auroc=boot.interval(stats["auroc"]) if "auroc" in stats else None,
             item_scores={item.id: item.score for item in evaluation.items},
             followed=self._followed(evaluation),
         )
@@ -214,6 +230,12 @@ class TestScorer:
         return boot.interval(difference_of(self.statistics(after)[name], self.statistics(before)[name]))
 
 
+def judge_differences(scorer: TestScorer, after: Evaluation, before: Evaluation) -> dict[str, Interval]:
+    """The paired differences of the judge statistics both evaluations have (balanced accuracy, AUROC)."""
+    both = set(scorer.statistics(after)) & set(scorer.statistics(before))
+    return {f"{name}_difference": scorer.difference(after, before, name) for name in ("balanced_accuracy", "auroc") if name in both}
+
+
 def score_test(scorer: TestScorer, audit: Audit, *, every_step: bool = False) -> TestResults:
     """Start and final (and with ``every_step`` each accepted step's best) program on test, with paired intervals."""
     replayed = states(audit)
@@ -229,5 +251,6 @@ def score_test(scorer: TestScorer, audit: Audit, *, every_step: bool = False) ->
         difference=scorer.difference(final, start),
         accuracy_difference={name: scorer.difference(final, start, name) for name in final_score.accuracy},
         kappa_difference=scorer.difference(final, start, "kappa") if final_score.kappa is not None else None,
+        **judge_differences(scorer, final, start),
         steps=steps,
     )

@@ -13,15 +13,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 import dspy
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.schema import JudgeOptions
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.probe import Probe
 from bineval_dspy.programs.weights import Weights, attach, weights_of
 
 PROGRAM_FILE = "program.json"
+PROBE_FILE = "probe.json"  # beside it: a probe judge's trained head and its training record
 SPLITS_FILE = "splits.json"  # beside it: the splits the run trained, validated and tested on
 Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)
 
@@ -81,6 +83,16 @@ def prompt_length(texts: dict[str, str], demos: Demos | None = None) -> int:
     return sum(len(t) for t in texts.values()) + shown
 
 
+class ProbeRef(BaseModel):
+    """Where a judge program's trained head is (``probe.json``, relative to the program's folder) and its digest: a
+    program never runs a head other than the one it was saved with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path
+    digest: str
+
+
 class ProgramFile(ProgramState):
     """``program.json``: a generator or judge program as the optimizer left it: its state, what it is, and what it
     runs with."""
@@ -91,6 +103,8 @@ class ProgramFile(ProgramState):
     max_tokens: int | None = None  # generator: the token limit per response it was measured with
     judge: JudgeOptions | None = None  # judge: its options, calibration included
     weights: Weights | None = None  # fine-tuned: the base model and LoRA adapter it runs on (else the configured LM)
+    probe: ProbeRef | None = None  # a probe judge: its head, read with the file (``load_program``)
+    _probe: Probe | None = PrivateAttr(default=None)
 
     @classmethod
     def of(cls, program: dspy.Module) -> ProgramFile:
@@ -102,7 +116,11 @@ class ProgramFile(ProgramState):
             return cls(kind="generator", max_tokens=program.max_tokens, **state)
         if isinstance(program, BinaryJudge):
             spec = program.spec()
-            return cls(kind="judge", thresholds=dict(program.thresholds), judge=spec.options(), **state)
+            file = cls(kind="judge", thresholds=dict(program.thresholds), judge=spec.options(), **state)
+            if program.probe is not None:
+                file.probe = ProbeRef(path=Path(PROBE_FILE), digest=program.probe.digest())
+                file._probe = program.probe
+            return file
         return cls(kind="module", **state)
 
     def build(self) -> dspy.Module:
@@ -113,7 +131,7 @@ class ProgramFile(ProgramState):
         if self.kind == "generator":
             program = Generator(max_tokens=self.max_tokens) if self.max_tokens else Generator()
         elif self.kind == "judge":
-            program = BinaryJudge.from_spec(self.judge or JudgeOptions())
+            program = BinaryJudge.from_spec(self.judge or JudgeOptions(), probe=self._probe)
         else:
             raise ValueError("a program file of kind 'module' has no program to build: apply() it to your own module")
         return self.apply(program)
@@ -121,11 +139,16 @@ class ProgramFile(ProgramState):
     def apply(self, program: dspy.Module) -> dspy.Module:
         """Give ``program`` this state (instructions, demos, thresholds and, when fine-tuned, its weights) and return it."""
         self.apply_to(program)
+        if self._probe is not None:
+            program.probe = self._probe
         return attach(program, self.weights) if self.weights is not None else program
 
     def save(self, path: Path) -> None:
         """Write atomically: a kill never leaves half a program. An adapter's path is written from the file's folder."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        if self._probe is not None and self.probe is not None:  # the head first: a program never names a missing file
+            self._probe.save(path.parent / PROBE_FILE)
+            self.probe = ProbeRef(path=Path(PROBE_FILE), digest=self._probe.digest())
         state = self if self.weights is None else self.model_copy(update={"weights": self.weights.relative_to(path.parent)})
         data = state.model_dump(mode="json", exclude_none=True)
         write_text_atomic(path, json.dumps({"kind": data.pop("kind"), **data}, indent=2, ensure_ascii=False))  # what it is, first
@@ -163,4 +186,17 @@ def load_program(path: Path, kind: Literal["generator", "judge"] | None = None) 
     if program.weights is not None:
         program.weights = program.weights.resolved(file.parent)
         program.weights.check(str(file))
+    if program.probe is not None:
+        program._probe = _read_probe(file, program.probe)
     return program
+
+
+def _read_probe(file: Path, ref: ProbeRef) -> Probe:
+    """The head a program names, refused in one line when missing or not the one saved with it."""
+    path = file.parent / ref.path
+    if not path.is_file():
+        raise InputError(f"{file}: field 'probe.path': {path} not found")
+    probe = Probe.load(path)
+    if probe.digest() != ref.digest:
+        raise InputError(f"{file}: field 'probe.digest': {path} is not the head this program was saved with (its digest differs)")
+    return probe

@@ -32,12 +32,13 @@ def test_bench_judge_runs_at_its_smallest_size(tmp_path):
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("ratios: today/new=")
     assert [item.split("=")[0] for item in last.split()[1:]] == [
-        "today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new", "one_token/batched_floor",
+        "today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new", "one_token/batched_floor", "probe/one_token",
+        "probe/verdict_only",
     ]  # fmt: skip
     result = json.loads(out.read_text())
     assert len(result["pairs"]) == 1 and len(result["questions"]) == 2
     assert result["pairs"][0]["article_tokens"] + result["pairs"][0]["summary_tokens"] <= 200
-    for arm in ("today", "new", "verdict_only", "one_token"):
+    for arm in ("today", "new", "verdict_only", "one_token", "probe"):
         assert sum(result[arm]["answers"].values()) == 2 and result[arm]["answers"]["unanswered"] == 0
     assert result["one_token"]["generated_tokens"] <= 2 * 2  # the answer and the closing quote's token, at most
     assert sum(result["naive"]["answers"].values()) == 2 and result["naive"]["generated_tokens"] <= 32 * result["naive"]["calls"]

@@ -1,0 +1,46 @@
+"""``bineval calibrate CONFIG.toml``: train a probe judge on reference labels; its program goes in the run folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bineval_dspy.cli.options import add_example_option
+from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.errors import ExitCode, InputError
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Read the config, read the judge LM's states (cached), fit the head, print its figures."""
+    from bineval_dspy.lm import runtime
+    from bineval_dspy.lm.cache import installed_dir
+    from bineval_dspy.lm.hidden import reader_for
+    from bineval_dspy.optimize.calibrate import RESULTS_FILE, calibrate, load_calibrate
+
+    config = load_calibrate(Path(args.config))
+    spec = args.lm or config.lm
+    if args.api_base:
+        raise InputError(f"--api-base: a probe reads hidden states, which only a model in this process gives; {config.source} calibrates {spec}")
+    lm = runtime.configure(runtime.LMOptions(spec=spec, source="--lm" if args.lm else f"{config.source}: field 'lm' ="), runtime.run_cache_dir(args.cache_dir, None))
+    results = calibrate(config, reader_for(lm, installed_dir(), "--lm" if args.lm else f"{config.source}: field 'lm' ="))
+    validation = results.record["validation"]
+    assert isinstance(validation, dict)
+    figures = ", ".join(f"{k} {v:.3f}" for k, v in validation.items() if isinstance(v, float))
+    groups = results.record["groups"]
+    assert isinstance(groups, list)
+    shown.print(f"trained on {results.record['rows']} rows of {len(groups)} task(s); out-of-fold: {figures}", markup=False)
+    if results.test:
+        shown.print(f"test ({results.test_rows} rows): " + ", ".join(f"{k} {v.text()}" for k, v in results.test.items()), markup=False)
+    console.print(f"wrote program.json, probe.json and {RESULTS_FILE} in {config.run_dir}")
+    return ExitCode.OK
+
+
+def add_calibrate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """Register ``bineval calibrate``."""
+    parser = sub.add_parser(
+        "calibrate", parents=[common],
+        help="train a probe judge (a head on the judge LM's hidden state) on reference verdicts or human scores (TOML config)",
+    )
+    parser.add_argument("config", help="run description (TOML); its keys: bineval calibrate --example")
+    add_example_option(parser, "bineval_dspy.optimize.calibrate.CalibrateConfig", "bineval calibrate: a probe judge's training")
+    parser.set_defaults(func=cmd_calibrate)

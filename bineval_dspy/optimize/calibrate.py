@@ -1,0 +1,181 @@
+"""``bineval calibrate CONFIG.toml``: train a probe judge on reference labels and save it as a judge program.
+
+Calibrating a cheap evaluator against a strong one is training a head on its hidden state (``judges.probe``) with the
+strong one's question-level verdicts as labels: judge examples (JSON Lines of input, output, question, reference and
+the task's ``example_id``: a ``cross`` run's reference verdicts, InFoBench's recorded GPT-4 verdicts, people's
+labels). Data rated by people per dimension only (SummEval, QAGS, Topical-Chat) gives weak labels: every dimension's
+question (UniEval's wording, or the config's) inherits the output's human score on it, yes from the dimension's
+median up (``meta.probe`` says what this assumes).
+
+The run folder gets ``program.json`` (a judge whose LM questions the probe answers: ``judge --program``,
+``meta-eval``'s ``probe`` key, experiments and the pytest plugin load it), ``probe.json`` (the head and its training
+record) and ``results.json`` (the record, and the head on ``test`` examples with intervals over tasks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.fingerprint import file_digest
+from bineval_dspy.core.jsonio import load_toml, write_text_atomic
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.probe import STRENGTHS, LabeledExample, Probe, examples_file, fit_probe, read_examples
+from bineval_dspy.lm.hidden import HiddenStates
+from bineval_dspy.lm.specs import DEFAULT_LM
+from bineval_dspy.meta.datasets import DatasetConfig, MetaRow
+from bineval_dspy.meta.prompts import QUESTIONS
+from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
+from bineval_dspy.stats.bootstrap import Bootstrap, Interval
+from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic
+
+RESULTS_FILE = "results.json"
+
+
+class ExamplesData(BaseModel):
+    """Judge examples with reference verdicts: the files trained on, and an optional held-out ``test`` file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    train: list[Path] = Field(min_length=1)
+    test: Path | None = None
+
+
+class ProbeSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    layers: list[int] | None = Field(default=None, description="candidate layers (default: every third, and the last)")
+    strengths: list[float] = Field(default=list(STRENGTHS), min_length=1, description="candidate C (inverse L2 strength)")
+    folds: int = Field(default=5, ge=2, description="grouped folds the candidates and threshold are chosen on")
+    seed: int = 0
+
+
+class CalibrateConfig(BaseModel):
+    """A calibration run: the judge LM (a model in this process), where its labels come from, the probe's settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(default="", exclude=True, description="the config file, for error messages")
+    lm: str = DEFAULT_LM
+    run_dir: Path
+    data: ExamplesData | None = None
+    dataset: DatasetConfig | None = Field(default=None, description="a meta-eval [dataset] table: weak labels from human scores")
+    dimensions: list[str] = Field(default_factory=list, description="with dataset: the dimensions to ask about (empty: every rated one)")
+    questions: dict[str, str] = Field(default_factory=dict, description="with dataset: a dimension's question (default: UniEval's wording)")
+    probe: ProbeSettings = Field(default_factory=ProbeSettings)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CalibrateConfig:
+        if (self.data is None) == (self.dataset is None):
+            raise ValueError("give exactly one of [data] (judge examples with references) and [dataset] (human scores)")
+        return self
+
+
+class CalibrationResults(BaseModel):
+    """``results.json``: how the head was trained, and how it did on held-out test examples (intervals over tasks)."""
+
+    kind: Literal["calibration"] = "calibration"
+    probe: str  # probe.json's digest
+    record: dict[str, object]
+    test_rows: int = 0
+    test: dict[str, Interval] = Field(default_factory=dict)
+
+
+def load_calibrate(path: Path) -> CalibrateConfig:
+    """Parse a calibrate config; relative paths are taken from its folder."""
+    config = load_toml(path, CalibrateConfig)
+    config.source = str(path)
+    config.run_dir = (path.parent / config.run_dir).resolve()
+    if config.data is not None:
+        config.data.train = [(path.parent / p).resolve() for p in config.data.train]
+        if config.data.test is not None:
+            config.data.test = (path.parent / config.data.test).resolve()
+    if config.dataset is not None:
+        config.dataset = config.dataset.model_copy(update={name: (path.parent / value).resolve() for name, value in config.dataset.paths().items()})
+    return config
+
+
+def labeled_examples(config: CalibrateConfig) -> tuple[list[LabeledExample], dict[str, str], str]:
+    """The training rows, the digests of the files they came from, and what the labels are."""
+    if config.data is not None:
+        examples = [e for path in config.data.train for e in examples_file(path)]
+        return examples, {str(p): file_digest(p) for p in config.data.train}, "reference verdicts of " + ", ".join(p.name for p in config.data.train)
+    rows, texts = dataset_rows(config)
+    examples = weak_examples(rows, texts)
+    assert config.dataset is not None
+    data = {str(p): file_digest(p) for p in config.dataset.paths().values()}
+    return examples, data, "human scores per dimension, yes from the dimension's median up (weak labels)"
+
+
+def dataset_rows(config: CalibrateConfig) -> tuple[list[MetaRow], dict[str, str]]:
+    """The rated dataset's rows and each dimension's question."""
+    dataset = config.dataset
+    assert dataset is not None
+    rows = dataset.load()
+    rated = sorted({dim for row in rows for dim in row.scores})
+    dimensions = config.dimensions or rated
+    unknown = [d for d in dimensions if d not in rated]
+    if unknown:
+        raise InputError(f"{config.source}: field 'dimensions': {unknown[0]!r} is not rated in the dataset (rated: {', '.join(rated)})")
+    defaults = QUESTIONS.get(dataset.genre, {})
+    texts = {d: config.questions.get(d) or defaults.get(d, "") for d in dimensions}
+    missing = [d for d, t in texts.items() if not t]
+    if missing:
+        raise InputError(f"{config.source}: field 'questions': no default question for {missing[0]!r}; give questions.{missing[0]} = \"...\"")
+    return rows, texts
+
+
+def weak_examples(rows: Sequence[MetaRow], texts: dict[str, str]) -> list[LabeledExample]:
+    """A row per (output, dimension): the dimension's question, yes when the output's human score reaches the
+    dimension's median over ``rows``; an input's outputs together (their text is read once)."""
+    import numpy as np
+
+    medians = {d: float(np.median([row.scores[d] for row in rows if d in row.scores])) for d in texts}
+    first: dict[str, int] = {}
+    for k, row in enumerate(rows):
+        first.setdefault(row.doc_id, k)
+    ordered = sorted(rows, key=lambda row: first[row.doc_id])
+    return [
+        LabeledExample(input=row.input, output=row.output, question=text, reference="yes" if row.scores[d] >= medians[d] else "no", group=row.doc_id)
+        for row in ordered for d, text in texts.items() if d in row.scores
+    ]
+
+
+def calibrate(config: CalibrateConfig, reader: HiddenStates) -> CalibrationResults:
+    """Train the head, save the judge program beside it, score the test examples; returns what ``results.json`` holds."""
+    examples, data, labels = labeled_examples(config)
+    test = examples_file(config.data.test) if config.data is not None and config.data.test is not None else []
+    settings = config.probe
+    probe = fit_probe(
+        examples, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, folds=settings.folds,
+        seed=settings.seed, test_groups=[e.group for e in test], label="  training rows: reading states",
+    )
+    judge = BinaryJudge(explanations="none", probability=True, probe=probe)
+    ProgramFile.of(judge).save(config.run_dir / PROGRAM_FILE)
+    results = CalibrationResults(probe=probe.digest(), record=json.loads(probe.record.model_dump_json()))
+    if test:
+        results.test_rows, results.test = len(test), held_out(probe, reader, test, settings.seed)
+    write_text_atomic(config.run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
+    return results
+
+
+def held_out(probe: Probe, reader: HiddenStates, test: Sequence[LabeledExample], seed: int) -> dict[str, Interval]:
+    """The head on ``test``: kappa, balanced accuracy, AUROC and agreement with 95% intervals over its tasks."""
+    from bineval_dspy.stats.bootstrap import mean_of
+
+    p = probe.head.p_yes(read_examples(reader, probe.instructions, test, label="  test rows: reading states"))
+    answers = ["yes" if v >= probe.head.threshold else "no" for v in p]
+    refs = [e.reference for e in test]
+    boot = Bootstrap([e.group for e in test], 1000, seed)
+    statistics = {
+        "kappa": kappa_statistic(list(zip(answers, refs))),
+        "balanced_accuracy": balanced_accuracy_statistic(answers, refs),
+        "auroc": auroc_statistic(list(p), refs),
+        "agreement": mean_of([float(a == r) for a, r in zip(answers, refs)]),
+    }
+    return {name: boot.interval(stat) for name, stat in statistics.items()}

@@ -1,0 +1,175 @@
+"""A probe judge: states read from the embedded model at its real size, a head fitted and saved in a program, a
+failed reading unanswered, and no task's questions on both sides of a split."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.probe import (
+    LabeledExample,
+    Probe,
+    ProbeHead,
+    ProbeRecord,
+    best_threshold,
+    examples_file,
+    fit_head,
+    fit_probe,
+    grouped_folds,
+)
+from bineval_dspy.lm.hidden import Reading, reader_for
+from bineval_dspy.programs.state import PROBE_FILE, PROGRAM_FILE, ProgramFile, load_program
+
+
+def _readings(n: int, signal_layer: int, seed: int = 0) -> tuple[list[Reading], np.ndarray, list[str]]:
+    """Readings of 4 layers x 8 dims where only ``signal_layer`` carries the label; groups of 3 rows."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.7).astype(float)
+    out = []
+    for label in y:
+        hidden = rng.normal(size=(4, 8)).astype(np.float32)
+        hidden[signal_layer, 0] += 2.5 * (label - 0.5)
+        out.append(Reading(hidden=hidden, gap=float(rng.normal())))
+    return out, y, [f"task{k // 3}" for k in range(n)]
+
+
+def test_the_head_finds_the_layer_that_carries_the_label_and_beats_chance_on_new_rows():
+    readings, y, groups = _readings(240, signal_layer=2)
+    head, candidates, oof = fit_head(readings, y, groups, layers=[1, 2, 3], strengths=[0.01, 0.1], folds=4)
+    assert head.layer == 2
+    assert {c.layer for c in candidates} == {1, 2, 3} and len(candidates) == 6
+    fresh, y_new, _ = _readings(200, signal_layer=2, seed=1)
+    answers = head.p_yes(fresh) >= head.threshold
+    recall_yes, recall_no = answers[y_new == 1].mean(), (~answers[y_new == 0]).mean()
+    assert (recall_yes + recall_no) / 2 > 0.75  # balanced accuracy: a yes-sayer scores 0.5
+
+
+def test_the_threshold_is_fitted_not_a_half():
+    p = np.array([0.9, 0.85, 0.8, 0.75, 0.7, 0.6])
+    y = np.array([1, 1, 1, 0, 0, 0])
+    assert best_threshold(p, y) == pytest.approx(0.8)
+
+
+def test_folds_never_split_a_task():
+    groups = [f"t{k % 17}" for k in range(200)]
+    folds = grouped_folds(groups, 5, seed=3)
+    for task in set(groups):
+        assert len({int(f) for f, g in zip(folds, groups) if g == task}) == 1
+
+
+def test_a_task_on_both_sides_is_refused_before_any_state_is_read():
+    examples = [LabeledExample(input="i", output="o", question="q", reference=r, group=g) for r, g in (("yes", "a"), ("no", "b"))]
+
+    class Unread:
+        model = "m"
+
+        def read(self, prompts):  # pragma: no cover - the leak check comes first
+            raise AssertionError("read before the leak check")
+
+    with pytest.raises(InputError, match="task 'b' is also in the test split"):
+        fit_probe(examples, Unread(), labels="x", test_groups=["b", "c"])  # type: ignore[arg-type]
+
+
+def _probe(model: str = "m") -> Probe:
+    head = ProbeHead(layer=1, strength=0.01, mean=[0.0] * 9, scale=[1.0] * 9, weights=[0.1] * 9, bias=0.0, threshold=0.5)
+    record = ProbeRecord(model=model, labels="test", rows=2, yes_share=0.5, groups=["a"], folds=2, candidates=[], validation={})
+    return Probe(instructions="Judge.", head=head, record=record)
+
+
+class _FailingReader:
+    model = "m"
+
+    def tokenizer(self):
+        raise RuntimeError("out of memory")
+
+
+def test_a_reading_that_fails_leaves_every_question_unanswered():
+    questions = [Question(id="q1", text="Is it good?", dimension="d"), Question(id="q2", text="Is it short?", dimension="d")]
+    verdicts = _probe().verdicts(_FailingReader(), "in", "out", questions, "judge")  # type: ignore[arg-type]
+    assert {v.answer for v in verdicts.values()} == {"unanswered"}
+    assert all("no probe reading: RuntimeError: out of memory" in v.explanation for v in verdicts.values())
+    assert all(v.p_yes is None for v in verdicts.values())
+
+
+def test_a_head_for_another_model_answers_nothing():
+    verdicts = _probe(model="other").verdicts(_FailingReader(), "in", "out", [Question(id="q", text="?", dimension="d")], "judge")  # type: ignore[arg-type]
+    assert verdicts["q"].answer == "unanswered" and "reads other's states" in verdicts["q"].explanation
+
+
+def test_a_remote_lm_is_refused_in_one_line():
+    import dspy
+
+    with pytest.raises(InputError, match="only a model in this process gives"):
+        reader_for(dspy.LM("openai/gpt-4o-mini"), None)
+
+
+def test_the_probe_cannot_go_with_decoding_options():
+    with pytest.raises(ValueError, match="probe: a probe reads one state per question"):
+        BinaryJudge(samples=3, probe=_probe())
+    with pytest.raises(ValueError, match="content-free"):
+        BinaryJudge(calibration="content_free", probe=_probe())
+
+
+def test_the_program_round_trips_and_refuses_another_head(tmp_path):
+    judge = BinaryJudge(explanations="none", probability=True, probe=_probe())
+    ProgramFile.of(judge).save(tmp_path / PROGRAM_FILE)
+    saved = json.loads((tmp_path / PROGRAM_FILE).read_text())
+    assert saved["probe"]["path"] == PROBE_FILE
+    built = load_program(tmp_path, "judge").build()
+    assert isinstance(built, BinaryJudge) and built.probe is not None
+    assert built.probe.digest() == judge.probe.digest() and built.spec().probe == judge.spec().probe
+    assert built.spec().probe is not None and BinaryJudge().spec().model_dump().get("probe") is None  # old specs unchanged
+    probe = json.loads((tmp_path / PROBE_FILE).read_text())
+    probe["head"]["threshold"] = 0.1
+    (tmp_path / PROBE_FILE).write_text(json.dumps(probe))
+    with pytest.raises(InputError, match="field 'probe.digest'"):
+        load_program(tmp_path, "judge")
+    (tmp_path / PROBE_FILE).unlink()
+    with pytest.raises(InputError, match="field 'probe.path'.*not found"):
+        load_program(tmp_path, "judge")
+
+
+def test_examples_files_name_the_line_and_field(tmp_path):
+    path = tmp_path / "ex.jsonl"
+    path.write_text(json.dumps({"input": "i", "output": "o", "question": "q", "reference": "maybe"}) + "\n")
+    with pytest.raises(InputError, match=r"ex.jsonl:1: field 'reference'"):
+        examples_file(path)
+
+
+# -- the embedded model at its real size ------------------------------------------------------------------------------
+@pytest.mark.embedded
+def test_states_are_read_fitted_cached_and_judged_on_the_embedded_model(tmp_path, monkeypatch):
+    import dspy
+
+    from bineval_dspy.lm.cache import install
+    from bineval_dspy.lm.specs import make_lm
+
+    install(tmp_path / "cache")
+    lm = make_lm("smollm2")
+    reader = reader_for(lm, tmp_path / "cache")
+    outputs = {"Name three colors.": ["Red, green and blue.", "I like trains."], "Say hello.": ["Hello!", "Goodbye."]}
+    examples = [
+        LabeledExample(input=task, output=out, question=f"Does the output {q}?", reference="yes" if k == 0 else "no", group=task)
+        for task, outs in outputs.items() for k, out in enumerate(outs) for q in ("answer the task", "stay on topic")
+    ]  # fmt: skip
+    probe = fit_probe(examples, reader, labels="hand labels", layers=[6, 30], strengths=[0.01], folds=2)
+    assert probe.record.model == lm.model and probe.record.rows == 8 and set(probe.record.groups) == set(outputs)
+    assert reader.computed == 8
+    fresh = type(reader)(reader.gguf, reader.model, tmp_path / "cache")
+    from bineval_dspy.judges.probe import read_examples
+
+    cached = read_examples(fresh, probe.instructions, examples)
+    assert fresh.computed == 0 and cached[0].hidden.shape == (31, 576)
+    judge = BinaryJudge(explanations="none", probability=True, probe=probe)
+    checklist = Checklist(task="t", dimensions=["d"], questions=[Question(id="q", text="Does the output answer the task?", dimension="d")])
+    with dspy.context(lm=lm):
+        card = judge(input="Say hello.", output="Hello!", checklist=checklist)
+    verdict = card.verdicts[0]
+    assert verdict.answer in ("yes", "no") and verdict.p_yes is not None and verdict.explanation.startswith("probe: P(yes)")
+    assert card.judge is not None and card.judge.probe == probe.digest()
+    assert reader.computed == 8  # that prompt was read while training: the judge's reading came from the cache

@@ -933,3 +933,38 @@ def test_with_a_cache_dir_matplotlib_keeps_its_cache_there_not_under_home(tmp_pa
     assert cli_main._plots_cache(str(tmp_path / "other")) is False  # one already set (by the user, say) wins
     monkeypatch.delenv("MPLCONFIGDIR")
     assert cli_main._plots_cache(None) is False and "MPLCONFIGDIR" not in os.environ
+
+
+# -- issue 46, fourth pass: remote paths ---------------------------------------------------------------------------
+def test_a_best_of_n_sample_whose_call_failed_is_not_drawn_and_is_drawn_again_on_rerun(tmp_path, capsys):
+    """Issue 46, item 5: a failed sample counted as drawn and failing (pass@1 0.000, exit 0, no line said so) and
+    the row was done: a rerun after the server was fixed sent nothing."""
+    suite = tmp_path / "suite.jsonl"
+    row = {"key": 1, "prompt": "Write about the ocean.", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["ocean"]}]}
+    suite.write_text(json.dumps(row) + "\n")
+    sick = {"seed 0": True}
+
+    def reply(body: dict):
+        text = json.dumps(body)
+        if "code_checked" in text:  # the TICK question writer
+            return json.dumps({"questions": {"items": ["Is the response about the sea?", "Is the tone of the response calm?"]}})
+        if "verdict" in text:
+            return verdict("yes")
+        if body.get("seed") == 0 and sick["seed 0"]:
+            return (500, {"error": {"message": "sample 0 is down"}})
+        return "The ocean is vast."
+
+    argv = ["generate", "--suite", str(suite), "--best-of", "4", "--stop-at-pass", "--timeout", "1",
+            "-o", str(tmp_path / "out.jsonl"), "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    with scripted_server(reply) as server:
+        assert cli.main([*argv, *server.lm_args()]) == ExitCode.INCOMPLETE
+        out, err = (" ".join(text.split()) for text in capsys.readouterr())
+        assert "pass@1 1.000" in out and "1 failed sample(s) not counted" in out  # the first sample drawn passed
+        assert "1 Best-of-N sample(s) failed in 1 row(s)" in err
+        sick["seed 0"] = False
+        sent = len(server.bodies)
+        assert cli.main([*argv, *server.lm_args()]) == ExitCode.OK
+        assert any(body.get("seed") == 0 for body in server.bodies[sent:])  # the failed sample drawn again
+    (record,) = [obj for _, obj in read_jsonl(tmp_path / "out.jsonl")]
+    assert [c.get("error") for c in record["selection"]["candidates"]] == [None]  # the first sample, now drawn, passed
+

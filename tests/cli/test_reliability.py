@@ -968,3 +968,19 @@ def test_a_best_of_n_sample_whose_call_failed_is_not_drawn_and_is_drawn_again_on
     (record,) = [obj for _, obj in read_jsonl(tmp_path / "out.jsonl")]
     assert [c.get("error") for c in record["selection"]["candidates"]] == [None]  # the first sample, now drawn, passed
 
+
+@pytest.mark.parametrize("status", [400, 500])
+def test_an_api_key_the_server_echoes_is_written_nowhere(tmp_path, monkeypatch, capsys, status):
+    """Issue 46, item 6: "Incorrect API key provided: <key>" was copied into every unanswered verdict's explanation
+    and the final error line."""
+    key = "sk-test-0123456789abcdefSECRET"
+    monkeypatch.setenv("BINEVAL_TEST_KEY", key)
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    echo = {"error": {"message": f"Incorrect API key provided: {key}. Find your key at the dashboard.", "type": "invalid_request_error"}}
+    with scripted_server(lambda body: (status, echo)) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--api-key-env", "BINEVAL_TEST_KEY", "--timeout", "1"))
+    captured = capsys.readouterr()
+    written = (tmp_path / "out.jsonl").read_text()
+    assert code == ExitCode.LM_FAILURE and "Incorrect API key provided: [redacted]" in written
+    assert key not in written and key not in captured.err and key not in captured.out
+

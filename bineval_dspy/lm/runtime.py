@@ -43,6 +43,11 @@ class LMOptions(BaseModel):
     tpm: float | None = None
     source: str = "`lm`"  # where the spec came from, for error messages
 
+    @property
+    def destination(self) -> tuple[str, ...]:
+        """Where the LM's calls (and its key) go: its servers, else its provider (``openai`` of ``openai/gpt-4o``)."""
+        return (self.api_base, *self.replicas) if self.api_base else (self.spec.split("/", 1)[0],)
+
 
 def env_key(variable: str, where: str) -> str:
     """The API key in the environment variable ``variable`` (``where`` names who asked for it), one line when it

@@ -105,7 +105,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             f"{sum(failed for _, failed in short)} Best-of-N sample(s) failed in {len(short)} row(s) (first: key {short[0][0]}): "
             "not drawn, not counted in pass@k; rerun to draw them again", style="yellow",
         )
-    return ExitCode.INCOMPLETE if blank or partial or short else ExitCode.OK
+    return ExitCode.INCOMPLETE if blank or partial or short or run.tick_fallbacks else ExitCode.OK
 
 
 def add_generate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:

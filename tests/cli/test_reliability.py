@@ -984,3 +984,16 @@ def test_an_api_key_the_server_echoes_is_written_nowhere(tmp_path, monkeypatch, 
     assert code == ExitCode.LM_FAILURE and "Incorrect API key provided: [redacted]" in written
     assert key not in written and key not in captured.err and key not in captured.out
 
+
+def test_a_tick_checklist_the_lm_never_wrote_fails_though_the_tasks_constraints_fill_it(tmp_path, capsys):
+    """Issue 46: every TICK reply unparseable, yet the task's own constraints made a checklist and the run exited 0;
+    now it fails as a checklist with no constraint does, nothing written, and a rerun asks again."""
+    task = "Write a haiku in all lowercase letters, without any commas, in under 20 words."
+    reply = Switchable(lambda body: "no checklist here")
+    args = ["checklist", "--task", task, "--method", "tick", "-o", str(tmp_path / "c.json"), "--cache-dir", str(tmp_path / "cache")]
+    with scripted_server(reply) as server:
+        assert cli.main([*args, *server.lm_args()]) == ExitCode.LM_FAILURE
+        assert "tick: the LM gave no usable questions" in capsys.readouterr().err and not (tmp_path / "c.json").exists()
+        reply.reply = lambda body: json.dumps({"questions": {"items": ["Does the haiku describe a scene from nature?", "Does the haiku have three lines?"]}})
+        assert cli.main([*args, *server.lm_args()]) == ExitCode.OK
+    assert any(q.get("verifier") is None for q in json.loads((tmp_path / "c.json").read_text())["questions"])

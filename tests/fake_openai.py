@@ -69,12 +69,13 @@ class LoopbackServer:
 
 
 class ScriptedServer(LoopbackServer):
-    """Answers every chat request with ``reply(body)``; keeps every request body in ``bodies``, and counts the
-    requests in flight (``most_in_flight``: the most at one time; ``reply`` may sleep to hold them open)."""
+    """Answers every chat request with ``reply(body)``; keeps every request body in ``bodies`` (and its
+    ``Authorization`` header in ``authorizations``), and counts the requests in flight (``most_in_flight``: the most at one time; ``reply`` may sleep to hold them open)."""
 
     def __init__(self, reply: Reply) -> None:
         self.reply = reply
         self.bodies: list[dict] = []
+        self.authorizations: list[str | None] = []
         self.in_flight = 0
         self.most_in_flight = 0
         self.headers: dict[int, dict[str, str]] = {}  # response status -> extra headers sent with it
@@ -86,6 +87,7 @@ class ScriptedServer(LoopbackServer):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server._lock:
                     server.bodies.append(body)
+                    server.authorizations.append(self.headers.get("Authorization"))
                     server.in_flight += 1
                     server.most_in_flight = max(server.most_in_flight, server.in_flight)
                 try:

@@ -97,15 +97,16 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     screened, cost, failures = written.screened, written.cost, written.failures
     for line in screened.dropped:
         console.print(f"left out: {line}", style="yellow")
-    for number, failure in failures if screened.checklist is not None else []:
+    for number, failure in failures if screened.checklist is not None and len(failures) < screened.attempts else []:
         console.print(f"attempt {number + 1} gave no usable checklist: {failure}", style="yellow")
     checklist = screened.checklist
+    if len(failures) == screened.attempts:  # no attempt gave a checklist: the task's own constraints alone are not one
+        console.print(f"cost: {cost.summary()} ({screened.attempts} attempt(s))")
+        raise failures[0][1]  # the first one's reason
     if checklist is None:
         for problem in screened.problems:
             console.print(f"problem: {problem}", style="yellow")
         console.print(f"cost: {cost.summary()} ({screened.attempts} attempt(s))")
-        if len(failures) == screened.attempts:  # no attempt gave a checklist: the first one's reason
-            raise failures[0][1]
         raise RunError(f"checklist: no question the LM wrote passed the screen in {screened.attempts} attempt(s); nothing written")
     write_text_atomic(out, checklist.model_dump_json(indent=2))
     sidecar = save_checklist_usage(out, args.method, lm.model, cost, attempts=screened.attempts)

@@ -13,8 +13,7 @@ from bineval_dspy.core.errors import ExitCode
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
     import dspy
 
-    from bineval_dspy.experiment.config import ExperimentConfig
-    from bineval_dspy.lm.specs import LMTable
+    from bineval_dspy.experiment.config import ArmLM, ExperimentConfig
 
 TINY_FINETUNE = {"samples": 2, "max_steps": 1, "batch_size": 2}  # a finetune arm at smoke-test size: two samples, one step
 TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, "n": 2, "metric_calls": 6}
@@ -52,6 +51,7 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run (or resume) every arm of an experiment; ``--lm`` replaces the config's ``lm``."""
+    from bineval_dspy.experiment.arms import arm_key
     from bineval_dspy.experiment.config import load_experiment
     from bineval_dspy.experiment.grid import GRID_FILE, MATRIX_FILE
     from bineval_dspy.experiment.plan import experiment_plan
@@ -81,8 +81,11 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             console.print(f"arm {name}: optimized in {config.run_dir}; cost {cost.summary()}")
         if args.arm:  # one job of a sweep: a final run without --arm scores every arm on test
             return ExitCode.OK
-    def arm_lm(table: LMTable, source: str) -> dspy.LM:  # an arm's own LM takes the command's options (--timeout, ...) as lm does
-        return runtime.checked_lm(lm_options(args, spec=table.spec, source=source, servers=table.servers))
+    def arm_lm(table: ArmLM, source: str) -> dspy.LM:  # an arm's own LM takes the command's options (--timeout, ...) as lm does
+        arm = lm_options(args, spec=table.spec, source=source, servers=table.servers)
+        if table.api_key_env or arm.destination != options.destination:  # --api-key-env's key is for the command's own servers
+            arm = arm.model_copy(update={"api_key": arm_key(table, source)})
+        return runtime.checked_lm(arm)
 
     results = run_experiment(config, lm, say=console.print, lm_for=arm_lm)
     print(markdown(results))  # the table, on stdout

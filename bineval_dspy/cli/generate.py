@@ -48,7 +48,7 @@ def generate_suite(args: argparse.Namespace) -> GenerateSuite:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate (optionally STICK-improved) responses for a suite (``programs.suite_file.run_suite``); resumable."""
     from bineval_dspy.lm.prices import price_of
-    from bineval_dspy.programs.generator import unchecked
+    from bineval_dspy.programs.generator import failed_samples, unchecked
     from bineval_dspy.programs.records import Selection, SelectionStats
     from bineval_dspy.programs.suite_file import plan_suite, run_suite
 
@@ -99,7 +99,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for keys, what in ((blank, "a blank response"), (partial, "unanswered checks")):
         if keys:  # no response, or STICK chose or revised it with part of the checklist unanswered: not a clean result
             console.print(f"{len(keys)} row(s) have {what} (first: key {keys[0]}); rerun to retry them", style="yellow")
-    return ExitCode.INCOMPLETE if blank or partial else ExitCode.OK
+    short = [(r["key"], failed) for r in records if (failed := failed_samples(r))]
+    if short:  # chosen among fewer samples than asked for
+        console.print(
+            f"{sum(failed for _, failed in short)} Best-of-N sample(s) failed in {len(short)} row(s) (first: key {short[0][0]}): "
+            "not drawn, not counted in pass@k; rerun to draw them again", style="yellow",
+        )
+    return ExitCode.INCOMPLETE if blank or partial or short or run.tick_fallbacks else ExitCode.OK
 
 
 def add_generate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:

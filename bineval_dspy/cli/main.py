@@ -37,7 +37,7 @@ from bineval_dspy.cli.verifiers import add_verifiers_command
 from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.core import outputs
 from bineval_dspy.core.console import console, shown
-from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, spoken
+from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, redacted, spoken
 
 # -- parser --------------------------------------------------------------------------------
 MAX_TIMEOUT_S = 86400.0
@@ -177,16 +177,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or ExitCode.OK)
     except OSError as exc:  # a write the command did not foresee (a full disk, a read-only file): one located line
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(redacted(f"error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return ExitCode.INPUT
     except InputError as exc:
-        print(f"error: {say(str(exc))}", file=sys.stderr)  # plain print: one line, never wrapped
+        print(f"error: {say(redacted(str(exc)))}", file=sys.stderr)  # plain print: one line, never wrapped
         return ExitCode.INPUT
     except RunError as exc:
-        print(f"error: {say(str(exc))}", file=sys.stderr)
+        print(f"error: {say(redacted(str(exc)))}", file=sys.stderr)
         return ExitCode.LM_FAILURE
     except BudgetExhausted as exc:
-        print(f"stopped: {say(str(exc))}", file=sys.stderr)
+        print(f"stopped: {say(redacted(str(exc)))}", file=sys.stderr)
         return ExitCode.BUDGET
     except KeyboardInterrupt:
         _say_interrupted()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -169,14 +168,10 @@ def command_line_lm(args: argparse.Namespace, config: Config) -> tuple[Config, L
 def lm_options(args: argparse.Namespace, spec: str | None = None, source: str = "--lm", servers: Sequence[str] = ()) -> LMOptions:
     """The LM options of a parsed command line; ``spec`` (a config's LM, from ``source``) stands in for ``--lm``, and
     ``servers`` (the config's ``api_base`` and ``replicas`` for that LM) for ``--api-base``."""
-    from bineval_dspy.lm.runtime import LMOptions
+    from bineval_dspy.lm.runtime import LMOptions, env_key
     from bineval_dspy.lm.specs import DEFAULT_LM
 
-    api_key = None
-    if args.api_key_env:
-        api_key = os.environ.get(args.api_key_env)
-        if api_key is None:
-            raise InputError(f"--api-key-env {args.api_key_env}: environment variable {args.api_key_env} is not set")
+    api_key = env_key(args.api_key_env, "--api-key-env") if args.api_key_env else None
     if args.lm is not None and not args.lm.strip():
         raise InputError("--lm: empty; name a model (smollm2, gemma3-270m, a .gguf path or a LiteLLM string) or leave it out")
     api_base, replicas = args.api_base, tuple(getattr(args, "replicas", None) or ())

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from bineval_dspy.core.errors import redacted
 from bineval_dspy.core.terminal import TextConsole
 
 console = TextConsole(stderr=True)  # progress, notes, the cost line; data is printed as text: no markup, no control sequences
@@ -93,8 +94,19 @@ class _OnceEach(logging.Filter):
         return True
 
 
+class _Redacted(logging.Filter):
+    """A record's message with any API key the process holds redacted: an LM error may quote the key."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if redacted(message) != message:
+            record.msg, record.args = redacted(message), ()
+        return True
+
+
 def quiet_dspy_logs() -> None:
-    """DSPy's log handler (its own, not propagating) shows each warning once per process."""
+    """DSPy's log handler (its own, not propagating) shows each warning once per process, no key in it."""
     for handler in logging.getLogger("dspy").handlers:
         if not any(isinstance(f, _OnceEach) for f in handler.filters):
+            handler.addFilter(_Redacted())
             handler.addFilter(_OnceEach())

@@ -22,9 +22,32 @@ class InputError(BinevalError, ValueError):
     """Bad user input (file, line, field named in the message); never shown as a traceback."""
 
 
+REDACTED = "[redacted]"
+SECRET_MIN_CHARS = 8  # shorter values (a keyless server's placeholder "EMPTY") are no key worth hiding, and common words
+_secrets: frozenset[str] = frozenset()  # replaced whole, never changed in place: a reader on another thread sees one set
+
+
+def keep_secret(key: str | None) -> None:
+    """Remember an API key this process holds, so ``redacted`` takes it out of any text the process writes: a
+    server may echo the key it refused ("Incorrect API key provided: ...") into an error."""
+    global _secrets
+    if key and len(key) >= SECRET_MIN_CHARS and key not in _secrets:
+        _secrets = _secrets | {key}
+
+
+def redacted(text: str) -> str:
+    """``text`` with every key ``keep_secret`` was given replaced by ``REDACTED``; the longest first, so a key that
+    holds another goes whole."""
+    for key in sorted(_secrets, key=len, reverse=True):
+        if key in text:
+            text = text.replace(key, REDACTED)
+    return text
+
+
 def one_line(exc: BaseException) -> str:
-    """An exception as one short line, for verdict explanations and run records."""
-    text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    """An exception as one short line, for verdict explanations and run records, without any key the process
+    holds (redacted before the line is cut, so no part of a key is left at its end)."""
+    text = redacted(f"{type(exc).__name__}: {exc}").splitlines()[0] if str(exc) else type(exc).__name__
     return text[:200]
 
 

@@ -15,6 +15,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from bineval_dspy.core.errors import redacted
+
 _KEPT = {"\n", "\t"}
 _BIDI = {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}  # embeddings, overrides, isolates
 
@@ -26,7 +28,9 @@ def _escaped(char: str) -> str:
 
 def printable(text: str) -> str:
     """``text`` with control characters (C0 but newline and tab, DEL, C1), lone surrogates and bidirectional
-    overrides written as visible escapes (``\\x1b``), so a terminal shows them instead of obeying them."""
+    overrides written as visible escapes (``\\x1b``), so a terminal shows them instead of obeying them, and any API
+    key the process holds redacted (``core.errors.redacted``)."""
+    text = redacted(text)
     if text.isprintable():
         return text
     return "".join(

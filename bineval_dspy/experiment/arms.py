@@ -25,6 +25,7 @@ from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.experiment.config import (
+    ArmLM,
     BestOfArm,
     BinEvalArm,
     ExperimentConfig,
@@ -39,8 +40,7 @@ from bineval_dspy.experiment.config import (
     arm_config,
 )
 from bineval_dspy.judges.base import Judge
-from bineval_dspy.lm.runtime import LMOptions, checked_lm, lm_identity
-from bineval_dspy.lm.specs import LMTable
+from bineval_dspy.lm.runtime import LMOptions, checked_lm, env_key, lm_identity
 from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, splits_of
 from bineval_dspy.optimize.feedback import FeedbackSource
@@ -50,12 +50,18 @@ from bineval_dspy.programs.refine import ChecklistBestOfN, SelfRefine
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile, load_program
 
 ARM_FILE = "arm.json"
-LMFactory = Callable[[LMTable, str], dspy.LM]  # an arm's own LM from its table and where it was given
+LMFactory = Callable[[ArmLM, str], dspy.LM]  # an arm's own LM from its table and where it was given
 
 
-def table_lm(table: LMTable, source: str) -> dspy.LM:
+def arm_key(table: ArmLM, source: str) -> str | None:
+    """The API key of an arm's own servers: read from the variable its table names, None when it names none."""
+    return env_key(table.api_key_env, f"{source} {table.spec}: api_key_env") if table.api_key_env else None
+
+
+def table_lm(table: ArmLM, source: str) -> dspy.LM:
     """An arm's own LM as its table describes it, refused in one line when it cannot work."""
-    return checked_lm(LMOptions(spec=table.spec, api_base=table.api_base, replicas=tuple(table.replicas), source=source))
+    options = LMOptions(spec=table.spec, api_base=table.api_base, replicas=tuple(table.replicas), api_key=arm_key(table, source), source=source)
+    return checked_lm(options)
 
 
 @dataclass

@@ -17,8 +17,9 @@ The file is an optimize run description (``mode``, ``lm``, ``[data]``, ``[progra
   whose passing samples the optimizer may show as demonstrations, each kept only on held-out gain.
 
 ``start``, ``program``, ``best_of`` and ``refine`` arms may run on an LM of their own (``lm = "SPEC"`` or a table of
-``spec``, ``api_base`` and ``replicas``): prompts x LMs side by side, while the config's ``lm`` answers the
-checklists' LM questions. When no arm learns, ``data.train`` and ``data.val`` may be 0: every row is a test row.
+``spec``, ``api_base``, ``replicas`` and ``api_key_env``, the variable holding the key for those servers): prompts x
+LMs side by side, while the config's ``lm`` answers the checklists' LM questions. The command's own key goes only to
+the command's own servers: an arm on other servers gets no key unless its table names one. When no arm learns, ``data.train`` and ``data.val`` may be 0: every row is a test row.
 """
 
 from __future__ import annotations
@@ -41,10 +42,16 @@ class _Arm(BaseModel):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+@-]+$", description="the arm's row in the table and its folder")
 
 
+class ArmLM(LMTable):
+    """An arm's own LM: its model, its servers and where the key for them is, each arm's key its own."""
+
+    api_key_env: str | None = Field(default=None, min_length=1, description="the environment variable holding the API key for this LM's servers; without it an arm on servers other than the command's gets no key")
+
+
 class OwnLMArm(_Arm):
     """An arm whose program may run on an LM of its own (the config's ``lm`` still judges)."""
 
-    lm: LMTable | None = Field(default=None, description="the LM this arm's program runs on (a spec, or a table of spec, api_base, replicas); default the config's lm")
+    lm: ArmLM | None = Field(default=None, description="the LM this arm's program runs on (a spec, or a table of spec, api_base, replicas, api_key_env); default the config's lm")
 
     @model_validator(mode="before")
     @classmethod

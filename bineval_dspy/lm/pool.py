@@ -1,26 +1,34 @@
-"""Several servers for one model (``api_base`` given more than once): each call goes to the replica with the fewest
-requests open, a replica that fails to answer (refused, reset, timed out, a 5xx) leaves the rotation for a while,
-and the call is sent again to another, so a replica that dies mid-run loses no row.
+"""Several servers for one model (``api_base`` given more than once): each call goes to the replica that should
+answer it soonest (fewest requests open, weighted by how long its replies take), a replica that fails to answer
+(refused, reset, timed out, a 5xx) leaves the rotation for a while, and the call is sent again to another, so a
+replica that dies or hangs mid-run loses no row.
+
+A call's budget is twice the timeout, as one server's; an attempt gets one timeout of it, so a replica that hangs
+leaves the other timeout to a healthy one. A call still unanswered halfway through its attempt (sooner on a replica
+whose replies are fast) is also sent to another replica, and the first reply wins: a slow replica costs a call that
+much, not its whole budget.
 
 Each replica is a ``RemoteEngine`` with its own client, schema spelling and client-side rate limits (``rpm``, ``tpm``
-are per server); the pool caps the requests open across all of them (``limit_in_flight``). A call no replica
-answers within its time budget raises, as one server's would: the verdict is unanswered, never a yes.
+are per server); the pool caps the calls open across all of them (``limit_in_flight``). A call no replica answers
+within its budget raises, as one server's would: the verdict is unanswered, never a yes.
 
 Why not LiteLLM's Router: servers at ``api_base`` are called through DSPy's lm15 client by ``RemoteEngine`` (schema
-spellings, deadlines, retries), not through LiteLLM; the pool keeps that engine and adds least-busy routing and
-failover over it, as the Router's least-busy strategy does.
+spellings, deadlines, retries), not through LiteLLM; the pool keeps that engine and adds latency-aware least-busy
+routing, failover and hedging over it.
 """
 
 from __future__ import annotations
 
+import itertools
+import queue
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
-from dspy.lm15 import Request, Response
+from dspy.lm15 import Request, Response, TimeoutError
 
 from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.remote import TRANSIENT, RemoteEngine
@@ -28,6 +36,12 @@ from bineval_dspy.lm.retry import wait_before_retry
 from bineval_dspy.lm.usage import report_retries
 
 COOLDOWN_S = 5.0  # a replica that failed is left out this long, then tried again (it may have come back)
+HEDGE_FLOOR_S = 1.0  # no hedge before this: a reply a little slower than usual is not worth a second request
+HEDGE_TIMES = 4  # a call not answered within this many times its replica's usual latency is hedged ...
+HEDGE_SHARE = 0.5  # ... and in any case once this share of its attempt's timeout has passed
+SMOOTHING = 0.2  # the weight of the newest reply in a replica's latency estimate
+
+Outcome = tuple[int, "Response | Exception"]  # the replica an attempt went to, and its reply or failure
 
 
 class ReplicaPool(EngineBase):
@@ -46,9 +60,11 @@ class ReplicaPool(EngineBase):
         self.spec = replicas[0].spec
         self.timeout = max(r.timeout for r in replicas)
         self.cooldown = cooldown
-        self.open = [0] * len(replicas)  # requests open per replica
         self.answered = [0] * len(replicas)  # replies per replica, for the run's record and the tests
+        self.latency: list[float | None] = [None] * len(replicas)  # seconds a reply takes, smoothed; None: none yet
         self.down_until = [0.0] * len(replicas)
+        self._open: list[dict[int, float]] = [{} for _ in replicas]  # attempts open per replica: id -> when sent
+        self._ids = itertools.count()
         self._lock = threading.Lock()
         self._slots: threading.BoundedSemaphore | None = None
         self._rng = random.Random()
@@ -62,66 +78,130 @@ class ReplicaPool(EngineBase):
         return self  # program copies share the pool
 
     def limit_in_flight(self, most: int | None) -> bool:
-        """At most ``most`` requests open across the replicas; each replica's own pool of connections grows to it."""
+        """At most ``most`` calls open across the replicas (a hedge is part of its call); each replica's own pool
+        of connections grows to it."""
         self._slots = threading.BoundedSemaphore(most) if most else None
         for replica in self.replicas:
             replica.limit_in_flight(None)
             if most:
-                replica.widen(most)
+                replica.widen(2 * most)  # a call and its hedge
         return True
 
     def complete(self, request: Request) -> Response:
-        """Send ``request`` to the least busy replica in rotation; a transient failure takes that replica out and
-        the request goes to another at once, or, when none is left, again after a wait while the budget lasts."""
+        """The first reply of the replicas ``request`` is sent to: the one expected to answer soonest, another at
+        once when an attempt fails and one beside it when an attempt is slow (``hedge_after``); when every replica
+        failed, all again after a wait while the call's first timeout lasts. Each attempt ends within one timeout,
+        the call within two."""
         started = time.monotonic()
         deadline = started + 2 * self.timeout
+        outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         tried: set[int] = set()
+        running: dict[int, float] = {}  # replica -> when its hedge is due
         retry, retried = 0, False
         try:
             with self._slots if self._slots is not None else nullcontext():
+                index = self._pick(tried)
+                running[index] = self._launch(index, request, deadline, outcomes)
+                tried.add(index)
                 while True:
-                    index = self._pick(tried)
+                    due = min(running.values(), default=deadline)
                     try:
-                        with self._opened(index):
-                            response = self.replicas[index].attempt(request, deadline)
-                    except TRANSIENT as exc:
-                        retried = True
-                        self._fail(index)
-                        tried.add(index)
-                        if len(tried) < len(self.replicas):
-                            continue  # another replica, now
-                        wait = wait_before_retry(retry, exc.retry_after, started + self.timeout - time.monotonic(), self._rng)
+                        index, outcome = outcomes.get(timeout=max(0.0, min(due, deadline) - time.monotonic()))
+                    except queue.Empty:
+                        if time.monotonic() >= deadline:
+                            raise TimeoutError(f"no replica answered within the call's {2 * self.timeout:g} s") from None
+                        spare = self._spare(tried)
+                        for slow in [i for i, at in running.items() if at <= time.monotonic()]:
+                            running[slow] = deadline  # one hedge per attempt
+                        if spare is not None:  # a hedge: the slow attempt goes on beside it, the first reply wins
+                            retried = True
+                            running[spare] = self._launch(spare, request, deadline, outcomes)
+                            tried.add(spare)
+                        continue
+                    running.pop(index, None)
+                    if isinstance(outcome, Response):
+                        return outcome
+                    if not isinstance(outcome, TRANSIENT):
+                        raise outcome
+                    retried = True
+                    self._fail(index)
+                    if running:
+                        continue  # another attempt of this call is still open
+                    if len(tried) < len(self.replicas):
+                        index = self._pick(tried)  # another replica, now
+                    else:
+                        wait = wait_before_retry(retry, outcome.retry_after, started + self.timeout - time.monotonic(), self._rng)
                         if wait is None:
-                            raise
+                            raise outcome
                         retry, tried = retry + 1, set()
                         time.sleep(wait)
-                        continue
-                    with self._lock:
-                        self.answered[index] += 1
-                    return response
+                        index = self._pick(tried)
+                    running[index] = self._launch(index, request, deadline, outcomes)
+                    tried.add(index)
         finally:
             report_retries(False, retried)
 
+    def _launch(self, index: int, request: Request, deadline: float, outcomes: queue.SimpleQueue[Outcome]) -> float:
+        """Send ``request`` to replica ``index`` on a thread of its own, its reply or failure put in ``outcomes``
+        within the replica's timeout (and the call's ``deadline``); returns when a hedge is due."""
+        now = time.monotonic()
+        replica = self.replicas[index]
+        until = min(deadline, now + replica.timeout)
+        with self._lock:
+            attempt = next(self._ids)
+            self._open[index][attempt] = now
+            usual = self.latency[index]
+
+        def send() -> None:
+            outcome: Response | Exception
+            try:
+                outcome = replica.attempt(request, until)
+            except Exception as exc:  # the caller's thread decides what a failure means
+                outcome = exc
+            with self._lock:
+                del self._open[index][attempt]
+                if isinstance(outcome, Response):
+                    took, prior = time.monotonic() - now, self.latency[index]
+                    self.answered[index] += 1
+                    self.latency[index] = took if prior is None else (1 - SMOOTHING) * prior + SMOOTHING * took
+            outcomes.put((index, outcome))
+
+        threading.Thread(target=send, name="bineval-replica-call", daemon=True).start()
+        return now + hedge_after(replica.timeout, usual)
+
     def _pick(self, tried: set[int]) -> int:
-        """The untried replica in rotation with the fewest open requests (ties: the first); when every untried one
-        is cooling down, the one whose cooldown ends first."""
+        """The untried replica in rotation expected to answer soonest (``_spare``); when every untried one is
+        cooling down, the one whose cooldown ends first."""
+        spare = self._spare(tried)
+        if spare is not None:
+            return spare
+        with self._lock:
+            return min((i for i in range(len(self.replicas)) if i not in tried), key=lambda i: self.down_until[i])
+
+    def _spare(self, tried: set[int]) -> int | None:
+        """The untried replica in rotation expected to answer soonest: (requests open + 1) x its latency, the
+        latency being its usual one or, when longer, the age of its oldest open request (a replica that hangs
+        shows it before its first timeout); ties drawn at random. None when none is in rotation."""
         now = time.monotonic()
         with self._lock:
-            untried = [i for i in range(len(self.replicas)) if i not in tried]
-            up = [i for i in untried if self.down_until[i] <= now]
-            return min(up, key=lambda i: self.open[i]) if up else min(untried, key=lambda i: self.down_until[i])
+            up = [i for i in range(len(self.replicas)) if i not in tried and self.down_until[i] <= now]
+            waits = {i: (len(self._open[i]) + 1) * self._expected(i, now) for i in up}
+        if not waits:
+            return None
+        soonest = min(waits.values())
+        return self._rng.choice([i for i in up if waits[i] == soonest])
 
-    @contextmanager
-    def _opened(self, index: int) -> Iterator[None]:
-        with self._lock:
-            self.open[index] += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self.open[index] -= 1
+    def _expected(self, index: int, now: float) -> float:
+        oldest = now - min(self._open[index].values(), default=now)
+        return max(self.latency[index] or 0.0, oldest)
 
     def _fail(self, index: int) -> None:
         with self._lock:
             self.down_until[index] = time.monotonic() + self.cooldown
 
+
+def hedge_after(timeout: float, latency: float | None) -> float:
+    """Seconds after which an attempt still unanswered is sent to another replica too: ``HEDGE_TIMES`` its
+    replica's usual latency (at least ``HEDGE_FLOOR_S``), and never later than ``HEDGE_SHARE`` of its timeout."""
+    share = HEDGE_SHARE * timeout
+    return share if latency is None else min(share, max(HEDGE_FLOOR_S, HEDGE_TIMES * latency))

@@ -44,7 +44,7 @@ from dspy.lm15 import (
     TransportError,
 )
 
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import InputError, keep_secret
 from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.retry import DEFAULT_TIMEOUT, RateLimiter, wait_before_retry
 from bineval_dspy.lm.usage import report_retries
@@ -118,6 +118,7 @@ class RemoteEngine(EngineBase):
         provider = "ollama" if prefix in ("ollama", "ollama_chat") else "vllm"
         self._wire_model = f"{provider}:{model}"
         self._provider, self._api_key = provider, api_key
+        keep_secret(api_key)  # a server may echo a key it refuses into its error
         self._client = self._connect(None)
 
     def _connect(self, connections: int | None) -> AsyncLM15Engine:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.cache_dir import CACHE_ENV, default_cache_dir
 from bineval_dspy.core.console import console, quiet_dspy_logs
-from bineval_dspy.core.errors import InputError, one_line
+from bineval_dspy.core.errors import InputError, keep_secret, one_line
 from bineval_dspy.lm import cache
 from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.lm.specs import DEFAULT_LM, check_provider_key, is_local, make_lm
@@ -42,6 +42,21 @@ class LMOptions(BaseModel):
     rpm: float | None = None  # client-side limits for a server at api_base (lm.retry.RateLimiter)
     tpm: float | None = None
     source: str = "`lm`"  # where the spec came from, for error messages
+
+    @property
+    def destination(self) -> tuple[str, ...]:
+        """Where the LM's calls (and its key) go: its servers, else its provider (``openai`` of ``openai/gpt-4o``)."""
+        return (self.api_base, *self.replicas) if self.api_base else (self.spec.split("/", 1)[0],)
+
+
+def env_key(variable: str, where: str) -> str:
+    """The API key in the environment variable ``variable`` (``where`` names who asked for it), one line when it
+    is not set; kept secret from then on (``core.errors.redacted``)."""
+    key = os.environ.get(variable)
+    if key is None:
+        raise InputError(f"{where} {variable}: environment variable {variable} is not set")
+    keep_secret(key)
+    return key
 
 
 def configure(options: LMOptions | str | None = None, cache_dir: Path | None = None) -> dspy.LM:

@@ -18,7 +18,7 @@ from typing import Any
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import InputError, keep_secret
 from bineval_dspy.core.fingerprint import sha256_of
 from bineval_dspy.lm import remote
 from bineval_dspy.lm.engine import engine_of
@@ -156,6 +156,7 @@ def make_lm(
     failure at every call.
     """
     kwargs: dict[str, Any] = {}
+    keep_secret(api_key)  # a server may echo it into an error; no text the process writes holds it
     if replicas and not api_base:
         raise InputError(f"`replicas`: more servers beside `api_base`; {source} {spec} is not called through one")
     if (rpm or tpm) and not api_base:

@@ -178,13 +178,24 @@ def unchecked(record: dict[str, Any]) -> bool:
     return any(check.get("answer") == "unanswered" for check in record.get("checks") or [])
 
 
+def failed_samples(record: dict[str, Any]) -> int:
+    """Best-of-N samples of a written record whose call failed (read from the raw row, as ``unchecked``): the row
+    was chosen among fewer samples than asked for, and a rerun draws them again."""
+    return sum("error" in candidate for candidate in (record.get("selection") or {}).get("candidates") or [])
+
+
+def incomplete(record: dict[str, Any]) -> bool:
+    """Whether a written record is not finished: part of its checklist unanswered, or a sample that failed."""
+    return unchecked(record) or failed_samples(record) > 0
+
+
 def finished_keys(out_path: Path) -> set[str]:
-    """Keys of complete rows in the output file: those are never generated again. Rows with unanswered checks are
-    dropped from the file, so a rerun retries them (their LM calls come from the cache where they succeeded)."""
+    """Keys of complete rows in the output file: those are never generated again. Incomplete rows are dropped from
+    the file, so a rerun retries them (their LM calls come from the cache where they succeeded)."""
     if not out_path.exists():
         return set()
     records = [obj for _, obj in read_jsonl(out_path, required=("key",))]
-    complete = [obj for obj in records if not unchecked(obj)]
+    complete = [obj for obj in records if not incomplete(obj)]
     if len(complete) < len(records):
         out_path.write_text("".join(json.dumps(obj, ensure_ascii=False) + "\n" for obj in complete), encoding="utf-8")
     return {str(obj["key"]) for obj in complete}
@@ -262,9 +273,9 @@ def run_generation(
 
 
 def generated_log(out: Path) -> RunLog[dict[str, Any]]:
-    """Generate's output as a run log: records keyed by suite key, kept when the response is not blank and every
-    STICK check was answered (a blank response is retried: the LM cache never keeps one)."""
+    """Generate's output as a run log: records keyed by suite key, kept when the response is not blank and the
+    record is complete (``incomplete``; a blank response is retried: the LM cache never keeps one)."""
     def finished(record: dict[str, Any]) -> bool:
-        return bool(str(record.get("response") or "").strip()) and not unchecked(record)
+        return bool(str(record.get("response") or "").strip()) and not incomplete(record)
 
     return RunLog(out, key=lambda record: str(record["key"]), parse=lambda number, record: record, dump=lambda record: record, finished=finished, required=("key",))

@@ -20,13 +20,23 @@ class CheckRecord(BaseModel):
 
 
 class Selection(BaseModel):
-    """Best-of-N: every sample drawn (its rollout, response, score and whether it passed every check, or its
-    error) and the index of the chosen one; with ``stop_at_pass`` none after the first that passed."""
+    """Best-of-N: every sample asked for (its rollout, response, score and whether it passed every check, or the
+    error of its failed call) and the index of the chosen one; with ``stop_at_pass`` none after the first that passed."""
 
     n: int = Field(ge=2)
     candidates: list[dict[str, Any]]
     chosen: int = Field(ge=0)
     stop_at_pass: bool = False
+
+    @property
+    def drawn(self) -> list[dict[str, Any]]:
+        """The samples drawn: a sample whose call failed was never drawn, and is asked for again on a rerun."""
+        return [c for c in self.candidates if "error" not in c]
+
+    @property
+    def failed(self) -> int:
+        """Samples whose call failed: the row is not finished while any is."""
+        return len(self.candidates) - len(self.drawn)
 
 
 class SelectionStats(BaseModel):
@@ -35,7 +45,7 @@ class SelectionStats(BaseModel):
     ``pass_at[k - 1]`` is the share of prompts with a passing sample among the first k drawn (one draw per prompt,
     not the combinatorial estimate: stop-at-pass leaves nothing after the first pass to count). ``efficiency`` is
     the share whose chosen sample passed over pass@N: below 1 when the checklist picked a failing sample though a
-    passing one was drawn."""
+    passing one was drawn. A sample whose call failed was not drawn: it counts in ``failed_samples`` only."""
 
     n: int
     prompts: int
@@ -43,28 +53,30 @@ class SelectionStats(BaseModel):
     mean_samples: float
     pass_at: list[float]
     efficiency: float | None
+    failed_samples: int = 0
 
     @classmethod
     def of(cls, selections: list[Selection]) -> SelectionStats | None:
         if not selections:
             return None
         n = max(s.n for s in selections)
-        first_pass = [next((i for i, c in enumerate(s.candidates) if c.get("passed")), None) for s in selections]
+        first_pass = [next((i for i, c in enumerate(s.drawn) if c.get("passed")), None) for s in selections]
         pass_at = [sum(i is not None and i < k for i in first_pass) / len(selections) for k in range(1, n + 1)]
         chosen = sum(bool(s.candidates[s.chosen].get("passed")) for s in selections) / len(selections)
         return cls(
             n=n, prompts=len(selections), stop_at_pass=all(s.stop_at_pass for s in selections),
-            mean_samples=sum(len(s.candidates) for s in selections) / len(selections), pass_at=pass_at,
-            efficiency=chosen / pass_at[-1] if pass_at[-1] else None,
+            mean_samples=sum(len(s.drawn) for s in selections) / len(selections), pass_at=pass_at,
+            efficiency=chosen / pass_at[-1] if pass_at[-1] else None, failed_samples=sum(s.failed for s in selections),
         )
 
     def text(self) -> str:
-        """One line: samples per prompt, pass@1, pass@N and the efficiency."""
+        """One line: samples per prompt, pass@1, pass@N and the efficiency (and the failed samples, when any)."""
         stop = ", stopping at the first pass" if self.stop_at_pass else ""
         efficiency = "n/a" if self.efficiency is None else f"{self.efficiency:.2f}"
+        failed = f"; {self.failed_samples} failed sample(s) not counted" if self.failed_samples else ""
         return (
             f"{self.mean_samples:.2f} of {self.n} samples per prompt{stop}; pass@1 {self.pass_at[0]:.3f}, "
-            f"pass@{self.n} {self.pass_at[-1]:.3f}; selection efficiency {efficiency} ({self.prompts} prompts)"
+            f"pass@{self.n} {self.pass_at[-1]:.3f}; selection efficiency {efficiency} ({self.prompts} prompts){failed}"
         )
 
 

@@ -138,8 +138,9 @@ class ChecklistBestOfN(dspy.Module):
     returns a passing sample before any other, then the highest overall score, the first on ties. Samples are drawn
     ``per_round`` at a time (decoded together: see ``programs.sampling``); ``stop_at_pass`` draws no round after one
     holding a passing sample, and keeps the first passing one, so the response does not depend on ``per_round``
-    (default: all ``n`` at once, or one at a time with ``stop_at_pass``). A sample that fails is recorded with its
-    error; only if all fail does the error propagate.
+    (default: all ``n`` at once, or one at a time with ``stop_at_pass``). A sample whose call fails is recorded with
+    its error and was not drawn: it is never chosen nor counted in pass@k, and a caller that keeps the result treats it
+    as unfinished (``Selection.failed``), so a rerun draws it again; only if all fail does the error propagate.
     """
 
     def __init__(

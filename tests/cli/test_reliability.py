@@ -933,3 +933,67 @@ def test_with_a_cache_dir_matplotlib_keeps_its_cache_there_not_under_home(tmp_pa
     assert cli_main._plots_cache(str(tmp_path / "other")) is False  # one already set (by the user, say) wins
     monkeypatch.delenv("MPLCONFIGDIR")
     assert cli_main._plots_cache(None) is False and "MPLCONFIGDIR" not in os.environ
+
+
+# -- issue 46, fourth pass: remote paths ---------------------------------------------------------------------------
+def test_a_best_of_n_sample_whose_call_failed_is_not_drawn_and_is_drawn_again_on_rerun(tmp_path, capsys):
+    """Issue 46, item 5: a failed sample counted as drawn and failing (pass@1 0.000, exit 0, no line said so) and
+    the row was done: a rerun after the server was fixed sent nothing."""
+    suite = tmp_path / "suite.jsonl"
+    row = {"key": 1, "prompt": "Write about the ocean.", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["ocean"]}]}
+    suite.write_text(json.dumps(row) + "\n")
+    sick = {"seed 0": True}
+
+    def reply(body: dict):
+        text = json.dumps(body)
+        if "code_checked" in text:  # the TICK question writer
+            return json.dumps({"questions": {"items": ["Is the response about the sea?", "Is the tone of the response calm?"]}})
+        if "verdict" in text:
+            return verdict("yes")
+        if body.get("seed") == 0 and sick["seed 0"]:
+            return (500, {"error": {"message": "sample 0 is down"}})
+        return "The ocean is vast."
+
+    argv = ["generate", "--suite", str(suite), "--best-of", "4", "--stop-at-pass", "--timeout", "1",
+            "-o", str(tmp_path / "out.jsonl"), "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    with scripted_server(reply) as server:
+        assert cli.main([*argv, *server.lm_args()]) == ExitCode.INCOMPLETE
+        out, err = (" ".join(text.split()) for text in capsys.readouterr())
+        assert "pass@1 1.000" in out and "1 failed sample(s) not counted" in out  # the first sample drawn passed
+        assert "1 Best-of-N sample(s) failed in 1 row(s)" in err
+        sick["seed 0"] = False
+        sent = len(server.bodies)
+        assert cli.main([*argv, *server.lm_args()]) == ExitCode.OK
+        assert any(body.get("seed") == 0 for body in server.bodies[sent:])  # the failed sample drawn again
+    (record,) = [obj for _, obj in read_jsonl(tmp_path / "out.jsonl")]
+    assert [c.get("error") for c in record["selection"]["candidates"]] == [None]  # the first sample, now drawn, passed
+
+
+@pytest.mark.parametrize("status", [400, 500])
+def test_an_api_key_the_server_echoes_is_written_nowhere(tmp_path, monkeypatch, capsys, status):
+    """Issue 46, item 6: "Incorrect API key provided: <key>" was copied into every unanswered verdict's explanation
+    and the final error line."""
+    key = "sk-test-0123456789abcdefSECRET"
+    monkeypatch.setenv("BINEVAL_TEST_KEY", key)
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    echo = {"error": {"message": f"Incorrect API key provided: {key}. Find your key at the dashboard.", "type": "invalid_request_error"}}
+    with scripted_server(lambda body: (status, echo)) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--api-key-env", "BINEVAL_TEST_KEY", "--timeout", "1"))
+    captured = capsys.readouterr()
+    written = (tmp_path / "out.jsonl").read_text()
+    assert code == ExitCode.LM_FAILURE and "Incorrect API key provided: [redacted]" in written
+    assert key not in written and key not in captured.err and key not in captured.out
+
+
+def test_a_tick_checklist_the_lm_never_wrote_fails_though_the_tasks_constraints_fill_it(tmp_path, capsys):
+    """Issue 46: every TICK reply unparseable, yet the task's own constraints made a checklist and the run exited 0;
+    now it fails as a checklist with no constraint does, nothing written, and a rerun asks again."""
+    task = "Write a haiku in all lowercase letters, without any commas, in under 20 words."
+    reply = Switchable(lambda body: "no checklist here")
+    args = ["checklist", "--task", task, "--method", "tick", "-o", str(tmp_path / "c.json"), "--cache-dir", str(tmp_path / "cache")]
+    with scripted_server(reply) as server:
+        assert cli.main([*args, *server.lm_args()]) == ExitCode.LM_FAILURE
+        assert "tick: the LM gave no usable questions" in capsys.readouterr().err and not (tmp_path / "c.json").exists()
+        reply.reply = lambda body: json.dumps({"questions": {"items": ["Does the haiku describe a scene from nature?", "Does the haiku have three lines?"]}})
+        assert cli.main([*args, *server.lm_args()]) == ExitCode.OK
+    assert any(q.get("verifier") is None for q in json.loads((tmp_path / "c.json").read_text())["questions"])

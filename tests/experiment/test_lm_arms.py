@@ -204,3 +204,25 @@ def test_each_arm_may_name_its_own_servers(tmp_path, capsys):
     config.write_text(config.read_text().replace(f'api_base = "{b.url}", ', ""))
     assert cli.main(["experiment", str(config)]) == 2
     assert "replicas are more servers beside api_base; give api_base too" in capsys.readouterr().err
+
+
+def test_the_command_lines_key_goes_only_to_its_own_servers(tmp_path, monkeypatch):
+    """Issue 46: --api-key-env's key was sent to every server the arms named; an arm on another server now gets no
+    key unless its table names its own (``api_key_env``)."""
+    from tests.fake_openai import scripted_server
+
+    monkeypatch.setenv("COMMAND_KEY", "sk-command-0123456789")
+    monkeypatch.setenv("ARM_KEY", "sk-arm-0123456789")
+
+    def arm(name: str, servers: str) -> str:
+        return f'[[arms]]\nname = "{name}"\nkind = "start"\nlm = {{spec = "openai/m"{servers}}}\nprogram = {{instructions = "Answer."}}\n'
+
+    with scripted_server(lambda body: "hi there") as own, scripted_server(lambda body: "hi there") as other, scripted_server(lambda body: "hi there") as keyed:
+        config = write_config(tmp_path, arm("same", "") + arm("other", f', api_base = "{other.url}"'))
+        argv = ["experiment", str(config), "--lm", "openai/m", "--api-base", own.url, "--api-key-env", "COMMAND_KEY", "--cache-dir", str(tmp_path / "cache")]
+        assert cli.main(argv) == 0
+        assert set(own.authorizations) == {"Bearer sk-command-0123456789"}  # the arm on the command's server: its key
+        assert set(other.authorizations) == {"Bearer EMPTY"}  # another server: none (the keyless placeholder)
+        config.write_text(config.read_text() + arm("keyed", f', api_base = "{keyed.url}", api_key_env = "ARM_KEY"'))
+        assert cli.main(argv) == 0
+    assert set(keyed.authorizations) == {"Bearer sk-arm-0123456789"}  # an arm's own key, for its own servers

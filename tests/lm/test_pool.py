@@ -4,6 +4,8 @@ that dies mid-run loses no row: its open calls are answered by another, and the 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.lm.specs import make_lm
 from bineval_dspy.testing.server import FixedDelayServer as Replica
 from bineval_dspy.testing.server import serving as running
-from tests.fake_openai import scripted_server
+from tests.fake_openai import scripted_server, verdict
 
 
 def files(tmp_path: Path, rows: int = 12) -> tuple[Path, Path]:
@@ -142,3 +144,28 @@ def test_an_lm_tables_servers_stay_out_of_the_run_fingerprint(tmp_path):
     assert one.lm == "openai/m" and one.servers == ("http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1")
     plain = load_config(meta_config(tmp_path, 'lm = "openai/m"\n'))
     assert plain.servers == () and one.model_dump() == plain.model_dump()  # where the model runs is not what it is
+
+
+def test_a_replica_that_hangs_loses_no_call_while_another_is_healthy(tmp_path):
+    """Issue 46, item 1: one attempt had the call's whole budget, so a call routed to a hung replica ended unanswered
+    (45 of 120 verdicts at --concurrency 8 --timeout 2); an attempt now gets one timeout and a slow one is hedged."""
+    checklist = Checklist(task="t", dimensions=["d"], questions=[Question(text=f"Is it {word}?", dimension="d") for word in ("short", "kind", "clear")])
+    (tmp_path / "checklist.json").write_text(checklist.model_dump_json())
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps({"input": f"in {n}", "output": f"out {n}"}) + "\n" for n in range(40)))
+    given = (tmp_path / "checklist.json", tmp_path / "rows.jsonl")
+    released = threading.Event()
+
+    def hang(body: dict) -> str:
+        released.wait(30)  # a process that accepted the request and never answers
+        return verdict("yes")
+
+    try:
+        with scripted_server(hang) as hung, running(Replica(0.0, slots=16)) as well:
+            started = time.monotonic()
+            assert judge(given, tmp_path / "out.jsonl", [hung, well], "--concurrency", "8", "--timeout", "2") == 0
+            took = time.monotonic() - started
+            assert well.answered >= 40 * 3 and len(hung.bodies) >= 1  # the hung replica was tried, its calls answered elsewhere
+    finally:
+        released.set()
+    assert all(answers == ["yes", "no", "yes"] for _, answers in verdicts(tmp_path / "out.jsonl"))
+    assert took < 60  # hedged after a second, not each hung call waiting out its timeout in turn

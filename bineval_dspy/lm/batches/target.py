@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import InputError, keep_secret
 from bineval_dspy.lm.prices import BATCH_SUFFIX, price_of
 from bineval_dspy.lm.retry import DEFAULT_TIMEOUT
 from bineval_dspy.lm.runtime import LMOptions
@@ -55,6 +55,7 @@ def batch_target(options: LMOptions, budgeted: bool = False) -> BatchTarget:
         raise InputError(f"`batch`: {flag} runs in this process; a batch goes to a provider's batch API (`lm` openai/<model>, or `api_base`)")
     prefix, _, model = spec.partition("/")
     timeout = options.timeout or DEFAULT_TIMEOUT
+    keep_secret(options.api_key)  # the batch API's errors are written into run records
     if options.api_base:
         return BatchTarget(base_url=_checked_url(options.api_base), dialect="vllm", model=model or spec, api_key=options.api_key or "EMPTY", timeout=timeout)
     if prefix != "openai" or not model:
@@ -62,6 +63,7 @@ def batch_target(options: LMOptions, budgeted: bool = False) -> BatchTarget:
     key = options.api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
         raise InputError(f"`batch`: {flag}: no API key: set OPENAI_API_KEY, or name the variable with `api_key_env`")
+    keep_secret(key)
     return BatchTarget(base_url=OPENAI_BASE, dialect="openai-chat", model=model, api_key=key, timeout=timeout)
 
 

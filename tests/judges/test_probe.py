@@ -173,3 +173,58 @@ def test_states_are_read_fitted_cached_and_judged_on_the_embedded_model(tmp_path
     assert verdict.answer in ("yes", "no") and verdict.p_yes is not None and verdict.explanation.startswith("probe: P(yes)")
     assert card.judge is not None and card.judge.probe == probe.digest()
     assert reader.computed == 8  # that prompt was read while training: the judge's reading came from the cache
+
+
+def test_cross_fitting_never_scores_a_group_with_a_head_that_saw_it(monkeypatch):
+    from bineval_dspy.meta import probe as meta_probe
+
+    readings, _, _ = _readings(120, signal_layer=1)
+    groups = [f"doc{k % 10}" for k in range(120)]
+    human = [float(k % 5) for k in range(120)]
+    trained_on: list[set[str]] = []
+    real = meta_probe.fit_head
+
+    def recording(readings, y, groups, **kwargs):
+        trained_on.append(set(groups))
+        return real(readings, y, groups, **kwargs)
+
+    monkeypatch.setattr(meta_probe, "fit_head", recording)
+    p, heads = meta_probe.cross_fitted(
+        readings, human, ["d"] * 120, groups, folds=5, inner_folds=2, layers=[1, 2], strengths=[0.01], seed=0
+    )
+    assert not np.isnan(p).any() and len(heads) == 5
+    folds = grouped_folds(groups, 5, 0)
+    for head, seen in zip(heads, trained_on):
+        held = {g for g, f in zip(groups, folds) if f == head["fold"]}
+        assert held and not held & seen  # the scored documents were never trained on
+
+
+@pytest.mark.embedded
+def test_calibrate_trains_saves_and_scores_held_out_tasks(tmp_path, capsys):
+    from bineval_dspy import cli
+
+    rows = []
+    for k in range(6):
+        task = f"Write one sentence about the number {k}."
+        for good, output in ((True, f"The number {k} is small."), (False, "Bananas are yellow.")):
+            for q in ("Is the output about the number?", "Is the output one sentence?"):
+                rows.append({"input": task, "output": output, "question": q, "reference": "yes" if good or "sentence" in q else "no", "example_id": f"t{k}"})
+    train, test = rows[:16], rows[16:]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in test))
+    (tmp_path / "cal.toml").write_text(
+        'run_dir = "run"\n[data]\ntrain = ["train.jsonl"]\ntest = "test.jsonl"\n[probe]\nlayers = [9, 30]\nstrengths = [0.01]\nfolds = 2\n'
+    )
+    code = cli.main(["calibrate", str(tmp_path / "cal.toml"), "--cache-dir", str(tmp_path / "cache")])
+    assert code == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["kind"] == "calibration" and results["test_rows"] == 8
+    assert set(results["test"]) == {"kappa", "balanced_accuracy", "auroc", "agreement"}
+    assert set(results["record"]["groups"]) == {f"t{k}" for k in range(4)}  # the test tasks were never trained on
+    assert "test (8 rows)" in capsys.readouterr().out
+    program = load_program(tmp_path / "run", "judge")
+    assert program.probe is not None and program.build().probe is not None
+    (tmp_path / "leak.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[14:]))
+    (tmp_path / "leak.toml").write_text('run_dir = "run2"\n[data]\ntrain = ["train.jsonl"]\ntest = "leak.jsonl"\n')
+    assert cli.main(["calibrate", str(tmp_path / "leak.toml"), "--cache-dir", str(tmp_path / "cache")]) == 2
+    assert "also in the test split" in capsys.readouterr().err

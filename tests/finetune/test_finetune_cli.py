@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bineval_dspy import cli
+from bineval_dspy.core.errors import InputError
 
 ROW = {"instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]}
 
@@ -37,3 +40,31 @@ def test_train_data_that_holds_a_test_prompt_is_refused_before_any_lm_call(tmp_p
     assert cli.main(["finetune", config, "--cache-dir", str(tmp_path / "cache")]) == 2
     assert "would leak into training" in _one_error_line(capsys)
     assert not (tmp_path / "run" / "arms").exists()
+
+
+@pytest.mark.parametrize("variant", [lambda p: p + " ", lambda p: p.replace(" ", "  ", 1), lambda p: p.replace(".", " .").upper()])
+def test_train_data_holding_a_test_prompt_respaced_under_another_key_is_refused(tmp_path, capsys, variant):
+    """Issue 46, item 3: a whitespace-only difference passed the exact-string comparison."""
+    config = _config(tmp_path, extra='train_data = "extra.jsonl"')
+    suite = [json.loads(line) for line in (tmp_path / "suite.jsonl").read_text().splitlines()]
+    rows = [{**row, "key": f"copy-{row['key']}", "prompt": variant(row["prompt"])} for row in suite]
+    (tmp_path / "extra.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert cli.main(["finetune", config, "--cache-dir", str(tmp_path / "cache")]) == 2
+    assert "nearly duplicates" in (error := _one_error_line(capsys)) and "would leak into training" in error
+    assert not (tmp_path / "run" / "arms").exists()
+
+
+def test_judge_examples_that_copy_a_held_out_input_and_output_are_refused(tmp_path):
+    import dspy
+
+    from bineval_dspy.finetune.config import extra_train
+
+    held = dspy.Example(input="Name a fruit that is red.", output="An apple is a red fruit.", question="Q?", example_id="e1")
+    extra = tmp_path / "extra.jsonl"
+    row = {"input": "Name a fruit  that is red. ", "output": "An apple is a red fruit.", "question": "Q?", "dimension": "d", "question_id": "x#0", "example_id": "x"}
+    extra.write_text(json.dumps(row) + "\n")
+    with pytest.raises(InputError, match="'x' nearly duplicates 'e1'"):
+        extra_train(extra, [held], "cross")
+    extra.write_text(json.dumps({**row, "input": "Name a vegetable that is green.", "output": "Spinach."}) + "\n")
+    assert [ex.example_id for ex in extra_train(extra, [held], "cross")] == ["x"]
+

@@ -8,6 +8,7 @@ import pytest
 
 from bineval_dspy import cli
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.finetune.settings import FinetuneSettings
 
 ROW = {"instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]}
 
@@ -68,3 +69,33 @@ def test_judge_examples_that_copy_a_held_out_input_and_output_are_refused(tmp_pa
     extra.write_text(json.dumps({**row, "input": "Name a vegetable that is green.", "output": "Spinach."}) + "\n")
     assert [ex.example_id for ex in extra_train(extra, [held], "cross")] == ["x"]
 
+
+@pytest.mark.parametrize(
+    "setting, field",
+    [
+        ("target_modules = []", "finetune.target_modules"),
+        ('target_modules = ["q_proj", "qkv_proj"]', "finetune.target_modules"),
+        ('target_modules = ["lm_head"]', "finetune.target_modules"),
+        ('target_modules = ["embed_tokens"]', "finetune.target_modules"),
+        ("epochs = inf", "finetune.epochs"),
+        ("learning_rate = inf", "finetune.learning_rate"),
+    ],
+)
+def test_settings_that_cannot_train_or_export_are_refused_at_load(tmp_path, capsys, setting, field):
+    """Issue 46, item 9: each passed validation and failed after the sampling (or trained for ever)."""
+    assert cli.main(["finetune", _config(tmp_path, finetune=setting)]) == 2
+    assert f"field '{field}'" in _one_error_line(capsys)
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_adaptable_modules_are_the_linear_modules_of_a_llama_decoder_layer():
+    """What ``target_modules`` accepts is what the model holds: the exporter's table, checked against transformers."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from bineval_dspy.finetune.export import LLAMA_TENSORS
+
+    config = LlamaConfig(vocab_size=32, hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2)
+    layer = LlamaForCausalLM(config).model.layers[0]
+    assert {name for name, module in layer.named_modules() if isinstance(module, torch.nn.Linear)} == set(LLAMA_TENSORS)
+    assert FinetuneSettings(target_modules=["self_attn.q_proj", "down_proj"]).target_modules == ["self_attn.q_proj", "down_proj"]

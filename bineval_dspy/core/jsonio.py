@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core import outputs
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import InputError, one_line
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -242,9 +242,11 @@ def _check_writable(path: Path, folder: Path) -> None:
         raise InputError(f"{path}: cannot write (read-only file)")
 
 
-def write_error(path: Path, exc: OSError) -> InputError:
-    """A failed write as the one located line the CLI prints (exit 2)."""
-    return InputError(f"{path}: cannot write ({exc.strerror or exc}); finished rows are kept, rerun to go on")
+def write_error(path: Path, exc: Exception, kept: str = "finished rows are kept") -> InputError:
+    """A failed write as the one located line the CLI prints (exit 2); ``exc`` is an OS error, or a library's own
+    error for one (a tensor or tokenizer file's writer), and ``kept`` says what a rerun goes on from."""
+    reason = (exc.strerror or str(exc)) if isinstance(exc, OSError) else one_line(exc)
+    return InputError(f"{path}: cannot write ({reason}); {kept}, rerun to go on")
 
 
 def append_jsonl(path: Path, obj: dict[str, Any]) -> None:

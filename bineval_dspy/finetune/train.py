@@ -13,7 +13,8 @@ import resource
 import shutil
 import time
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from pydantic import BaseModel
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import sha256_of
-from bineval_dspy.core.jsonio import load_model, write_json
+from bineval_dspy.core.jsonio import load_model, write_error, write_json
 from bineval_dspy.finetune.settings import FinetuneSettings
 
 ADAPTER_FILE = "adapter.gguf"
@@ -122,6 +123,19 @@ def _whole_safetensors(path: Path) -> bool:
         return False
 
 
+@contextmanager
+def _writing(path: Path, kept: str) -> Iterator[None]:
+    """A write that fails (a full disk) as the one located line every failed write is (``jsonio.write_error``):
+    the writers under the trainer say it their own way, torch's serializer as a RuntimeError, the tokenizer's and
+    safetensors' as an error carrying the OS error ("File too large (os error 27)")."""
+    try:
+        yield
+    except Exception as exc:
+        if not isinstance(exc, OSError | RuntimeError) and "os error" not in str(exc):
+            raise
+        raise write_error(path, exc, kept) from None
+
+
 def train_adapter(
     method: str,
     rows: Sequence[dict[str, str]],
@@ -172,6 +186,13 @@ def train_adapter(
         )
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(_progress_callback())
+    save_checkpoint = trainer._save_checkpoint
+
+    def saved_or_one_line(*args: Any, **kwargs: Any) -> Any:
+        with _writing(checkpoints, "the last whole checkpoint is kept"):
+            return save_checkpoint(*args, **kwargs)
+
+    trainer._save_checkpoint = saved_or_one_line
     started = time.perf_counter()
     last = last_complete_checkpoint(checkpoints)
     if last is not None:
@@ -179,8 +200,10 @@ def train_adapter(
     trainer.train(resume_from_checkpoint=str(last) if last is not None else None)
     seconds = time.perf_counter() - started
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    write_gguf_adapter(trainer.model, settings.lora_alpha, folder / ADAPTER_FILE)
-    trainer.model.save_pretrained(str(folder / "peft"))  # the adapter as peft saves it: for PyTorch users and the export test
+    with _writing(folder / ADAPTER_FILE, "the checkpoints are kept"):
+        write_gguf_adapter(trainer.model, settings.lora_alpha, folder / ADAPTER_FILE)
+    with _writing(folder / "peft", "the checkpoints are kept"):
+        trainer.model.save_pretrained(str(folder / "peft"))  # the adapter as peft saves it: for PyTorch users and the export test
     report = TrainingReport(
         method=method, examples=len(rows), steps=int(trainer.state.global_step), first_loss=losses[0] if losses else None,
         last_loss=losses[-1] if losses else None, seconds=round(seconds, 1),

@@ -95,3 +95,47 @@ def test_an_adapter_is_reused_only_while_it_is_the_file_its_training_recorded(tm
     tuner._train(tmp_path / "base.gguf", "state", _Render())  # type: ignore[arg-type]
     assert exports == [1, 1, 1] and "trained.json:5: malformed JSON" in capsys.readouterr().err.replace("\n", "")
 
+
+@pytest.mark.embedded
+def test_a_full_disk_while_training_is_one_located_line_and_the_rerun_resumes(tmp_path, monkeypatch):
+    """Issue 46, item 8: a checkpoint write past the disk's end (RLIMIT_FSIZE: a real short write, then EFBIG, as a
+    full disk) was a traceback from the tokenizer's writer; now one line naming the folder, and with space again the
+    rerun discards the cut checkpoint and trains. The real trainer and writers, on a two-layer model of the
+    embedded model's vocabulary (the weights do not matter here, the writes do)."""
+    import resource
+    import signal
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from bineval_dspy.core.errors import InputError
+    from bineval_dspy.finetune import torch_model
+    from bineval_dspy.finetune.settings import FinetuneSettings
+    from bineval_dspy.finetune.train import train_adapter
+    from bineval_dspy.lm.specs import embedded_model_path
+
+    gguf = embedded_model_path("smollm2")
+    tokenizer = torch_model.load_tokenizer(gguf)
+
+    def small_model(_):
+        config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2)
+        model = LlamaForCausalLM(config)
+        model.generation_config.pad_token_id = tokenizer.eos_token_id
+        return model
+
+    monkeypatch.setattr(torch_model, "load_model", small_model)
+    rows = [{"prompt": "Say hi.", "completion": "Hi." + tokenizer.eos_token}] * 2
+    settings = FinetuneSettings(max_steps=2, batch_size=1, save_steps=1, max_length=64)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, hard))  # below the checkpoint's tokenizer.json (3.5 MB)
+    try:
+        with pytest.raises(InputError) as failed:
+            train_adapter("sft", rows, gguf, settings, tmp_path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+    message = str(failed.value)
+    assert message.startswith(f"{tmp_path / 'checkpoints'}: cannot write (") and "File too large" in message and "\n" not in message
+    assert not (tmp_path / "checkpoints" / "checkpoint-1" / "trainer_state.json").exists()
+    report = train_adapter("sft", rows, gguf, settings, tmp_path)  # space again
+    assert report.steps == 2 and (tmp_path / "adapter.gguf").is_file()

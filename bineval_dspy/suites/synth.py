@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import read_jsonl, read_text
+from bineval_dspy.core.jsonio import read_jsonl, text_lines
 from bineval_dspy.core.neardup import LEAK_THRESHOLD, LeakIndex
 from bineval_dspy.verifiers import describe, known_instruction_ids
 from bineval_dspy.verifiers.kwargs import RELATIONS
@@ -478,7 +478,7 @@ def load_tasks(path: Path | None = None) -> list[str]:
     if path is None:
         tasks: list[str] = json.loads(files("bineval_dspy").joinpath("data").joinpath("synth_tasks.json").read_text(encoding="utf-8"))
         return tasks
-    lines = read_text(path).split("\n")
+    lines = [line.removesuffix("\n") for _, line, _ in text_lines(path)]  # each line capped, as a JSON Lines row is
     first = next((line for line in lines if line.strip()), None)
     if first is None:
         raise InputError(f"{path}: no tasks; give one task per line, or JSON Lines with a 'task' field")

@@ -259,6 +259,18 @@ def test_bad_input_is_one_line_and_exit_2_with_nothing_written(tmp_path, capsys,
     assert not out.exists()
 
 
+def test_a_task_file_with_a_1_gb_line_is_one_located_line_not_a_memory_error(tmp_path, capsys):
+    """Issue 46: the tasks file was read whole; now line by line, each capped as a JSON Lines row is."""
+    tasks = tmp_path / "tasks.txt"
+    with tasks.open("wb") as handle:
+        handle.write(b"Describe a kite.\n")
+        handle.truncate(2**30)  # sparse: a 1 GB second line of NUL bytes that takes no disk
+    code, out = synth(tmp_path, "--tasks", str(tasks))
+    err = capsys.readouterr().err
+    assert code == 2 and f"{tasks}:2: a line longer than 64 MiB" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
 def test_an_existing_output_is_kept_without_overwrite(tmp_path, capsys):
     (tmp_path / "synth.jsonl").write_text("mine\n", encoding="utf-8")
     assert synth(tmp_path, "-n", "5")[0] == 2

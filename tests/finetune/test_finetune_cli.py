@@ -99,3 +99,31 @@ def test_the_adaptable_modules_are_the_linear_modules_of_a_llama_decoder_layer()
     layer = LlamaForCausalLM(config).model.layers[0]
     assert {name for name, module in layer.named_modules() if isinstance(module, torch.nn.Linear)} == set(LLAMA_TENSORS)
     assert FinetuneSettings(target_modules=["self_attn.q_proj", "down_proj"]).target_modules == ["self_attn.q_proj", "down_proj"]
+
+
+def test_a_moved_run_keeps_its_fingerprint_and_a_changed_setting_is_named(tmp_path):
+    """Issue 46: the fingerprint held the suite's absolute path, so a run moved with its data was refused, naming
+    two digests ("experiment: 'a1..' -> 'b2..'"); now the data's bytes count, and the field that differs is named."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from bineval_dspy.cli.finetune import as_experiment
+    from bineval_dspy.core.fingerprint import first_difference
+    from bineval_dspy.finetune.config import load_finetune_config
+    from bineval_dspy.optimize.config import run_fingerprint
+
+    def config_in(name: str, extra: str = ""):
+        (tmp_path / name).mkdir()
+        return load_finetune_config(Path(_config(tmp_path / name, extra=extra)))
+
+    here, moved, other = config_in("here"), config_in("moved"), config_in("other", extra="[program]\nmax_tokens = 64")
+    assert run_fingerprint(here, "lm") == run_fingerprint(moved, "lm")
+
+    from bineval_dspy.experiment.arms import finetune_fingerprint
+
+    def fingerprint(config):
+        experiment = as_experiment(config)
+        return finetune_fingerprint(experiment.arms[1], SimpleNamespace(config=experiment, lm=SimpleNamespace(model="m", kwargs={})))
+
+    assert fingerprint(here) == fingerprint(moved)
+    assert first_difference(fingerprint(here), fingerprint(other)) == "config.program.max_tokens: 256 -> 64"

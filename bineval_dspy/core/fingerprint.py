@@ -86,11 +86,14 @@ def first_difference(recorded: Fingerprint, current: Fingerprint) -> str | None:
     return None
 
 
-def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False) -> bool:
+AFRESH = "; use `overwrite` or a new output path"  # what a refused resume advises, where the caller has `overwrite`
+
+
+def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False, hint: str = AFRESH) -> bool:
     """Prepare ``out`` for appending under ``current``; True when earlier output is resumed.
 
     ``overwrite`` empties earlier output. Earlier output without a fingerprint, or with another one, is refused
-    in one line: rerun with ``--overwrite`` or a new output path. The output stays locked for this process
+    in one line, ending with ``hint`` (what the caller can do about it). The output stays locked for this process
     (``outputs.claim``), so a second run on it is refused while this one writes.
     """
     record = sidecar(out)
@@ -101,15 +104,15 @@ def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False) ->
         resumed = False
     if resumed:
         if not record.exists():
-            raise InputError(f"{out}: exists, but no {record.name} says what made it; use `overwrite` or a new output path")
+            raise InputError(f"{out}: exists, but no {record.name} says what made it{hint}")
         try:
             recorded = json.loads(read_text(record))
         except json.JSONDecodeError:
-            raise InputError(f"{record}: malformed JSON; use `overwrite` or a new output path") from None
+            raise InputError(f"{record}: malformed JSON{hint}") from None
         if not isinstance(recorded, dict):
-            raise InputError(f"{record}: not a JSON object of settings; use `overwrite` or a new output path")
+            raise InputError(f"{record}: not a JSON object of settings{hint}")
         difference = first_difference(recorded, current)
         if difference:
-            raise InputError(f"{out}: made with other settings ({difference}); use `overwrite` or a new output path")
+            raise InputError(f"{out}: made with other settings ({difference}){hint}")
     write_json(record, current)
     return resumed

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core import outputs
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import InputError, one_line
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -30,14 +30,21 @@ def describe_validation_error(exc: ValidationError) -> str:
     return f"field '{field}': {err['msg']}"
 
 
+MAX_FILE_BYTES = 256 * 2**20  # one whole file read at once (a config, a checklist, a results file)
+
+
 def read_text(path: Path, what: str = "") -> str:
-    """A whole file as UTF-8 text; unreadable or non-UTF-8 files are one located InputError."""
+    """A whole file as UTF-8 text; unreadable, non-UTF-8 or endless files (``/dev/zero``) are one located
+    InputError, read no further than ``MAX_FILE_BYTES``."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, expected a file{what}") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB, more than any file of ours; is it the right file?")
     try:
         return data.decode("utf-8").removeprefix("\ufeff")  # a byte order mark is no part of the text
     except UnicodeDecodeError as exc:
@@ -99,7 +106,7 @@ def read_jsonl(
     out of disk space mid-write leaves in its own output, which a resume rewrites without it. ``standard``: data a
     run passes on (to an LM, to its output) must be standard JSON text: no NaN or Infinity, no lone surrogate.
     """
-    for number, line, last in _file_lines(path):
+    for number, line, last in text_lines(path):
         if not line.strip():
             continue
         try:
@@ -134,7 +141,7 @@ def read_jsonl_models(
 MAX_LINE_BYTES = 64 * 2**20  # one JSON Lines row; a longer "line" is no row of ours
 
 
-def _file_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+def text_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     """(number, line with its "\n", whether it is the last) for each line of a UTF-8 file, read as it goes (memory
     flat in the file's size), split on "\n" only; errors are ``read_text``'s."""
     try:
@@ -242,9 +249,11 @@ def _check_writable(path: Path, folder: Path) -> None:
         raise InputError(f"{path}: cannot write (read-only file)")
 
 
-def write_error(path: Path, exc: OSError) -> InputError:
-    """A failed write as the one located line the CLI prints (exit 2)."""
-    return InputError(f"{path}: cannot write ({exc.strerror or exc}); finished rows are kept, rerun to go on")
+def write_error(path: Path, exc: Exception, kept: str = "finished rows are kept") -> InputError:
+    """A failed write as the one located line the CLI prints (exit 2); ``exc`` is an OS error, or a library's own
+    error for one (a tensor or tokenizer file's writer), and ``kept`` says what a rerun goes on from."""
+    reason = (exc.strerror or str(exc)) if isinstance(exc, OSError) else one_line(exc)
+    return InputError(f"{path}: cannot write ({reason}); {kept}, rerun to go on")
 
 
 def append_jsonl(path: Path, obj: dict[str, Any]) -> None:

@@ -18,12 +18,11 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import Fingerprint, open_for_resume
+from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, open_for_resume
 from bineval_dspy.core.jsonio import append_jsonl, describe_validation_error, read_jsonl, rewrite_jsonl
 
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
-DAMAGED = "; use `overwrite` or a new output path"
 
 
 @dataclass
@@ -36,6 +35,7 @@ class RunLog(Generic[R]):
     dump: Callable[[R], dict[str, Any]]
     finished: Callable[[R], bool] = lambda record: True
     required: Sequence[str] = ()
+    hint: str = AFRESH  # what a refused resume or a damaged line advises
 
     def read(self) -> Iterator[tuple[int, R]]:
         """(line number, record) of every line; a torn last line is skipped."""
@@ -45,7 +45,7 @@ class RunLog(Generic[R]):
     def open(self, fingerprint: Fingerprint, overwrite: bool = False, wanted: Callable[[str], bool] | None = None) -> dict[str, R]:
         """Claim the file for this run; the finished records of earlier output by key (none for fresh output, or
         with ``overwrite``), the file repaired to hold just those."""
-        if not open_for_resume(self.path, fingerprint, overwrite):
+        if not open_for_resume(self.path, fingerprint, overwrite, self.hint):
             return {}
         return self.repair(wanted)
 
@@ -73,7 +73,7 @@ class RunLog(Generic[R]):
 
 
 def model_log(
-    path: Path, model: type[M], key: Callable[[M], str], finished: Callable[[M], bool] = lambda record: True, hint: str = DAMAGED
+    path: Path, model: type[M], key: Callable[[M], str], finished: Callable[[M], bool] = lambda record: True, hint: str = AFRESH
 ) -> RunLog[M]:
     """A run log of pydantic records: each line validated as ``model``."""
 
@@ -83,7 +83,7 @@ def model_log(
         except ValidationError as exc:
             raise InputError(f"{path}:{number}: {describe_validation_error(exc)}{hint}") from None
 
-    return RunLog(path, key, parse, lambda record: record.model_dump(mode="json"), finished)
+    return RunLog(path, key, parse, lambda record: record.model_dump(mode="json"), finished, hint=hint)
 
 
 def _ends_whole(path: Path) -> bool:

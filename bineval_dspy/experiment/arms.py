@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import digest
+from bineval_dspy.core.fingerprint import Fingerprint, digest
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist
@@ -217,13 +217,10 @@ def finetune_arm(arm: FinetuneArm, context: ArmContext) -> tuple[dspy.Module, Co
     folder = context.folder(arm.name)
     config = context.config
     extra = extra_train(arm.train_data, [*context.val, *context.test], config.mode)[: arm.train_data_rows]
-    fingerprint = {"experiment": _fingerprint(context), "arm": arm.model_dump_json(exclude={"train_data"})}
-    if arm.train_data is not None:
-        fingerprint["train_data"] = digest(arm.train_data.read_bytes())
     tuner = BinEvalFinetune(
         getattr(context.feedback, "metric", None),  # a judge learns from references, not from a metric
         run_dir=folder, settings=FinetuneSettings(**arm.finetune), base=config.lm, threads=config.program.threads,
-        fingerprint=fingerprint,
+        fingerprint=finetune_fingerprint(arm, context),
     )
     with measuring() as measurement:
         program = tuner.compile(context.student, trainset=[*context.train, *extra])
@@ -359,8 +356,21 @@ def _arm_identity(arm: BinEvalArm | SelectionDemosArm) -> str:
 
 def _fingerprint(context: ArmContext) -> str:
     """What the arms share: the run description (data files' bytes, program, optimizer) and the LM."""
+    return digest(json.dumps(_run_settings(context), sort_keys=True))
+
+
+def _run_settings(context: ArmContext) -> Fingerprint:
     base = RunConfig.model_validate(context.config.model_dump(include=set(RunConfig.model_fields)))
-    return digest(json.dumps(run_fingerprint(base, lm_identity(context.lm)), sort_keys=True))
+    return run_fingerprint(base, lm_identity(context.lm))
+
+
+def finetune_fingerprint(arm: FinetuneArm, context: ArmContext) -> Fingerprint:
+    """What decided a finetune arm's samples, field by field (a resume under other settings names the one that
+    differs, not two digests): the run description, the arm and its ``train_data`` bytes."""
+    fingerprint = {**_run_settings(context), "arm": arm.model_dump_json(exclude={"train_data"})}
+    if arm.train_data is not None:
+        fingerprint["train_data"] = digest(arm.train_data.read_bytes())
+    return fingerprint
 
 
 ARMS: Registry[Callable[[Any, ArmContext], tuple[dspy.Module, Cost]]] = Registry("arm kind")

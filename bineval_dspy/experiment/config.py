@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, load_toml
@@ -40,6 +40,14 @@ class _Arm(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+@-]+$", description="the arm's row in the table and its folder")
+
+    @field_validator("name")
+    @classmethod
+    def _own_folder(cls, name: str) -> str:
+        """``.`` or ``..`` as ``arms/NAME`` would be the arms' folder or the run directory itself."""
+        if set(name) == {"."}:
+            raise ValueError(f"{name!r} names no folder of its own; give the arm a name")
+        return name
 
 
 class ArmLM(LMTable):

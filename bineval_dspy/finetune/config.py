@@ -15,6 +15,7 @@ from pydantic import Field
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_toml
+from bineval_dspy.core.neardup import LeakIndex
 from bineval_dspy.finetune.settings import FinetuneSettings
 from bineval_dspy.optimize.config import RunConfig, load_judge_examples, resolve_paths
 from bineval_dspy.suites.rows import load_suite
@@ -37,21 +38,24 @@ def load_finetune_config(path: Path) -> FinetuneConfig:
 
 
 def extra_train(path: Path | None, held_out: list[dspy.Example], mode: str = "self") -> list[dspy.Example]:
-    """More train examples: a suite's rows (self mode) or judge examples (cross mode); one that shares a key, a
-    prompt or an example id with val or test is refused: it would leak into training."""
+    """More train examples: a suite's rows (self mode) or judge examples (cross mode); one that shares a key or an
+    example id with val or test, or whose prompt (a judge example's input and output) nearly duplicates one of
+    theirs (``core.neardup``: a copy with other spacing, punctuation or look-alike letters), is refused: it would
+    leak into training."""
     if path is None:
         return []
     if mode == "self":
         examples = [row.to_example() for row in load_suite(path)]
-        held = {str(ex.key) for ex in held_out} | {str(ex.prompt) for ex in held_out}
-        found = lambda ex: {str(ex.key), str(ex.prompt)} & held  # noqa: E731
-        name = lambda ex: str(ex.key)  # noqa: E731
+        name, text = (lambda ex: str(ex.key)), (lambda ex: str(ex.prompt))
     else:
         examples = load_judge_examples(path)
-        held = {str(ex.example_id) for ex in held_out}
-        found = lambda ex: {str(ex.example_id)} & held  # noqa: E731
-        name = lambda ex: str(ex.example_id)  # noqa: E731
+        name, text = (lambda ex: str(ex.example_id)), (lambda ex: f"{ex.input}\n{ex.output}")
+    held = {name(ex) for ex in held_out}
+    index = LeakIndex([(name(ex), text(ex)) for ex in held_out])
     for example in examples:
-        if found(example):
+        if name(example) in held:
             raise InputError(f"{path}: {name(example)!r} is also in the val or test split: it would leak into training")
+        copied = index.copied(text(example))
+        if copied is not None:
+            raise InputError(f"{path}: {name(example)!r} nearly duplicates {copied!r} of the val or test split: it would leak into training")
     return examples

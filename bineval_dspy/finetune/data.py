@@ -110,7 +110,7 @@ def collect(
     that could not be sampled or scored stops the run after the others are written (``RunError``)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / SAMPLES_FILE
-    log = model_log(out, PromptSamples, key=lambda r: r.key, hint="; use `overwrite` or a new run_dir")
+    log = model_log(out, PromptSamples, key=lambda r: r.key, hint=f"; remove {folder} or use a new run_dir")  # no `overwrite` here
     done = log.open(fingerprint)
     todo = [ex for ex in examples if metric.example_id(ex) not in done]
 

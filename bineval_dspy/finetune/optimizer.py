@@ -22,6 +22,7 @@ from bineval_dspy.core.fingerprint import Fingerprint, digest
 from bineval_dspy.core.jsonio import read_text, write_text_atomic
 from bineval_dspy.finetune.data import PromptSamples, collect, preference_pairs, reference_verdicts, sft_examples
 from bineval_dspy.finetune.settings import FinetuneSettings
+from bineval_dspy.finetune.train import ADAPTER_FILE, TrainingReport
 from bineval_dspy.judges.binary import EXPLANATION_STOP, BinaryJudge
 from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.optimize.metric import BinEvalMetric
@@ -102,9 +103,9 @@ class BinEvalFinetune:
             return student.deepcopy()
         report = self._train(base_path, state, render)
         weights = Weights(
-            base=self.base, base_sha256=sha256_of(base_path), adapter=self.folder / "adapter.gguf",
-            adapter_sha256=sha256_of(self.folder / "adapter.gguf"), method=settings.method,
-            training={"settings": settings.model_dump(), **report},
+            base=self.base, base_sha256=sha256_of(base_path), adapter=self.folder / ADAPTER_FILE,
+            adapter_sha256=report.adapter_sha256, method=settings.method,  # the digest training recorded, never re-read
+            training={"settings": settings.model_dump(), **report.model_dump(exclude={"adapter_sha256"})},
         )
         return attach(student.deepcopy(), weights)
 
@@ -174,22 +175,23 @@ class BinEvalFinetune:
         lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.data)
         write_text_atomic(self.folder / f"{self.settings.method}.jsonl", lines)
 
-    def _train(self, base_path: Path, state: str, render: _Renderer) -> dict[str, Any]:
-        """Train unless this very data set and these settings were trained already (then read its report); a killed
-        training run resumes from its last checkpoint, one made from other data starts over."""
+    def _train(self, base_path: Path, state: str, render: _Renderer) -> TrainingReport:
+        """Train unless this very data set and these settings were trained already and their adapter is the file
+        the report records (then read the report); a killed training run resumes from its last checkpoint, one made
+        from other data starts over."""
         import shutil
 
-        from bineval_dspy.finetune.train import ADAPTER_FILE, TRAINED_FILE, train_adapter
+        from bineval_dspy.finetune.train import TRAINED_FILE, train_adapter, trained_report
 
         key = digest(json.dumps([self.base, state, self.settings.model_dump(), [{k: v for k, v in r.items() if k != "source"} for r in self.data]], sort_keys=True))
         key_file = self.folder / TRAINING_KEY_FILE
-        trained = self.folder / TRAINED_FILE
         if key_file.is_file() and read_text(key_file).strip() == key:
-            if trained.is_file() and (self.folder / ADAPTER_FILE).is_file():
+            report = trained_report(self.folder)
+            if report is not None:
                 console.print(f"finetune: reusing the adapter trained on these {len(self.data)} example(s)")
-                return dict(json.loads(read_text(trained)))
+                return report
         else:
-            for stale in (self.folder / "checkpoints", trained, self.folder / ADAPTER_FILE):
+            for stale in (self.folder / "checkpoints", self.folder / TRAINED_FILE, self.folder / ADAPTER_FILE):
                 if stale.is_dir():
                     shutil.rmtree(stale)
                 elif stale.exists():
@@ -202,7 +204,7 @@ class BinEvalFinetune:
         if not rows:
             raise InputError(f"no training example fits max_length = {self.settings.max_length} tokens; raise max_length")
         console.print(f"finetune: training a LoRA adapter ({self.settings.method}) on {len(rows)} example(s)")
-        return train_adapter(self.settings.method, rows, base_path, self.settings, self.folder).model_dump()
+        return train_adapter(self.settings.method, rows, base_path, self.settings, self.folder)
 
 
 class _Renderer:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class FinetuneSettings(BaseModel):
@@ -29,11 +29,26 @@ class FinetuneSettings(BaseModel):
     lora_rank: int = Field(default=8, ge=1)
     lora_alpha: int = Field(default=16, ge=1)
     target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
-    epochs: float = Field(default=2.0, gt=0)
-    learning_rate: float = Field(default=2e-4, gt=0)
+    epochs: float = Field(default=2.0, gt=0, allow_inf_nan=False)
+    learning_rate: float = Field(default=2e-4, gt=0, allow_inf_nan=False)
     batch_size: int = Field(default=4, ge=1)
     max_steps: int = Field(default=0, ge=0, description="stop after this many optimizer steps (0: the epochs decide)")
-    beta: float = Field(default=0.1, gt=0, description="dpo: the KL weight")
+    beta: float = Field(default=0.1, gt=0, allow_inf_nan=False, description="dpo: the KL weight")
     max_length: int = Field(default=512, ge=32, description="tokens per training sequence (prompt and response)")
     save_steps: int = Field(default=10, ge=1, description="a checkpoint every N steps, so a killed run resumes")
     seed: int = 0
+
+    @field_validator("target_modules")
+    @classmethod
+    def _exportable(cls, names: list[str]) -> list[str]:
+        """Only the decoder layers' linear modules have a llama.cpp tensor to adapt: any other name (the embeddings,
+        the head, a typo) would fail after training, at the export, or adapt nothing."""
+        from bineval_dspy.finetune.export import LLAMA_TENSORS
+
+        if not names:
+            raise ValueError("name at least one module to adapt")
+        for name in names:
+            if not any(path == name or path.endswith("." + name) for path in LLAMA_TENSORS):
+                known = ", ".join(path.split(".")[-1] for path in LLAMA_TENSORS)
+                raise ValueError(f"{name!r} is no linear module of a decoder layer (the adapter exports only {known})")
+        return names

@@ -12,17 +12,23 @@ import json
 import resource
 import shutil
 import time
-from collections.abc import Sequence
+import zipfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.fingerprint import sha256_of
+from bineval_dspy.core.jsonio import load_model, write_error, write_json
 from bineval_dspy.finetune.settings import FinetuneSettings
 
 ADAPTER_FILE = "adapter.gguf"
 TRAINED_FILE = "trained.json"
+TORCH_SUFFIXES = (".pt", ".pth", ".bin")  # the trainer's torch.save files: optimizer, scheduler, RNG state, arguments
 
 
 class TrainingReport(BaseModel):
@@ -36,6 +42,25 @@ class TrainingReport(BaseModel):
     seconds: float
     peak_memory_mb: float
     threads: int
+    adapter_sha256: str  # the exported adapter's: a rerun reuses only the very file it trained
+
+
+def trained_report(folder: Path) -> TrainingReport | None:
+    """The report of the training whose adapter ``folder`` holds, or None (said why) when the report or the adapter
+    is missing, damaged, or not the file the report records: then the caller trains, resuming from the last whole
+    checkpoint, and exports again, never blessing a damaged adapter with a new digest."""
+    record, adapter = folder / TRAINED_FILE, folder / ADAPTER_FILE
+    if not record.is_file() or not adapter.is_file():
+        return None
+    try:
+        report = load_model(record, TrainingReport)
+    except InputError as exc:
+        console.print(f"finetune: {exc}; training again from the last checkpoint", style="yellow")
+        return None
+    if sha256_of(adapter) != report.adapter_sha256:
+        console.print(f"finetune: {adapter}: not the adapter {record.name} records (sha256 differs); exporting it again", style="yellow")
+        return None
+    return report
 
 
 def _progress_callback() -> Any:
@@ -51,8 +76,8 @@ def _progress_callback() -> Any:
 
 
 def last_complete_checkpoint(checkpoints: Path) -> Path | None:
-    """The newest checkpoint the trainer finished writing (its state file is written last); newer ones a kill cut
-    short are removed, so that resuming never reads half a checkpoint."""
+    """The newest whole checkpoint; newer ones a kill cut short or the disk damaged are removed, so that resuming
+    never reads half a checkpoint."""
     if not checkpoints.is_dir():
         return None
     steps = sorted(
@@ -60,11 +85,55 @@ def last_complete_checkpoint(checkpoints: Path) -> Path | None:
         if path.is_dir() and path.name.split("-")[1].isdigit()
     )
     for _, path in reversed(steps):
-        if (path / "trainer_state.json").is_file():
+        damage = _damage(path)
+        if damage is None:
             return path
-        console.print(f"finetune: discarding {path.name}: its write was interrupted")
+        console.print(f"finetune: discarding {path.name}: {damage}")
         shutil.rmtree(path)
     return None
+
+
+def _damage(checkpoint: Path) -> str | None:
+    """Why the trainer could not resume from ``checkpoint`` (None: it can): its state file, written last, is
+    missing or torn, or a tensor or torch file is shorter than its own header or index says."""
+    state = checkpoint / "trainer_state.json"
+    if not state.is_file():
+        return "its write was interrupted"
+    try:
+        json.loads(state.read_bytes())
+    except ValueError:
+        return f"{state.name} is torn"
+    for path in sorted(checkpoint.iterdir()):
+        if path.suffix == ".safetensors" and not _whole_safetensors(path):
+            return f"{path.name} is torn"
+        if path.suffix in TORCH_SUFFIXES and not zipfile.is_zipfile(path):  # torch.save's zip keeps its index last
+            return f"{path.name} is torn"
+    return None
+
+
+def _whole_safetensors(path: Path) -> bool:
+    """Whether a safetensors file holds every byte its header promises."""
+    try:
+        with path.open("rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            header = json.loads(handle.read(size))
+        end = max((entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"), default=0)
+        return bool(path.stat().st_size == 8 + size + end)
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return False
+
+
+@contextmanager
+def _writing(path: Path, kept: str) -> Iterator[None]:
+    """A write that fails (a full disk) as the one located line every failed write is (``jsonio.write_error``):
+    the writers under the trainer say it their own way, torch's serializer as a RuntimeError, the tokenizer's and
+    safetensors' as an error carrying the OS error ("File too large (os error 27)")."""
+    try:
+        yield
+    except Exception as exc:
+        if not isinstance(exc, OSError | RuntimeError) and "os error" not in str(exc):
+            raise
+        raise write_error(path, exc, kept) from None
 
 
 def train_adapter(
@@ -117,6 +186,13 @@ def train_adapter(
         )
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(_progress_callback())
+    save_checkpoint = trainer._save_checkpoint
+
+    def saved_or_one_line(*args: Any, **kwargs: Any) -> Any:
+        with _writing(checkpoints, "the last whole checkpoint is kept"):
+            return save_checkpoint(*args, **kwargs)
+
+    trainer._save_checkpoint = saved_or_one_line
     started = time.perf_counter()
     last = last_complete_checkpoint(checkpoints)
     if last is not None:
@@ -124,12 +200,15 @@ def train_adapter(
     trainer.train(resume_from_checkpoint=str(last) if last is not None else None)
     seconds = time.perf_counter() - started
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    write_gguf_adapter(trainer.model, settings.lora_alpha, folder / ADAPTER_FILE)
-    trainer.model.save_pretrained(str(folder / "peft"))  # the adapter as peft saves it: for PyTorch users and the export test
+    with _writing(folder / ADAPTER_FILE, "the checkpoints are kept"):
+        write_gguf_adapter(trainer.model, settings.lora_alpha, folder / ADAPTER_FILE)
+    with _writing(folder / "peft", "the checkpoints are kept"):
+        trainer.model.save_pretrained(str(folder / "peft"))  # the adapter as peft saves it: for PyTorch users and the export test
     report = TrainingReport(
         method=method, examples=len(rows), steps=int(trainer.state.global_step), first_loss=losses[0] if losses else None,
         last_loss=losses[-1] if losses else None, seconds=round(seconds, 1),
         peak_memory_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), threads=threads,
+        adapter_sha256=sha256_of(folder / ADAPTER_FILE),
     )
-    (folder / TRAINED_FILE).write_text(json.dumps(report.model_dump(), indent=2), encoding="utf-8")
+    write_json(folder / TRAINED_FILE, report.model_dump())  # atomic: a kill never leaves half a record
     return report

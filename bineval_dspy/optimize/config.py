@@ -291,10 +291,11 @@ def test_scorer(config: RunConfig, student: dspy.Module, optimizer: BinEvalOptim
 
 
 def run_fingerprint(config: RunConfig, lm_identity: str) -> Fingerprint:
-    """What decides an optimize run's results: every config setting, the data file's bytes, the LM and the code of
-    the verifiers that grade it."""
+    """What decides an optimize run's results: every config setting, the data files' bytes (not where they lie: a
+    run moved with its data resumes), the LM and the code of the verifiers that grade it."""
     data_path = config.data.suite if config.mode == "self" else config.data.examples
-    settings = config.model_dump(mode="json", exclude={"run_dir", "optimizer", "test_every"})
+    paths: dict[str, Any] = {"data": {"suite", "examples", *config.data.split_files}, "program": {"checklist"}}
+    settings = config.model_dump(mode="json", exclude={"run_dir": True, "optimizer": True, "test_every": True, **paths})
     files = {f"{name}_file": file_digest(path) for name, path in config.data.split_files.items()}
     if data_path is not None and not files:
         files["data_file"] = file_digest(data_path)

@@ -4,7 +4,7 @@ by the same code that grades the test suites.
 
 Everything is drawn from one seeded ``random.Random``, so a seed gives the same file byte for byte. Constraints that
 contradict each other are never drawn together (``GROUPS``, ``CONFLICTS``, ``SOLO``), and a candidate prompt that
-equals or nearly duplicates a prompt of an excluded suite (the test split) is drawn again (``LeakIndex``): training
+equals or nearly duplicates a prompt of an excluded suite (the test split) is drawn again (``core.neardup.LeakIndex``): training
 on the test items would make every later test score meaningless.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -22,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import read_jsonl, read_text
+from bineval_dspy.core.jsonio import read_jsonl, text_lines
+from bineval_dspy.core.neardup import LEAK_THRESHOLD, LeakIndex
 from bineval_dspy.verifiers import describe, known_instruction_ids
 from bineval_dspy.verifiers.kwargs import RELATIONS
 
@@ -478,7 +478,7 @@ def load_tasks(path: Path | None = None) -> list[str]:
     if path is None:
         tasks: list[str] = json.loads(files("bineval_dspy").joinpath("data").joinpath("synth_tasks.json").read_text(encoding="utf-8"))
         return tasks
-    lines = read_text(path).split("\n")
+    lines = [line.removesuffix("\n") for _, line, _ in text_lines(path)]  # each line capped, as a JSON Lines row is
     first = next((line for line in lines if line.strip()), None)
     if first is None:
         raise InputError(f"{path}: no tasks; give one task per line, or JSON Lines with a 'task' field")
@@ -502,55 +502,6 @@ def read_excluded(paths: Iterable[Path]) -> list[tuple[str, str]]:
                 raise InputError(f"{path}:{number}: field 'prompt': expected text, got {type(obj['prompt']).__name__}")
             excluded.append((f"{path.name}:{obj.get('key', f'line {number}')}", obj["prompt"]))
     return excluded
-
-
-# --------------------------------------------------------------------------- leak check
-SHINGLE_WORDS = 5
-
-
-def shingles(text: str, size: int = SHINGLE_WORDS) -> frozenset[tuple[str, ...]]:
-    """The word ``size``-grams of the lower-cased text (whitespace runs are one break); a shorter text is one."""
-    words = text.lower().split()
-    if len(words) <= size:
-        return frozenset({tuple(words)}) if words else frozenset()
-    return frozenset(tuple(words[i : i + size]) for i in range(len(words) - size + 1))
-
-
-class LeakIndex:
-    """Excluded prompts by shingle, so a candidate's nearest excluded prompt (by Jaccard similarity of shingle
-    sets) is found from the shingles it shares, not by comparing it with every excluded prompt."""
-
-    def __init__(self, excluded: Sequence[tuple[str, str]]) -> None:
-        self._keys = [key for key, _ in excluded]
-        self._sizes: list[int] = []
-        self._postings: defaultdict[tuple[str, ...], list[int]] = defaultdict(list)
-        for index, (_, prompt) in enumerate(excluded):
-            grams = shingles(prompt)
-            self._sizes.append(len(grams))
-            for gram in grams:
-                self._postings[gram].append(index)
-
-    def nearest(self, text: str) -> tuple[str, float] | None:
-        """The key of the most similar excluded prompt and the similarity, or None when none shares a shingle."""
-        grams = shingles(text)
-        shared = Counter(index for gram in grams for index in self._postings.get(gram, ()))
-        if not shared:
-            return None
-        similarity = {i: count / (len(grams) + self._sizes[i] - count) for i, count in shared.items()}
-        best = max(similarity, key=lambda i: (similarity[i], -i))  # ties: the first excluded prompt
-        return self._keys[best], similarity[best]
-
-
-def leaks(prompts: Sequence[str], excluded: Sequence[tuple[str, str]], threshold: float = 0.5) -> list[tuple[int, str, float]]:
-    """(index, excluded key, similarity) of each prompt whose nearest excluded prompt is at least ``threshold``
-    similar: word 5-gram Jaccard similarity, after lower-casing and collapsing whitespace (1.0 for an equal one)."""
-    index = LeakIndex(excluded)
-    found = []
-    for number, prompt in enumerate(prompts):
-        nearest = index.nearest(prompt)
-        if nearest is not None and nearest[1] >= threshold:
-            found.append((number, *nearest))
-    return found
 
 
 # --------------------------------------------------------------------------- composing
@@ -596,7 +547,7 @@ def synthesize(
     min_instructions: int = 1,
     max_instructions: int = 3,
     excluded: Sequence[tuple[str, str]] = (),
-    threshold: float = 0.5,
+    threshold: float = LEAK_THRESHOLD,
 ) -> Synthesis:
     """``count`` suite rows (``synth-0``, ...), each a task with min..max compatible instructions, none of whose
     prompt or task is within ``threshold`` of an excluded prompt; the same arguments give the same rows."""
@@ -607,8 +558,7 @@ def synthesize(
     index = LeakIndex(excluded)
 
     def leaked(text: str) -> bool:
-        nearest = index.nearest(text)
-        return nearest is not None and nearest[1] >= threshold
+        return index.copied(text, threshold) is not None
 
     clean = {task for task in tasks if not leaked(task)}  # judged once; a leaking draw still counts as redrawn
     if not clean:

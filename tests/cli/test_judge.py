@@ -117,3 +117,10 @@ def test_unknown_lm_spec_is_a_clear_error(capsys):
     with pytest.raises(InputError, match="LiteLLM 'provider/model'"):
         make_lm("gpt4")
     assert make_lm("openai/gpt-4o-mini").model == "openai/gpt-4o-mini"
+
+
+def test_an_endless_checklist_is_one_line_not_a_memory_error(tmp_path, lm, capsys):
+    """Issue 46: ``--checklist /dev/zero`` read without bound until MemoryError; now the read stops at its cap."""
+    data = write_rows(tmp_path / "rows.jsonl", ['{"input": "a", "output": "b"}'])
+    code, err = run(["judge", "--checklist", "/dev/zero", "--data", str(data)], capsys)
+    assert code == 2 and "/dev/zero: larger than 256 MiB" in err and len(err.strip().splitlines()) == 1

@@ -174,6 +174,9 @@ n = 2
         ("cross", 'name = "b"\nkind = "best_of"', "needs a generator"),
         ("self", 'name = "g"\nkind = "bineval"\noptimizer = { max_iteration = 2 }', "arm 'g': optimizer field 'max_iteration'"),
         ("self", 'name = "g"\nkind = "gepa"\ncalls_like = "nobody"', "calls_like 'nobody' is not an earlier arm"),
+        ("self", 'name = ".."\nkind = "start"', "field 'arms.0.start.name'"),  # issue 46: arms/.. is the run directory
+        ("self", 'name = "."\nkind = "start"', "field 'arms.0.start.name'"),
+        ("self", 'name = "a/b"\nkind = "start"', "field 'arms.0.start.name'"),
     ],
 )
 def test_a_bad_experiment_config_is_one_located_line(tmp_path, capsys, mode, arm, message):

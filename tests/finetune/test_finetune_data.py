@@ -78,11 +78,13 @@ def test_samples_are_scored_by_the_verifiers_and_resume(tmp_path):
     calls = student.calls
     again = collect(student, metric, examples, settings, tmp_path, {"run": "1"})
     assert student.calls == calls and again == records  # resumed from samples.jsonl: nothing sampled twice
-    with pytest.raises(InputError, match="other settings"):
+    with pytest.raises(InputError, match="other settings") as refused:
         collect(student, metric, examples, settings, tmp_path, {"run": "2"})
+    assert f"; remove {tmp_path} or use a new run_dir" in str(refused.value)  # finetune and experiment have no `overwrite`
+    assert "overwrite" not in str(refused.value)
     lines = (tmp_path / SAMPLES_FILE).read_text().splitlines()
     (tmp_path / SAMPLES_FILE).write_text(lines[0] + '\n{"key": "b"}\n')  # a damaged row: one located line, no traceback
-    with pytest.raises(InputError, match=rf"{SAMPLES_FILE}:2: required fields missing: 'prompt', 'samples'; use `overwrite`"):
+    with pytest.raises(InputError, match=rf"{SAMPLES_FILE}:2: required fields missing: 'prompt', 'samples'; remove .+ or use a new run_dir$"):
         collect(student, metric, examples, settings, tmp_path, {"run": "1"})
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 from itertools import combinations
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy.cli.main import main
+from bineval_dspy.core.neardup import leaks
 from bineval_dspy.suites import load_suite
 from bineval_dspy.suites.synth import (
     CONFLICTS,
@@ -28,7 +30,6 @@ from bineval_dspy.suites.synth import (
     conflicting,
     family_of,
     kwargs_clash,
-    leaks,
     load_tasks,
     read_excluded,
     select_ids,
@@ -176,6 +177,30 @@ def test_leaks_finds_equal_and_near_duplicate_prompts():
     assert leaks([near], excluded, threshold=0.95) == []
 
 
+IFEVAL_PROMPT = (  # IFEval's key 1000
+    'Write a 300+ word summary of the wikipedia page "https://en.wikipedia.org/wiki/Raymond_III,_Count_of_Tripoli". Do not use any '
+    "commas and highlight at least 3 sections that has titles in markdown format, for example *highlighted section part 1*, "
+    "*highlighted section part 2*, *highlighted section part 3*."
+)
+
+
+@pytest.mark.parametrize(
+    "copy",
+    [
+        IFEVAL_PROMPT.replace(",", ""),  # 0.32 before (issue 46, item 2)
+        re.sub(r"([^\w\s])", r" \1", IFEVAL_PROMPT),  # a space before each punctuation mark: 0.28
+        re.sub(r"[^\w\s]", "", IFEVAL_PROMPT),  # no punctuation: 0.23
+        IFEVAL_PROMPT.replace("a", "\u0430"),  # a Cyrillic a for every Latin one: no shared shingle
+        IFEVAL_PROMPT.replace(" ", " \u200b").replace("e", "e\u200b"),  # zero-width spaces: no shared shingle
+        IFEVAL_PROMPT.replace("o", "\u03bf").replace("W", "\uff37"),  # a Greek omicron, a full-width W
+    ],
+    ids=["no commas", "spaced punctuation", "no punctuation", "cyrillic a", "zero-width spaces", "greek and full-width"],
+)
+def test_a_near_copy_of_a_test_prompt_leaks_whatever_its_punctuation_or_look_alike_letters(copy):
+    found = leaks([copy], [("ifeval:1000", IFEVAL_PROMPT)])
+    assert [key for _, key, _ in found] == ["ifeval:1000"]  # at least the 0.5 threshold (0.71 without any punctuation, else 1.0)
+
+
 @pytest.mark.skipif(not (IFEVAL.is_file() and IFBENCH.is_file()), reason=f"no IFEval/IFBench shared data under {SHARED_DATA} (set BINEVAL_SHARED_DATA)")
 def test_no_test_prompt_leaks_into_500_rows(tmp_path, capsys):
     code, out = synth(tmp_path, "-n", "500", "--exclude", str(IFEVAL), "--exclude", str(IFBENCH))
@@ -231,6 +256,18 @@ def test_bad_input_is_one_line_and_exit_2_with_nothing_written(tmp_path, capsys,
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_a_task_file_with_a_1_gb_line_is_one_located_line_not_a_memory_error(tmp_path, capsys):
+    """Issue 46: the tasks file was read whole; now line by line, each capped as a JSON Lines row is."""
+    tasks = tmp_path / "tasks.txt"
+    with tasks.open("wb") as handle:
+        handle.write(b"Describe a kite.\n")
+        handle.truncate(2**30)  # sparse: a 1 GB second line of NUL bytes that takes no disk
+    code, out = synth(tmp_path, "--tasks", str(tasks))
+    err = capsys.readouterr().err
+    assert code == 2 and f"{tasks}:2: a line longer than 64 MiB" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
 
 

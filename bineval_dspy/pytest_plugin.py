@@ -27,6 +27,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the LM of the bineval fixture: smollm2 (embedded default), gemma3-270m, a .gguf path or a LiteLLM string")
     group.addoption("--bineval-cache-dir", default=None, metavar="DIR",
                     help="on-disk LM call cache of the bineval fixture (default $BINEVAL_CACHE_DIR or ~/.cache/bineval_dspy)")
+    group.addoption("--bineval-judge", default=None, metavar="PROGRAM",
+                    help="a judge program (a run folder or program.json, e.g. bineval calibrate's probe judge) the fixture judges with")
 
 
 class BinevalSession:
@@ -36,6 +38,7 @@ class BinevalSession:
         self.spec, self.cache_dir = spec, cache_dir
         self._lm: dspy.LM | None = None
         self.judged = self.passed = 0
+        self.judge: Path | None = None  # a judge program every assertion answers with (None: the default judge)
         self.scores: list[float] = []
         self.cost: Cost | None = None
 
@@ -87,6 +90,8 @@ class Bineval:
             what["checklist"] = self.folder / checklist
         if lm is None and what.get("row") is None:
             lm = self.lm
+        if self.session.judge is not None:
+            what.setdefault("judge", self.session.judge)
         missed: BinevalAssertionError | None = None
         with measuring() as measurement:
             try:
@@ -108,6 +113,8 @@ def bineval(request: pytest.FixtureRequest) -> Bineval:
     if _SESSION not in config.stash:
         cache_dir = config.getoption("--bineval-cache-dir")
         config.stash[_SESSION] = BinevalSession(config.getoption("--bineval-lm"), Path(cache_dir) if cache_dir else None)
+        judge = config.getoption("--bineval-judge")
+        config.stash[_SESSION].judge = Path(judge) if judge else None
     return Bineval(config.stash[_SESSION], request.path.parent)
 
 

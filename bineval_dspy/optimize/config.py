@@ -32,7 +32,7 @@ from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.optimize.results import TestScorer
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.generator import Generator
-from bineval_dspy.programs.state import Splits
+from bineval_dspy.programs.state import PROBE_FILE, Splits, load_program, program_path
 from bineval_dspy.suites.rows import SuiteRow, load_suite
 from bineval_dspy.verifiers import code_digest
 
@@ -85,6 +85,9 @@ class ProgramConfig(_Strict):
     threads: int = Field(default=1, ge=1, description="examples run at once (an in-process model batches them)")
     checklist: Path | None = Field(default=None, description="self mode: a checklist whose questions every response is also judged against")
     judge: JudgeOptions = Field(default_factory=JudgeOptions, description="cross mode: the student judge's options")
+    judge_program: Path | None = Field(
+        default=None, description="self mode: a judge program (a run folder or program.json, e.g. a probe judge's) answering the feedback loop's LM questions"
+    )
 
     @field_validator("llm_questions")
     @classmethod
@@ -121,6 +124,8 @@ class RunConfig(ServedLM, _Strict):
     def _something_to_learn_from(self) -> RunConfig:
         if self.program.checklist is not None and self.mode != "self":
             raise ValueError("program.checklist: questions asked of a generator's responses (mode = \"self\")")
+        if self.program.judge_program is not None and self.mode != "self":
+            raise ValueError("program.judge_program: the judge of a generator's responses (mode = \"self\"); in cross mode the judge is the student")
         if self.learns:
             empty = [name for name in ("train", "val") if getattr(self.data, name) == 0]
             if empty:
@@ -157,6 +162,8 @@ def resolve_paths(config: Config, path: Path) -> Config:
     config.run_dir = (base / config.run_dir).resolve()
     if config.program.checklist is not None:
         config.program.checklist = (base / config.program.checklist).resolve()
+    if config.program.judge_program is not None:
+        config.program.judge_program = (base / config.program.judge_program).resolve()
     return config
 
 
@@ -226,7 +233,8 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
                 checklists[example.key] = hybrid_checklist(row, generator=writer, n_llm_questions=config.program.llm_questions, also=every)
             return checklists[example.key]
 
-        feedback = SelfUpdateFeedback(bineval_metric(BinaryJudge(), checklist_for), threads=config.program.threads)
+        judge = load_program(config.program.judge_program, "judge").build() if config.program.judge_program is not None else BinaryJudge()
+        feedback = SelfUpdateFeedback(bineval_metric(judge, checklist_for), threads=config.program.threads)
         student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens)
     else:
         if config.data.split_files:
@@ -294,11 +302,16 @@ def run_fingerprint(config: RunConfig, lm_identity: str) -> Fingerprint:
     """What decides an optimize run's results: every config setting, the data files' bytes (not where they lie: a
     run moved with its data resumes), the LM and the code of the verifiers that grade it."""
     data_path = config.data.suite if config.mode == "self" else config.data.examples
-    paths: dict[str, Any] = {"data": {"suite", "examples", *config.data.split_files}, "program": {"checklist"}}
+    paths: dict[str, Any] = {"data": {"suite", "examples", *config.data.split_files}, "program": {"checklist", "judge_program"}}
     settings = config.model_dump(mode="json", exclude={"run_dir": True, "optimizer": True, "test_every": True, **paths})
     files = {f"{name}_file": file_digest(path) for name, path in config.data.split_files.items()}
     if data_path is not None and not files:
         files["data_file"] = file_digest(data_path)
     if config.program.checklist is not None:
         files["checklist_file"] = file_digest(config.program.checklist)
+    if config.program.judge_program is not None:  # the judge's own file and its probe's, wherever they lie
+        judge = program_path(config.program.judge_program)
+        files["judge_program"] = file_digest(judge)
+        if (judge.parent / PROBE_FILE).is_file():
+            files["judge_probe"] = file_digest(judge.parent / PROBE_FILE)
     return {"config": json.dumps(settings, sort_keys=True), **files, "lm": lm_identity, "verifiers": code_digest()}

@@ -69,12 +69,14 @@ def assert_passes(
     lm: dspy.LM | None = None,
     mode: Mode = "strict",
     min_score: float | None = None,
+    judge: Any = None,
 ) -> Scorecard:
     """Judge ``output`` against ``checklist`` (a ``Checklist`` or its JSON file) or a suite ``row`` (its code
     verifiers; ``input`` defaults to its prompt) and return the scorecard; raise ``BinevalAssertionError`` naming
     every failed or unanswered question. ``lm`` (else the DSPy context's) answers questions code cannot.
     ``min_score``: pass at this overall (weighted) score instead of every question met; an unanswered question
-    still fails the test, as it leaves no score."""
+    still fails the test, as it leaves no score. ``judge``: a ``BinaryJudge``, or a judge program (a run folder or
+    program.json, e.g. ``bineval calibrate``'s probe judge) to answer with instead of the default judge."""
     __tracebackhide__ = True  # a red test shows the test's line, not the library's frames
     import dspy
 
@@ -88,7 +90,11 @@ def assert_passes(
     needs_lm = any(q.verifier is None for q in judged.questions)
     if needs_lm and lm is None and dspy.settings.lm is None:
         raise InputError("assert_passes: the checklist has questions for an LM and none is configured (pass lm=, or use the bineval fixture)")
-    judge = BinaryJudge(verifier_mode=mode)
+    if isinstance(judge, str | Path):
+        from bineval_dspy.programs.state import load_program
+
+        judge = load_program(Path(judge), "judge").build()
+    judge = judge if judge is not None else BinaryJudge(verifier_mode=mode)
     with dspy.context(lm=lm) if lm is not None else dspy.context():
         card = judge(input=input or prompt or "", output=output, checklist=judged)
     missed = any(_missed(q, v) for q, v in zip(judged.questions, _ordered(judged, card)))

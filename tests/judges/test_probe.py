@@ -224,6 +224,15 @@ def test_calibrate_trains_saves_and_scores_held_out_tasks(tmp_path, capsys):
     assert "test (8 rows)" in capsys.readouterr().out
     program = load_program(tmp_path / "run", "judge")
     assert program.probe is not None and program.build().probe is not None
+    from bineval_dspy.lm.specs import make_lm
+    from bineval_dspy.testing.assertions import BinevalAssertionError, assert_passes
+
+    checklist = Checklist(task="t", dimensions=["d"], questions=[Question(id="q", text="Is the output about the number?", dimension="d")])
+    try:  # the pytest assertion answers with the saved probe judge
+        card = assert_passes("The number 5 is small.", checklist=checklist, input="Write one sentence about the number 5.", lm=make_lm("smollm2"), judge=tmp_path / "run")
+    except BinevalAssertionError as failed:
+        card = failed.scorecard
+    assert card.verdicts[0].explanation.startswith("probe: P(yes)")
     (tmp_path / "leak.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[14:]))
     (tmp_path / "leak.toml").write_text('run_dir = "run2"\n[data]\ntrain = ["train.jsonl"]\ntest = "leak.jsonl"\n')
     assert cli.main(["calibrate", str(tmp_path / "leak.toml"), "--cache-dir", str(tmp_path / "cache")]) == 2

@@ -43,6 +43,7 @@ __all__ = [
 
 # Importing the modules registers their verifiers.
 from bineval_dspy.verifiers import (  # noqa: F401
+    checks,
     grounded,
     ifbench_count,
     ifbench_custom,

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.registry import Registry
 
 
@@ -78,6 +82,72 @@ def register(*instruction_ids: str, rule: Rule) -> Callable[[Factory], Factory]:
         for instruction_id in instruction_ids:
             VERIFIERS.add(instruction_id, Registered(factory, rule))
         return factory
+
+    return decorate
+
+
+class NoKwargs(BaseModel):
+    """The kwargs model of a verifier that takes none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+Judged = Callable[..., "bool | Finding"]  # (response, **kwargs) -> bool | Finding
+
+
+def typed_factory(instruction_id: str, judged: Judged, kwargs: type[BaseModel]) -> Factory:
+    """A factory for ``judged(response, **kwargs)`` whose kwargs the pydantic model ``kwargs`` checks when the check
+    is built (a bad one: ValueError, one line); a field with an alias is given by its alias (``schema``, a name a
+    pydantic model cannot have).
+
+    Its signature is the model's fields, so ``describe``, ``bineval verifiers`` and the unexpected-kwargs check read
+    it as any factory's. A bool ``judged`` returns becomes a Finding; anything else it returns, or raises, is a
+    VerifierError: the judge records it as unanswered and grading as ungraded, never as a pass.
+    """
+
+    def factory(**given: Any) -> Check:
+        try:
+            values = kwargs.model_validate(given)
+        except ValidationError as exc:
+            raise ValueError(describe_validation_error(exc)) from None
+        args = {name: getattr(values, name) for name in type(values).model_fields}
+
+        def check(response: str) -> Finding:
+            try:
+                result = judged(response, **args)
+            except Exception as exc:
+                raise VerifierError(f"{instruction_id} raised {one_line(exc)}") from exc
+            if isinstance(result, Finding):
+                return result
+            if isinstance(result, bool):
+                return Finding(result, f"{getattr(judged, '__name__', 'the check')} returned {result}")
+            raise VerifierError(f"{instruction_id} returned {type(result).__name__}, not a bool or a Finding")
+
+        return check
+
+    factory.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter(
+                field.alias or name,  # what a row's kwargs say
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True),
+                annotation=field.annotation,
+            )
+            for name, field in kwargs.model_fields.items()
+        ]
+    )
+    factory.__name__ = getattr(judged, "__name__", instruction_id)
+    return factory
+
+
+def register_typed(*instruction_ids: str, rule: Rule, kwargs: type[BaseModel] = NoKwargs) -> Callable[[Judged], Judged]:
+    """Register ``judged(response, **kwargs) -> bool | Finding`` with the pydantic model of its kwargs (see
+    ``typed_factory``) for each of ``instruction_ids``; ``rule`` as in ``register``."""
+
+    def decorate(judged: Judged) -> Judged:
+        for instruction_id in instruction_ids:
+            register(instruction_id, rule=rule)(typed_factory(instruction_id, judged, kwargs))
+        return judged
 
     return decorate
 

@@ -152,14 +152,24 @@ def register_typed(*instruction_ids: str, rule: Rule, kwargs: type[BaseModel] = 
     return decorate
 
 
+USER_FILES: dict[Path, str] = {}  # a Python file of the user's own verifiers (``user``) -> the digest of its bytes as run
+
+
 @functools.cache
-def code_digest() -> str:
-    """A digest of the verifiers' own source files: recorded in a run's fingerprint, so that verdicts made by other
-    verifier code (a fixed bug, a changed rule) are not resumed into as if they were this code's."""
+def _builtin_digest() -> str:
     sources = hashlib.sha256()
     for path in sorted(Path(__file__).parent.glob("*.py")):
         sources.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
     return sources.hexdigest()[:16]
+
+
+def code_digest() -> str:
+    """A digest of the verifiers' own source files and of the user's verifier files in use: recorded in a run's
+    fingerprint, so that verdicts made by other verifier code (a fixed bug, a changed rule, an edited file of
+    one's own) are not resumed into as if they were this code's."""
+    if not USER_FILES:
+        return _builtin_digest()
+    return hashlib.sha256("\0".join([_builtin_digest(), *sorted(USER_FILES.values())]).encode()).hexdigest()[:16]
 
 
 def known_instruction_ids() -> list[str]:

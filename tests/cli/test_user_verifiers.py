@@ -108,3 +108,78 @@ def test_a_bad_verifier_file_is_one_line_and_exit_2_before_any_work(tmp_path, ca
     assert cli.main([*command, "--verifiers", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+BULLETS = '''
+from pydantic import BaseModel, Field
+
+import bineval_dspy
+
+
+class BulletArgs(BaseModel):
+    count: int = Field(ge=1)
+
+
+@bineval_dspy.verifier("mine:bullets", rule="Answer with exactly {count} bullet points, each starting '* '.", kwargs=BulletArgs)
+def bullets(response: str, count: int) -> bineval_dspy.Finding:
+    found = sum(line.startswith("* ") for line in response.splitlines())
+    return bineval_dspy.Finding(found == count, f"{found} bullet point(s)")
+'''
+
+
+def test_an_optimize_config_names_its_verifier_files_from_its_own_folder(tmp_path, monkeypatch, words_embedder, capsys):
+    from tests.optimize.test_optimizer import World
+
+    route_cli_lm(monkeypatch, World())
+    (tmp_path / "checks").mkdir()
+    own_file(tmp_path / "checks", BULLETS, "mine.py")
+    suite = tmp_path / "suite.jsonl"
+    row = {"instruction_id_list": ["mine:bullets"], "kwargs": [{"count": 2}]}
+    suite.write_text("".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}).", **row}) + "\n" for i in range(6)))
+    config = tmp_path / "run.toml"
+    body = 'mode = "self"\nrun_dir = "runs/demo"\nverifiers = ["{}"]\n[data]\nsuite = "suite.jsonl"\ntrain = 3\nval = 2\ntest = 1\n[program]\ninstructions = "Answer the request."\n[optimizer]\nmax_iterations = 2\n'
+    config.write_text(body.format("checks/missing.py"))
+    assert cli.main(["optimize", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "run.toml: field 'verifiers.0': no file" in err and len(err.strip().splitlines()) == 1
+    config.write_text(body.format("checks/mine.py"))
+    assert cli.main(["optimize", str(config)]) == 0  # the suite's rows are graded by the user's verifier
+    audit = json.loads((tmp_path / "runs" / "demo" / "audit.json").read_text())
+    assert audit["best"]["instructions"]["generate"].endswith("Use bullet points.")
+
+
+def test_a_meta_eval_config_loads_its_verifier_files(tmp_path):
+    from bineval_dspy.meta.config import load_config
+    from bineval_dspy.verifiers.registry import VERIFIERS
+
+    own_file(tmp_path, EMOJI)
+    config = tmp_path / "meta.toml"
+    config.write_text('run_dir = "runs"\nverifiers = ["my_checks.py"]\n[dataset]\nkind = "summeval"\nsummaries = "s.jsonl"\narticles = "a.jsonl"\n[[methods]]\nname = "r"\nkind = "rouge_l"\n')
+    assert load_config(config).verifiers == [(tmp_path / "my_checks.py").resolve()]
+    assert "mine:no_emoji" in VERIFIERS
+
+
+PLUGIN_TEST = '''
+import pytest
+
+
+def test_a_row_names_the_projects_own_verifier(bineval):
+    row = {"key": 1, "prompt": "Invite them.", "instruction_id_list": ["mine:no_emoji"], "kwargs": [{}]}
+    bineval.assert_passes("Come to the party!", row=row)
+    with pytest.raises(AssertionError, match="no_emoji returned False"):
+        bineval.assert_passes("Come \\U0001F389", row=row)
+'''
+
+
+@pytest.mark.parametrize("how", ["ini", "option"])
+def test_the_pytest_plugin_loads_the_projects_verifier_files(pytester, monkeypatch, how):
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))  # this checkout's plugin, not another install's
+    pytester.makepyfile(test_invites=PLUGIN_TEST)
+    (pytester.path / "checks").mkdir()
+    own_file(pytester.path / "checks", EMOJI)
+    if how == "ini":
+        pytester.makeini("[pytest]\nbineval_verifiers = checks/my_checks.py\n")
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    else:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--bineval-verifiers", "checks/my_checks.py")
+    result.assert_outcomes(passed=1)

@@ -48,6 +48,9 @@ _EXPORTS = {
     "hybrid_checklist": "bineval_dspy.checklists.hybrid",
     "SuiteRow": "bineval_dspy.suites.rows",
     "load_suite": "bineval_dspy.suites.rows",
+    "Finding": "bineval_dspy.verifiers.registry",
+    "verifier": "bineval_dspy.verifiers.user",
+    "load_verifier_files": "bineval_dspy.verifiers.user",
     "Bootstrap": "bineval_dspy.stats.bootstrap",
     "Interval": "bineval_dspy.stats.bootstrap",
 }
@@ -62,6 +65,7 @@ __all__ = [
     "Checklist",
     "ChecklistWriter",
     "CrossModelFeedback",
+    "Finding",
     "Generator",
     "Interval",
     "JudgeSpec",
@@ -79,10 +83,12 @@ __all__ = [
     "hybrid_checklist",
     "load_program",
     "load_suite",
+    "load_verifier_files",
     "make_lm",
     "make_writer",
     "rescale",
     "score",
+    "verifier",
 ]
 assert sorted(__all__) == sorted(_EXPORTS)
 
@@ -107,6 +113,8 @@ if TYPE_CHECKING:
     from bineval_dspy.programs.state import ProgramFile, load_program
     from bineval_dspy.stats.bootstrap import Bootstrap, Interval
     from bineval_dspy.suites.rows import SuiteRow, load_suite
+    from bineval_dspy.verifiers.registry import Finding
+    from bineval_dspy.verifiers.user import load_verifier_files, verifier
 
 
 def __getattr__(name: str) -> Any:

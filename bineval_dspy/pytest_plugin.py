@@ -1,5 +1,5 @@
-"""The pytest plugin (entry point ``pytest11``): ``--bineval-lm``, ``--bineval-cache-dir`` and the ``bineval``
-fixture, whose ``assert_passes`` judges an output in a test with the LM the command line names; a run that used
+"""The pytest plugin (entry point ``pytest11``): ``--bineval-lm``, ``--bineval-cache-dir``, ``--bineval-verifiers``
+(or the ini setting ``bineval_verifiers``) and the ``bineval`` fixture, whose ``assert_passes`` judges an output in a test with the LM the command line names; a run that used
 it ends with one summary line (outputs judged, passed, mean score, LM calls and cost).
 
 It imports no DSPy until a test asks for the fixture, so installing bineval_dspy costs other test suites nothing.
@@ -29,6 +29,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="on-disk LM call cache of the bineval fixture (default $BINEVAL_CACHE_DIR or ~/.cache/bineval_dspy)")
     group.addoption("--bineval-judge", default=None, metavar="PROGRAM",
                     help="a judge program (a run folder or program.json, e.g. bineval calibrate's probe judge) the fixture judges with")
+    group.addoption("--bineval-verifiers", action="append", default=[], metavar="FILE.py",
+                    help="a Python file of your own verifiers (@bineval_dspy.verifier) for the bineval fixture; again for more")
+    parser.addini("bineval_verifiers", type="linelist", default=[],
+                  help="Python files of your own verifiers for the bineval fixture, from the ini file's folder")
 
 
 class BinevalSession:
@@ -111,6 +115,10 @@ def bineval(request: pytest.FixtureRequest) -> Bineval:
     a failure lists the missed questions and why."""
     config = request.config
     if _SESSION not in config.stash:
+        from bineval_dspy.verifiers.user import load_verifier_files
+
+        base = config.inipath.parent if config.inipath else config.rootpath
+        load_verifier_files([*config.getoption("--bineval-verifiers"), *(base / p for p in config.getini("bineval_verifiers"))])
         cache_dir = config.getoption("--bineval-cache-dir")
         config.stash[_SESSION] = BinevalSession(config.getoption("--bineval-lm"), Path(cache_dir) if cache_dir else None)
         judge = config.getoption("--bineval-judge")

@@ -83,6 +83,20 @@ def words_embedder() -> Iterator[Embedder]:
         yield embed
 
 
+@pytest.fixture
+def own_verifiers() -> Iterator[None]:
+    """The verifiers a test registers (files of its own, ``@verifier``) are gone after it: other tests see only the
+    built-in ones, and fingerprints without the test's files."""
+    from bineval_dspy.verifiers.registry import USER_FILES, VERIFIERS
+    from bineval_dspy.verifiers.user import SOURCES
+
+    saved = [(live, dict(live)) for live in (VERIFIERS, USER_FILES, SOURCES)]
+    yield
+    for live, kept in saved:
+        live.clear()
+        live.update(kept)  # type: ignore[attr-defined]
+
+
 class _EveryQuestionRelated:
     """A stand-in for ``checklists.relevance.Relevance`` that finds every question about the task (and questions
     duplicates only when their texts are equal): for tests of a checklist command's other logic, whose scripted

@@ -56,3 +56,17 @@ def test_the_quick_start_runs_as_written(tmp_path):
     assert "mean scores over 1 row(s)" in (tmp_path / "summary.txt").read_text()
     grid = (tmp_path / "runs" / "eval" / "grid.jsonl").read_text().splitlines()
     assert len(grid) == 4 and (tmp_path / "report.html").stat().st_size > 0 and "[data]" in (tmp_path / "run.toml").read_text()
+
+
+@pytest.mark.usefixtures("own_verifiers")
+def test_the_checks_you_write_yourself_example_runs(tmp_path, capsys):
+    from bineval_dspy import cli
+
+    (tmp_path / "my_checks.py").write_text(python_block("mine:no_emoji"))
+    assert cli.main(["verifiers", "mine:", "--verifiers", str(tmp_path / "my_checks.py")]) == 0
+    assert "mine:no_emoji  Use no emoji.  [no kwargs]" in capsys.readouterr().out
+    suite, responses, out = tmp_path / "suite.jsonl", tmp_path / "responses.jsonl", tmp_path / "results.jsonl"
+    suite.write_text(json.dumps({"key": 1, "prompt": "Invite them.", "instruction_id_list": ["mine:no_emoji"], "kwargs": [{}]}) + "\n")
+    responses.write_text(json.dumps({"key": 1, "response": "Come \U0001F389"}) + "\n")
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(out), "--verifiers", str(tmp_path / "my_checks.py")]) == 0
+    assert json.loads(out.read_text())["follow_instruction_list"] == [False]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bineval_dspy.cli.defaults import CHECKLIST_METHODS
 from bineval_dspy.cli.options import (
     add_overwrite_option,
+    add_verifiers_option,
     count,
     lm_options,
     refuse_replacing,
@@ -170,4 +171,5 @@ def add_checklist_command(sub: argparse._SubParsersAction[argparse.ArgumentParse
         checklist.add_argument(f"--{name}", type=count(0), default=None, metavar="N", help=f"qworld: horizontal expansion rounds for {rounds}")
     checklist.add_argument("-o", "--output", default="checklist.json", help="the checklist JSON to write (its cost beside it, in OUTPUT.usage.json)")
     add_overwrite_option(checklist, "the checklist")
+    add_verifiers_option(checklist)
     checklist.set_defaults(func=cmd_checklist)

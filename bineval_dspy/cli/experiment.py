@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bineval_dspy.cli.options import add_dry_run_option, add_example_option, command_line_lm, count, lm_options
+from bineval_dspy.cli.options import (
+    add_dry_run_option,
+    add_example_option,
+    add_verifiers_option,
+    command_line_lm,
+    count,
+    lm_options,
+)
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
@@ -113,4 +120,5 @@ def add_experiment_command(sub: argparse._SubParsersAction[argparse.ArgumentPars
     )
     parser.add_argument("--ray", metavar="ADDRESS", help="each arm's optimization as a Ray task ('local', or a cluster's address), then every arm scored here")
     parser.add_argument("--ray-workers", type=count(1), default=2, metavar="N", help="with --ray local: the cluster's worker CPUs (default 2)")
+    add_verifiers_option(parser)
     parser.set_defaults(func=cmd_experiment)

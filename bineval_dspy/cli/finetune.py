@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bineval_dspy.cli.options import add_example_option, command_line_lm
+from bineval_dspy.cli.options import add_example_option, add_verifiers_option, command_line_lm
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 
@@ -74,4 +74,5 @@ def add_finetune_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "checkpoints, adapter)",
     )
     add_example_option(parser, "bineval_dspy.finetune.config.FinetuneConfig", "bineval finetune: a fine-tuning config")
+    add_verifiers_option(parser)
     parser.set_defaults(func=cmd_finetune)

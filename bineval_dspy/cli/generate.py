@@ -14,6 +14,7 @@ from bineval_dspy.cli.options import (
     add_dry_run_option,
     add_judge_options,
     add_ray_options,
+    add_verifiers_option,
     budget_of,
     count,
     lm_options,
@@ -128,4 +129,5 @@ def add_generate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     add_ray_options(gen, "generate the rows", "each with --threads rows at a time")
     add_dry_run_option(gen)
     add_budget_options(gen, "row")
+    add_verifiers_option(gen)
     gen.set_defaults(func=cmd_generate)

@@ -14,6 +14,7 @@ from bineval_dspy.cli.options import (
     add_dry_run_option,
     add_judge_options,
     add_ray_options,
+    add_verifiers_option,
     budget_of,
     count,
     judge_options,
@@ -198,4 +199,5 @@ def add_judge_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
     add_ray_options(judge, "judge the rows", "each with --concurrency requests in flight")
     add_dry_run_option(judge)
     add_budget_options(judge, "row")
+    add_verifiers_option(judge)
     judge.set_defaults(func=cmd_judge)

@@ -28,7 +28,7 @@ from bineval_dspy.cli.generate import add_generate_command
 from bineval_dspy.cli.judge import add_judge_command
 from bineval_dspy.cli.meta import add_meta_command
 from bineval_dspy.cli.optimize import add_optimize_command
-from bineval_dspy.cli.options import count, judge_flag
+from bineval_dspy.cli.options import count, judge_flag, load_verifiers_option
 from bineval_dspy.cli.report import add_report_command
 from bineval_dspy.cli.show import add_show_command
 from bineval_dspy.cli.suite import add_suite_command
@@ -174,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = signal.signal(signal.SIGINT, _first_interrupt) if in_main_thread else None
     plots_cache = _plots_cache(getattr(args, "cache_dir", None))
     try:
+        load_verifiers_option(args)
         return int(args.func(args) or ExitCode.OK)
     except OSError as exc:  # a write the command did not foresee (a full disk, a read-only file): one located line
         where = f"{exc.filename}: " if exc.filename else ""

@@ -12,6 +12,7 @@ from bineval_dspy.cli.options import (
     add_dry_run_option,
     add_example_option,
     add_ray_options,
+    add_verifiers_option,
     budget_meter,
     command_line_lm,
     count,
@@ -76,4 +77,5 @@ def add_meta_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], c
     add_dry_run_option(parser)
     add_budget_options(parser, "score")
     add_ray_options(parser, "score the outputs", "each with --threads outputs at a time")
+    add_verifiers_option(parser)
     parser.set_defaults(func=cmd_meta_eval)

@@ -9,6 +9,7 @@ from bineval_dspy.cli.options import (
     add_budget_options,
     add_dry_run_option,
     add_example_option,
+    add_verifiers_option,
     budget_meter,
     command_line_lm,
 )
@@ -86,4 +87,5 @@ def add_optimize_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     add_example_option(parser, "bineval_dspy.optimize.config.RunConfig", "bineval optimize: a run config")
     add_dry_run_option(parser)
     add_budget_options(parser, "step (an evaluation, the lessons, the edits)")
+    add_verifiers_option(parser)
     parser.set_defaults(func=cmd_optimize)

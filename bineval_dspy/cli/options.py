@@ -69,6 +69,23 @@ def judge_options(args: argparse.Namespace) -> JudgeOptions:
     return checked_options(**{name: getattr(args, name) for name in JudgeFields.model_fields if hasattr(args, name)})
 
 
+def add_verifiers_option(parser: argparse.ArgumentParser) -> None:
+    """``--verifiers FILE.py``: verifiers of the user's own (``@bineval_dspy.verifier``), loaded before the command
+    runs (``cli.main``), so its checklists and suite rows may name them; again for more files."""
+    parser.add_argument(
+        "--verifiers", dest="verifier_files", metavar="FILE.py", action="append", type=Path,
+        help="a Python file of your own verifiers (@bineval_dspy.verifier); again for more files",
+    )
+
+
+def load_verifiers_option(args: argparse.Namespace) -> None:
+    """Load the files ``--verifiers`` names (a bad one: one located line, exit 2)."""
+    if getattr(args, "verifier_files", None):
+        from bineval_dspy.verifiers.user import load_verifier_files
+
+        load_verifier_files(args.verifier_files)
+
+
 def add_dry_run_option(parser: argparse.ArgumentParser) -> None:
     """``--dry-run``: print the planned LM calls, prompt tokens and dollars, then exit 0 without calling the LM."""
     parser.add_argument(

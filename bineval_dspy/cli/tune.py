@@ -9,6 +9,7 @@ from bineval_dspy.cli.options import (
     add_budget_options,
     add_dry_run_option,
     add_example_option,
+    add_verifiers_option,
     budget_of,
     count,
     lm_options,
@@ -64,4 +65,5 @@ def add_tune_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], c
     parser.add_argument("--ray", metavar="ADDRESS", help="run the --workers as Ray tasks: 'local' starts a cluster here, else its address (give the study an RDB storage); needs the ray extra")
     add_dry_run_option(parser)
     add_budget_options(parser, "trial (each of --workers N gets an N-th of the budget)")
+    add_verifiers_option(parser)
     parser.set_defaults(func=cmd_tune)  # --cache-dir's default (None) is shared by every command: never set it here

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from bineval_dspy.cli.options import add_verifiers_option
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.terminal import styled
@@ -28,4 +29,5 @@ def add_verifiers_command(sub: argparse._SubParsersAction[argparse.ArgumentParse
     """Register ``bineval verifiers``; it takes no LM options (it calls no LM)."""
     parser = sub.add_parser("verifiers", help="list the code verifier ids with their rule and kwargs (no LM)")
     parser.add_argument("text", nargs="?", help="only ids or rules holding this text, any case (default: all)")
+    add_verifiers_option(parser)
     parser.set_defaults(func=cmd_verifiers)

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from bineval_dspy.cli.options import add_overwrite_option, refuse_replacing
+from bineval_dspy.cli.options import add_overwrite_option, add_verifiers_option, refuse_replacing
 from bineval_dspy.cli.splits import add_split_option, split_rows
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
@@ -39,7 +39,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     shown.print(table)
     if stats.ungraded_instructions:
         console.print(
-            f"{stats.ungraded_instructions} instruction(s) ungraded (kwargs their verifier rejects; "
+            f"{stats.ungraded_instructions} instruction(s) ungraded (kwargs their verifier rejects, or a verifier that failed; "
             f"reasons in 'ungraded' of {out}), leaving {stats.ungraded_prompts} prompt(s) with an unknown "
             "outcome; both are left out of the accuracies",
             style="yellow",
@@ -98,4 +98,5 @@ def add_verify_command(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     verify_cmd.add_argument("-o", "--output", default="results.jsonl", help="graded rows, official IFBench format")
     add_overwrite_option(verify_cmd)
+    add_verifiers_option(verify_cmd)
     verify_cmd.set_defaults(func=cmd_verify)

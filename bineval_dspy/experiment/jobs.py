@@ -16,8 +16,10 @@ def _optimize_one(config_json: str, options_json: str, cache: str | None, name: 
     """One arm's optimization in a Ray worker: the run's LM configured there, the arm run in its folder."""
     from bineval_dspy.experiment.runner import optimize_arms
     from bineval_dspy.lm import runtime
+    from bineval_dspy.verifiers import load_verifier_files
 
     config = ExperimentConfig.model_validate_json(config_json)
+    load_verifier_files(config.verifiers)  # the driver's, resolved by its load_experiment
     lm = runtime.configure(LMOptions.model_validate_json(options_json), Path(cache) if cache else None)
     return optimize_arms(config, lm, [name])[name].model_dump_json()
 

@@ -179,6 +179,10 @@ def _walk(
         gap = float(torch.logsumexp(logits[yes], 0) - torch.logsumexp(logits[no], 0))
         out[i] = Reading(hidden=hidden, gap=gap)
 
+    if getattr(model.config, "sliding_window", None):  # a windowed layer's cells cannot be cropped back: no sharing
+        for i in range(len(prompts)):
+            leaf(i, DynamicCache(), 0)
+        return [r for r in out if r is not None], ([], DynamicCache())
     root = _common_prefix(prompts)[: min(len(p) for p in prompts) - 1]
     old, cache = kept if kept is not None else ([], DynamicCache())
     reuse = len(_common_prefix([old, root]))

@@ -1,6 +1,6 @@
 """`bineval meta-eval CONFIG.toml`: the run description (dataset, dimensions, sample, bootstrap, methods, LM).
 
-Relative paths (data files, checklist files, ``run_dir``) are taken from the config file's folder.
+Relative paths (data files, checklist files, ``run_dir``, ``verifiers``) are taken from the config file's folder.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from bineval_dspy.core.jsonio import load_toml
 from bineval_dspy.lm.specs import ServedLM
 from bineval_dspy.meta.datasets import DatasetConfig
 from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig
+from bineval_dspy.verifiers.user import load_config_verifiers
 
 
 class BootstrapConfig(BaseModel):
@@ -37,6 +38,7 @@ class MetaEvalConfig(ServedLM):
     seed: int = 0
     bootstrap: BootstrapConfig = BootstrapConfig()
     methods: list[MethodConfig] = Field(min_length=1)
+    verifiers: list[Path] = Field(default_factory=list, description="Python files of your own verifiers (@bineval_dspy.verifier), from this file's folder")
 
     @field_validator("dimensions")
     @classmethod
@@ -68,6 +70,7 @@ def load_config(path: Path) -> MetaEvalConfig:
     """Parse and validate a meta-evaluation config; relative paths are taken from the config's folder."""
     config = load_toml(path, MetaEvalConfig)
     base = path.parent
+    verifiers = load_config_verifiers(config.verifiers, path)  # before a checklist names their ids
     resolved = {name: (base / value).resolve() for name, value in config.dataset.paths().items()}
     methods = [
         m.model_copy(update={"checklist": (base / m.checklist).resolve()})
@@ -82,5 +85,6 @@ def load_config(path: Path) -> MetaEvalConfig:
             "run_dir": (base / config.run_dir).resolve(),
             "dataset": config.dataset.model_copy(update=resolved),
             "methods": methods,
+            "verifiers": verifiers,
         }
     )

@@ -35,6 +35,7 @@ from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.state import PROBE_FILE, Splits, load_program, program_path
 from bineval_dspy.suites.rows import SuiteRow, load_suite
 from bineval_dspy.verifiers import code_digest
+from bineval_dspy.verifiers.user import load_config_verifiers
 
 SPLIT_NAMES = ("train", "val", "test")
 
@@ -119,6 +120,10 @@ class RunConfig(ServedLM, _Strict):
     program: ProgramConfig = ProgramConfig()
     reference: ReferenceConfig = ReferenceConfig()
     optimizer: OptimizerSettings = OptimizerSettings()
+    verifiers: list[Path] = Field(
+        default_factory=list, exclude_if=lambda files: not files,  # a config without them keeps its fingerprint
+        description="Python files of your own verifiers (@bineval_dspy.verifier), from this file's folder",
+    )
 
     @model_validator(mode="after")
     def _something_to_learn_from(self) -> RunConfig:
@@ -149,6 +154,7 @@ Config = TypeVar("Config", bound=RunConfig)
 def resolve_paths(config: Config, path: Path) -> Config:
     """A config read from ``path`` with its data files and run directory taken from that file's folder."""
     config.source = str(path)
+    config.verifiers = load_config_verifiers(config.verifiers, path)  # before anything names their ids
     base = path.parent
     data = config.data
     wanted = "suite" if config.mode == "self" else "examples"

@@ -15,8 +15,8 @@ from bineval_dspy.verifiers import Mode, follows
 class ResultRow(BaseModel):
     """One graded response in the official IFBench/IFEval evaluation output format, plus ``key`` and ``ungraded``.
 
-    An instruction whose kwargs its verifier rejects is ungraded: None in ``follow_instruction_list``, its reason
-    in ``ungraded``. ``follow_all_instructions`` is False once a graded instruction failed, else None while any
+    An instruction whose kwargs its verifier rejects, or whose verifier fails, is ungraded: None in
+    ``follow_instruction_list``, its reason in ``ungraded``. ``follow_all_instructions`` is False once a graded instruction failed, else None while any
     instruction is ungraded: a guess either way would skew the prompt-level accuracy.
     """
 
@@ -89,12 +89,16 @@ def grade(row: SuiteRow, response: str, mode: Mode = "strict") -> ResultRow:
     """Check one response against every instruction of its suite row; see ``ResultRow`` for ungraded ones."""
     followed: list[bool | None] = []
     ungraded: list[str] = []
-    for check in row.checks():
+    for index, check in enumerate(row.checks()):
         if isinstance(check, str):
             followed.append(None)
             ungraded.append(check)
-        else:
+            continue
+        try:
             followed.append(follows(check, response, mode))
+        except Exception as exc:  # a verifier that fails (one of the user's own) grades nothing, never a pass
+            followed.append(None)
+            ungraded.append(f"instruction_id_list.{index}: verifier failed: {exc}")
     if False in followed:
         follow_all: bool | None = False
     else:

@@ -309,6 +309,10 @@ EXCLUDED: dict[str, str] = {
             "word_reverse",
         )  # fmt: skip
     },
+    **{
+        f"check:{name}": "its kwargs (a pattern, a text, a schema, a length) are what a user's own task asks for; no draw would be one"
+        for name in ("regex", "contains", "not_contains", "is_json", "json_schema", "starts_with", "ends_with", "max_chars")
+    },
 }
 
 # Families by id prefix, for --ids: IFEval and IFBench ids share no prefix.
@@ -318,7 +322,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "length_constraints", "punctuation", "startend",
     ),  # fmt: skip
     "ifbench": ("count", "custom", "format", "ratio", "repeat", "sentence", "words"),
-    "bineval": ("grounded", "text"),
+    "bineval": ("check", "grounded", "text"),
 }
 
 

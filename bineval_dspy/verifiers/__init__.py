@@ -24,6 +24,7 @@ from bineval_dspy.verifiers.registry import (
     register,
     unknown_id,
 )
+from bineval_dspy.verifiers.user import load_verifier_file, load_verifier_files, verifier
 
 __all__ = [
     "Check",
@@ -36,13 +37,17 @@ __all__ = [
     "diagnose",
     "follows",
     "known_instruction_ids",
+    "load_verifier_file",
+    "load_verifier_files",
     "loose_variants",
     "register",
     "unknown_id",
+    "verifier",
 ]
 
 # Importing the modules registers their verifiers.
 from bineval_dspy.verifiers import (  # noqa: F401
+    checks,
     grounded,
     ifbench_count,
     ifbench_custom,

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.registry import Registry
 
 
@@ -82,14 +86,90 @@ def register(*instruction_ids: str, rule: Rule) -> Callable[[Factory], Factory]:
     return decorate
 
 
+class NoKwargs(BaseModel):
+    """The kwargs model of a verifier that takes none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+Judged = Callable[..., "bool | Finding"]  # (response, **kwargs) -> bool | Finding
+
+
+def typed_factory(instruction_id: str, judged: Judged, kwargs: type[BaseModel]) -> Factory:
+    """A factory for ``judged(response, **kwargs)`` whose kwargs the pydantic model ``kwargs`` checks when the check
+    is built (a bad one: ValueError, one line); a field with an alias is given by its alias (``schema``, a name a
+    pydantic model cannot have).
+
+    Its signature is the model's fields, so ``describe``, ``bineval verifiers`` and the unexpected-kwargs check read
+    it as any factory's. A bool ``judged`` returns becomes a Finding; anything else it returns, or raises, is a
+    VerifierError: the judge records it as unanswered and grading as ungraded, never as a pass.
+    """
+
+    def factory(**given: Any) -> Check:
+        try:
+            values = kwargs.model_validate(given)
+        except ValidationError as exc:
+            raise ValueError(describe_validation_error(exc)) from None
+        args = {name: getattr(values, name) for name in type(values).model_fields}
+
+        def check(response: str) -> Finding:
+            try:
+                result = judged(response, **args)
+            except Exception as exc:
+                raise VerifierError(f"{instruction_id} raised {one_line(exc)}") from exc
+            if isinstance(result, Finding):
+                return result
+            if isinstance(result, bool):
+                return Finding(result, f"{getattr(judged, '__name__', 'the check')} returned {result}")
+            raise VerifierError(f"{instruction_id} returned {type(result).__name__}, not a bool or a Finding")
+
+        return check
+
+    factory.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter(
+                field.alias or name,  # what a row's kwargs say
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True),
+                annotation=field.annotation,
+            )
+            for name, field in kwargs.model_fields.items()
+        ]
+    )
+    factory.__name__ = getattr(judged, "__name__", instruction_id)
+    return factory
+
+
+def register_typed(*instruction_ids: str, rule: Rule, kwargs: type[BaseModel] = NoKwargs) -> Callable[[Judged], Judged]:
+    """Register ``judged(response, **kwargs) -> bool | Finding`` with the pydantic model of its kwargs (see
+    ``typed_factory``) for each of ``instruction_ids``; ``rule`` as in ``register``."""
+
+    def decorate(judged: Judged) -> Judged:
+        for instruction_id in instruction_ids:
+            register(instruction_id, rule=rule)(typed_factory(instruction_id, judged, kwargs))
+        return judged
+
+    return decorate
+
+
+USER_FILES: dict[Path, str] = {}  # a Python file of the user's own verifiers (``user``) -> the digest of its bytes as run
+
+
 @functools.cache
-def code_digest() -> str:
-    """A digest of the verifiers' own source files: recorded in a run's fingerprint, so that verdicts made by other
-    verifier code (a fixed bug, a changed rule) are not resumed into as if they were this code's."""
+def _builtin_digest() -> str:
     sources = hashlib.sha256()
     for path in sorted(Path(__file__).parent.glob("*.py")):
         sources.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
     return sources.hexdigest()[:16]
+
+
+def code_digest() -> str:
+    """A digest of the verifiers' own source files and of the user's verifier files in use: recorded in a run's
+    fingerprint, so that verdicts made by other verifier code (a fixed bug, a changed rule, an edited file of
+    one's own) are not resumed into as if they were this code's."""
+    if not USER_FILES:
+        return _builtin_digest()
+    return hashlib.sha256("\0".join([_builtin_digest(), *sorted(USER_FILES.values())]).encode()).hexdigest()[:16]
 
 
 def known_instruction_ids() -> list[str]:

@@ -226,8 +226,8 @@ def test_config_commands_print_a_commented_example_of_every_key(command, model, 
 def test_verifiers_lists_ids_with_their_rule_and_kwargs(capsys):
     assert cli.main(["verifiers"]) == 0
     captured = capsys.readouterr()
-    assert "89 verifier(s)" in captured.err
-    assert len([line for line in captured.out.splitlines() if line and not line.startswith(" ")]) >= 89
+    assert "97 verifier(s)" in captured.err
+    assert len([line for line in captured.out.splitlines() if line and not line.startswith(" ")]) >= 97
     assert cli.main(["verifiers", "LOWERCASE"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "change_case:english_lowercase" in out and "lowercase" in out and "[no kwargs]" in out

@@ -38,6 +38,13 @@ OWN_EXAMPLES: dict[str, tuple[dict, str]] = {
     "text:word_count": ({"max_words": 100}, ""),
     "text:no_repeated_words": ({"allowed_words": ["Bora"]}, ""),
     "text:sentence_capitals": ({}, ""),
+    "check:regex": ({"pattern": "^A"}, ""),
+    "check:contains": ({"text": "Paris"}, ""),
+    "check:not_contains": ({"text": "Paris"}, ""),
+    "check:starts_with": ({"text": "Dear"}, ""),
+    "check:ends_with": ({"text": "Thanks."}, ""),
+    "check:max_chars": ({"n": 280}, ""),
+    "check:json_schema": ({"schema": {"type": "object"}}, ""),
 }
 
 

@@ -200,14 +200,13 @@ class LlamaCppEngine(EngineBase):
             return
         from llama_cpp._internals import LlamaContext
 
-        old = llama._ctx
-        kept = self._sequence_zero(old) if self._stream else None  # the single-sequence context's cache is dropped
+        kept = self._sequence_zero(llama._ctx) if self._stream else None  # the single-sequence context's cache is dropped
+        llama._ctx.close()  # before the next is made: the two are never held at once
         params = llama.context_params
         params.n_seq_max = MAX_PARALLEL + 1
         params.kv_unified = False
         params.n_ctx = size * (MAX_PARALLEL + 1)
         llama._ctx = llama._stack.enter_context(closing(LlamaContext(model=llama._model, params=params, verbose=False)))
-        old.close()
         if self.lora_path is not None:  # an adapter belongs to a context: the new one must apply it too
             adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(llama._lora_adapter)
             if llama_cpp.llama_set_adapters_lora(llama._ctx.ctx, adapters, 1, (ctypes.c_float * 1)(llama.lora_scale)):

@@ -77,12 +77,12 @@ def test_streams_grown_for_longer_requests_keep_the_cache_and_the_tokens():
     path = embedded_model_path("smollm2")
     sequential, batched = LlamaCppEngine(path, batching=False), LlamaCppEngine(path)
     expected, got, streams = [], [], []
-    for max_tokens in (16, 256):
+    for max_tokens in (16, 1024):
         expected.append(verdicts(lm_on(sequential, max_tokens), BinaryJudge(explanations="none", threads=1)))
         got.append(verdicts(lm_on(batched, max_tokens), BinaryJudge(explanations="none")))
         streams.append(batched._stream)
     assert got == expected
-    assert STREAM_CELLS == streams[0] < streams[1] < batched.n_ctx
+    assert STREAM_CELLS <= streams[0] < streams[1] < batched.n_ctx
 
 
 def test_verdict_first_decoding_keeps_the_answers_and_generates_less(engines):

@@ -54,6 +54,7 @@ DEFAULT_OUT = REPO / "experiments" / "results" / "bench_judge.json"
 PAIR_TOKENS = 500
 SUMMARY_TOKENS = 100
 MAX_TOKENS = 256  # every arm's LM token limit per reply
+PROMPT_ROOM = 400  # a judge prompt's tokens beside its pair (instructions, the question): what the warm-up sizes for
 
 QUESTIONS: list[tuple[str, str]] = [
     ("consistency", "Is every named entity in the summary present in the article?"),
@@ -155,10 +156,10 @@ def _snapshot(engine: LlamaCppEngine) -> dict[str, int]:
     }
 
 
-def warm_up(engine: LlamaCppEngine) -> None:
+def warm_up(engine: LlamaCppEngine, cells: int) -> None:
     """Load the weights (and, for an engine that batches, the context of parallel sequences the batched floor
-    decodes on too) and run one small decode, so no measurement pays for loading."""
-    engine.load(batched=engine.parallel_sequences > 1)
+    decodes on too, its streams of ``cells``) and run one small decode, so no measurement pays for loading."""
+    engine.load(batched=cells if engine.parallel_sequences > 1 else 0)
     llama = engine._load()
     llama.reset()
     llama.eval(engine.tokenize("Warm-up: the quick brown fox jumps over the lazy dog."))
@@ -307,8 +308,6 @@ def main() -> None:
         probe_reader = HiddenStates(path, f"local/bench@sha256-{file_fingerprint(path)}", None)  # no cache: every state read
         probe_reader.read(["Warm-up: the quick brown fox jumps over the lazy dog."])
         probe_judge = placeholder_probe(probe_reader.model, probe_reader.read(["x"])[0].hidden.shape)
-    for engine in engines.values():
-        warm_up(engine)
     lms = {name: local_lm(engine, name, args.naive_max_tokens if name == "naive" else MAX_TOKENS) for name, engine in engines.items()}
     judges = {
         "today": BinaryJudge(threads=1), "new": BinaryJudge(), "verdict_only": BinaryJudge(explanations="none"),
@@ -317,6 +316,9 @@ def main() -> None:
     judges = {name: judge for name, judge in judges.items() if name in engines}
     first = next(iter(engines.values())) if engines else LlamaCppEngine(path)  # one tokenizer: every engine loads the same model
     pairs = load_pairs(args.data, args.pairs, lambda text: len(first.tokenize(text)), args.pair_tokens)
+    cells = max(p.article_tokens + p.summary_tokens for p in pairs) + PROMPT_ROOM + MAX_TOKENS
+    for engine in engines.values():
+        warm_up(engine, cells)
     checklist = Checklist(
         task="Summarize the news article.",
         dimensions=[],
@@ -361,6 +363,7 @@ def main() -> None:
             prompts.extend(pair_prompts)
         if batched_llama is not None:
             verdict_prompts = [engines["verdict_only"].tokenize(engines["verdict_only"].render(r)) for r in requests["verdict_only"][-q:]]
+            engines["batched_floor"].load(batched=max(map(len, verdict_prompts)) + 1)  # streams that hold them: made before timing
             batched_floor(batched_llama, batch, verdict_prompts, meters["batched_floor"])
         if "naive" in engines:
             for question in checklist.questions:

@@ -33,7 +33,7 @@ import dspy
 import llama_cpp
 
 from bineval_dspy.lm._decoding import _OwnedBatch
-from bineval_dspy.lm.llama_engine import LlamaCppEngine
+from bineval_dspy.lm.llama_engine import STREAM_CELLS, LlamaCppEngine
 from bineval_dspy.lm.specs import embedded_model_path
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.sampling import draw
@@ -113,7 +113,7 @@ def main() -> None:
     engines = {threads: LlamaCppEngine(path, n_threads=threads) for threads in args.threads}
     lms = {t: dspy.LM(f"local/bench-{t}", engine=e, cache=False, num_retries=0) for t, e in engines.items()}
     for engine in engines.values():
-        engine.load(batched=True)
+        engine.load(batched=STREAM_CELLS)
     batches = {t: _OwnedBatch(e._load().n_batch) for t, e in engines.items()}
     seconds: dict[str, float] = {}
     same = {t: 0 for t in args.threads}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import gc
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,6 +132,21 @@ def isolated_dspy():
     yield
     dspy.configure(**copy.deepcopy(DEFAULT_CONFIG), inherit_config=False)
     dspy.cache = original_cache
+
+
+@pytest.fixture(autouse=True, scope="module")
+def models_let_go() -> Iterator[None]:
+    """The embedded engines and the float32 probe model a test module made are let go after it: the process caches
+    them for a command's one run, and across a suite's modules they added up (each engine's weights and contexts, the
+    probe model's 900 MB)."""
+    yield
+    specs, hidden = sys.modules.get("bineval_dspy.lm.specs"), sys.modules.get("bineval_dspy.lm.hidden")
+    if specs is not None:
+        specs._shared_engine.cache_clear()
+    if hidden is not None:
+        hidden._load.cache_clear()
+        hidden._reader.cache_clear()
+    gc.collect()  # an engine and its batcher refer to each other
 
 
 @pytest.fixture(scope="session")

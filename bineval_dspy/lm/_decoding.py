@@ -14,6 +14,8 @@ from dspy.lm15 import Config, TokenLogprob, TopLogprob
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # before llama.cpp loads (see llama_engine)
 import llama_cpp
 
+MAX_TOKENS = 256  # a reply's token limit when a request names none
+
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
@@ -85,7 +87,7 @@ class _Decoding:
 
     def __init__(self, llama: Any, config: Config, grammar: Any, greedy: bool) -> None:
         self.llama = llama
-        self.max_tokens = config.max_tokens or 256
+        self.max_tokens = config.max_tokens or MAX_TOKENS
         self.top_n = None if config.logprobs is None else int(config.logprobs)
         self.stops = [config.stop] if isinstance(config.stop, str) else list(config.stop or [])
         self.out: list[int] = []

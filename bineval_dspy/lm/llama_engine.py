@@ -44,11 +44,12 @@ import llama_cpp
 
 from bineval_dspy.core.cores import usable_cores
 from bineval_dspy.lm._batching import Batcher, Expectation
-from bineval_dspy.lm._decoding import _Decoding, _last_logits, _logits_at, _OwnedBatch
+from bineval_dspy.lm._decoding import MAX_TOKENS, _Decoding, _last_logits, _logits_at, _OwnedBatch
 from bineval_dspy.lm.engine import EngineBase
 
 DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
 MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
+STREAM_CELLS = 512  # the smallest KV stream of the parallel context; it doubles as longer requests need, up to n_ctx
 SAME_OUTPUT = 16  # prompt tokens two requests share past a batch's common prefix when they judge one output
 
 
@@ -132,7 +133,7 @@ class LlamaCppEngine(EngineBase):
             Batcher(self._complete_batch, MAX_PARALLEL) if batching and reuse_prefix else None
         )
         self._batch: Any = None
-        self._parallel = False
+        self._stream = 0  # KV cells per sequence of the parallel context (0: not made yet)
         self._llama: Any = None
         self._formatter: Any = None
         self._grammars: dict[str, Any] = {}
@@ -141,13 +142,14 @@ class LlamaCppEngine(EngineBase):
         return self
 
     # -- model loading -------------------------------------------------------------
-    def load(self, *, batched: bool = False) -> None:
+    def load(self, *, batched: int = 0) -> None:
         """Load the model now (it loads at the first call otherwise), so a file llama.cpp cannot read fails early;
-        ``batched``: also the larger context of parallel sequences (made at the first batch otherwise)."""
+        ``batched``: also the context of parallel sequences, each stream holding that many cells (made, and grown,
+        at the batches that need it otherwise)."""
         with self._lock:
             llama = self._load()
             if batched:
-                self._parallel_context(llama)
+                self._parallel_context(llama, batched)
 
     def _load(self) -> Any:
         if self._llama is None:
@@ -178,31 +180,54 @@ class LlamaCppEngine(EngineBase):
             self._llama = llama
         return self._llama
 
-    def _parallel_context(self, llama: Any) -> None:
-        """Replace the context with one that holds MAX_PARALLEL + 1 sequences, each in its own KV stream of
-        ``n_ctx`` cells (separate streams keep each sequence's attention layout as it would be alone). Done on the
-        first batch, so an engine that never batches (generation) never holds the larger cache.
+    def _parallel_context(self, llama: Any, cells: int) -> None:
+        """Make the context one of MAX_PARALLEL + 1 sequences, each in its own KV stream (separate streams keep each
+        sequence's attention layout as it would be alone) of at least ``cells`` cells. Done on the first batch, so an
+        engine that never batches (generation) never holds the larger cache.
+
+        A stream holds what its request needs (prompt and ``max_tokens``; STREAM_CELLS, doubled, at most n_ctx), not
+        n_ctx: 17 streams of 4096 cells took 1.5 GB resident per engine, most of it never used. The attended span is
+        the used cells padded to 256 whatever the stream's size, so a shorter stream changes no number. A longer
+        request grows the context; sequence 0's cells (the cache a next call reuses) are copied over.
 
         llama-cpp-python's ``Llama`` builds its context with a single sequence and no option to change that.
         """
-        if self._parallel:
+        size = STREAM_CELLS
+        while size < cells:
+            size *= 2
+        size = min(size, self.n_ctx)
+        if size <= self._stream:
             return
         from llama_cpp._internals import LlamaContext
 
+        kept = self._sequence_zero(llama._ctx) if self._stream else None  # the single-sequence context's cache is dropped
+        llama._ctx.close()  # before the next is made: the two are never held at once
         params = llama.context_params
         params.n_seq_max = MAX_PARALLEL + 1
         params.kv_unified = False
-        params.n_ctx = self.n_ctx * (MAX_PARALLEL + 1)
-        old = llama._ctx
+        params.n_ctx = size * (MAX_PARALLEL + 1)
         llama._ctx = llama._stack.enter_context(closing(LlamaContext(model=llama._model, params=params, verbose=False)))
-        old.close()
         if self.lora_path is not None:  # an adapter belongs to a context: the new one must apply it too
             adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(llama._lora_adapter)
             if llama_cpp.llama_set_adapters_lora(llama._ctx.ctx, adapters, 1, (ctypes.c_float * 1)(llama.lora_scale)):
                 raise RuntimeError(f"llama.cpp could not apply the LoRA adapter {self.lora_path} to the batched context")
-        llama.n_tokens = 0  # the new cache is empty
+        if kept is None or llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, kept, len(kept), 0) != len(kept):
+            llama.n_tokens = 0  # the new cache is empty
+            llama_cpp.llama_memory_seq_rm(llama._ctx.memory, -1, -1, -1)
         self._single_threads = 0  # the new context starts from the load's thread counts
-        self._parallel = True
+        self._stream = size
+
+    @staticmethod
+    def _sequence_zero(context: Any) -> Any:
+        """Sequence 0's KV cells, as bytes llama.cpp can restore into another context."""
+        size = llama_cpp.llama_state_seq_get_size(context.ctx, 0)
+        data = (ctypes.c_uint8 * size)()
+        return data if llama_cpp.llama_state_seq_get_data(context.ctx, data, size, 0) == size else None
+
+    def _room(self, llama: Any, tokens: list[int], request: Request) -> None:
+        """Grow the parallel context, once made, so sequence 0 holds this call's prompt and reply."""
+        if self._stream:
+            self._parallel_context(llama, _cells(tokens, request))
 
     @property
     def parallel_sequences(self) -> int:
@@ -258,6 +283,7 @@ class LlamaCppEngine(EngineBase):
             tokens = self.tokenize(self.render(request))
             if len(tokens) >= self.n_ctx:
                 raise ValueError(f"prompt of {len(tokens)} tokens does not fit the context of {self.n_ctx}")
+            self._room(llama, tokens, request)
             reused = self._reusable_prefix(llama, tokens, request)
             self._set_threads(llama, alone=not _batchable(request))
             text, generated, logprobs, finish = self._generate(llama, tokens, reused, request)
@@ -341,7 +367,7 @@ class LlamaCppEngine(EngineBase):
                 else:
                     prompts[i] = tokens
             if prompts:
-                self._parallel_context(llama)
+                self._parallel_context(llama, max(_cells(prompts[i], requests[i]) for i in prompts))
                 self._set_threads(llama, alone=False)
                 samples = {i: tokens for i, tokens in prompts.items() if _sampled_text(requests[i])}
                 greedy = {i: tokens for i, tokens in prompts.items() if i not in samples}
@@ -470,6 +496,11 @@ class LlamaCppEngine(EngineBase):
         stats.seconds += seconds
         if self.record_calls:
             stats.per_call.append({"prompt": prompt, "evaluated": evaluated, "generated": generated})
+
+
+def _cells(tokens: list[int], request: Request) -> int:
+    """The KV cells a request may fill: its prompt and its longest reply (``_Decoding``'s token limit)."""
+    return len(tokens) + (request.config.max_tokens or MAX_TOKENS)
 
 
 def _common_prefix(sequences: list[list[int]]) -> list[int]:

@@ -11,7 +11,7 @@ from dspy.lm15 import Config, Message, Request, Response
 
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
-from bineval_dspy.lm.llama_engine import LlamaCppEngine
+from bineval_dspy.lm.llama_engine import STREAM_CELLS, LlamaCppEngine
 from bineval_dspy.lm.specs import embedded_model_path
 
 pytestmark = pytest.mark.embedded
@@ -42,8 +42,8 @@ CHECKLIST = Checklist(
 )
 
 
-def lm_on(engine: LlamaCppEngine) -> dspy.LM:
-    return dspy.LM("local/smollm2-test", engine=engine, cache=False, num_retries=0, temperature=0.0, max_tokens=256)
+def lm_on(engine: LlamaCppEngine, max_tokens: int = 256) -> dspy.LM:
+    return dspy.LM("local/smollm2-test", engine=engine, cache=False, num_retries=0, temperature=0.0, max_tokens=max_tokens)
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +69,20 @@ def test_batched_verdicts_equal_the_sequential_ones(engines, explanations):
     assert got == expected
     assert all(answer != "unanswered" for card in got for answer, *_ in card)
     assert batched.stats.calls - calls == len(SUMMARIES) * len(CHECKLIST.questions)
+
+
+def test_streams_grown_for_longer_requests_keep_the_cache_and_the_tokens():
+    """Short replies make the parallel context with short KV streams; longer ones grow it (sequence 0's cells copied
+    over), and every verdict, before and after, is still the one-call-at-a-time verdict."""
+    path = embedded_model_path("smollm2")
+    sequential, batched = LlamaCppEngine(path, batching=False), LlamaCppEngine(path)
+    expected, got, streams = [], [], []
+    for max_tokens in (16, 1024):
+        expected.append(verdicts(lm_on(sequential, max_tokens), BinaryJudge(explanations="none", threads=1)))
+        got.append(verdicts(lm_on(batched, max_tokens), BinaryJudge(explanations="none")))
+        streams.append(batched._stream)
+    assert got == expected
+    assert STREAM_CELLS <= streams[0] < streams[1] < batched.n_ctx
 
 
 def test_verdict_first_decoding_keeps_the_answers_and_generates_less(engines):

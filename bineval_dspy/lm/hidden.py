@@ -226,8 +226,11 @@ class _Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS readings (key TEXT PRIMARY KEY, layers INT, width INT, gap REAL, hidden BLOB)")
+        try:
+            with self._connect() as db:
+                db.execute("CREATE TABLE IF NOT EXISTS readings (key TEXT PRIMARY KEY, layers INT, width INT, gap REAL, hidden BLOB)")
+        except sqlite3.DatabaseError as exc:  # a damaged or foreign file: say which, and what to do
+            raise InputError(f"{path}: not a usable cache of hidden states ({exc}); delete it, the states are read again") from None
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=60)

@@ -237,3 +237,11 @@ def test_calibrate_trains_saves_and_scores_held_out_tasks(tmp_path, capsys):
     (tmp_path / "leak.toml").write_text('run_dir = "run2"\n[data]\ntrain = ["train.jsonl"]\ntest = "leak.jsonl"\n')
     assert cli.main(["calibrate", str(tmp_path / "leak.toml"), "--cache-dir", str(tmp_path / "cache")]) == 2
     assert "also in the test split" in capsys.readouterr().err
+
+
+def test_a_damaged_states_cache_is_one_line_naming_the_file(tmp_path):
+    from bineval_dspy.lm.hidden import HiddenStates
+
+    (tmp_path / "hidden.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(InputError, match=r"hidden.sqlite: not a usable cache of hidden states .* delete it"):
+        HiddenStates(tmp_path / "m.gguf", "m", tmp_path)

@@ -77,6 +77,8 @@ def show_judge(run: JudgeRun) -> None:
     _say(f"{len(cards)} output(s), {sum(len(c.verdicts) for c in cards)} verdict(s), {sum(c.unanswered for c in cards)} unanswered; judge: {', '.join(judges) or '-'}")
     if run.task:
         _say(f"task: {run.task}")
+    if (degenerate := run.degenerate) is not None:
+        console.print(degenerate.message(), style="yellow", markup=False, highlight=False, soft_wrap=True)
     _spend(run.spend)
     means = _table("mean scores", "dimension", "mean", "lowest", "highest", "scored", "no score", left=("dimension",), wrap=("dimension",))
     for m in dimension_means(cards):

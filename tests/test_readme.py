@@ -56,3 +56,13 @@ def test_the_quick_start_runs_as_written(tmp_path):
     assert "mean scores over 1 row(s)" in (tmp_path / "summary.txt").read_text()
     grid = (tmp_path / "runs" / "eval" / "grid.jsonl").read_text().splitlines()
     assert len(grid) == 4 and (tmp_path / "report.html").stat().st_size > 0 and "[data]" in (tmp_path / "run.toml").read_text()
+
+
+def test_a_generator_has_the_commands_token_limit_and_the_example_shows_it():
+    """One default response limit for the Python Generator, `generate` and an optimize config (issue 47, item 2)."""
+    from bineval_dspy.cli.defaults import GENERATE_MAX_TOKENS
+    from bineval_dspy.optimize.config import ProgramConfig
+    from bineval_dspy.programs.generator import Generator
+
+    assert Generator().max_tokens == ProgramConfig().max_tokens == GENERATE_MAX_TOKENS == 256
+    assert "Generator(\"Respond to the user's request.\", max_tokens=256)" in python_block("optimizer.compile(")

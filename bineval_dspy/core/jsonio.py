@@ -36,6 +36,8 @@ def read_text(path: Path, what: str = "") -> str:
         data = path.read_bytes()
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, expected a file{what}") from None
+    except FileNotFoundError:
+        raise InputError(f"{path}: cannot read: no such file{what}") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     try:
@@ -169,8 +171,9 @@ def _reason(exc: ValueError) -> str:
 
 def read_json(path: Path) -> Any:
     """The JSON value in a file; malformed JSON is one located InputError."""
+    text = read_text(path)  # a missing or unreadable file is said as such, not as malformed JSON
     try:
-        return loads(read_text(path))
+        return loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
     except ValueError as exc:

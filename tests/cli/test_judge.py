@@ -117,3 +117,17 @@ def test_unknown_lm_spec_is_a_clear_error(capsys):
     with pytest.raises(InputError, match="LiteLLM 'provider/model'"):
         make_lm("gpt4")
     assert make_lm("openai/gpt-4o-mini").model == "openai/gpt-4o-mini"
+
+
+def test_a_missing_file_reads_no_such_file_not_malformed_json(tmp_path, lm, capsys):
+    """Issue 47: a checklist, a program or a run's splits.json that is not there is said so."""
+    from bineval_dspy.core.errors import InputError
+    from bineval_dspy.programs.state import Splits, load_program
+
+    data = write_rows(tmp_path / "rows.jsonl", ['{"input": "a", "output": "b"}'])
+    code, err = run(["judge", "--checklist", str(tmp_path / "nope.json"), "--data", str(data)], capsys)
+    assert code == 2 and "nope.json: cannot read: no such file" in err and "malformed" not in err
+    for read in (lambda: load_program(tmp_path / "program.json"), lambda: Splits.load(tmp_path)):
+        with pytest.raises(InputError, match="no such file") as missing:
+            read()
+        assert "malformed" not in str(missing.value)

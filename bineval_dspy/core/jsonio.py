@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -18,16 +19,34 @@ from bineval_dspy.core.errors import InputError
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def describe_validation_error(exc: ValidationError) -> str:
+def describe_validation_error(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
     """The first pydantic error as 'field: message', short enough for one line; several missing top-level fields are
-    all named (a config printed by ``--example`` leaves each required key for the user to fill)."""
+    all named (a config printed by ``--example`` leaves each required key for the user to fill). With the ``model``
+    (a config), every unknown key is named at once, each with the closest known key: a config has several typos as
+    often as one, and fixing them one run at a time is slow."""
     errors = exc.errors()
+    unknown = [err["loc"] for err in errors if err["type"] == "extra_forbidden"]
+    if model is not None and unknown:
+        return "unknown key(s): " + ", ".join(_unknown_key(model, loc) for loc in unknown)
     missing = [str(err["loc"][0]) for err in errors if err["type"] == "missing" and len(err["loc"]) == 1]  # top-level keys
     if len(missing) > 1:
         return f"required fields missing: {', '.join(repr(name) for name in missing)}"
     err = errors[0]
     field = ".".join(str(p) for p in err["loc"]) or "(root)"
     return f"field '{field}': {err['msg']}"
+
+
+def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """'data.trian' (did you mean 'data.train'?): the unknown key, and the known key of its table closest to it."""
+    for part in loc[:-1]:  # the table the key is in: follow nested models (a list index or a union stops the walk)
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return f"'{'.'.join(map(str, loc))}'"
+        model = annotation
+    prefix = "".join(f"{part}." for part in loc[:-1])
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return f"'{prefix}{loc[-1]}'" + (f" (did you mean '{prefix}{close[0]}'?)" if close else "")
 
 
 def read_text(path: Path, what: str = "") -> str:
@@ -199,14 +218,14 @@ def load_toml(path: Path, model: type[Model]) -> Model:
         raw = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: malformed TOML ({exc})") from None
-    return _validated(path, model, raw)
+    return _validated(path, model, raw, config=True)
 
 
-def _validated(path: Path, model: type[Model], raw: Any) -> Model:
+def _validated(path: Path, model: type[Model], raw: Any, config: bool = False) -> Model:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(f"{path}: {describe_validation_error(exc)}") from None
+        raise InputError(f"{path}: {describe_validation_error(exc, model if config else None)}") from None
 
 
 def check_output_path(path: Path, *inputs: Path) -> None:

@@ -1,0 +1,25 @@
+"""Bad config keys are named all at once, each with the closest known key (issue 47)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bineval_dspy import cli
+
+
+def test_every_unknown_toml_key_is_named_at_once_with_a_did_you_mean(tmp_path, capsys):
+    config = tmp_path / "run.toml"
+    config.write_text('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "s.jsonl"\ntrian = 3\n[optimizr]\nmax_iterations = 1\n[program]\nmax_tokns = 3\nzzz = 1\n')
+    assert cli.main(["optimize", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    for said in ("'data.trian' (did you mean 'data.train'?)", "'optimizr' (did you mean 'optimizer'?)", "'program.max_tokns' (did you mean 'program.max_tokens'?)", "'program.zzz'"):
+        assert said in err
+
+
+@pytest.mark.parametrize("kind", ["experiment", "tune"])
+def test_other_configs_name_unknown_keys_too(tmp_path, capsys, kind):
+    config = tmp_path / "c.toml"
+    config.write_text("nmae = 'x'\n")
+    assert cli.main([kind, str(config)]) == 2
+    assert "'nmae' (did you mean 'name'?)" in capsys.readouterr().err

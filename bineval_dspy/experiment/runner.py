@@ -193,7 +193,7 @@ def run_experiment(
             experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm], student=program)
         _compare(experiment, evaluations, scorer)
         save(experiment, config.run_dir, experiment_grid(evaluations, inputs, scorer.rows))
-        say(f"arm {arm.name}: test score {evaluations[arm.name].score:.3f}")
+        say(f"arm {arm.name}: test score {evaluations[arm.name].score:.2f}")
     return experiment
 
 

@@ -131,3 +131,11 @@ def test_a_missing_file_reads_no_such_file_not_malformed_json(tmp_path, lm, caps
         with pytest.raises(InputError, match="no such file") as missing:
             read()
         assert "malformed" not in str(missing.value)
+
+
+def test_judging_a_suite_hints_at_generate_or_the_fields(tmp_path, checklist_file, lm, capsys):
+    """Issue 47: `judge --data SUITE` (a 'prompt', no output) says what to do instead of 'missing field input'."""
+    suite = write_rows(tmp_path / "suite.jsonl", [json.dumps({"key": 1, "prompt": "Say hi.", "instruction_id_list": [], "kwargs": []})])
+    code, err = run(["judge", "--checklist", str(checklist_file), "--data", str(suite), "-o", str(tmp_path / "o.jsonl")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "suite.jsonl:1:" in err and "bineval generate" in err and "--input-field prompt" in err

@@ -66,3 +66,10 @@ def test_a_generator_has_the_commands_token_limit_and_the_example_shows_it():
 
     assert Generator().max_tokens == ProgramConfig().max_tokens == GENERATE_MAX_TOKENS == 256
     assert "Generator(\"Respond to the user's request.\", max_tokens=256)" in python_block("optimizer.compile(")
+
+
+def test_the_judge_synopsis_and_probability_mode_say_what_they_do():
+    """Issue 47: `-o` is optional (it defaults to scorecards.jsonl), and `--probability` changes the score itself."""
+    text = README.read_text(encoding="utf-8")
+    assert "bineval judge --checklist checklist.json --data rows.jsonl [-o scorecards.jsonl]" in text
+    assert "the score becomes a soft P(yes) score" in " ".join(text.split())

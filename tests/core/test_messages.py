@@ -1,6 +1,9 @@
-"""Bad config keys are named all at once, each with the closest known key (issue 47)."""
+"""Bad input a newcomer writes by hand: config keys named all at once with a "did you mean", a checklist's dimensions
+(issue 47)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -23,3 +26,17 @@ def test_other_configs_name_unknown_keys_too(tmp_path, capsys, kind):
     config.write_text("nmae = 'x'\n")
     assert cli.main([kind, str(config)]) == 2
     assert "'nmae' (did you mean 'name'?)" in capsys.readouterr().err
+
+
+def test_a_checklists_dimensions_may_be_left_out_and_an_unlisted_one_is_an_error(tmp_path, capsys):
+    from bineval_dspy.core.jsonio import load_model
+    from bineval_dspy.core.schema import Checklist
+
+    questions = [{"text": "Is it short?", "dimension": "form"}, {"text": "Is it kind?", "dimension": "tone"}, {"text": "Is it clear?", "dimension": "form"}]
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"task": "t", "questions": questions}))
+    assert load_model(path, Checklist).dimensions == ["form", "tone"]
+    path.write_text(json.dumps({"task": "t", "dimensions": ["form", "tone"], "questions": [*questions, {"text": "Is it fun?", "dimension": "tnoe"}]}))
+    assert cli.main(["judge", "--checklist", str(path), "--data", str(tmp_path / "rows.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "c.json" in err and "questions.3.dimension: 'tnoe' is not one of the dimensions" in err

@@ -67,7 +67,7 @@ max_iterations = 2
         ('mode = "self"\nrun_dir = "r"\n[data]\ntrain = 2\n', "field 'data.suite' is required"),
         ('mode = "sideways"\nrun_dir = "r"\n[data]\n', "field 'mode'"),
         ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\n[optimizer]\nmax_iterations = 0\n', "field 'optimizer.max_iterations'"),
-        ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\nbogus = 1\n', "field 'data.bogus'"),
+        ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\nbogus = 1\n', "unknown key(s): 'data.bogus'"),
         ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\ntrain = 5\nval = 5\n', "fewer than train + val + test"),
         ("mode = = 1", "malformed TOML"),
         ('mode = "cross"\nrun_dir = "r"\n[data]\nexamples = "e.jsonl"\n[program.judge]\nscoring = "batch"\n', "field 'program.judge'"),

@@ -15,6 +15,7 @@ import pytest
 if TYPE_CHECKING:
     import dspy
 
+    from bineval_dspy.core.degenerate import Tally
     from bineval_dspy.core.schema import Scorecard
     from bineval_dspy.lm.usage import Cost
 
@@ -45,6 +46,7 @@ class BinevalSession:
         self.judge: Path | None = None  # a judge program every assertion answers with (None: the default judge)
         self.scores: list[float] = []
         self.cost: Cost | None = None
+        self.tally: Tally | None = None  # the LM verdicts, for the degenerate-judge rule
 
     @property
     def lm(self) -> dspy.LM:
@@ -60,15 +62,25 @@ class BinevalSession:
 
     def record(self, card: Scorecard, passed: bool, cost: Cost) -> None:
         """Count one judged output."""
+        from bineval_dspy.core.degenerate import Tally
+
+        self.tally = self.tally or Tally()
+        for verdict in card.verdicts:
+            self.tally.add(verdict)
         self.judged += 1
         self.passed += passed
         self.scores += [card.overall] if card.overall is not None else []
         self.cost = cost if self.cost is None else self.cost + cost
 
-    def summary(self) -> str:
+    def summary(self) -> list[str]:
+        """The summary line, and one more when the LM verdicts are degenerate (``core.degenerate``)."""
+        from bineval_dspy.core.degenerate import degeneracy
+
         mean = f", mean score {sum(self.scores) / len(self.scores):.2f}" if self.scores else ""
         cost = f"; {self.cost.summary()}" if self.cost is not None else ""
-        return f"bineval: {self.judged} output(s) judged, {self.passed} passed{mean}{cost}"
+        lines = [f"bineval: {self.judged} output(s) judged, {self.passed} passed{mean}{cost}"]
+        degenerate = degeneracy(self.tally) if self.tally is not None else None
+        return lines + ([f"bineval: {degenerate.message(lm='--bineval-lm')}"] if degenerate is not None else [])
 
 
 class Bineval:
@@ -130,4 +142,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     """One line after a run that judged outputs with the fixture."""
     session = config.stash.get(_SESSION, None)
     if session is not None and session.judged:
-        terminalreporter.write_line(session.summary())
+        for line in session.summary():
+            terminalreporter.write_line(line)

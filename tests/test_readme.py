@@ -70,3 +70,19 @@ def test_the_checks_you_write_yourself_example_runs(tmp_path, capsys):
     responses.write_text(json.dumps({"key": 1, "response": "Come \U0001F389"}) + "\n")
     assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(out), "--verifiers", str(tmp_path / "my_checks.py")]) == 0
     assert json.loads(out.read_text())["follow_instruction_list"] == [False]
+
+def test_a_generator_has_the_commands_token_limit_and_the_example_shows_it():
+    """One default response limit for the Python Generator, `generate` and an optimize config (issue 47, item 2)."""
+    from bineval_dspy.cli.defaults import GENERATE_MAX_TOKENS
+    from bineval_dspy.optimize.config import ProgramConfig
+    from bineval_dspy.programs.generator import Generator
+
+    assert Generator().max_tokens == ProgramConfig().max_tokens == GENERATE_MAX_TOKENS == 256
+    assert "Generator(\"Respond to the user's request.\", max_tokens=256)" in python_block("optimizer.compile(")
+
+
+def test_the_judge_synopsis_and_probability_mode_say_what_they_do():
+    """Issue 47: `-o` is optional (it defaults to scorecards.jsonl), and `--probability` changes the score itself."""
+    text = README.read_text(encoding="utf-8")
+    assert "bineval judge --checklist checklist.json --data rows.jsonl [-o scorecards.jsonl]" in text
+    assert "the score becomes a soft P(yes) score" in " ".join(text.split())

@@ -146,7 +146,7 @@ class BinEvalWriter(dspy.Module):
             if len(questions) >= self.max_questions:
                 break
         order = dims or list(dict.fromkeys(q.dimension for q in questions))
-        checklist = Checklist(task=task, dimensions=order, questions=questions[: self.max_questions])
+        checklist = Checklist.of(task, order, questions[: self.max_questions])
         return route_to_code(checklist) if self.code_checks else checklist
 
     def _questions_for(self, task: str, requirement: str) -> list[QuestionDraft]:

@@ -233,4 +233,4 @@ def with_stated_constraints(task: str, checklist: Checklist | None, constraints:
     kept = [q for q in (checklist.questions if checklist else []) if not any(duplicate(q.text, c.text) for c in constraints)]
     questions = [q.model_copy(update={"id": f"q{k}"}) for k, q in enumerate([*constraints, *kept], start=1)]
     dimensions = list(checklist.dimensions) if checklist else []
-    return Checklist(task=task, dimensions=[*dimensions, *([DIMENSION] if DIMENSION not in dimensions else [])], questions=questions)
+    return Checklist.of(task, [*dimensions, DIMENSION], questions)

@@ -69,4 +69,4 @@ def hybrid_checklist(
     if not questions:
         raise InputError(f"suite row {row.key!r}: no constraint code can check and no LM questions asked")
     dimensions = [CODE_DIMENSION] + ([LLM_DIMENSION] if llm_questions else [])
-    return Checklist(task=row.prompt, dimensions=dimensions, questions=questions)
+    return Checklist.of(row.prompt, dimensions, questions)

@@ -223,7 +223,7 @@ class TemplateWriter(dspy.Module):
         questions = sorted(self._merged(questions), key=lambda q: order.get(q.dimension, len(order)))[: self.max_questions]
         if not questions:
             raise RunError(f"{self.template.name}: the LM gave no usable questions ({self.fallbacks} unparseable answer(s))")
-        checklist = Checklist(task=task, dimensions=dims, questions=questions)
+        checklist = Checklist.of(task, dims, questions)
         return route_to_code(checklist) if self.code_checks else checklist
 
     def _inputs(self, given: dict[str, Any]) -> dict[str, Any]:

@@ -120,5 +120,5 @@ class TickWriter(dspy.Module):
                     questions.append(Question(text=text, dimension=dim))
         if not questions:
             raise RunError(f"tick: the LM gave no usable questions ({self.fallbacks} unparseable answer(s))")
-        checklist = Checklist(task=task, dimensions=dims, questions=questions)
+        checklist = Checklist.of(task, dims, questions)
         return route_to_code(checklist) if self.code_checks else checklist

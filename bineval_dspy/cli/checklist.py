@@ -131,8 +131,13 @@ def cmd_checklist(args: argparse.Namespace) -> int:
         console.print(f"problem: {problem}", style="yellow")
     if screened.problems:
         console.print(f"{len(screened.problems)} problem(s) left after {screened.attempts} attempt(s): the checklist holds what passed; rerun or edit it", style="yellow")
-        return ExitCode.INCOMPLETE
-    return ExitCode.OK
+    if all(q.verifier for q in checklist.questions):  # last: what a newcomer reads, and what to do next
+        console.print(
+            f"only code-checked questions passed the screen ({count}): no LM question judges the task's content; "
+            "add some by hand (bineval checklist --example prints a checklist to start from) or use a stronger --lm",
+            style="yellow", soft_wrap=True,
+        )
+    return ExitCode.INCOMPLETE if screened.problems else ExitCode.OK
 
 
 class _PrintExampleChecklist(argparse.Action):

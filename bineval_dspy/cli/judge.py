@@ -102,6 +102,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     shown.print(f"wrote {run.written} row(s) to {config.output}" if run.todo else f"nothing to judge: {config.output} is complete")
     if summary.empty_lines:
         console.print(f"{len(summary.empty_lines)} row(s) have an empty output (data line(s) {_lines(summary.empty_lines)}): judged like any other, flagged 'empty_output'", style="yellow")
+    if summary.degenerate is not None:
+        console.print(summary.degenerate.message(), style="yellow", soft_wrap=True)  # one line, whatever the width
     console.print(f"cost: {run.spent.summary(unknown_price=price_of(run.model) is None)}")
     if run.stopped is not None:
         raise run.stopped

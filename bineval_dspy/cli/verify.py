@@ -63,22 +63,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _compare_with_the_run(args: argparse.Namespace, stats: Any) -> None:
-    """Say whether this grading of the test split gives the accuracy the optimizer run recorded for its final
-    program (``test.final`` in its results.json): the same responses must give the same figure."""
-    from bineval_dspy.optimize.results import RESULTS_FILE, RunResults
+    """Say whether this grading of the test split gives the accuracy the run recorded for the program (an optimize
+    run's ``test.final``, an experiment or fine-tuning arm's test figure): the same responses must give the same one."""
+    from bineval_dspy.experiment.runner import recorded_test
 
-    folder = Path(args.program) if Path(args.program).is_dir() else Path(args.program).parent
-    if not (folder / RESULTS_FILE).exists():
+    found = recorded_test(Path(args.program), f"{stats.mode}_prompt")
+    if found is None or found[0].estimate is None or stats.prompt_accuracy is None:
         return
-    test = RunResults.load(folder).test
-    recorded = test.final.accuracy.get(f"{stats.mode}_prompt") if test is not None else None
-    if recorded is None or recorded.estimate is None or stats.prompt_accuracy is None:
-        return
+    recorded, where = found
     here = stats.prompt_accuracy
     if abs(here - recorded.estimate) < 5e-4:
-        console.print(f"{stats.mode} prompt accuracy {here:.3f}: as the run recorded for its final program on test ({folder / RESULTS_FILE})")
+        console.print(f"{stats.mode} prompt accuracy {here:.3f}: as the run recorded for this program on test ({where})")
     else:
-        console.print(f"{stats.mode} prompt accuracy {here:.3f}, where the run recorded {recorded.estimate:.3f} for its final program on test: these are other responses", style="yellow")
+        console.print(f"{stats.mode} prompt accuracy {here:.3f}, where the run recorded {recorded.estimate:.3f} for this program on test: these are other responses", style="yellow")
 
 
 def add_verify_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -89,7 +86,7 @@ def add_verify_command(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     verify_cmd.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs")
     verify_cmd.add_argument("--responses", required=True, help="JSONL rows: response, and key or prompt")
     verify_cmd.add_argument("--mode", choices=("strict", "loose"), default="strict", help="IFEval's grading mode")
-    verify_cmd.add_argument("--program", metavar="PROGRAM", help="with --split: the optimizer run (its program.json or folder) whose split to grade")
+    verify_cmd.add_argument("--program", metavar="PROGRAM", help="with --split: the run (its program.json or folder: optimize, experiment arm, finetune) whose split to grade")
     add_split_option(verify_cmd)
     verify_cmd.add_argument(
         "--skip-invalid",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -18,10 +19,15 @@ from bineval_dspy.core.errors import InputError, one_line
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def describe_validation_error(exc: ValidationError) -> str:
+def describe_validation_error(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
     """The first pydantic error as 'field: message', short enough for one line; several missing top-level fields are
-    all named (a config printed by ``--example`` leaves each required key for the user to fill)."""
+    all named (a config printed by ``--example`` leaves each required key for the user to fill). With the ``model``
+    (a config), every unknown key is named at once, each with the closest known key: a config has several typos as
+    often as one, and fixing them one run at a time is slow."""
     errors = exc.errors()
+    unknown = [err["loc"] for err in errors if err["type"] == "extra_forbidden"]
+    if model is not None and unknown:
+        return "unknown key(s): " + ", ".join(_unknown_key(model, loc) for loc in unknown)
     missing = [str(err["loc"][0]) for err in errors if err["type"] == "missing" and len(err["loc"]) == 1]  # top-level keys
     if len(missing) > 1:
         return f"required fields missing: {', '.join(repr(name) for name in missing)}"
@@ -32,6 +38,18 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 MAX_FILE_BYTES = 256 * 2**20  # one whole file read at once (a config, a checklist, a results file)
 
+def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """'data.trian' (did you mean 'data.train'?): the unknown key, and the known key of its table closest to it."""
+    for part in loc[:-1]:  # the table the key is in: follow nested models (a list index or a union stops the walk)
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return f"'{'.'.join(map(str, loc))}'"
+        model = annotation
+    prefix = "".join(f"{part}." for part in loc[:-1])
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return f"'{prefix}{loc[-1]}'" + (f" (did you mean '{prefix}{close[0]}'?)" if close else "")
+
 
 def read_text(path: Path, what: str = "") -> str:
     """A whole file as UTF-8 text; unreadable, non-UTF-8 or endless files (``/dev/zero``) are one located
@@ -41,6 +59,8 @@ def read_text(path: Path, what: str = "") -> str:
             data = handle.read(MAX_FILE_BYTES + 1)
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, expected a file{what}") from None
+    except FileNotFoundError:
+        raise InputError(f"{path}: cannot read: no such file{what}") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
     if len(data) > MAX_FILE_BYTES:
@@ -176,8 +196,9 @@ def _reason(exc: ValueError) -> str:
 
 def read_json(path: Path) -> Any:
     """The JSON value in a file; malformed JSON is one located InputError."""
+    text = read_text(path)  # a missing or unreadable file is said as such, not as malformed JSON
     try:
-        return loads(read_text(path))
+        return loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
     except ValueError as exc:
@@ -203,14 +224,14 @@ def load_toml(path: Path, model: type[Model]) -> Model:
         raw = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: malformed TOML ({exc})") from None
-    return _validated(path, model, raw)
+    return _validated(path, model, raw, config=True)
 
 
-def _validated(path: Path, model: type[Model], raw: Any) -> Model:
+def _validated(path: Path, model: type[Model], raw: Any, config: bool = False) -> Model:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(f"{path}: {describe_validation_error(exc)}") from None
+        raise InputError(f"{path}: {describe_validation_error(exc, model if config else None)}") from None
 
 
 def check_output_path(path: Path, *inputs: Path) -> None:

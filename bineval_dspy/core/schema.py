@@ -69,13 +69,20 @@ class Question(BaseModel):
 
 
 class Checklist(BaseModel):
-    """A task and the questions that judge outputs of that task, grouped by dimension."""
+    """A task and the questions that judge outputs of that task, grouped by dimension. ``dimensions`` may be left out
+    (then taken from the questions, in their order); when given, a question naming another dimension is an error, as
+    a misspelt dimension would otherwise start a dimension of its own. Writers build theirs with ``of``."""
 
     model_config = ConfigDict(extra="forbid")
 
     task: str
-    dimensions: list[str]
+    dimensions: list[str] = Field(default_factory=list)
     questions: list[Question]
+
+    @classmethod
+    def of(cls, task: str, dimensions: list[str], questions: list[Question]) -> Checklist:
+        """A written checklist: ``dimensions`` first, then any other dimension its questions name, in their order."""
+        return cls(task=task, dimensions=list(dict.fromkeys([*dimensions, *(q.dimension for q in questions)])), questions=questions)
 
     @field_validator("task")
     @classmethod
@@ -92,9 +99,11 @@ class Checklist(BaseModel):
         duplicated = sorted({i for i in ids if ids.count(i) > 1})
         if duplicated:
             raise ValueError(f"questions: duplicate ids {', '.join(duplicated)}")
-        for q in self.questions:
+        if not self.dimensions:
+            self.dimensions = list(dict.fromkeys(q.dimension for q in self.questions))
+        for k, q in enumerate(self.questions):
             if q.dimension not in self.dimensions:
-                self.dimensions.append(q.dimension)
+                raise ValueError(f"questions.{k}.dimension: {q.dimension!r} is not one of the dimensions {self.dimensions}; add it or leave 'dimensions' out")
         return self
 
     def by_dimension(self) -> dict[str, list[Question]]:

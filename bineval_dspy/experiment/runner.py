@@ -17,7 +17,7 @@ import dspy
 from pydantic import BaseModel, Field
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import write_text_atomic
+from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.experiment.arms import ARMS, ArmContext, LMFactory, Stick, check_inputs, table_lm
 from bineval_dspy.experiment.config import ExperimentConfig
 from bineval_dspy.experiment.grid import MATRIX_FILE, GridRow, experiment_grid, matrix_markdown, write_grid
@@ -27,7 +27,7 @@ from bineval_dspy.optimize.config import build, splits_of, test_scorer
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdateFeedback
 from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer, judge_differences
 from bineval_dspy.programs.records import SelectionStats
-from bineval_dspy.programs.state import ProgramFile
+from bineval_dspy.programs.state import ProgramFile, ProgramState
 from bineval_dspy.stats.bootstrap import Interval
 
 RESULTS_FILE = "results.json"
@@ -92,6 +92,39 @@ class ExperimentResults(BaseModel):
     def incomplete(self) -> list[str]:
         """Arms whose test evaluation has unanswered verdicts or failed outputs: a rerun retries them."""
         return [arm.name for arm in self.arms if arm.test.unanswered or arm.test.errors]
+
+
+def recorded_test(program: Path, measure: str) -> tuple[Interval, Path] | None:
+    """The test figure ``measure`` (e.g. ``strict_prompt``) the run that wrote ``program`` recorded for it, and the
+    file it is in: an optimize run's final program, or the experiment arm (a fine-tuning run's fine-tuned one) whose
+    program it is; None where the run recorded none."""
+    from bineval_dspy.core.jsonio import read_json_object
+    from bineval_dspy.optimize.results import RunResults
+    from bineval_dspy.programs.state import load_program, program_path, run_folder
+
+    folder = run_folder(program)
+    path = folder / RESULTS_FILE
+    if not path.is_file():
+        return None
+    kind = read_json_object(path).get("kind")
+    if kind == "optimizer-test":
+        test = RunResults.load(folder).test
+        figure = test.final.accuracy.get(measure) if test is not None else None
+    elif kind == "experiment":
+        mine = load_program(program_path(program))
+        same = [arm for arm in load_model(path, ExperimentResults).arms if arm.program is not None and _same_program(arm.program, mine)]
+        figure = same[-1].test.accuracy.get(measure) if same else None
+    else:
+        figure = None
+    return (figure, path) if figure is not None and figure.estimate is not None else None
+
+
+def _same_program(a: ProgramFile, b: ProgramFile) -> bool:
+    """One program: the same state and the same weights (by their digest)."""
+    weights = [w.adapter_sha256 if w is not None else None for w in (a.weights, b.weights)]
+    return ProgramState.model_validate(a.model_dump(include=set(ProgramState.model_fields))) == ProgramState.model_validate(
+        b.model_dump(include=set(ProgramState.model_fields))
+    ) and weights[0] == weights[1]
 
 
 def _prepared(config: ExperimentConfig, lm: dspy.LM, lm_for: LMFactory = table_lm) -> tuple[ArmContext, TestScorer]:
@@ -160,7 +193,7 @@ def run_experiment(
             experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm], student=program)
         _compare(experiment, evaluations, scorer)
         save(experiment, config.run_dir, experiment_grid(evaluations, inputs, scorer.rows))
-        say(f"arm {arm.name}: test score {evaluations[arm.name].score:.3f}")
+        say(f"arm {arm.name}: test score {evaluations[arm.name].score:.2f}")
     return experiment
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
+from bineval_dspy.core.degenerate import Degenerate, Tally, degeneracy
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import join, lineage_scores
 from bineval_dspy.lm.usage import Cost
@@ -92,7 +93,7 @@ class JudgedSummary:
     """What a run's judged rows add up to, fed one result at a time (``add``): memory flat in the number of rows.
 
     Means per dimension and overall (over the rows that have a score), unanswered and incomplete counts, verdicts
-    without the P(yes) they were to be scored by, the rows with an empty output, the rows and questions that failed
+    without the P(yes) they were to be scored by, whether the LM verdicts are degenerate (``degenerate``), the rows with an empty output, the rows and questions that failed
     most, and with a Qworld checklist the mean score per perspective and scenario.
     """
 
@@ -107,6 +108,7 @@ class JudgedSummary:
         self.asked = 0  # verdicts the LM was asked for (not code-verified)
         self.causes: Counter[str] = Counter()  # why LM-asked verdicts are unanswered: the error's kind
         self.example_cause: dict[str, str] = {}  # one whole explanation of each kind
+        self.tally = Tally()  # the LM verdicts as the degenerate-judge rule reads them
         self.tracked = list(LINEAGE_KEYS) if has_qworld_lineage(checklist) else []
         self.lineage = {key: {q.lineage[key]: _Mean() for q in checklist.questions if key in q.lineage} for key in self.tracked}
 
@@ -123,6 +125,7 @@ class JudgedSummary:
         for dim, mean in self.means.items():
             mean.add(card.overall if dim == "overall" else card.dimension_scores.get(dim))
         for v in card.verdicts:
+            self.tally.add(v)
             if v.judge.startswith("code:"):
                 continue
             self.asked += 1
@@ -141,6 +144,11 @@ class JudgedSummary:
         for key in self.tracked:
             for value, score in lineage_scores(self.checklist, card, key).items():
                 self.lineage[key][value].add(score)
+
+    @property
+    def degenerate(self) -> Degenerate | None:
+        """Whether the LM verdicts tell the outputs apart (``core.degenerate``): what is wrong with them, or None."""
+        return degeneracy(self.tally)
 
     def mean(self, dimension: str) -> float | None:
         """The mean score of ``dimension`` (or ``overall``) over the rows that have one."""

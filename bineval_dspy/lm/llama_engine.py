@@ -24,11 +24,13 @@ would get alone (tested), so the same command draws the same samples however the
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import os
 import threading
 import time
+import weakref
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +53,22 @@ DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
 MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
 STREAM_CELLS = 512  # the smallest KV stream of the parallel context; it doubles as longer requests need, up to n_ctx
 SAME_OUTPUT = 16  # prompt tokens two requests share past a batch's common prefix when they judge one output
+_LOADED: weakref.WeakSet[Any] = weakref.WeakSet()  # every llama.cpp model this process loaded and still holds
+
+
+def loaded(llama: Any) -> Any:
+    """``llama`` (a ``llama_cpp.Llama``), to be closed at exit (``_close_loaded``)."""
+    _LOADED.add(llama)
+    return llama
+
+
+@atexit.register
+def _close_loaded() -> None:
+    """Close every loaded model before the interpreter tears down: a model still held then (a cache, a cycle) is
+    freed by llama-cpp-python's ``__del__`` after its C bindings are gone, which prints a ``TypeError`` traceback
+    on a run that succeeded. A closed model's ``__del__`` does nothing."""
+    for llama in list(_LOADED):
+        llama.close()
 
 
 @dataclass
@@ -166,6 +184,7 @@ class LlamaCppEngine(EngineBase):
                 lora_path=str(self.lora_path) if self.lora_path is not None else None,
                 verbose=False,
             )
+            loaded(llama)
             if self.lora_path is not None and not llama._lora_adapter:
                 # llama-cpp-python keeps going with a NULL adapter (it checks for None, ctypes gives a NULL pointer),
                 # and the first decode then crashes the process.

@@ -32,6 +32,7 @@ from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.optimize.results import TestScorer
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.generator import Generator
+from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.programs.state import PROBE_FILE, Splits, load_program, program_path
 from bineval_dspy.suites.rows import SuiteRow, load_suite
 from bineval_dspy.verifiers import code_digest
@@ -81,7 +82,7 @@ class DataConfig(_Strict):
 
 class ProgramConfig(_Strict):
     instructions: str | None = None
-    max_tokens: int = Field(default=256, ge=8)
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=8)
     llm_questions: tuple[int, int] = (0, 0)
     threads: int = Field(default=1, ge=1, description="examples run at once (an in-process model batches them)")
     checklist: Path | None = Field(default=None, description="self mode: a checklist whose questions every response is also judged against")

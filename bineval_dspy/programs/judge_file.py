@@ -72,6 +72,11 @@ def data_fields(config: JudgeFile) -> tuple[str, str]:
     if not {"input", "output"} & first.keys() and set(GENERATED_FIELDS) <= first.keys():
         console.print(f"{config.data}: judging each row's '{GENERATED_FIELDS[1]}' for its '{GENERATED_FIELDS[0]}' (generate output)")
         return GENERATED_FIELDS
+    if not {"input", "output", GENERATED_FIELDS[1]} & first.keys() and GENERATED_FIELDS[0] in first:
+        raise InputError(
+            f"{config.data}:1: a 'prompt' and no output to judge (a suite?): generate the responses first (bineval generate), "
+            "or name the fields that hold them (`input_field` prompt, `output_field` NAME)"
+        )
     return "input", "output"
 
 

@@ -19,7 +19,7 @@ from bineval_dspy.judges.base import Judge
 from bineval_dspy.programs.records import Selection
 from bineval_dspy.programs.sampling import draw
 
-DEFAULT_MAX_TOKENS = 1024
+DEFAULT_MAX_TOKENS = 256  # a response's token limit: the Generator's, `generate`'s and an optimize config's alike
 PLAN_MAX_TOKENS = 300
 
 

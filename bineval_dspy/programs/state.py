@@ -172,6 +172,15 @@ class Splits(BaseModel):
         return load_model(run_dir / SPLITS_FILE, cls)
 
 
+def run_folder(program: Path) -> Path:
+    """The folder of the run a ``program`` argument (a program file or its folder) belongs to: its own, or for an
+    experiment's (or fine-tuning's) arm, ``RUN_DIR/arms/NAME``, the experiment's, which holds the splits and results."""
+    folder = program if program.is_dir() else program.parent
+    if not (folder / SPLITS_FILE).exists() and folder.parent.name == "arms":
+        return folder.parent.parent
+    return folder
+
+
 def program_path(path: Path) -> Path:
     """The program file a ``--program`` argument names: a run directory stands for the ``program.json`` in it."""
     return path / PROGRAM_FILE if path.is_dir() else path

@@ -80,15 +80,15 @@ def suite_rows(config: GenerateSuite) -> list[SuiteRow]:
 
 
 def split_of(rows: list[SuiteRow], suite: Path, program: Path | None, split: str | None) -> list[SuiteRow]:
-    """The suite rows of one split of an optimizer run (its ``splits.json``, beside ``program``), in suite order;
-    all rows when ``split`` is None."""
+    """The suite rows of one split of the run that wrote ``program`` (its ``splits.json``: beside the program, or an
+    experiment arm's in the experiment's folder), in suite order; all rows when ``split`` is None."""
     if not split:
         return rows
-    from bineval_dspy.programs.state import SPLITS_FILE, Splits
+    from bineval_dspy.programs.state import SPLITS_FILE, Splits, run_folder
 
     if program is None:
         raise InputError("`split` needs `program` RUN_DIR/program.json: the split is the one that run recorded")
-    folder = program if program.is_dir() else program.parent
+    folder = run_folder(program)
     wanted = set(getattr(Splits.load(folder), split))
     chosen = [row for row in rows if str(row.key) in wanted]
     if len(chosen) < len(wanted):

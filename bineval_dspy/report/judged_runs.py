@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from bineval_dspy.core.degenerate import Degenerate, Tally, degeneracy
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
 from bineval_dspy.core.schema import Scorecard, Verdict
@@ -54,6 +55,11 @@ class JudgeRun:
     @property
     def spend(self) -> Cost:
         return total(row.spend for row in self.rows)
+
+    @property
+    def degenerate(self) -> Degenerate | None:
+        """Whether the LM verdicts tell the outputs apart (``core.degenerate``): what is wrong with them, or None."""
+        return degeneracy(Tally.of(v for row in self.rows for v in row.card.verdicts))
 
 
 

@@ -77,10 +77,12 @@ def show_judge(run: JudgeRun) -> None:
     _say(f"{len(cards)} output(s), {sum(len(c.verdicts) for c in cards)} verdict(s), {sum(c.unanswered for c in cards)} unanswered; judge: {', '.join(judges) or '-'}")
     if run.task:
         _say(f"task: {run.task}")
+    if (degenerate := run.degenerate) is not None:
+        console.print(degenerate.message(), style="yellow", markup=False, highlight=False, soft_wrap=True)
     _spend(run.spend)
     means = _table("mean scores", "dimension", "mean", "lowest", "highest", "scored", "no score", left=("dimension",), wrap=("dimension",))
     for m in dimension_means(cards):
-        _row(means, m.dimension, number(m.mean), number(m.low), number(m.high), m.scored, m.unscored)
+        _row(means, m.dimension, number(m.mean, 2), number(m.low, 2), number(m.high, 2), m.scored, m.unscored)
     console.print(means)
     rates = _table("pass rate per question", "dimension", "question", "yes", "no", "unans.", "rate", left=("dimension", "question"), wrap=("dimension", "question"))
     for r in question_rates(cards):
@@ -90,7 +92,7 @@ def show_judge(run: JudgeRun) -> None:
     outputs = _table(f"lowest overall first ({len(worst)} of {len(run.rows)})", "output", "overall", "yes", "no", "unans.", left=("output",), wrap=("output",))
     for row in worst:
         answers = [v.answer for v in row.card.verdicts]
-        _row(outputs, row.id, number(row.card.overall), answers.count("yes"), answers.count("no"), answers.count("unanswered"))
+        _row(outputs, row.id, number(row.card.overall, 2), answers.count("yes"), answers.count("no"), answers.count("unanswered"))
     console.print(outputs)
 
 
@@ -148,7 +150,7 @@ def show_meta(run: MetaRun) -> None:
 
 # -- optimizer runs ------------------------------------------------------------------------------------------------
 def _score(summary: EvalSummary | None) -> str:
-    return "-" if summary is None else f"{summary.score:.3f}"
+    return "-" if summary is None else f"{summary.score:.2f}"
 
 
 def show_optimizer(run: OptimizerRun) -> None:
@@ -196,7 +198,7 @@ def show_test(test: TestResults) -> None:
     if test.final.kappa is not None and test.start.kappa is not None and test.kappa_difference is not None:
         _row(table, "kappa", test.start.kappa.text(2), test.final.kappa.text(2), test.kappa_difference.text(2, signed=True))
     for step in test.steps:
-        _row(table, f"after iteration {step.iteration}", "", f"{step.score:.3f}", step.difference.text(2, signed=True))
+        _row(table, f"after iteration {step.iteration}", "", f"{step.score:.2f}", step.difference.text(2, signed=True))
     console.print(table)
 
 

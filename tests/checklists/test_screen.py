@@ -122,3 +122,16 @@ def test_a_requested_dimension_without_a_question_is_a_problem(tmp_path, monkeyp
     err = " ".join(capsys.readouterr().err.split())
     assert "problem: dimension 'content' has no question" in err  # its answers were no yes/no questions: none parsed
     assert {q.dimension for q in Checklist.model_validate_json(out.read_text()).questions} == {"form"}
+
+
+def test_only_code_questions_left_is_said_in_the_last_line(tmp_path, monkeypatch, capsys):
+    """Issue 47, item 6: every LM question screened out, the task's constraint kept as code: the last line says so and
+    points to `bineval checklist --example`."""
+    script, _ = tick_script([["Is it a haiku, I am a haiku, I am a haiku, I am a haiku?", "Does this checklist have five questions?"]])
+    route_cli_lm(monkeypatch, script)
+    out = tmp_path / "c.json"
+    code = cli.main(["checklist", "--task", "Write a haiku about autumn, all in lowercase letters.", "--method", "tick", "-o", str(out)])
+    assert code == 1
+    assert all(q.verifier for q in Checklist.model_validate_json(out.read_text()).questions)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "only code-checked questions" in last and "bineval checklist --example" in last

@@ -268,7 +268,7 @@ def test_generate_dry_run_plans_each_row_and_calls_no_lm(tmp_path, lm, capsys):
     assert cli.main(["generate", "--suite", str(suite), "-o", str(out), "--dry-run"]) == 0
     line = " ".join(capsys.readouterr().out.split())
     assert line.startswith("dry run: generate 2 row(s): 2 LM call(s), ") and "counted with smollm2's tokenizer" in line
-    assert "at most 1,024 completion tokens a call" in line and not lm.engine.requests and not out.exists()
+    assert "at most 256 completion tokens a call" in line and not lm.engine.requests and not out.exists()
     assert cli.main(["generate", "--suite", str(suite), "-o", str(out), "--dry-run", "--best-of", "2"]) == 0
     line = " ".join(capsys.readouterr().out.split())
     assert "with STICK (best of 2, refine 0; at most)" in line and "estimated" in line

@@ -124,3 +124,24 @@ def test_an_endless_checklist_is_one_line_not_a_memory_error(tmp_path, lm, capsy
     data = write_rows(tmp_path / "rows.jsonl", ['{"input": "a", "output": "b"}'])
     code, err = run(["judge", "--checklist", "/dev/zero", "--data", str(data)], capsys)
     assert code == 2 and "/dev/zero: larger than 256 MiB" in err and len(err.strip().splitlines()) == 1
+
+def test_a_missing_file_reads_no_such_file_not_malformed_json(tmp_path, lm, capsys):
+    """Issue 47: a checklist, a program or a run's splits.json that is not there is said so."""
+    from bineval_dspy.core.errors import InputError
+    from bineval_dspy.programs.state import Splits, load_program
+
+    data = write_rows(tmp_path / "rows.jsonl", ['{"input": "a", "output": "b"}'])
+    code, err = run(["judge", "--checklist", str(tmp_path / "nope.json"), "--data", str(data)], capsys)
+    assert code == 2 and "nope.json: cannot read: no such file" in err and "malformed" not in err
+    for read in (lambda: load_program(tmp_path / "program.json"), lambda: Splits.load(tmp_path)):
+        with pytest.raises(InputError, match="no such file") as missing:
+            read()
+        assert "malformed" not in str(missing.value)
+
+
+def test_judging_a_suite_hints_at_generate_or_the_fields(tmp_path, checklist_file, lm, capsys):
+    """Issue 47: `judge --data SUITE` (a 'prompt', no output) says what to do instead of 'missing field input'."""
+    suite = write_rows(tmp_path / "suite.jsonl", [json.dumps({"key": 1, "prompt": "Say hi.", "instruction_id_list": [], "kwargs": []})])
+    code, err = run(["judge", "--checklist", str(checklist_file), "--data", str(suite), "-o", str(tmp_path / "o.jsonl")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "suite.jsonl:1:" in err and "bineval generate" in err and "--input-field prompt" in err

@@ -67,7 +67,7 @@ max_iterations = 2
         ('mode = "self"\nrun_dir = "r"\n[data]\ntrain = 2\n', "field 'data.suite' is required"),
         ('mode = "sideways"\nrun_dir = "r"\n[data]\n', "field 'mode'"),
         ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\n[optimizer]\nmax_iterations = 0\n', "field 'optimizer.max_iterations'"),
-        ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\nbogus = 1\n', "field 'data.bogus'"),
+        ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\nbogus = 1\n', "unknown key(s): 'data.bogus'"),
         ('mode = "self"\nrun_dir = "r"\n[data]\nsuite = "suite.jsonl"\ntrain = 5\nval = 5\n', "fewer than train + val + test"),
         ("mode = = 1", "malformed TOML"),
         ('mode = "cross"\nrun_dir = "r"\n[data]\nexamples = "e.jsonl"\n[program.judge]\nscoring = "batch"\n', "field 'program.judge'"),
@@ -125,7 +125,7 @@ max_iterations = 2
     argv = ["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(graded), "--program", str(run), "--split", "test"]
     capsys.readouterr()
     assert cli.main(argv) == 0
-    assert "strict prompt accuracy 1.000: as the run recorded for its final program on test" in " ".join(capsys.readouterr().err.split())
+    assert "strict prompt accuracy 1.000: as the run recorded for this program on test" in " ".join(capsys.readouterr().err.split())
     rows = [json.loads(line) for line in graded.read_text().splitlines()]
     assert {str(row["key"]): row["follow_all_instructions"] for row in rows} == test["final"]["followed"]  # to the item
     followed = sum(row["follow_all_instructions"] is True for row in rows) / len(rows)
@@ -133,7 +133,7 @@ max_iterations = 2
     other = tmp_path / "other.jsonl"
     other.write_text("".join(json.dumps({"key": int(key), "response": "no list here"}) + "\n" for key in splits["test"]))
     assert cli.main([*argv[:4], str(other), "-o", str(tmp_path / "other-graded.jsonl"), *argv[7:]]) == 0
-    assert "accuracy 0.000, where the run recorded 1.000 for its final program on test" in " ".join(capsys.readouterr().err.split())
+    assert "accuracy 0.000, where the run recorded 1.000 for this program on test" in " ".join(capsys.readouterr().err.split())
     capsys.readouterr()
     assert cli.main(["show", str(run)]) == 0
     assert "test split (4 items" in "".join(capsys.readouterr())
@@ -192,3 +192,38 @@ def test_a_damaged_plan_is_one_located_line(tmp_path, suite, scripted, capsys, d
     assert cli.main(["show", str(tmp_path / "runs" / "p")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "plan.json" in err and err.count("\n") == 1
+
+
+def test_verify_takes_a_finetune_run_and_its_arm_folder(tmp_path, capsys):
+    """Issue 47, item 3: `verify --program RUN --split test` on a fine-tuning run (an experiment's results.json, the
+    fine-tuned arm's program copied into RUN) or on the arm's folder grades the split and compares with the arm."""
+    from bineval_dspy.experiment.runner import ArmResult, ExperimentResults
+    from bineval_dspy.lm.usage import Cost
+    from bineval_dspy.optimize.results import SplitScore
+    from bineval_dspy.programs.state import ProgramFile, Splits
+    from bineval_dspy.stats.bootstrap import Interval
+
+    suite = tmp_path / "suite.jsonl"
+    rows = [{"key": k, "prompt": f"Say {k} in lowercase.", "instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]} for k in "abcd"]
+    suite.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    run = tmp_path / "ft"
+    Splits(group_by="key", train=["a"], val=["b"], test=["c", "d"]).save(run)
+    start = ProgramFile(kind="generator", instructions={"generate": "Answer."}, max_tokens=16)
+    tuned = ProgramFile(kind="generator", instructions={"generate": "Answer in lowercase."}, max_tokens=16)
+    tuned.save(run / "arms" / "finetuned" / "program.json")
+    tuned.save(run / "program.json")
+
+    def arm(name: str, program: ProgramFile, accuracy: float) -> ArmResult:
+        score = SplitScore(score=accuracy, interval=Interval(estimate=accuracy), items=2, accuracy={"strict_prompt": Interval(estimate=accuracy)})
+        return ArmResult(name=name, kind="start", optimization=Cost(), test_usage=Cost(), test=score, program=program)
+
+    results = ExperimentResults(name="ft", mode="self", splits={"train": 1, "val": 1, "test": 2}, baseline="start",
+                                arms=[arm("start", start, 0.0), arm("finetuned", tuned, 0.5)])
+    (run / "results.json").write_text(results.model_dump_json())
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"key": "c", "response": "red leaves fall"}) + "\n" + json.dumps({"key": "d", "response": "Red Leaves Fall"}) + "\n")
+    for program in (run, run / "arms" / "finetuned"):
+        argv = ["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(tmp_path / "g.jsonl"), "--program", str(program), "--split", "test", "--overwrite"]
+        assert cli.main(argv) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        assert "strict prompt accuracy 0.500: as the run recorded for this program on test" in err, err

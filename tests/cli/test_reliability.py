@@ -30,7 +30,7 @@ REFUSAL = 'I refuse to judge this. (The schema wants "answer": "yes" or "answer"
 
 # -- helpers ------------------------------------------------------------------------------------------------------
 def write_inputs(tmp_path: Path, questions: list[Question] | None = None, rows: list[dict] | None = None) -> tuple[Path, Path]:
-    checklist = Checklist(task="t", dimensions=["d"], questions=questions or [Question(text="Is it short?", dimension="d")])
+    checklist = Checklist.of(task="t", dimensions=["d"], questions=questions or [Question(text="Is it short?", dimension="d")])
     c = tmp_path / "checklist.json"
     c.write_text(checklist.model_dump_json())
     d = tmp_path / "rows.jsonl"

@@ -114,10 +114,13 @@ def test_checklist_validation(kwargs, message):
         Checklist.model_validate(kwargs)
 
 
-def test_dimensions_of_questions_are_added_in_order():
-    checklist = Checklist(task="t", dimensions=["a"], questions=[Question(text="X?", dimension="b"), Question(text="Y?", dimension="a")])
+def test_a_writers_dimensions_of_questions_are_added_in_order_and_a_files_are_an_error():
+    questions = [Question(text="X?", dimension="b"), Question(text="Y?", dimension="a")]
+    checklist = Checklist.of("t", ["a"], questions)
     assert checklist.dimensions == ["a", "b"]
     assert list(checklist.by_dimension()) == ["a", "b"]
+    with pytest.raises(ValidationError, match="'b' is not one of the dimensions"):  # issue 47: a misspelt dimension
+        Checklist(task="t", dimensions=["a"], questions=questions)
 
 
 @pytest.mark.parametrize("weight", [1e308, -1e308, 1e6 + 1])

@@ -61,7 +61,7 @@ def test_defaults_put_the_study_in_its_folder(tmp_path):
         ("trials = 3", "", "field 'trials': Field required"),
         ("trials = 3", "trials = 0", "field 'trials'"),
         ('name = "demo"', 'name = "../up"', "field 'name'"),
-        ("trials = 3", "trials = 3\nbogus = 1", "field 'bogus'"),
+        ("trials = 3", "trials = 3\nbogus = 1", "unknown key(s): 'bogus'"),
         ('loss = "minimize"', 'loss = "lower"', "field 'objectives.loss'"),
         ('loss = "minimize"', 'speed = "minimize"', "field 'objectives.speed': not a value of kind 'fake'; one of loss, cost"),
         ("low = 0.0, high = 1.0", "low = 2.0, high = 1.0", "low 2.0 is above high 1.0"),

@@ -94,5 +94,5 @@ class QworldTree(BaseModel):
             p, s = perspectives[c.perspective], scenarios[c.scenario]
             lineage = {"scenario": s.id, "scenario_text": s.intent, "perspective": p.id, "perspective_text": p.name}
             questions.append(Question(text=c.question, dimension=p.dimension, weight=c.weight, lineage=lineage))
-        checklist = Checklist(task=self.task, dimensions=list(self.dimensions), questions=questions)
+        checklist = Checklist.of(self.task, list(self.dimensions), questions)
         return route_to_code(checklist) if code_checks else checklist

@@ -128,3 +128,15 @@ class Expectation:
     def __exit__(self, *exc: object) -> None:
         if self.batcher is not None:
             self.batcher.withdraw()
+
+
+def common_prefix(sequences: list[list[int]]) -> list[int]:
+    """The longest token prefix every sequence starts with."""
+    first = sequences[0]
+    length = min(len(seq) for seq in sequences)
+    for seq in sequences[1:]:
+        same = 0
+        while same < length and seq[same] == first[same]:
+            same += 1
+        length = same
+    return first[:length]

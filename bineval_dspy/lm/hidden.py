@@ -27,6 +27,7 @@ import numpy as np
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import digest
+from bineval_dspy.lm._batching import common_prefix
 from bineval_dspy.lm.engine import engine_of
 
 YES_TOKENS = ("yes", "Yes", " yes", " Yes", "YES")
@@ -162,7 +163,7 @@ def _walk(
         continued together from the cells of what they share."""
         for part in _branches(prompts, members, done):
             if len(part) > 1:
-                shared = min(len(_common_prefix([prompts[i] for i in part])), min(len(prompts[i]) for i in part) - 1)
+                shared = min(len(common_prefix([prompts[i] for i in part])), min(len(prompts[i]) for i in part) - 1)
                 if shared > done:
                     forward(prompts[part[0]][done:shared], cache)
                     visit(part, cache, shared)
@@ -183,9 +184,9 @@ def _walk(
         for i in range(len(prompts)):
             leaf(i, DynamicCache(), 0)
         return [r for r in out if r is not None], ([], DynamicCache())
-    root = _common_prefix(prompts)[: min(len(p) for p in prompts) - 1]
+    root = common_prefix(prompts)[: min(len(p) for p in prompts) - 1]
     old, cache = kept if kept is not None else ([], DynamicCache())
-    reuse = len(_common_prefix([old, root]))
+    reuse = len(common_prefix([old, root]))
     _crop_to(cache, reuse)
     if len(root) > reuse:
         forward(root[reuse:], cache)
@@ -206,17 +207,6 @@ def _branches(prompts: list[list[int]], members: list[int], at: int) -> list[lis
     for i in members:
         groups.setdefault(prompts[i][at], []).append(i)
     return list(groups.values())
-
-
-def _common_prefix(sequences: list[list[int]]) -> list[int]:
-    first = sequences[0]
-    length = min(len(s) for s in sequences)
-    for seq in sequences[1:]:
-        same = 0
-        while same < length and seq[same] == first[same]:
-            same += 1
-        length = same
-    return first[:length]
 
 
 class _Store:

@@ -45,7 +45,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import llama_cpp
 
 from bineval_dspy.core.cores import usable_cores
-from bineval_dspy.lm._batching import Batcher, Expectation
+from bineval_dspy.lm._batching import Batcher, Expectation, common_prefix
 from bineval_dspy.lm._decoding import MAX_TOKENS, _Decoding, _last_logits, _logits_at, _OwnedBatch
 from bineval_dspy.lm.engine import EngineBase
 
@@ -334,7 +334,7 @@ class LlamaCppEngine(EngineBase):
         if not (self.reuse_prefix and _structured(request)):
             llama.reset()
             return 0
-        return min(len(_common_prefix([llama.input_ids[: llama.n_tokens].tolist(), tokens])), len(tokens) - 1)
+        return min(len(common_prefix([llama.input_ids[: llama.n_tokens].tolist(), tokens])), len(tokens) - 1)
 
     def _decoding(self, llama: Any, request: Request) -> _Decoding:
         """A request's decoding state, its grammar advanced through a prefill."""
@@ -424,7 +424,7 @@ class LlamaCppEngine(EngineBase):
                     llama_cpp.llama_memory_seq_cp(memory, source, stream, -1, -1)
                     logits[i], kept[i] = logits[previous].copy(), len(tokens)
                 else:
-                    keep = 0 if sampled else min(len(_common_prefix([cached, tokens])), len(tokens) - 1)
+                    keep = 0 if sampled else min(len(common_prefix([cached, tokens])), len(tokens) - 1)
                     if keep:
                         llama_cpp.llama_memory_seq_cp(memory, source, stream, -1, -1)  # streams copy whole sequences only
                         llama_cpp.llama_memory_seq_rm(memory, stream, keep, -1)
@@ -522,18 +522,6 @@ def _cells(tokens: list[int], request: Request) -> int:
     return len(tokens) + (request.config.max_tokens or MAX_TOKENS)
 
 
-def _common_prefix(sequences: list[list[int]]) -> list[int]:
-    """The longest token prefix every sequence starts with."""
-    first = sequences[0]
-    length = min(len(seq) for seq in sequences)
-    for seq in sequences[1:]:
-        same = 0
-        while same < length and seq[same] == first[same]:
-            same += 1
-        length = same
-    return first[:length]
-
-
 def _by_shared_prefix(prompts: dict[int, list[int]]) -> list[int]:
     """Requests in arrival order, except that those of one output in a batch holding several outputs are moved
     together, behind the first of them: each then starts from its neighbour's KV cells instead of evaluating its
@@ -541,10 +529,10 @@ def _by_shared_prefix(prompts: dict[int, list[int]]) -> list[int]:
     ``SAME_OUTPUT`` tokens past the batch's common prefix (an output's own tokens); questions of one output that
     merely start alike share fewer and stay where they came."""
     order = list(prompts)
-    common = len(_common_prefix([prompts[i] for i in order]))
+    common = len(common_prefix([prompts[i] for i in order]))
     groups: list[list[int]] = []
     for i in order:
-        shared = [(len(_common_prefix([prompts[g[0]], prompts[i]])), g) for g in groups]
+        shared = [(len(common_prefix([prompts[g[0]], prompts[i]])), g) for g in groups]
         best = max(shared, key=lambda pair: pair[0], default=None)
         if best is not None and best[0] >= common + SAME_OUTPUT:
             best[1].append(i)

@@ -61,6 +61,13 @@ def _folded(response: str, text: str, case_sensitive: bool) -> tuple[str, str]:
     return (response, text) if case_sensitive else (response.casefold(), text.casefold())
 
 
+def _located(response: str, text: str, case_sensitive: bool) -> tuple[bool, str]:
+    """Whether ``text`` is in the response, and where (or that it does not appear)."""
+    haystack, needle = _folded(response, text, case_sensitive)
+    at = haystack.find(needle)
+    return at >= 0, f"found {quote(text)} at character {at}" if at >= 0 else f"{quote(text)} does not appear"
+
+
 def _any_case(case_sensitive: bool) -> str:
     return "" if case_sensitive else " (in any case)"
 
@@ -72,9 +79,8 @@ def _any_case(case_sensitive: bool) -> str:
 )
 def contains(response: str, text: str, case_sensitive: bool) -> Finding:
     """``text`` somewhere in the response."""
-    haystack, needle = _folded(response, text, case_sensitive)
-    at = haystack.find(needle)
-    return Finding(at >= 0, f"found {quote(text)} at character {at}" if at >= 0 else f"{quote(text)} does not appear")
+    found, detail = _located(response, text, case_sensitive)
+    return Finding(found, detail)
 
 
 @register_typed(
@@ -84,9 +90,8 @@ def contains(response: str, text: str, case_sensitive: bool) -> Finding:
 )
 def not_contains(response: str, text: str, case_sensitive: bool) -> Finding:
     """``text`` nowhere in the response."""
-    haystack, needle = _folded(response, text, case_sensitive)
-    at = haystack.find(needle)
-    return Finding(at < 0, f"found {quote(text)} at character {at}" if at >= 0 else f"{quote(text)} does not appear")
+    found, detail = _located(response, text, case_sensitive)
+    return Finding(not found, detail)
 
 
 @register_typed(

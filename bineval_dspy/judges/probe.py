@@ -167,6 +167,7 @@ def fit_probe(
         raise InputError(f"probe training data: task {leaked[0]!r} is also in the test split ({len(leaked)} task(s) on both sides)")
     if len({e.reference for e in examples}) < 2:
         raise InputError("probe training data: the references need both answers, yes and no")
+    _check_layers(layers, reader.depth())
     readings = read_examples(reader, instructions, examples, label)
     y = np.array([e.reference == "yes" for e in examples], dtype=float)
     groups = [e.group for e in examples]
@@ -226,9 +227,7 @@ def fit_head(
     """The chosen head, every candidate's out-of-fold AUROC, and the chosen candidate's out-of-fold P(yes)."""
     depth = readings[0].hidden.shape[0] - 1
     layers = list(layers) if layers else default_layers(depth)
-    bad = [layer for layer in layers if not 0 <= layer <= depth]
-    if bad:
-        raise InputError(f"`layers`: the model has layers 0-{depth}, got {bad[0]}")
+    _check_layers(layers, depth)
     fold_of = grouped_folds(groups, folds, seed)
     refs = ["yes" if v else "no" for v in y]
     best: tuple[float, int, float, np.ndarray] | None = None
@@ -256,6 +255,12 @@ def fit_head(
         weights=fitted.w.tolist(), bias=fitted.b, threshold=threshold,
     )
     return head, candidates, oof
+
+
+def _check_layers(layers: Sequence[int] | None, depth: int) -> None:
+    bad = [layer for layer in layers or () if not 0 <= layer <= depth]
+    if bad:
+        raise InputError(f"`layers`: the model has layers 0-{depth}, got {bad[0]}")
 
 
 def default_layers(depth: int) -> list[int]:

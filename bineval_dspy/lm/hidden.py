@@ -57,6 +57,10 @@ class HiddenStates:
     def tokenizer(self) -> Any:
         return _loaded(self.gguf)[1]
 
+    def depth(self) -> int:
+        """The model's layers (a reading holds depth + 1 states: the embeddings, then each layer's)."""
+        return int(_loaded(self.gguf)[0].config.num_hidden_layers)
+
     def read(self, prompts: Sequence[str]) -> list[Reading]:
         """The readings of ``prompts`` (rendered text, specials included), in order; shared prefixes evaluated once."""
         keys = [digest(f"{self.model}\n{p}") for p in prompts]

@@ -212,6 +212,8 @@ class ProbeMethod(_Method):
 
     def check(self, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> None:
         _wording(self.questions, QUESTIONS.get(genre, {}), dimensions, "questions")
+        if any(not 0 < c < float("inf") for c in self.strengths):
+            raise MethodProblem("strengths", "each C is a positive number")
         if not any(row.scores for row in rows):
             raise MethodProblem("kind", "a probe learns from human scores, and this dataset has none")
         if len({row.doc_id for row in rows}) < self.folds:

@@ -54,6 +54,12 @@ class ProbeSettings(BaseModel):
     folds: int = Field(default=5, ge=2, description="grouped folds the candidates and threshold are chosen on")
     seed: int = 0
 
+    @model_validator(mode="after")
+    def _positive(self) -> ProbeSettings:
+        if any(not 0 < c < float("inf") for c in self.strengths):
+            raise ValueError("strengths: each C is a positive number")
+        return self
+
 
 class CalibrateConfig(BaseModel):
     """A calibration run: the judge LM (a model in this process), where its labels come from, the probe's settings."""

@@ -245,3 +245,28 @@ def test_a_damaged_states_cache_is_one_line_naming_the_file(tmp_path):
     (tmp_path / "hidden.sqlite").write_bytes(b"this is not a database" * 100)
     with pytest.raises(InputError, match=r"hidden.sqlite: not a usable cache of hidden states .* delete it"):
         HiddenStates(tmp_path / "m.gguf", "m", tmp_path)
+
+
+def test_a_layer_the_model_lacks_is_refused_before_any_state_is_read():
+    examples = [LabeledExample(input="i", output="o", question="q", reference=r, group=g) for r, g in (("yes", "a"), ("no", "b"))]
+
+    class Shallow:
+        model = "m"
+
+        def depth(self):
+            return 30
+
+        def read(self, prompts):  # pragma: no cover - the layer check comes first
+            raise AssertionError("read before the layer check")
+
+    with pytest.raises(InputError, match="the model has layers 0-30, got 99"):
+        fit_probe(examples, Shallow(), labels="x", layers=[99])  # type: ignore[arg-type]
+
+
+def test_a_negative_strength_is_refused_at_load():
+    from pydantic import ValidationError
+
+    from bineval_dspy.optimize.calibrate import ProbeSettings
+
+    with pytest.raises(ValidationError, match="each C is a positive number"):
+        ProbeSettings(strengths=[-1.0])

@@ -54,6 +54,8 @@ def verifier(instruction_id: str, *, rule: Rule, kwargs: type[BaseModel] = NoKwa
             raise InputError(f"{where}: verifier id {instruction_id!r} is a built-in verifier's; rename yours")
         if owner is not None and owner != source:
             raise InputError(f"{where}: verifier id {instruction_id!r} is already defined in {owner}")
+        if owner == source and source in _LOADING:  # the file was forgotten before this load: it says the id twice
+            raise InputError(f"{where}: verifier id {instruction_id!r} is defined twice in this file")
         VERIFIERS.pop(instruction_id, None)  # this file's own, from an earlier version of it
         try:
             register_typed(instruction_id, rule=rule, kwargs=kwargs)(judged)
@@ -65,6 +67,9 @@ def verifier(instruction_id: str, *, rule: Rule, kwargs: type[BaseModel] = NoKwa
         return judged
 
     return decorate
+
+
+_LOADING: set[Path] = set()  # the files being imported now (an id said twice in one of them is refused)
 
 
 def _failed_line(exc: BaseException, path: Path) -> int | None:
@@ -100,6 +105,7 @@ def load_verifier_file(path: Path | str) -> list[str]:
     assert spec is not None and spec.loader is not None  # a .py path always has one
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # a pydantic model in the file resolves its annotations through it
+    _LOADING.add(path)
     try:
         spec.loader.exec_module(module)
     except BaseException as exc:
@@ -110,6 +116,8 @@ def load_verifier_file(path: Path | str) -> list[str]:
         line = _failed_line(exc, path)
         first = (str(exc).splitlines() or [""])[0] if not isinstance(exc, SyntaxError) else exc.msg
         raise InputError(f"{path}{f':{line}' if line else ''}: cannot load verifiers: {type(exc).__name__}: {first}") from None
+    finally:
+        _LOADING.discard(path)
     ids = sorted(i for i, source in SOURCES.items() if source == path)
     if not ids:
         _forget(path)

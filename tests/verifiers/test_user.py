@@ -128,6 +128,11 @@ def test_an_id_a_built_in_or_another_file_has_is_refused(tmp_path):
     load_verifier_file(own_file(tmp_path, EMOJI, "first.py"))
     with pytest.raises(InputError, match=r"second.py:11: verifier id 'mine:no_emoji' is already defined in .*first.py"):
         load_verifier_file(own_file(tmp_path, EMOJI, "second.py"))
+    twice = 'import bineval_dspy\n\n@bineval_dspy.verifier("mine:a", rule="A.")\ndef a(response):\n    return True\n\n' \
+        '@bineval_dspy.verifier("mine:a", rule="A again.")\ndef b(response):\n    return False\n'
+    with pytest.raises(InputError, match=r"twice.py:7: verifier id 'mine:a' is defined twice in this file"):
+        load_verifier_file(own_file(tmp_path, twice, "twice.py"))
+    assert "mine:a" not in VERIFIERS
     with pytest.raises(InputError, match="verifiers come from a Python file"):
         load_verifier_file(tmp_path / "checks.txt")
     with pytest.raises(InputError, match="cannot read"):

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.enforce.plan import Plan, Source
 from bineval_dspy.verifiers import VerifierError, build_check
+from bineval_dspy.verifiers.enforcement import compile_plan
 
 DIMENSION = "constraints"  # the dimension of the questions found here
 _NUMBERS = {
@@ -234,3 +236,21 @@ def with_stated_constraints(task: str, checklist: Checklist | None, constraints:
     questions = [q.model_copy(update={"id": f"q{k}"}) for k, q in enumerate([*constraints, *kept], start=1)]
     dimensions = list(checklist.dimensions) if checklist else []
     return Checklist.of(task, [*dimensions, DIMENSION], questions)
+
+
+Annotated = list[tuple[str, dict[str, Any]]]  # a suite row's (instruction id, kwargs), in its order
+
+
+def extracted(prompt: str) -> Annotated:
+    """The (instruction id, kwargs) of the constraints ``prompt`` states: a plain task's checks (``load_suite``)."""
+    return [(q.verifier, dict(q.verifier_kwargs or {})) for q in stated_constraints(prompt) if q.verifier]
+
+
+def enforcement_plan(prompt: str, source: Source, annotated: Annotated | None = None) -> Plan:
+    """The decoding plan for one prompt: from the constraints its own words state (``extracted``: what a user
+    without annotations has, and what the headline figures use) or from the suite's instruction ids (``annotated``)."""
+    if source == "extracted":
+        constraints = extracted(prompt)
+    else:
+        constraints = list(annotated or [])
+    return compile_plan(constraints, prompt, source)

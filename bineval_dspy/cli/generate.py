@@ -40,10 +40,23 @@ def generate_suite(args: argparse.Namespace) -> GenerateSuite:
     return GenerateSuite(
         suite=Path(args.suite), output=Path(args.output), instructions=Path(args.instructions) if args.instructions else None,
         program=Path(args.program) if args.program else None, split=args.split, limit=args.limit, refine=args.refine,
-        best_of=args.best_of, stop_at_pass=args.stop_at_pass, verifier_mode=args.verifier_mode, max_tokens=args.max_tokens,
+        best_of=args.best_of, stop_at_pass=args.stop_at_pass, verifier_mode=args.verifier_mode, max_tokens=args.max_tokens, enforce=args.enforce,
         overwrite=args.overwrite, threads=args.threads, lm=lm_options(args), cache_dir=Path(args.cache_dir) if args.cache_dir else None,
         budget=budget_of(args), ray=args.ray, workers=args.ray_workers,
     )  # fmt: skip
+
+
+def enforcement_summary(records: list[dict]) -> str:
+    """One line: constraints enforced, how many held when checked by code after decoding, and those not enforced."""
+    decisions = [d for r in records for d in r["decisions"]]
+    enforced = sum(d["status"] == "enforced" for d in decisions)
+    held = sum(ok for r in records for ok in r.get("held", {}).values())
+    skipped: dict[str, int] = {}
+    for d in decisions:
+        if d["status"] != "enforced":
+            skipped[d["status"]] = skipped.get(d["status"], 0) + 1
+    rest = ", ".join(f"{n} {status}" for status, n in sorted(skipped.items())) or "none"
+    return f"enforced {enforced} constraint(s) in {len(records)} row(s); {held} held when checked after decoding; not enforced: {rest}"
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -78,6 +91,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         row_values.append(_mean([r.get("score") for r in records]))
     table.add_row(*row_values)
     shown.print(table)
+    enforced = [r["enforcement"] for r in records if "enforcement" in r]
+    if enforced:
+        shown.print(enforcement_summary(enforced))
     if stats is not None:
         shown.print(f"best-of-{stats.n}: {stats.text()}")
     if run.tick_fallbacks:  # those rows were judged by their code checks alone
@@ -124,6 +140,10 @@ def add_generate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     gen.add_argument("--limit", type=count(1), metavar="N", help="only the first N suite rows")
     add_judge_options(gen, ("verifier_mode",))  # the STICK judge's
     gen.add_argument("--max-tokens", type=count(1), help=f"token limit per response (default {GENERATE_MAX_TOKENS}, or the --program's)")
+    gen.add_argument(
+        "--enforce", choices=("extracted", "annotated"),
+        help="decode under each prompt's code-checkable constraints: those its own words state (extracted) or the suite's instruction ids (annotated); every output is still verified after",
+    )  # fmt: skip
     gen.add_argument("-o", "--output", default="responses.jsonl", help="JSONL: key, prompt, response (+ STICK records)")
     gen.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")
     add_ray_options(gen, "generate the rows", "each with --threads rows at a time")

@@ -101,3 +101,19 @@ def degeneracy(tally: Tally) -> Degenerate | None:
     if tally.explained >= MIN_VERDICTS and tally.degenerate >= DEGENERATE_SHARE * tally.explained:
         return Degenerate(kind="explanations", verdicts=tally.explained, count=tally.degenerate, example=tally.example)
     return None
+
+
+_FINISHED = re.compile(r"""[.!?:;)\]}>*"'`\d]$""")
+
+
+def degenerate_text(text: str) -> str | None:
+    """Why a generated reply is degenerate, or None: ``empty``; ``loop``, a 6-word run three times (a model
+    repeating itself); ``unfinished``, ending mid-sentence (cut at its token limit). Counted beside accuracy, so a
+    decoder that satisfies a rule by wrecking the text shows it."""
+    if not text.strip():
+        return "empty"
+    words = _WORD.findall(text.lower())
+    runs = Counter(tuple(words[i : i + 6]) for i in range(len(words) - 5))
+    if runs and max(runs.values()) >= REPEATS:
+        return "loop"
+    return None if _FINISHED.search(text.rstrip()) else "unfinished"

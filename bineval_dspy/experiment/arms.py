@@ -24,6 +24,7 @@ from bineval_dspy.core.fingerprint import Fingerprint, digest
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist
+from bineval_dspy.enforce.plan import Source
 from bineval_dspy.experiment.config import (
     ArmLM,
     BestOfArm,
@@ -45,9 +46,11 @@ from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, splits_of
 from bineval_dspy.optimize.feedback import FeedbackSource
 from bineval_dspy.optimize.proposers import DemoProposer
+from bineval_dspy.programs.generator import Generator, check_steerable
 from bineval_dspy.programs.records import Selection, SelectionStats
 from bineval_dspy.programs.refine import ChecklistBestOfN, SelfRefine
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile, load_program
+from bineval_dspy.suites.rows import SuiteRow
 
 ARM_FILE = "arm.json"
 LMFactory = Callable[[ArmLM, str], dspy.LM]  # an arm's own LM from its table and where it was given
@@ -113,10 +116,12 @@ class SavedArm(BaseModel):
 
 def start_arm(arm: StartArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     """The program as the config (and the arm's own ``program`` settings) describe it."""
+    if arm.of is not None:
+        return enforcing(on_own_lm(context.programs[arm.of], arm, context), arm.enforce, context), Cost()
     if not arm.program:
-        return on_own_lm(context.student.deepcopy(), arm, context), Cost()
+        return enforcing(on_own_lm(context.student.deepcopy(), arm, context), arm.enforce, context), Cost()
     student, _, _ = build(arm_config(context.config, arm, context.folder(arm.name)))
-    return on_own_lm(student, arm, context), Cost()
+    return enforcing(on_own_lm(student, arm, context), arm.enforce, context), Cost()
 
 
 def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
@@ -176,8 +181,23 @@ def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     return _saved(folder, fingerprint, context.student, optimize)
 
 
+def enforcing(program: dspy.Module, enforce: Source | None, context: ArmContext) -> dspy.Module:
+    """``program`` (a copy) decoding under its prompts' constraints, refused in one line on an LM that cannot."""
+    if enforce is not None:
+        if not isinstance(program, Generator):
+            raise InputError(f"{context.config.source}: field 'enforce': only a generator program decodes under constraints")
+        program = program.deepcopy()
+        program.enforce = enforce
+        if enforce == "annotated":
+            program.annotate([SuiteRow.from_example(ex) for ex in [*context.train, *context.val, *context.test]])
+    if isinstance(program, Generator) and program.enforce is not None:
+        check_steerable(program, program.generate.lm or context.lm)
+    return program
+
+
 def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     program = on_own_lm(context.programs[arm.of] if arm.of is not None else context.student, arm, context)
+    program = enforcing(program, arm.enforce, context)
     stick = Stick(context, best_of=arm.n, temperature=arm.temperature, program=program, stop_at_pass=arm.stop_at_pass, per_round=arm.per_round)
     return stick, Cost()
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, load_toml
+from bineval_dspy.enforce.plan import Source
 from bineval_dspy.lm.specs import LMTable
 from bineval_dspy.optimize.config import ProgramConfig, RunConfig, resolve_paths
 from bineval_dspy.optimize.settings import OptimizerSettings
@@ -74,6 +75,14 @@ class OwnLMArm(_Arm):
 class StartArm(OwnLMArm):
     kind: Literal["start"] = "start"
     program: dict[str, Any] = Field(default_factory=dict, description="[program] settings over the config's (e.g. judge options)")
+    of: str | None = Field(default=None, description="an earlier arm whose program this arm runs (e.g. a fine-tuned one), instead of the start's")
+    enforce: Source | None = Field(default=None, description="decode under each prompt's code-checkable constraints (extracted or annotated)")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StartArm:
+        if self.of is not None and self.program:
+            raise ValueError("give `of` (an earlier arm's program) or `program` settings, not both")
+        return self
 
 
 class BinEvalArm(_Arm):
@@ -101,6 +110,7 @@ class BestOfArm(OwnLMArm):
     of: str | None = Field(default=None, description="an earlier arm whose program is sampled (default: the start program)")
     temperature: float = Field(default=0.7, ge=0, le=2)
     stop_at_pass: bool = Field(default=False, description="draw no sample after the first that passes every check")
+    enforce: Source | None = Field(default=None, description="draw every sample under the prompt's constraints (extracted or annotated)")
     per_round: int | None = Field(
         default=None, ge=1, description="samples decoded together (default: all n, or one at a time with stop_at_pass); the response does not depend on it"
     )
@@ -207,9 +217,9 @@ class ExperimentConfig(RunConfig):
                 raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} needs a generator (mode = \"self\")")
             if arm.kind == "probe" and self.mode != "cross":
                 raise ValueError(f"arm {arm.name!r}: kind \"probe\" trains a judge on reference verdicts (mode = \"cross\")")
-            if isinstance(arm, BestOfArm) and arm.of is not None and arm.of not in names[:index]:
+            if isinstance(arm, BestOfArm | StartArm) and arm.of is not None and arm.of not in names[:index]:
                 raise ValueError(f"arm {arm.name!r}: of {arm.of!r} is not an earlier arm")
-            if isinstance(arm, BestOfArm) and arm.of is not None and arm.lm is not None:
+            if isinstance(arm, BestOfArm | StartArm) and arm.of is not None and arm.lm is not None:
                 raise ValueError(f"arm {arm.name!r}: of {arm.of!r} samples that arm's program on its own LM; leave lm out")
             if isinstance(arm, GepaArm) and arm.calls_like is not None and arm.calls_like not in names[:index]:
                 raise ValueError(f"arm {arm.name!r}: calls_like {arm.calls_like!r} is not an earlier arm")

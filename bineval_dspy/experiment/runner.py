@@ -9,6 +9,7 @@ evaluation (where Best-of-N and STICK spend theirs). ``RUN_DIR/results.json`` an
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -39,6 +40,7 @@ class Comparison(BaseModel):
 
     score: Interval
     accuracy: dict[str, Interval] = Field(default_factory=dict)
+    quality: dict[str, Interval] = Field(default_factory=dict)
     kappa: Interval | None = None
     balanced_accuracy: Interval | None = None
     auroc: Interval | None = None
@@ -52,6 +54,7 @@ class ArmResult(BaseModel):
     kind: str
     optimization: Cost
     test_usage: Cost
+    test_seconds: float | None = None  # wall time of the test evaluation (LM calls replayed from the cache take none)
     test: SplitScore
     vs_baseline: Comparison | None = None
     prompt_chars: int | None = None
@@ -174,6 +177,7 @@ def run_experiment(
         context.optimization_calls[arm.name] = cost.lm_calls
         context.programs[arm.name] = program
         audit = _audit(context.folder(arm.name))
+        started = time.perf_counter()
         with measuring() as measurement:
             if audit is None:
                 evaluations[arm.name] = scorer.evaluate(program, arm.name)
@@ -184,7 +188,7 @@ def run_experiment(
         if state is not None and state.weights is not None:  # written from the run folder, so the results can move
             state.weights = state.weights.relative_to(config.run_dir)
         experiment.arms.append(ArmResult(
-            name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost,
+            name=arm.name, kind=arm.kind, optimization=cost, test_usage=measurement.cost, test_seconds=round(time.perf_counter() - started, 2),
             test=scorer.score(evaluations[arm.name]), program=state,
             prompt_chars=state.size() if state is not None else None,
             selection=program.selection_stats([str(ex.prompt) for ex in test]) if isinstance(program, Stick) else None,
@@ -220,6 +224,7 @@ def _compare(experiment: ExperimentResults, evaluations: dict[str, Evaluation], 
         result.vs_baseline = Comparison(
             score=scorer.difference(after, base),
             accuracy={name: scorer.difference(after, base, name) for name in result.test.accuracy},
+            quality={name: scorer.difference(after, base, name) for name in result.test.quality},
             kappa=scorer.difference(after, base, "kappa") if result.test.kappa is not None else None,
             **{name.removesuffix("_difference"): value for name, value in judge_differences(scorer, after, base).items()},
         )
@@ -276,6 +281,8 @@ def markdown(results: ExperimentResults) -> str:
                 paired: Interval | None = getattr(versus, name) if versus is not None else None
                 cells += [own.text() if own else "n/a", paired.text(signed=True) if paired else "—"]
         lines.append("| " + " | ".join(cells) + " |")
+    if self_mode and any(arm.test.quality for arm in results.arms):
+        lines += _quality_table(results)
     stepped = [arm for arm in results.arms if arm.steps]
     if stepped:
         lines += ["", f"Optimizer arms after each accepted step, on test (score minus {results.baseline}, paired):"]
@@ -287,3 +294,27 @@ def markdown(results: ExperimentResults) -> str:
         lines += ["", "Best-of-N arms on test (pass@k: a passing sample among the first k drawn):"]
         lines += [f"- {arm.name}: {arm.selection.text()}" for arm in selecting if arm.selection is not None]
     return "\n".join(lines)
+
+
+def _quality_table(results: ExperimentResults) -> list[str]:
+    """What the replies are like beside their accuracy: the strict pass rate of instructions decoding does not
+    enforce from the prompt's words, the share of degenerate replies (empty, a loop, cut mid-sentence), mean words,
+    and the wall seconds per test prompt, each arm minus the baseline paired where it has one."""
+    lines = [
+        "",
+        f"Reply quality on test (minus {results.baseline}, paired):",
+        "",
+        "| arm | unenforced instructions followed | minus baseline | degenerate share | minus baseline | mean words | seconds per prompt |",
+        "|" + " --- |" * 7,
+    ]
+    for arm in results.arms:
+        cells = [arm.name]
+        for name in ("unenforced_instruction", "degenerate"):
+            own, paired = arm.test.quality.get(name), arm.vs_baseline.quality.get(name) if arm.vs_baseline else None
+            cells += [own.text() if own else "n/a", paired.text(signed=True) if paired else "—"]
+        words = arm.test.quality.get("words")
+        cells.append(f"{words.estimate:.0f}" if words is not None and words.estimate is not None else "n/a")
+        per_prompt = arm.test_seconds / arm.test.items if arm.test_seconds is not None and arm.test.items else None
+        cells.append("n/a" if per_prompt is None else f"{per_prompt:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines

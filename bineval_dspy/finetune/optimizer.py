@@ -89,9 +89,9 @@ class BinEvalFinetune:
             predictor, adapter = self._predictor(student)
             metric = self._metric()
             metric.check_examples(trainset, "train")
-            sampling = settings.model_dump(include={"samples", "temperature", "greedy_too", "seed"})
+            sampling = settings.model_dump(include={"samples", "temperature", "greedy_too", "seed", "enforce"}, exclude_none=True)
             fingerprint = {**self.fingerprint, "program": state, "sampling": json.dumps(sampling, sort_keys=True)}
-            self.samples = collect(student, metric, trainset, settings, self.folder, fingerprint, self.threads)
+            self.samples = collect(_sampler(student, settings, trainset), metric, trainset, settings, self.folder, fingerprint, self.threads)
             self.data = self._dataset(predictor, adapter, render)
         self._save_dataset()
         if not self.data:  # nothing to learn from: the start program is the honest result, as an optimizer's
@@ -226,6 +226,24 @@ class _Renderer:
         """Whether the row's prompt with its longest reply fits a training sequence of ``max_length`` tokens."""
         count = lambda text: len(self.tokenizer(text, add_special_tokens=False).input_ids)  # noqa: E731
         return count(row["prompt"]) + max(count(row[c]) for c in columns[1:]) + 1 <= max_length
+
+
+def _sampler(student: dspy.Module, settings: FinetuneSettings, trainset: Sequence[dspy.Example]) -> dspy.Module:
+    """What draws the training samples: the student, or with ``enforce`` a copy decoding under each train prompt's
+    constraints (the weights are then trained to produce what only the masks produced)."""
+    if settings.enforce is None:
+        return student
+    from bineval_dspy.programs.generator import Generator, check_steerable
+    from bineval_dspy.suites.rows import SuiteRow
+
+    if not isinstance(student, Generator):
+        raise InputError("enforce: only a generator program decodes under constraints")
+    sampler = student.deepcopy()
+    sampler.enforce = settings.enforce
+    if settings.enforce == "annotated":
+        sampler.annotate([SuiteRow.from_example(ex) for ex in trainset])
+    check_steerable(sampler, student.generate.lm or dspy.settings.lm)
+    return sampler
 
 
 def _configured_base() -> str:

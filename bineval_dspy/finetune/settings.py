@@ -23,6 +23,10 @@ class FinetuneSettings(BaseModel):
     samples: int = Field(default=4, ge=1, description="responses sampled per train prompt")
     temperature: float = Field(default=0.8, gt=0, le=2)
     greedy_too: bool = Field(default=True, description="also score the greedy response (a passing one is training data too)")
+    enforce: Literal["extracted", "annotated"] | None = Field(
+        default=None,
+        description="draw the samples under each prompt's code-checkable constraints (the compiled decoder as a teacher); the trained program decodes without",
+    )
     margin: float = Field(default=0.25, ge=0, le=1, description="dpo: least checklist-score gap between chosen and rejected")
     keep_per_prompt: int = Field(default=2, ge=1, description="sft: passing samples kept per prompt; dpo: pairs per prompt")
     balance: bool = Field(default=False, description="a judge's reference verdicts: keep as many of the commoner answer as of the rarer")

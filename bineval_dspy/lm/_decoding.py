@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from dspy.lm15 import Config, TokenLogprob, TopLogprob
 
+from bineval_dspy.enforce.runtime import END, Steerer
+
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # before llama.cpp loads (see llama_engine)
 import llama_cpp
 
@@ -82,10 +84,14 @@ class Sampler:
 
 
 class _Decoding:
-    """One request's generation state: grammar, sampler, stop sequences, token limit, logprobs. Shared by the
-    sequential and the parallel paths, so both stop, mask and account exactly alike."""
+    """One request's generation state: grammar, sampler, stop sequences, token limit, logprobs and, when the
+    request carries constraints to enforce, their ``Steerer``. Shared by the sequential and the parallel paths, so
+    both stop, mask and account exactly alike.
 
-    def __init__(self, llama: Any, config: Config, grammar: Any, greedy: bool) -> None:
+    What the engine evaluates after each step is ``feed()``: the kept token, followed by any text the steerer
+    forces (its tokens in the same batch); after an end of text the steerer turned into forced text, only that."""
+
+    def __init__(self, llama: Any, config: Config, grammar: Any, greedy: bool, steer: Steerer | None = None) -> None:
         self.llama = llama
         self.max_tokens = config.max_tokens or MAX_TOKENS
         self.top_n = None if config.logprobs is None else int(config.logprobs)
@@ -102,21 +108,40 @@ class _Decoding:
         )
         self.sampler = None if greedy else Sampler(config)
         self._one = np.zeros(1, dtype=_TOKEN_DATA)
+        self.steer = steer
+        self._feed: list[int] = []
+
+    def start(self) -> list[int]:
+        """The tokens of the text the reply is forced to open with (none without a steerer)."""
+        return self._forced(self.steer.start()) if self.steer is not None else []
+
+    def _forced(self, text: str | None) -> list[int]:
+        return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False) if text else []
+
+    def feed(self) -> list[int]:
+        """What to evaluate before the next step (see the class docstring)."""
+        return self._feed
 
     def choose(self, logits: np.ndarray) -> int:
-        """The next token: greedy, or drawn by the sampler. Greedy asks the grammar about the best raw token first
-        and masks the whole vocabulary only when it rejects it (the same tokens as masking every step, at a
-        fraction of the cost); a sample is drawn from the masked vocabulary."""
+        """The next token: greedy, or drawn by the sampler. Under a steerer, from the logits its masks leave, and
+        the next best while it refuses the best (a refused token is masked for this step). Greedy asks the grammar
+        about the best raw token first and masks the whole vocabulary only when it rejects it (the same tokens as
+        masking every step, at a fraction of the cost); a sample is drawn from the masked vocabulary."""
+        if self.steer is None:
+            token = self._pick(logits)
+        else:
+            token = self.steer.choose(self.steer.masked(logits), self._pick)
+        if self.check is not None:
+            llama_cpp.llama_sampler_accept(self.check, token)
+        return token
+
+    def _pick(self, logits: np.ndarray) -> int:
         if self.check is None:
             return self.sampler.draw(logits) if self.sampler is not None else int(np.argmax(logits))
         if self.sampler is not None:
-            token = self.sampler.draw(self._masked(logits))
-        else:
-            token = int(np.argmax(logits))
-            if not self._allows(token):
-                token = int(np.argmax(self._masked(logits)))
-        llama_cpp.llama_sampler_accept(self.check, token)
-        return token
+            return self.sampler.draw(self._masked(logits))
+        token = int(np.argmax(logits))
+        return token if self._allows(token) else int(np.argmax(self._masked(logits)))
 
     def continue_from(self, prefill: list[int]) -> None:
         """Advance the grammar through a prefill's tokens (the start of the reply, given in the prompt), so the
@@ -149,11 +174,22 @@ class _Decoding:
         """Record ``token`` (produced from ``logits``); False once generation is over."""
         llama = self.llama
         if llama_cpp.llama_vocab_is_eog(llama._model.vocab, token):
+            forced = self.steer.ended() if self.steer is not None else None
+            if forced:
+                self._feed = self._forced(forced)
+                return True
             self.finish = "stop"
             return False
         if self.top_n is not None:
             self.logprobs.append(_token_logprob(llama, logits, token, self.top_n))
         self.out.append(token)
+        self._feed = [token]
+        if self.steer is not None:
+            forced = self.steer.accepted(token)
+            if forced == END:
+                self.finish = "stop"
+                return False
+            self._feed += self._forced(forced)
         if self.stops:  # decoding every step only matters when a stop sequence may appear
             text = llama.detokenize(self.out).decode("utf-8", "ignore")
             hit = next((s for s in self.stops if s and s in text), None)
@@ -163,6 +199,8 @@ class _Decoding:
         return len(self.out) < self.max_tokens
 
     def result(self) -> tuple[str, int, tuple[Any, ...] | None, str]:
+        if self.steer is not None:
+            self.text = self.steer.finish() if self.steer.phase != "done" else self.steer.text
         text = self.text if self.text is not None else self.llama.detokenize(self.out).decode("utf-8", "ignore")
         return text, len(self.out), (tuple(self.logprobs) if self.top_n is not None else None), self.finish
 

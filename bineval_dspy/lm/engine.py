@@ -19,6 +19,7 @@ class Engine(Protocol):
 
     in_process: bool  # calls run in this process: they serialize, and prompt order matters
     supports_prefill: bool  # a request ending in an assistant message is continued from it
+    supports_steering: bool  # a request's ``enforce.steering`` metadata is executed while decoding
     model_path: Path | None  # the model file an in-process engine runs (fine-tuning trains it)
 
     @property
@@ -36,6 +37,7 @@ class EngineBase:
 
     in_process = False
     supports_prefill = False
+    supports_steering = False
     model_path: Path | None = None
 
     @property
@@ -60,6 +62,7 @@ class _Declared(EngineBase):
         self._engine = engine
         self.in_process = bool(getattr(engine, "in_process", False))
         self.supports_prefill = bool(getattr(engine, "supports_prefill", False))
+        self.supports_steering = bool(getattr(engine, "supports_steering", False))
         self.model_path = getattr(engine, "model_path", None)
 
     @property

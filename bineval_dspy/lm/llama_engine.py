@@ -45,6 +45,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import llama_cpp
 
 from bineval_dspy.core.cores import usable_cores
+from bineval_dspy.enforce.runtime import Steerer, Vocabulary
+from bineval_dspy.enforce.steering import from_metadata
 from bineval_dspy.lm._batching import Batcher, Expectation, common_prefix
 from bineval_dspy.lm._decoding import MAX_TOKENS, _Decoding, _last_logits, _logits_at, _OwnedBatch
 from bineval_dspy.lm.engine import EngineBase
@@ -118,6 +120,7 @@ class LlamaCppEngine(EngineBase):
     in_process = True  # calls serialize on one context; see ``bineval_dspy.lm.specs.is_local``
     supports_response_schema = True
     supports_prefill = True  # a request ending in an assistant message is continued from it (see ``render``)
+    supports_steering = True  # constraints in a request's metadata are enforced while decoding (``enforce.runtime``)
     supports_function_calling = False
     supports_reasoning = False
     supported_params = frozenset(
@@ -155,6 +158,7 @@ class LlamaCppEngine(EngineBase):
         self._llama: Any = None
         self._formatter: Any = None
         self._grammars: dict[str, Any] = {}
+        self._vocabulary: Vocabulary | None = None
 
     def __deepcopy__(self, memo: dict[str, Any]) -> LlamaCppEngine:
         return self
@@ -336,10 +340,24 @@ class LlamaCppEngine(EngineBase):
             return 0
         return min(len(common_prefix([llama.input_ids[: llama.n_tokens].tolist(), tokens])), len(tokens) - 1)
 
+    def vocabulary(self) -> Vocabulary:
+        """The model's token pieces and end ids, read once (a steerer's masks are computed over them)."""
+        if self._vocabulary is None:
+            llama = self._load()
+            vocab = llama._model.vocab
+            pieces = [llama.detokenize([i]).decode("utf-8", "ignore") for i in range(llama.n_vocab())]
+            ends = [i for i in range(llama.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, i)]
+            self._vocabulary = Vocabulary(pieces, ends)
+        return self._vocabulary
+
     def _decoding(self, llama: Any, request: Request) -> _Decoding:
-        """A request's decoding state, its grammar advanced through a prefill."""
+        """A request's decoding state, its grammar advanced through a prefill, its steerer made when it carries
+        constraints to enforce (a JSON reply is the engine's JSON grammar)."""
         config = request.config
-        decoding = _Decoding(llama, config, self._grammar(config.response_format), greedy=not config.temperature)
+        steering = from_metadata(config.extensions)
+        response_format = {"type": "json_object"} if steering is not None and steering.json_value else config.response_format
+        steer = Steerer(steering, self.vocabulary(), config.max_tokens or MAX_TOKENS) if steering is not None else None
+        decoding = _Decoding(llama, config, self._grammar(response_format), greedy=not config.temperature, steer=steer)
         prefill = _prefill(request)
         if prefill:
             try:
@@ -352,13 +370,13 @@ class LlamaCppEngine(EngineBase):
     def _generate(self, llama: Any, tokens: list[int], reused: int, request: Request) -> tuple[str, int, tuple[Any, ...] | None, str]:
         with closing(self._decoding(llama, request)) as decoding:
             llama.n_tokens = reused  # keep the KV cache of the shared prefix; eval drops everything after it
-            llama.eval(tokens[reused:])
+            llama.eval(tokens[reused:] + decoding.start())
             while True:
                 logits = _last_logits(llama)
                 token = decoding.choose(logits)
                 if not decoding.accept(token, logits):
                     break
-                llama.eval([token])
+                llama.eval(decoding.feed())
             return decoding.result()
 
     # -- parallel sequences ----------------------------------------------------------
@@ -437,19 +455,28 @@ class LlamaCppEngine(EngineBase):
                     failed[i] = exc
                 source, cached, previous = stream, tokens, i
             positions = {i: len(prompts[i]) for i in order}
+            for i, decoding in decodings.items():  # forced openings, once every stream holds its prompt
+                opening = decoding.start()
+                if opening:
+                    logits.update(self._decode_rows(llama, _fed(opening, positions[i], streams[i], i)))
+                    positions[i] += len(opening)
             active = [i for i in order if i in decodings]
             while active:
                 step: dict[int, list[tuple[int, int, int, bool, int]]] = {}
                 for i in active:
                     token = decodings[i].choose(logits[i])
                     if decodings[i].accept(token, logits[i]):
+                        fed = decodings[i].feed()  # the token, and any text forced after it
                         span = -(-(positions[i] + 1) // self.attention_pad)  # one batch per attention span, as alone
-                        step.setdefault(span, []).append((token, positions[i], streams[i], True, i))
-                        positions[i] += 1
-                active = [row[4] for rows in step.values() for row in rows]
+                        step.setdefault(span, []).extend(_fed(fed, positions[i], streams[i], i))
+                        positions[i] += len(fed)
+                active = list(dict.fromkeys(row[4] for rows in step.values() for row in rows))
                 for rows in step.values():
                     logits.update(self._decode_rows(llama, rows))
             last = order[-1]  # leave sequence 0 as the sequential path would: holding the last request
+            if any(d.steer is not None for d in decodings.values()):  # forced text is in the cells, not in ``out``
+                llama.reset()
+                return {**failed, **{i: self._response(requests[i], d, prompts[i], kept[i], streams[i]) for i, d in decodings.items()}}
             generated = decodings[last].out if last in decodings else []
             llama_cpp.llama_memory_seq_rm(memory, 0, -1, -1)
             llama_cpp.llama_memory_seq_cp(memory, streams[last], 0, -1, -1)
@@ -458,19 +485,7 @@ class LlamaCppEngine(EngineBase):
             llama.n_tokens = len(state)
             out: dict[int, Response | BaseException] = dict(failed)
             for i, decoding in decodings.items():
-                text, n_generated, logprobs, finish = decoding.result()
-                out[i] = Response(
-                    id=f"llama-batch-{self.stats.calls}-{streams[i]}",
-                    model=requests[i].model,
-                    message=Message.assistant(text),
-                    finish_reason=finish,
-                    usage=Usage(
-                        input_tokens=len(prompts[i]),
-                        output_tokens=n_generated,
-                        cache_read_tokens=kept[i],
-                    ),
-                    logprobs=logprobs,
-                )
+                out[i] = self._response(requests[i], decoding, prompts[i], kept[i], streams[i])
             return out
         except Exception as exc:  # a failed decode fails this batch's requests, never the process
             llama.reset()  # the cache no longer matches input_ids: start the next call from scratch
@@ -481,6 +496,17 @@ class LlamaCppEngine(EngineBase):
                 decoding.close()
             for stream in streams.values():
                 llama_cpp.llama_memory_seq_rm(memory, stream, -1, -1)
+
+    def _response(self, request: Request, decoding: _Decoding, prompt: list[int], kept: int, stream: int) -> Response:
+        text, n_generated, logprobs, finish = decoding.result()
+        return Response(
+            id=f"llama-batch-{self.stats.calls}-{stream}",
+            model=request.model,
+            message=Message.assistant(text),
+            finish_reason=finish,
+            usage=Usage(input_tokens=len(prompt), output_tokens=n_generated, cache_read_tokens=kept),
+            logprobs=logprobs,
+        )
 
     def _decode_rows(self, llama: Any, rows: list[tuple[int, int, int, bool, int]]) -> dict[int, np.ndarray]:
         """Decode (token, position, sequence, wants logits, request) rows in batches of n_batch; the logits of
@@ -517,9 +543,19 @@ class LlamaCppEngine(EngineBase):
             stats.per_call.append({"prompt": prompt, "evaluated": evaluated, "generated": generated})
 
 
+FORCED_CELLS = 384  # room for the text a steered request's constraints force beside its decoded tokens
+
+
 def _cells(tokens: list[int], request: Request) -> int:
-    """The KV cells a request may fill: its prompt and its longest reply (``_Decoding``'s token limit)."""
-    return len(tokens) + (request.config.max_tokens or MAX_TOKENS)
+    """The KV cells a request may fill: its prompt and its longest reply (``_Decoding``'s token limit), and the
+    forced text of a steered one."""
+    steered = from_metadata(request.config.extensions) is not None
+    return len(tokens) + (request.config.max_tokens or MAX_TOKENS) + (FORCED_CELLS if steered else 0)
+
+
+def _fed(tokens: list[int], position: int, stream: int, request: int) -> list[tuple[int, int, int, bool, int]]:
+    """Batch rows evaluating ``tokens`` from ``position`` in ``stream``; logits wanted for the last only."""
+    return [(t, position + j, stream, j == len(tokens) - 1, request) for j, t in enumerate(tokens)]
 
 
 def _by_shared_prefix(prompts: dict[int, list[int]]) -> list[int]:

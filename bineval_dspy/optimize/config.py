@@ -18,12 +18,14 @@ from typing import Any, Literal, TypeVar
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bineval_dspy.checklists.constraints import extracted
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, file_digest
 from bineval_dspy.core.jsonio import load_toml, read_jsonl
 from bineval_dspy.core.schema import Checklist, JudgeOptions
+from bineval_dspy.enforce.plan import Source
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.specs import ServedLM, make_lm
 from bineval_dspy.optimize.feedback import JUDGE_EXAMPLE_FIELDS, CrossModelFeedback, FeedbackSource, SelfUpdateFeedback
@@ -85,6 +87,9 @@ class ProgramConfig(_Strict):
     max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=8)
     llm_questions: tuple[int, int] = (0, 0)
     threads: int = Field(default=1, ge=1, description="examples run at once (an in-process model batches them)")
+    enforce: Source | None = Field(
+        default=None, description="decode under the prompt's code-checkable constraints: those its words state (extracted) or the suite's (annotated)"
+    )
     checklist: Path | None = Field(default=None, description="self mode: a checklist whose questions every response is also judged against")
     judge: JudgeOptions = Field(default_factory=JudgeOptions, description="cross mode: the student judge's options")
     judge_program: Path | None = Field(
@@ -223,7 +228,7 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
     feedback: FeedbackSource
     if config.mode == "self":
         def examples_of(path: Path) -> list[dspy.Example]:
-            return [r.to_example() for r in load_suite(path)]
+            return [r.to_example() for r in load_suite(path, extract=extracted)]
 
         if config.data.split_files:
             splits = given_splits(config.data.split_files, examples_of, group=lambda ex: ex.key)
@@ -242,7 +247,9 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
 
         judge = load_program(config.program.judge_program, "judge").build() if config.program.judge_program is not None else BinaryJudge()
         feedback = SelfUpdateFeedback(bineval_metric(judge, checklist_for), threads=config.program.threads)
-        student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens)
+        student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens, enforce=config.program.enforce)
+        if config.program.enforce == "annotated":
+            student.annotate([SuiteRow.from_example(ex) for part in splits for ex in part])
     else:
         if config.data.split_files:
             splits = given_splits(config.data.split_files, load_judge_examples, group=lambda ex: ex.example_id)

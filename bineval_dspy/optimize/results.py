@@ -29,6 +29,9 @@ from bineval_dspy.suites.rows import SuiteRow
 
 RESULTS_FILE = "results.json"
 MEASURES = ("strict_prompt", "strict_instruction", "loose_prompt", "loose_instruction")
+# what a reply's text is like beside its accuracy (suites): strict pass rate of the instructions decoding would not
+# enforce from the prompt's words (``enforce = "extracted"``), the share of degenerate replies, the mean words
+QUALITY = ("unenforced_instruction", "degenerate", "words")
 
 
 class SplitScore(BaseModel):
@@ -45,6 +48,7 @@ class SplitScore(BaseModel):
     kappa: Interval | None = None
     balanced_accuracy: Interval | None = None  # judges: the mean of the yes and no recalls (an always-yes judge: 0.5)
     auroc: Interval | None = None  # judges that read P(yes) on every item: how well it ranks the reference's yes over no
+    quality: dict[str, Interval] = Field(default_factory=dict)  # suites: see QUALITY
     item_scores: dict[str, float] = Field(default_factory=dict)  # per item (suite key, or question), for checks by item
     followed: dict[str, bool | None] = Field(default_factory=dict)  # suites: strict, every instruction followed (None: ungraded)
 
@@ -125,6 +129,30 @@ def item_accuracy(items: Sequence[ItemResult], rows: dict[str, SuiteRow]) -> dic
     return out
 
 
+def item_quality(items: Sequence[ItemResult], rows: dict[str, SuiteRow]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per ``QUALITY`` measure, (numerator, denominator) per item; a failed generation counts nowhere."""
+    from bineval_dspy.checklists.constraints import enforcement_plan
+    from bineval_dspy.core.degenerate import degenerate_text
+    from bineval_dspy.core.text import word_runs
+
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in QUALITY}
+    for item in items:
+        row, text = rows[item.id], item.output
+        shown = text is not None
+        enforced = {d.instruction_id for d in enforcement_plan(row.prompt, "extracted").enforced} if shown else set()
+        result = grade(row, text, "strict") if text is not None else None
+        free = [f for i, f in zip(row.instruction_id_list, result.follow_instruction_list if result else []) if i not in enforced and f is not None]
+        values = {
+            "unenforced_instruction": (float(sum(free)), float(len(free))),
+            "degenerate": (float(shown and degenerate_text(text or "") is not None), float(shown)),
+            "words": (float(len(word_runs(text or ""))), float(shown)),
+        }
+        for name, (num, den) in values.items():
+            out[name][0].append(num)
+            out[name][1].append(den)
+    return out
+
+
 def _kappa_statistic(items: Sequence[ItemResult]) -> Statistic | None:
     """Kappa over the answered items (an unanswered verdict has weight 0), or None without a reference."""
     if not items or any(item.reference is None for item in items):
@@ -183,7 +211,7 @@ class TestScorer:
         items = evaluation.items
         out: dict[str, Statistic] = {"score": mean_of([item.score for item in items])}
         if self.rows is not None:
-            for name, (num, den) in item_accuracy(items, self.rows).items():
+            for name, (num, den) in {**item_accuracy(items, self.rows), **item_quality(items, self.rows)}.items():
                 out[name] = ratio_of(num, den)
         kappa = _kappa_statistic(items)
         if kappa is not None:
@@ -201,6 +229,7 @@ class TestScorer:
             errors=evaluation.errors,
             dimension_scores=evaluation.dimension_scores,
             accuracy={name: boot.interval(stats[name]) for name in MEASURES if name in stats},
+            quality={name: boot.interval(stats[name]) for name in QUALITY if name in stats},
             kappa=boot.interval(stats["kappa"]) if "kappa" in stats else None,
             balanced_accuracy=boot.interval(stats["balanced_accuracy"]) if "balanced_accuracy" in stats else None,
             auroc=boot.interval(stats["auroc"]) if "auroc" in stats else None,

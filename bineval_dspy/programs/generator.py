@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import LMAuthError
 
+from bineval_dspy.checklists.constraints import Annotated, enforcement_plan
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.console import console
@@ -25,13 +26,17 @@ from bineval_dspy.core.jsonio import append_jsonl, read_jsonl
 from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join
+from bineval_dspy.enforce.plan import Plan, Source
+from bineval_dspy.enforce.steering import metadata
 from bineval_dspy.judges.base import Judge
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import BudgetMeter, metered_map
+from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.programs.records import CheckRecord, GenerationRecord, Refinement
+from bineval_dspy.programs.records import CheckRecord, Enforced, GenerationRecord, Refinement
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, ChecklistBestOfN, SelfRefine
 from bineval_dspy.suites.rows import SuiteRow
+from bineval_dspy.verifiers import VerifierError, build_check
 
 
 class GenerateResponse(dspy.Signature):
@@ -84,7 +89,12 @@ class PlainChatAdapter(dspy.Adapter):
 
 
 class Generator(dspy.Module):
-    """``prompt -> response``; ``instructions`` replaces the default generation prompt (the optimizable part)."""
+    """``prompt -> response``; ``instructions`` replaces the default generation prompt (the optimizable part).
+
+    ``enforce``: decode under the prompt's code-checkable constraints (``enforce.steering``): those its own words
+    state (``extracted``) or the suite's annotations (``annotated``, given by ``annotate``). The plan travels with
+    the LM call (so it is part of the cache key) and comes back on the prediction as ``plan``; an LM whose engine
+    cannot steer is refused before its first call (``steerable``)."""
 
     def __init__(
         self,
@@ -92,6 +102,7 @@ class Generator(dspy.Module):
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         adapter: dspy.Adapter | None = None,
+        enforce: Source | None = None,
     ) -> None:
         super().__init__()
         if instructions is not None and not instructions.strip():
@@ -102,10 +113,55 @@ class Generator(dspy.Module):
         self.generate = dspy.Predict(signature)
         self.max_tokens = max_tokens
         self.adapter = adapter or PlainChatAdapter()
+        self.enforce = enforce
+        self.annotations: dict[str, Annotated] = {}
+
+    def annotate(self, rows: Sequence[SuiteRow]) -> Generator:
+        """Give an ``annotated`` generator the suite rows whose instruction ids it enforces (found by prompt)."""
+        self.annotations.update({row.prompt: list(zip(row.instruction_id_list, row.kwargs, strict=True)) for row in rows})
+        return self
+
+    def plan(self, prompt: str) -> Plan | None:
+        """The decoding plan for ``prompt`` (None when not enforcing)."""
+        if self.enforce is None:
+            return None
+        if self.enforce == "annotated" and prompt not in self.annotations:
+            raise InputError("enforce = 'annotated' needs the suite row of every prompt; this prompt is in none given (use 'extracted' for plain prompts)")
+        return enforcement_plan(prompt, self.enforce, self.annotations.get(prompt))
 
     def forward(self, prompt: str, config: dict[str, Any] | None = None) -> dspy.Prediction:
+        plan = self.plan(prompt)
+        settings: dict[str, Any] = {"max_tokens": self.max_tokens}
+        if plan is not None and plan.steers:
+            settings = {"max_tokens": max(self.max_tokens, plan.steering.min_tokens), "metadata": metadata(plan.steering)}
         with dspy.context(adapter=self.adapter):
-            return self.generate(prompt=prompt, config={"max_tokens": self.max_tokens, **(config or {})})
+            prediction = self.generate(prompt=prompt, config={**settings, **(config or {})})
+        prediction.plan = plan
+        return prediction
+
+
+def check_steerable(program: dspy.Module, lm: dspy.LM) -> None:
+    """Refuse, before any call, an enforcing generator on an LM whose engine cannot enforce: it would decode
+    plainly and its figures would read as enforced ones."""
+    if isinstance(program, Generator) and program.enforce is not None and not engine_of(lm).supports_steering:
+        raise InputError(
+            f"enforce = {program.enforce!r}: {lm.model} cannot decode under constraints (the embedded models and llama.cpp servers can); leave enforce out"
+        )
+
+
+def enforcement_of(program: dspy.Module, prompt: str, response: str) -> Enforced | None:
+    """What ``program`` enforced decoding ``prompt`` (None when it enforces nothing) and, checked by code on the
+    final ``response``, whether each enforced constraint held."""
+    plan = program.plan(prompt) if isinstance(program, Generator) else None
+    if plan is None:
+        return None
+    held = {}
+    for decision in plan.enforced:
+        try:
+            held[decision.instruction_id] = build_check(decision.instruction_id, decision.kwargs, prompt)(response).passed
+        except VerifierError:  # a check that cannot run did not show that it held
+            held[decision.instruction_id] = False
+    return Enforced(source=plan.source, decisions=plan.decisions, held=held)
 
 
 # -- one row ---------------------------------------------------------------------------------------
@@ -134,7 +190,8 @@ def generate_row(
     if refine < 0 or best_of < 1:
         raise ValueError("refine must be >= 0 and best_of >= 1")
     if not refine and best_of == 1:
-        return GenerationRecord(key=row.json_key, prompt=row.prompt, response=program(prompt=row.prompt).response)
+        response = program(prompt=row.prompt).response
+        return GenerationRecord(key=row.json_key, prompt=row.prompt, response=response, enforcement=enforcement_of(program, row.prompt, response))
     judge = BinaryJudge() if judge is None else judge
     checklist = hybrid_checklist(row, generator=writer)
     card: Scorecard | None = None
@@ -153,7 +210,7 @@ def generate_row(
     assert card is not None
     return GenerationRecord(
         key=row.json_key, prompt=row.prompt, response=response, score=card.overall, checks=_checklist_summary(checklist, card),
-        selection=selection, refinement=refinement,
+        selection=selection, refinement=refinement, enforcement=enforcement_of(program, row.prompt, response),
     )
 
 

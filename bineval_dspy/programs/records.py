@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from bineval_dspy.enforce.plan import Decision, Source
 from bineval_dspy.lm.usage import Cost
 
 
@@ -89,6 +90,21 @@ class Refinement(BaseModel):
     iterations: list[dict[str, Any]]
 
 
+class Enforced(BaseModel):
+    """What decoding was asked to guarantee for one response, and whether it held: every constraint with its
+    decision (enforced and how, or why not) and, for the enforced ones, the verifier's verdict on the response
+    (enforcement is never taken on trust)."""
+
+    source: Source
+    decisions: list[Decision]
+    held: dict[str, bool] = Field(default_factory=dict)  # enforced instruction id -> its check passed
+
+    @property
+    def broken(self) -> list[str]:
+        """Enforced ids whose check failed on the response."""
+        return [i for i, ok in self.held.items() if not ok]
+
+
 class GenerationRecord(BaseModel):
     """One output line: ``key`` as the suite wrote it, ``prompt``, ``response``; with STICK the ``score`` and
     ``checks``, and ``selection`` and/or ``refinement``; ``usage`` once written. Unset parts are left out."""
@@ -102,13 +118,14 @@ class GenerationRecord(BaseModel):
     checks: list[CheckRecord] | None = None
     selection: Selection | None = None
     refinement: Refinement | None = None
+    enforcement: Enforced | None = None
     usage: Cost | None = None
 
     @model_serializer(mode="wrap")
     def _unset_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            for name in ("checks", "selection", "refinement", "usage"):
+            for name in ("checks", "selection", "refinement", "enforcement", "usage"):
                 if data.get(name) is None:
                     data.pop(name, None)
             if self.checks is None and data.get("score") is None:

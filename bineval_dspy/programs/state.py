@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.schema import JudgeOptions
+from bineval_dspy.enforce.plan import Source
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.probe import Probe
 from bineval_dspy.programs.weights import Weights, attach, weights_of
@@ -101,6 +102,7 @@ class ProgramFile(ProgramState):
 
     kind: Literal["generator", "judge", "module"]
     max_tokens: int | None = None  # generator: the token limit per response it was measured with
+    enforce: Source | None = None  # generator: decodes under its prompts' constraints (``Generator.enforce``)
     judge: JudgeOptions | None = None  # judge: its options, calibration included
     weights: Weights | None = None  # fine-tuned: the base model and LoRA adapter it runs on (else the configured LM)
     probe: ProbeRef | None = None  # a probe judge: its head, read with the file (``load_program``)
@@ -113,7 +115,7 @@ class ProgramFile(ProgramState):
 
         state: dict[str, Any] = {"instructions": instructions_of(program), "demos": demos_of(program), "weights": weights_of(program)}
         if isinstance(program, Generator):
-            return cls(kind="generator", max_tokens=program.max_tokens, **state)
+            return cls(kind="generator", max_tokens=program.max_tokens, enforce=program.enforce, **state)
         if isinstance(program, BinaryJudge):
             spec = program.spec()
             file = cls(kind="judge", thresholds=dict(program.thresholds), judge=spec.options(), **state)
@@ -129,7 +131,7 @@ class ProgramFile(ProgramState):
 
         program: dspy.Module
         if self.kind == "generator":
-            program = Generator(max_tokens=self.max_tokens) if self.max_tokens else Generator()
+            program = Generator(max_tokens=self.max_tokens, enforce=self.enforce) if self.max_tokens else Generator(enforce=self.enforce)
         elif self.kind == "judge":
             program = BinaryJudge.from_spec(self.judge or JudgeOptions(), probe=self._probe)
         else:

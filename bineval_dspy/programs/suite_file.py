@@ -17,6 +17,7 @@ from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import digest, file_digest
 from bineval_dspy.core.jsonio import check_output_path, read_jsonl, read_text
+from bineval_dspy.enforce.plan import Source
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.estimate import Plan
@@ -44,6 +45,7 @@ class GenerateSuite(BaseModel):
     stop_at_pass: bool = False  # with best_of: draw no sample after the first that passes every check
     verifier_mode: Literal["strict", "loose"] = "strict"  # the STICK judge's code verifiers
     max_tokens: int | None = Field(default=None, ge=1)  # per response; None: the program's, else DEFAULT_MAX_TOKENS
+    enforce: Source | None = None  # decode under each prompt's constraints (extracted or annotated); None: the program's
     overwrite: bool = False
     threads: int | None = None
     lm: LMOptions = LMOptions()
@@ -70,9 +72,10 @@ class GeneratedSuite:
 
 def suite_rows(config: GenerateSuite) -> list[SuiteRow]:
     """The rows a run generates: the suite's, or one split of the program's run, at most ``limit``."""
+    from bineval_dspy.checklists.constraints import extracted
     from bineval_dspy.suites.rows import load_suite
 
-    rows = load_suite(config.suite)
+    rows = load_suite(config.suite, extract=extracted)
     if not rows:
         raise InputError(f"{config.suite}: no suite rows")
     rows = split_of(rows, config.suite, config.program, config.split)
@@ -107,11 +110,13 @@ def suite_program(config: GenerateSuite) -> Generator:
         text = read_text(config.instructions) if config.instructions is not None else None
         if text is not None and not text.strip():
             raise InputError(f"{config.instructions}: the instructions file is empty")
-        return Generator(text, max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS)
+        return Generator(text, max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS, enforce=config.enforce)
     program = load_program(config.program, kind="generator").build()
     assert isinstance(program, Generator)
     if config.max_tokens:
         program.max_tokens = config.max_tokens
+    if config.enforce is not None:
+        program.enforce = config.enforce
     return program
 
 
@@ -124,7 +129,13 @@ def _checked(config: GenerateSuite) -> tuple[list[SuiteRow], Generator]:
         from bineval_dspy.core.cluster import ray_module
 
         ray_module()  # installed, or one line before any work
-    return suite_rows(config), suite_program(config)
+    rows, program = suite_rows(config), suite_program(config)
+    if program.enforce == "annotated":
+        unannotated = next((row for row in rows if row.extracted), None)
+        if unannotated is not None:
+            raise InputError(f"{config.suite}: row {unannotated.key!r} has no instruction ids to enforce (annotated); use extracted")
+        program.annotate(rows)
+    return rows, program
 
 
 @dataclass
@@ -153,9 +164,11 @@ def generation_setup(config: GenerateSuite, program: Generator | None = None) ->
     from bineval_dspy.judges.runner import parallelism
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import effective_threads
+    from bineval_dspy.programs.generator import check_steerable
 
     program = program or suite_program(config)
     lm = runtime.configure(config.lm, config.cache_dir)
+    check_steerable(program, lm)
     judge = BinaryJudge(verifier_mode=config.verifier_mode) if config.stick else None
     plan = parallelism(lm, 0, threads=config.threads)  # rows generated at once, as the judging runner runs rows
     effective_threads(lm, config.threads or 1, asked=True)  # the embedded model says it ignores threads
@@ -190,6 +203,7 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
         "lm": lm_identity(lm),
         **({"weights": weights.adapter_sha256} if (weights := weights_of(program)) is not None else {}),  # it runs on these
         "max_tokens": str(program.max_tokens),
+        **({"enforce": program.enforce, "enforcement": code_digest()} if program.enforce else {}),  # what decoding was made to guarantee
         "refine": str(config.refine),
         "best_of": str(config.best_of),
         **({"stop_at_pass": "1"} if config.stop_at_pass else {}),  # fewer samples, another pick: not the same output

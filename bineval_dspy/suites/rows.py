@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +29,7 @@ class SuiteRow(BaseModel):
     prompt: str
     instruction_id_list: list[str] = Field(min_length=1)
     kwargs: list[dict[str, Any]]
+    extracted: bool = Field(default=False, exclude=True, repr=False)  # the ids are what the extractor found in the prompt
     written_key: int | str | None = Field(default=None, exclude=True, repr=False)  # the key as the file spells it
 
     @model_validator(mode="before")
@@ -88,11 +90,21 @@ def _validated(model: type[BaseModel], obj: dict[str, Any], where: str) -> Any:
         raise InputError(f"{where}: {describe_validation_error(exc)}") from None
 
 
-def _suite_row(obj: dict[str, Any], where: str) -> SuiteRow:
-    """Validate one suite line: fields, matching kwargs, known instruction ids.
+Extract = Callable[[str], list[tuple[str, dict[str, Any]]]]  # a prompt -> the constraints its words state
+
+
+def _suite_row(obj: dict[str, Any], where: str, extract: Extract | None = None) -> SuiteRow:
+    """Validate one suite line: fields, matching kwargs, known instruction ids. With ``extract``, a line holding only
+    a key and a prompt (a plain task) gets the constraints ``extract`` finds in its prompt; with none found it is
+    refused, since nothing could grade it.
 
     Kwargs a verifier rejects do not reject the row: that instruction is reported ungraded when graded.
     """
+    if extract is not None and "instruction_id_list" not in obj and "kwargs" not in obj and isinstance(obj.get("prompt"), str):
+        found = extract(obj["prompt"])
+        if not found:
+            raise InputError(f"{where}: field 'instruction_id_list': missing, and no constraint code can check is stated in the prompt")
+        obj = {**obj, "instruction_id_list": [i for i, _ in found], "kwargs": [k for _, k in found], "extracted": True}
     for field in SUITE_FIELDS:
         if field not in obj:
             raise InputError(f"{where}: missing field '{field}'")
@@ -108,8 +120,9 @@ def _suite_row(obj: dict[str, Any], where: str) -> SuiteRow:
     return row
 
 
-def load_suite(path: Path | str, skipped: list[InputError] | None = None) -> list[SuiteRow]:
+def load_suite(path: Path | str, skipped: list[InputError] | None = None, extract: Extract | None = None) -> list[SuiteRow]:
     """Read an IFBench-style suite (JSON Lines). Invalid rows raise InputError, or go to ``skipped`` when given.
+    ``extract``: rows of only a key and a prompt are accepted, graded by the constraints it finds (``_suite_row``).
 
     Malformed JSON always raises: the rest of such a file cannot be trusted.
     """
@@ -119,7 +132,7 @@ def load_suite(path: Path | str, skipped: list[InputError] | None = None) -> lis
     for number, obj in read_jsonl(path):
         where = f"{path}:{number}"
         try:
-            row = _suite_row(obj, where)
+            row = _suite_row(obj, where, extract)
             if row.key in first_line:
                 first = first_line[row.key]
                 raise InputError(f"{where}: field 'key': duplicate key {row.key!r} (first at line {first})")

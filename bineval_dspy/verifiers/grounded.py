@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from decimal import Decimal
 from itertools import pairwise
 
+from bineval_dspy.core.text import split_sentences_punkt, word_runs
 from bineval_dspy.verifiers.kwargs import whole_number, word_list
 from bineval_dspy.verifiers.registry import Check, Finding, joined, plural, quote_list, register, tally
-from bineval_dspy.verifiers.text import split_sentences_punkt, word_runs
 
 # --------------------------------------------------------------------------- numbers
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
+from bineval_dspy.core.text import delete_ascii_punctuation, trim_punctuation, word_runs, word_tokenize_nltk
 from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
 from bineval_dspy.verifiers.registry import Check, Finding, joined, ordinal, plural, quote, register, tally
-from bineval_dspy.verifiers.text import delete_ascii_punctuation, trim_punctuation, word_runs, word_tokenize_nltk
 
 _CONJUNCTIONS = frozenset({"and", "but", "for", "nor", "or", "so", "yet"})
 

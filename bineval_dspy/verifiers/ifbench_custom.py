@@ -8,6 +8,7 @@ import re
 import string
 import unicodedata
 
+from bineval_dspy.core.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_punkt
 from bineval_dspy.verifiers.registry import (
     Check,
     Finding,
@@ -18,7 +19,6 @@ from bineval_dspy.verifiers.registry import (
     quote_tail,
     register,
 )
-from bineval_dspy.verifiers.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_punkt
 
 _MULTIPLES_OF_7 = [str(n) for n in range(14, 51, 7)]  # "count from 10 to 50, only multiples of 7"
 

@@ -10,6 +10,12 @@ import string
 
 import emoji
 
+from bineval_dspy.core.text import (
+    PUNCTUATION_AND_SPACE,
+    delete_ascii_punctuation,
+    split_sentences_punkt,
+    word_tokenize_nltk,
+)
 from bineval_dspy.verifiers.kwargs import nonblank_text
 from bineval_dspy.verifiers.registry import (
     Check,
@@ -21,12 +27,6 @@ from bineval_dspy.verifiers.registry import (
     quote_list,
     quote_tail,
     register,
-)
-from bineval_dspy.verifiers.text import (
-    PUNCTUATION_AND_SPACE,
-    delete_ascii_punctuation,
-    split_sentences_punkt,
-    word_tokenize_nltk,
 )
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from bineval_dspy.core.text import split_sentences_punkt, word_runs
 from bineval_dspy.verifiers.kwargs import percent
 from bineval_dspy.verifiers.registry import Check, Finding, plural, register
-from bineval_dspy.verifiers.text import split_sentences_punkt, word_runs
 
 # NLTK's English stop-word list, the one IFBench's ``ratio:stop_words`` grader counts.
 _STOP_WORDS = frozenset(

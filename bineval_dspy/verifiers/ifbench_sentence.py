@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
+from bineval_dspy.core.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_punkt
 from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
 from bineval_dspy.verifiers.registry import Check, Finding, ordinal, plural, quote, register
-from bineval_dspy.verifiers.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_punkt
 
 
 def _alliteration_score(sentence: str) -> int:

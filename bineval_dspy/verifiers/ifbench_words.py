@@ -9,14 +9,14 @@ from collections import Counter
 
 import syllapy
 
-from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
-from bineval_dspy.verifiers.registry import Check, Finding, ordinal, plural, quote, quote_list, register, tally
-from bineval_dspy.verifiers.text import (
+from bineval_dspy.core.text import (
     PUNCTUATION_AND_SPACE,
     delete_ascii_punctuation,
     split_sentences_punkt,
     word_tokenize_nltk,
 )
+from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
+from bineval_dspy.verifiers.registry import Check, Finding, ordinal, plural, quote, quote_list, register, tally
 
 _CONSONANTS = frozenset("bcdfghjklmnpqrstvwxyz")
 _VOWELS = frozenset("aeiou")

@@ -15,9 +15,12 @@ from langdetect import DetectorFactory, detect
 from langdetect.detector_factory import PROFILES_DIRECTORY, init_factory
 from langdetect.lang_detect_exception import LangDetectException
 
+from bineval_dspy.core.text import split_sentences_punkt, trim_punctuation, word_runs, word_tokenize_nltk
+from bineval_dspy.enforce.steering import Steering, Structure
 from bineval_dspy.verifiers.kwargs import comparison, nonblank_text, single_letter, whole_number, word_list
 from bineval_dspy.verifiers.registry import (
     Check,
+    Enforcement,
     Finding,
     joined,
     ordinal,
@@ -28,7 +31,6 @@ from bineval_dspy.verifiers.registry import (
     register,
     tally,
 )
-from bineval_dspy.verifiers.text import split_sentences_punkt, trim_punctuation, word_runs, word_tokenize_nltk
 
 _CONSTRAINED_OPTIONS = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
 
@@ -48,6 +50,13 @@ _LANGUAGE_NAMES = {
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _bounded(unit: str, threshold: int, relation: str) -> Steering:
+    """A length bound as a Steering: 'at least N' a floor, 'less than N' a ceiling, counted as the check counts."""
+    if comparison("relation", relation) == "at least":
+        return Steering(**{f"min_{unit}": threshold})
+    return Steering(**{f"max_{unit}": threshold})
 
 
 def _compare(actual: int, relation: str, threshold: int) -> bool:
@@ -143,7 +152,11 @@ def capital_word_frequency(capital_frequency: int, capital_relation: str) -> Che
     return check
 
 
-@register("change_case:english_capital", rule="Write the whole response in English, in capital letters only.")
+@register(
+    "change_case:english_capital",
+    rule="Write the whole response in English, in capital letters only.",
+    enforce=Enforcement("mask", lambda: Steering(case="upper")),
+)
 def english_capital() -> Check:
     def check(response: str) -> Finding:
         asked = "asked for English in capital letters only"
@@ -165,6 +178,7 @@ def english_capital() -> Check:
 @register(
     "change_case:english_lowercase",
     rule="Write the whole response in English and in lowercase letters, with no capitals.",
+    enforce=Enforcement("mask", lambda: Steering(case="lower")),
 )
 def english_lowercase() -> Check:
     def check(response: str) -> Finding:
@@ -187,6 +201,7 @@ def english_lowercase() -> Check:
         f"Begin the response by repeating the request word for word, with nothing before it "
         f"({quote(prompt_to_repeat, 60)}), then answer it."
     ),
+    enforce=Enforcement("forced", lambda prompt_to_repeat: Steering(lead=prompt_to_repeat.strip() + "\n")),
 )
 def repeat_prompt(prompt_to_repeat: str) -> Check:
     expected = nonblank_text("prompt_to_repeat", prompt_to_repeat).strip().lower()
@@ -207,7 +222,11 @@ def repeat_prompt(prompt_to_repeat: str) -> Check:
     return check
 
 
-@register("combination:two_responses", rule="Give two different responses, separated by six asterisks: ******.")
+@register(
+    "combination:two_responses",
+    rule="Give two different responses, separated by six asterisks: ******.",
+    enforce=Enforcement("automaton", lambda: Steering(structure=Structure(kind="two_responses", count=2))),
+)
 def two_responses() -> Check:
     def check(response: str) -> Finding:
         asked = "asked for two different responses separated by ******"
@@ -251,6 +270,7 @@ def number_placeholders(num_placeholders: int) -> Check:
         f"End the response with a postscript starting with {postscript_marker.strip()}"
         + ("" if postscript_marker.strip().endswith(".") else ".")
     ),
+    enforce=Enforcement("forced", lambda postscript_marker: Steering(postscript=postscript_marker.strip())),
 )
 def postscript(postscript_marker: str) -> Check:
     marker = nonblank_text("postscript_marker", postscript_marker).strip()
@@ -275,6 +295,7 @@ def postscript(postscript_marker: str) -> Check:
 @register(
     "detectable_format:constrained_response",
     rule=f"Answer with one of these exact phrases: {', '.join(quote(option) for option in _CONSTRAINED_OPTIONS)}",
+    enforce=Enforcement("forced", lambda: Steering(choice=_CONSTRAINED_OPTIONS)),
 )
 def constrained_response() -> Check:
     def check(response: str) -> Finding:
@@ -290,6 +311,7 @@ def constrained_response() -> Check:
 @register(
     "detectable_format:json_format",
     rule="Format the entire response as valid JSON; wrapping it in a Markdown ```json code block is allowed.",
+    enforce=Enforcement("mask", lambda: Steering(json_value=True)),
 )
 def json_format() -> Check:
     def check(response: str) -> Finding:
@@ -313,6 +335,12 @@ def json_format() -> Check:
         f"'{section_spliter.strip()} X' where X is its number ({section_spliter.strip()} 1, "
         f"{section_spliter.strip()} 2, …)."
     ),
+    enforce=Enforcement(
+        "automaton",
+        lambda section_spliter, num_sections: Steering(
+            structure=Structure(kind="sections", count=int(num_sections), marker=section_spliter.strip())
+        ),
+    ),
 )
 def multiple_sections(section_spliter: str, num_sections: int) -> Check:
     spliter = nonblank_text("section_spliter", section_spliter).strip()
@@ -331,6 +359,9 @@ def multiple_sections(section_spliter: str, num_sections: int) -> Check:
     "detectable_format:number_bullet_lists",
     rule=lambda num_bullets: (
         f"Use exactly {plural(num_bullets, 'bullet point')}, written as Markdown bullets such as '* This is a point.'"
+    ),
+    enforce=Enforcement(
+        "automaton", lambda num_bullets: Steering(structure=Structure(kind="bullets", count=int(num_bullets)))
     ),
 )
 def number_bullet_lists(num_bullets: int) -> Check:
@@ -370,6 +401,7 @@ def number_highlighted_sections(num_highlights: int) -> Check:
 @register(
     "detectable_format:title",
     rule="Give the response a title wrapped in double angular brackets, such as <<poem of joy>>.",
+    enforce=Enforcement("forced", lambda: Steering(title=True)),
 )
 def title() -> Check:
     def check(response: str) -> Finding:
@@ -408,6 +440,9 @@ def existence(keywords: list[str]) -> Check:
     rule=lambda forbidden_words: (
         f"Do not use the {'word' if len(forbidden_words) == 1 else 'words'} "
         f"{joined([word.strip() for word in forbidden_words])}."
+    ),
+    enforce=Enforcement(
+        "mask", lambda forbidden_words: Steering(forbidden_words=tuple(w.strip() for w in forbidden_words))
     ),
 )
 def forbidden_words(forbidden_words: list[str]) -> Check:
@@ -488,6 +523,14 @@ def response_language(language: str) -> Check:
         f"Write exactly {plural(num_paragraphs, 'paragraph')}, separated by blank lines, and start the "
         f"{ordinal(nth_paragraph)} paragraph with the word '{first_word}'."
     ),
+    enforce=Enforcement(
+        "automaton",
+        lambda num_paragraphs, nth_paragraph, first_word: Steering(
+            structure=Structure(
+                kind="paragraphs", count=int(num_paragraphs), nth=int(nth_paragraph), first_word=first_word.strip()
+            )
+        ),
+    ),
 )
 def nth_paragraph_first_word(num_paragraphs: int, nth_paragraph: int, first_word: str) -> Check:
     expected_count = whole_number("num_paragraphs", num_paragraphs, minimum=1)
@@ -520,6 +563,9 @@ def nth_paragraph_first_word(num_paragraphs: int, nth_paragraph: int, first_word
     rule=lambda num_paragraphs: (
         f"Write exactly {plural(num_paragraphs, 'paragraph')}, separated by the Markdown divider ***."
     ),
+    enforce=Enforcement(
+        "automaton", lambda num_paragraphs: Steering(structure=Structure(kind="dividers", count=int(num_paragraphs)))
+    ),
 )
 def number_paragraphs(num_paragraphs: int) -> Check:
     expected = whole_number("num_paragraphs", num_paragraphs)
@@ -551,6 +597,9 @@ def _counted(unit: str, count_of: Callable[[str], int], threshold: int, relation
 @register(
     "length_constraints:number_sentences",
     rule=lambda num_sentences, relation: f"Answer with {_fewer(relation)} {plural(num_sentences, 'sentence')}.",
+    enforce=Enforcement(
+        "automaton", lambda num_sentences, relation: _bounded("sentences", int(num_sentences), relation)
+    ),
 )
 def number_sentences(num_sentences: int, relation: str) -> Check:
     threshold, relation = whole_number("num_sentences", num_sentences), comparison("relation", relation)
@@ -560,13 +609,18 @@ def number_sentences(num_sentences: int, relation: str) -> Check:
 @register(
     "length_constraints:number_words",
     rule=lambda num_words, relation: f"Answer with {_fewer(relation)} {plural(num_words, 'word')}.",
+    enforce=Enforcement("automaton", lambda num_words, relation: _bounded("words", int(num_words), relation)),
 )
 def number_words(num_words: int, relation: str) -> Check:
     threshold, relation = whole_number("num_words", num_words), comparison("relation", relation)
     return _counted("word", lambda response: len(word_runs(response)), threshold, relation)
 
 
-@register("punctuation:no_comma", rule="Do not use any commas in the response.")
+@register(
+    "punctuation:no_comma",
+    rule="Do not use any commas in the response.",
+    enforce=Enforcement("mask", lambda: Steering(banned=(",",))),
+)
 def no_comma() -> Check:
     def check(response: str) -> Finding:
         count = response.count(",")
@@ -581,6 +635,7 @@ def no_comma() -> Check:
 @register(
     "startend:end_checker",
     rule=lambda end_phrase: f"End the response with the exact phrase '{end_phrase.strip()}', with nothing after it.",
+    enforce=Enforcement("forced", lambda end_phrase: Steering(end_phrase=end_phrase.strip())),
 )
 def end_checker(end_phrase: str) -> Check:
     phrase = nonblank_text("end_phrase", end_phrase).strip()
@@ -596,7 +651,11 @@ def end_checker(end_phrase: str) -> Check:
     return check
 
 
-@register("startend:quotation", rule="Wrap the entire response in double quotation marks.")
+@register(
+    "startend:quotation",
+    rule="Wrap the entire response in double quotation marks.",
+    enforce=Enforcement("forced", lambda: Steering(opening='"', closing='"')),
+)
 def quotation() -> Check:
     def check(response: str) -> Finding:
         asked = "asked for the whole response in double quotes"

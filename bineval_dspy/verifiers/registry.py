@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.registry import Registry
+from bineval_dspy.enforce.steering import HOW, Steering
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,25 @@ Factory = Callable[..., Check]
 Rule = str | Callable[..., str]
 Mode = Literal["strict", "loose"]
 
+Enforce = Callable[..., Steering]  # the verifier's kwargs -> what a decoder must do so its check passes
+
+
+@dataclass(frozen=True)
+class Enforcement:
+    """How a verifier's rule can be made true while decoding: the kind (a token mask, forced text, a counting
+    automaton) and the part of a ``Steering`` its kwargs ask for."""
+
+    how: HOW
+    steering: Enforce
+
+
 @dataclass(frozen=True)
 class Registered:
-    """A verifier as registered: its builder and its rule in words."""
+    """A verifier as registered: its builder, its rule in words and, where decoding can guarantee it, how."""
 
     factory: Factory
     rule: Rule
+    enforce: Enforcement | None = None
 
 
 VERIFIERS: Registry[Registered] = Registry("verifier")  # by instruction id
@@ -70,17 +84,20 @@ def _check_rule(rule: Rule, factory: Factory) -> None:
         raise RuntimeError(f"rule of {factory.__name__} does not match its kwargs: {sorted(mismatch)}")
 
 
-def register(*instruction_ids: str, rule: Rule) -> Callable[[Factory], Factory]:
+def register(*instruction_ids: str, rule: Rule, enforce: Enforcement | None = None) -> Callable[[Factory], Factory]:
     """Register ``factory`` as the verifier builder for each of ``instruction_ids``.
 
     ``rule`` says what the check demands, as an instruction to the writer: a ``str.format`` template over the
-    factory's kwargs, or a callable taking the factory's keyword arguments (for defaults or grammar).
+    factory's kwargs, or a callable taking the factory's keyword arguments (for defaults or grammar). ``enforce``:
+    how a decoder makes the rule true (``bineval generate --enforce``), taking the same kwargs.
     """
 
     def decorate(factory: Factory) -> Factory:
         _check_rule(rule, factory)
+        if enforce is not None:
+            _check_rule(enforce.steering, factory)
         for instruction_id in instruction_ids:
-            VERIFIERS.add(instruction_id, Registered(factory, rule))
+            VERIFIERS.add(instruction_id, Registered(factory, rule, enforce))
         return factory
 
     return decorate
@@ -243,6 +260,7 @@ class VerifierInfo:
     instruction_id: str
     rule: str
     kwargs: dict[str, str]  # name -> its default as text, or "required"
+    enforce: str | None = None  # how decoding can guarantee it (mask, forced, automaton), None: it cannot
 
 
 def _kwarg_defaults(factory: Factory) -> dict[str, str]:
@@ -282,7 +300,10 @@ def _rule_text(instruction_id: str) -> str:
 def catalog(text: str = "") -> list[VerifierInfo]:
     """Every verifier whose id or rule holds ``text`` (any case), by id: what a checklist's ``verifier`` may name."""
     wanted = text.casefold()
-    infos = [VerifierInfo(i, _rule_text(i), _kwarg_defaults(VERIFIERS[i].factory)) for i in known_instruction_ids()]
+    infos = [
+        VerifierInfo(i, _rule_text(i), _kwarg_defaults(VERIFIERS[i].factory), getattr(VERIFIERS[i].enforce, "how", None))
+        for i in known_instruction_ids()
+    ]
     return [info for info in infos if wanted in info.instruction_id.casefold() or wanted in info.rule.casefold()]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bineval_dspy.verifiers.text import (
+from bineval_dspy.core.text import (
     delete_ascii_punctuation,
     split_sentences_punkt,
     trim_punctuation,

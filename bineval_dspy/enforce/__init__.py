@@ -1,0 +1,31 @@
+"""Constraints made true while decoding: the spec a prompt's code-checkable constraints compile to
+(``steering``), each prompt's decisions (``plan``), and the spec executed token by token (``runtime``).
+
+The compiler itself reads the verifier registry, where each enforceable verifier declares how
+(``verifiers.enforcement.compile_plan``); engines execute the spec in their own form."""
+
+from bineval_dspy.enforce.plan import Decision, Plan, Source
+from bineval_dspy.enforce.steering import (
+    METADATA_KEY,
+    Conflict,
+    Steering,
+    Structure,
+    code_digest,
+    from_metadata,
+    merge,
+    metadata,
+)
+
+__all__ = [
+    "METADATA_KEY",
+    "Conflict",
+    "Decision",
+    "Plan",
+    "Source",
+    "Steering",
+    "Structure",
+    "code_digest",
+    "from_metadata",
+    "merge",
+    "metadata",
+]

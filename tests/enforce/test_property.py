@@ -1,0 +1,204 @@
+"""Every enforceable verifier's enforcement makes text its verifier passes, whatever the decoder would have said:
+a random "model" (seeded logits over a small vocabulary that holds every hazard: capitals, commas, newlines,
+asterisks, brackets, forbidden words split into pieces) is steered as the embedded engine steers it, and the
+verifier checks the result. Combinations the compiler accepts must all hold together."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from bineval_dspy.enforce.runtime import END, Steerer, Vocabulary
+from bineval_dspy.enforce.steering import Steering
+from bineval_dspy.verifiers import build_check
+from bineval_dspy.verifiers.enforcement import compile_plan, enforceable_ids
+
+PIECES = [
+    " the",
+    " cat",
+    " sat",
+    " on",
+    " mat",
+    " Dog",
+    " RUNS",
+    " blue",
+    " bl",
+    "ue",
+    "berry",
+    " and",
+    " so",
+    ",",
+    ".",
+    "!",
+    "?",
+    "\n",
+    "\n\n",
+    ".\n",
+    "\nNext",
+    " *",
+    "*",
+    "***",
+    " <<",
+    ">>",
+    "<",
+    ">",
+    '"',
+    "'",
+    " {",
+    "}",
+    " [x]",
+    " 42",
+    " é",
+    " ok",
+    " Paris",
+    " is",
+    " big",
+    " my",
+    " answer",
+    " My",
+    " yes",
+    " no",
+    " maybe",
+    " M",
+    "y",
+    " a",
+    "nswer",
+    " Section",
+    " P.S.",
+]
+END_ID = len(PIECES)
+VOCAB = Vocabulary([*PIECES, ""], [END_ID])
+
+
+def drive(steering: Steering, seed: int, limit: int = 160, sample: bool = False) -> str:
+    """The engine's loop (``lm._decoding._Decoding`` with a steerer) over random logits."""
+    rng = np.random.default_rng(seed)
+    steerer = Steerer(steering, VOCAB, max(limit, steering.min_tokens))
+    steerer.start()
+    decoded = 0
+    while decoded < steerer.limit:  # the loop of ``lm._decoding._Decoding``: choose, then accept or end
+        logits = steerer.masked(
+            rng.normal(size=len(VOCAB.pieces)).astype(np.float32)
+            + np.where(np.arange(len(VOCAB.pieces)) == END_ID, 1.5, 0.0)
+        )
+        token = steerer.choose(
+            logits,
+            lambda x: int(rng.choice(len(x), p=_softmax(x))) if sample and np.isfinite(x).any() else int(np.argmax(x)),
+        )
+        if token == END_ID:
+            if steerer.ended() is None:
+                break
+            continue
+        decoded += 1
+        if steerer.accepted(token) == END:
+            break
+    return steerer.finish()
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    finite = np.isfinite(logits)
+    p = np.exp(np.where(finite, logits - logits[finite].max(), -np.inf))
+    return p / p.sum()
+
+
+def random_kwargs(instruction_id: str, rng: random.Random) -> dict:
+    """Kwargs an IFEval row could give ``instruction_id``."""
+    n = rng.randint(1, 5)
+    return {
+        "change_case:english_lowercase": {}, "change_case:english_capital": {}, "punctuation:no_comma": {},
+        "startend:quotation": {}, "detectable_format:title": {}, "detectable_format:json_format": {},
+        "detectable_format:constrained_response": {}, "combination:two_responses": {},
+        "combination:repeat_prompt": {"prompt_to_repeat": rng.choice(["Write about cats.", "tell me a story", "Is it big?"])},
+        "detectable_content:postscript": {"postscript_marker": rng.choice(["P.S.", "P.P.S"])},
+        "detectable_format:multiple_sections": {"section_spliter": rng.choice(["Section", "SECTION", "PART"]), "num_sections": n},
+        "detectable_format:number_bullet_lists": {"num_bullets": n},
+        "keywords:forbidden_words": {"forbidden_words": rng.sample(["blue", "cat", "paris", "mat"], 2)},
+        "length_constraints:nth_paragraph_first_word": {"num_paragraphs": n + 1, "nth_paragraph": rng.randint(1, n + 1), "first_word": rng.choice(["however", "first", "then"])},
+        "length_constraints:number_paragraphs": {"num_paragraphs": n},
+        "length_constraints:number_sentences": {"num_sentences": rng.randint(2, 8), "relation": rng.choice(["at least", "less than"])},
+        "length_constraints:number_words": {"num_words": rng.randint(5, 120), "relation": rng.choice(["at least", "less than"])},
+        "startend:end_checker": {"end_phrase": rng.choice(["Is there anything else I can help with?", "any other questions?", "Peace."])},
+    }[instruction_id]  # fmt: skip
+
+
+def test_every_enforceable_id_is_tested_here():
+    """A verifier given an enforcement later fails here (KeyError) until it has kwargs in ``random_kwargs``."""
+    for instruction_id in enforceable_ids():
+        random_kwargs(instruction_id, random.Random(0))
+
+
+# JSON is a grammar the engine applies (llama.cpp's), not the steerer: its closing is tested apart.
+ALONE = sorted(set(enforceable_ids()) - {"detectable_format:json_format"})
+
+
+@pytest.mark.parametrize("instruction_id", ALONE)
+@pytest.mark.parametrize("sample", [False, True])
+def test_each_enforcement_makes_its_verifier_pass(instruction_id: str, sample: bool):
+    rng = random.Random(instruction_id)
+    failures = []
+    for seed in range(12):
+        kwargs = random_kwargs(instruction_id, rng)
+        plan = compile_plan([(instruction_id, kwargs)], "a prompt", "annotated")
+        assert [d.status for d in plan.decisions] == ["enforced"], plan.decisions
+        text = drive(plan.steering, seed, sample=sample)
+        finding = build_check(instruction_id, kwargs, "a prompt")(text)
+        if not finding.passed and "reads as" not in finding.detail:  # langdetect's English on random words is not ours
+            failures.append((kwargs, finding.detail, text[:200]))
+    assert failures == []
+
+
+def test_combinations_the_compiler_accepts_all_hold():
+    rng = random.Random(7)
+    checked = 0
+    failures = []
+    for seed in range(150):
+        ids = rng.sample(ALONE, rng.randint(2, 3))
+        constraints = [(i, random_kwargs(i, rng)) for i in ids]
+        plan = compile_plan(constraints, "a prompt", "annotated")
+        text = drive(plan.steering, seed, sample=bool(seed % 2))
+        for decision in plan.enforced:
+            checked += 1
+            finding = build_check(decision.instruction_id, decision.kwargs, "a prompt")(text)
+            if not finding.passed and "reads as" not in finding.detail:
+                failures.append((ids, decision.instruction_id, finding.detail, text[:160]))
+    assert checked > 200
+    assert failures == []
+
+
+def test_conflicts_are_named_and_not_half_applied():
+    plan = compile_plan(
+        [
+            ("change_case:english_lowercase", {}),
+            ("startend:end_checker", {"end_phrase": "Is there anything else?"}),
+            ("detectable_format:json_format", {}),
+            ("startend:quotation", {}),
+        ],
+        "p",
+        "annotated",
+    )
+    statuses = {d.instruction_id: (d.status, d.reason) for d in plan.decisions}
+    assert statuses["change_case:english_lowercase"][0] == "enforced"
+    assert statuses["startend:end_checker"][0] == "conflict" and "capitals" in statuses["startend:end_checker"][1]
+    assert statuses["detectable_format:json_format"][0] == "enforced"
+    assert statuses["startend:quotation"][0] == "conflict"
+    assert plan.steering.end_phrase == "" and plan.steering.opening == ""  # the conflicting ones left no trace
+
+
+def test_unenforceable_and_invalid_ids_are_named():
+    plan = compile_plan(
+        [
+            ("keywords:existence", {"keywords": ["x"]}),
+            ("detectable_format:number_bullet_lists", {"num_bullets": -1}),
+            ("no:such", {}),
+        ],
+        "p",
+        "extracted",
+    )
+    assert [(d.status, bool(d.reason)) for d in plan.decisions] == [
+        ("unenforceable", True),
+        ("invalid", True),
+        ("invalid", True),
+    ]
+    assert not plan.steers

@@ -20,8 +20,13 @@ def cmd_verifiers(args: argparse.Namespace) -> int:
         raise InputError(f"no verifier id or rule holds {args.text!r}; run `bineval verifiers` for all of them")
     for info in found:
         kwargs = ", ".join(f"{name}={default}" for name, default in info.kwargs.items()) or "no kwargs"
-        shown.print(styled((info.instruction_id, "cyan"), f"  {info.rule}", (f"  [{kwargs}]", "dim")))
-    console.print(f"{len(found)} verifier(s); a checklist question names one as \"verifier\": \"<id>\", a suite row in instruction_id_list")
+        enforce = f"  enforced by {info.enforce}" if info.enforce else ""
+        shown.print(styled((info.instruction_id, "cyan"), f"  {info.rule}", (f"  [{kwargs}]", "dim"), (enforce, "green")))
+    enforced = sum(info.enforce is not None for info in found)
+    console.print(
+        f"{len(found)} verifier(s), {enforced} of them enforceable while decoding (generate --enforce: by a token mask, forced text "
+        "or a counting automaton); a checklist question names one as \"verifier\": \"<id>\", a suite row in instruction_id_list"
+    )
     return ExitCode.OK
 
 

@@ -117,7 +117,11 @@ class Generator(dspy.Module):
         self.annotations: dict[str, Annotated] = {}
 
     def annotate(self, rows: Sequence[SuiteRow]) -> Generator:
-        """Give an ``annotated`` generator the suite rows whose instruction ids it enforces (found by prompt)."""
+        """Give an ``annotated`` generator the suite rows whose instruction ids it enforces (found by prompt); a row
+        whose ids the extractor supplied has no annotations to enforce."""
+        plain = next((row for row in rows if row.extracted), None)
+        if plain is not None:
+            raise InputError(f"suite row {plain.key!r} has no instruction ids to enforce (enforce = 'annotated'); use 'extracted'")
         self.annotations.update({row.prompt: list(zip(row.instruction_id_list, row.kwargs, strict=True)) for row in rows})
         return self
 

@@ -99,9 +99,20 @@ def split_of(rows: list[SuiteRow], suite: Path, program: Path | None, split: str
     return chosen
 
 
-def suite_program(config: GenerateSuite) -> Generator:
+def suite_program(config: GenerateSuite, rows: list[SuiteRow] | None = None) -> Generator:
     """The generator: from ``program`` (its instructions, demos and token limit, unless ``max_tokens`` is given),
-    else the default instructions or the ``instructions`` file's."""
+    else the default instructions or the ``instructions`` file's; one enforcing the suite's annotations is given the
+    run's rows (``rows``, else read here: a Ray worker builds its own)."""
+    program = _program(config)
+    if program.enforce == "annotated":
+        try:
+            program.annotate(rows if rows is not None else suite_rows(config))
+        except InputError as exc:
+            raise InputError(f"{config.suite}: {exc}") from None
+    return program
+
+
+def _program(config: GenerateSuite) -> Generator:
     from bineval_dspy.programs.state import load_program
 
     if config.program is not None and config.instructions is not None:
@@ -129,13 +140,8 @@ def _checked(config: GenerateSuite) -> tuple[list[SuiteRow], Generator]:
         from bineval_dspy.core.cluster import ray_module
 
         ray_module()  # installed, or one line before any work
-    rows, program = suite_rows(config), suite_program(config)
-    if program.enforce == "annotated":
-        unannotated = next((row for row in rows if row.extracted), None)
-        if unannotated is not None:
-            raise InputError(f"{config.suite}: row {unannotated.key!r} has no instruction ids to enforce (annotated); use extracted")
-        program.annotate(rows)
-    return rows, program
+    rows = suite_rows(config)
+    return rows, suite_program(config, rows)
 
 
 @dataclass

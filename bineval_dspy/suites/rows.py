@@ -47,12 +47,12 @@ class SuiteRow(BaseModel):
 
     def to_example(self) -> dspy.Example:
         """The row as a ``dspy.Example`` whose only input is ``prompt`` (what a generator program sees)."""
-        return dspy.Example(**self.model_dump()).with_inputs("prompt")
+        return dspy.Example(**self.model_dump(), **({"extracted": True} if self.extracted else {})).with_inputs("prompt")
 
     @classmethod
     def from_example(cls, example: dspy.Example) -> SuiteRow:
         """The suite row an example was made from (``to_example``'s inverse)."""
-        return cls(**{name: example[name] for name in SUITE_FIELDS})
+        return cls(**{name: example[name] for name in SUITE_FIELDS}, extracted=bool(example.get("extracted", False)))
 
     def checks(self) -> list[Check | str]:
         """One check per instruction or, where its verifier rejects the kwargs, the reason it is ungraded.

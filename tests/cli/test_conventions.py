@@ -226,11 +226,11 @@ def test_config_commands_print_a_commented_example_of_every_key(command, model, 
 def test_verifiers_lists_ids_with_their_rule_and_kwargs(capsys):
     assert cli.main(["verifiers"]) == 0
     captured = capsys.readouterr()
-    assert "97 verifier(s)" in captured.err
+    assert "97 verifier(s), 18 of them enforceable while decoding" in " ".join(captured.err.split())
     assert len([line for line in captured.out.splitlines() if line and not line.startswith(" ")]) >= 97
     assert cli.main(["verifiers", "LOWERCASE"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "change_case:english_lowercase" in out and "lowercase" in out and "[no kwargs]" in out
+    assert "change_case:english_lowercase" in out and "lowercase" in out and "[no kwargs]" in out and "enforced by mask" in out
     assert cli.main(["verifiers", "number_words"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "Answer with {relation} {num_words} words." in out and "num_words=required" in out

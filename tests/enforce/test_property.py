@@ -202,3 +202,25 @@ def test_unenforceable_and_invalid_ids_are_named():
         ("invalid", True),
     ]
     assert not plan.steers
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ['{\n "description": "Ava-1000', '{"a": [1, 2,', '{"a', '{"a":', '[{"x": {"y": tr', '{"a": 1,', "[1.", '{"a\\\\', "", '{"a": -', "[1e", '{"a": nu', "[f", '["x", {"k": [true, fals'],
+)
+def test_a_json_reply_cut_at_its_token_limit_is_closed_into_a_value(prefix: str):
+    import json
+
+    from bineval_dspy.enforce.runtime import json_closing
+
+    json.loads(prefix + json_closing(prefix))
+
+
+def test_a_steered_request_carries_the_steering_codes_digest():
+    """A cached reply made by other steering code has another key, so it is never replayed as this code's."""
+    from bineval_dspy.enforce.steering import CODE_KEY, METADATA_KEY, code_digest, from_metadata, metadata
+
+    steering = Steering(case="lower", banned=(",",))
+    sent = metadata(steering)
+    assert sent[CODE_KEY] == code_digest() and len(code_digest()) == 16
+    assert from_metadata({"metadata": sent}) == steering and METADATA_KEY in sent

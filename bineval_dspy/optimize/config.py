@@ -242,7 +242,8 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
 
         judge = load_program(config.program.judge_program, "judge").build() if config.program.judge_program is not None else BinaryJudge()
         feedback = SelfUpdateFeedback(bineval_metric(judge, checklist_for), threads=config.program.threads)
-        student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens)
+        templates = {ex.template for part in splits for ex in part if ex.get("template") is not None}  # a template suite's
+        student: dspy.Module = Generator(config.program.instructions or (templates.pop() if templates else None), max_tokens=config.program.max_tokens)
     else:
         if config.data.split_files:
             splits = given_splits(config.data.split_files, load_judge_examples, group=lambda ex: ex.example_id)

@@ -32,6 +32,7 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.programs.records import CheckRecord, GenerationRecord, Refinement
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, ChecklistBestOfN, SelfRefine
 from bineval_dspy.suites.rows import SuiteRow
+from bineval_dspy.suites.templates import fill, variables
 
 
 class GenerateResponse(dspy.Signature):
@@ -83,8 +84,18 @@ class PlainChatAdapter(dspy.Adapter):
         return {_only_output(signature): completion.strip()}
 
 
+class TemplateChatAdapter(PlainChatAdapter):
+    """A template row's call: the filled template is the whole prompt, one user message (no system message)."""
+
+    def format(self, signature: type[dspy.Signature], demos: list[dict[str, Any]], inputs: dict[str, Any]) -> list[dict[str, Any]]:
+        return [message for message in super().format(signature, demos, inputs) if message["role"] != "system"]
+
+
 class Generator(dspy.Module):
-    """``prompt -> response``; ``instructions`` replaces the default generation prompt (the optimizable part)."""
+    """``prompt -> response``; ``instructions`` replaces the default generation prompt (the optimizable part). For a
+    template suite's row (``suites.templates``) the instructions are its template: called with the row's
+    ``variables``, the program sends the template they fill as the prompt, so an edit of the instructions is an edit
+    of every row's prompt."""
 
     def __init__(
         self,
@@ -103,9 +114,26 @@ class Generator(dspy.Module):
         self.max_tokens = max_tokens
         self.adapter = adapter or PlainChatAdapter()
 
-    def forward(self, prompt: str, config: dict[str, Any] | None = None) -> dspy.Prediction:
-        with dspy.context(adapter=self.adapter):
+    def forward(self, prompt: str, config: dict[str, Any] | None = None, variables: dict[str, str] | None = None) -> dspy.Prediction:
+        adapter = self.adapter
+        if variables is not None:
+            prompt, adapter = self.filled(variables), TemplateChatAdapter()
+        elif templated(self.generate.signature.instructions):
+            raise ValueError("the instructions are a template ({{variables}}): this call has no row's `variables` to fill it with")
+        with dspy.context(adapter=adapter):
             return self.generate(prompt=prompt, config={"max_tokens": self.max_tokens, **(config or {})})
+
+    def filled(self, values: dict[str, str]) -> str:
+        """The prompt a template row is sent: the instructions (its template) filled with its values."""
+        instructions = self.generate.signature.instructions
+        if not templated(instructions):
+            raise ValueError("a template row needs a template: these instructions name no {{variable}}")
+        return fill(instructions, values)
+
+
+def templated(instructions: str) -> bool:
+    """Whether a program's instructions are a prompt template (name a ``{{variable}}``)."""
+    return bool(variables(instructions))
 
 
 # -- one row ---------------------------------------------------------------------------------------
@@ -133,6 +161,11 @@ def generate_row(
     improves the chosen sample."""
     if refine < 0 or best_of < 1:
         raise ValueError("refine must be >= 0 and best_of >= 1")
+    if row.variables is not None:  # a template row: plain generation (``suite_file`` refuses STICK for it)
+        if refine or best_of > 1:
+            raise ValueError("STICK (refine, best_of) takes a suite of prompts, not a template suite")
+        response = program(prompt=row.prompt, variables=row.variables).response
+        return GenerationRecord(key=row.json_key, prompt=row.prompt, response=response, variables=row.variables)
     if not refine and best_of == 1:
         return GenerationRecord(key=row.json_key, prompt=row.prompt, response=program(prompt=row.prompt).response)
     judge = BinaryJudge() if judge is None else judge

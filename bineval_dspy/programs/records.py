@@ -103,12 +103,13 @@ class GenerationRecord(BaseModel):
     selection: Selection | None = None
     refinement: Refinement | None = None
     usage: Cost | None = None
+    variables: dict[str, str] | None = None  # a template suite's row: the values that filled the prompt
 
     @model_serializer(mode="wrap")
     def _unset_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            for name in ("checks", "selection", "refinement", "usage"):
+            for name in ("checks", "selection", "refinement", "usage", "variables"):
                 if data.get(name) is None:
                     data.pop(name, None)
             if self.checks is None and data.get("score") is None:

@@ -160,25 +160,9 @@ def inlined_rows(html: str) -> dict[str, list[dict]]:
     return json.loads(html[start : html.index("</script>", start)])["rows"]
 
 
-LARGE_QUESTIONS = [Question(text="Is it short?", dimension="brevity"), Question(text="Is it polite?", dimension="tone"), Question(text="Is it warm?", dimension="tone")]
-
-
 def large_judge_run(folder: Path, rows: int) -> Path:
-    """`bineval judge` output of ``rows`` rows in its real format (a ``JudgeResult`` under ``bineval``, scored by
-    ``core.scoring``), made without an LM: row ``k`` (id ``o{k}``) is impolite when ``k % 7 == 3``; no other "no"."""
-    from bineval_dspy.core.schema import Verdict
-    from bineval_dspy.core.scoring import score
-    from bineval_dspy.judges.rows import JudgeResult
+    """`bineval judge` output of ``rows`` rows in its real format (``testing.runs``): row ``o{k}`` is impolite when
+    ``k % 7 == 3``; no other "no"."""
+    from bineval_dspy.testing.runs import synthetic_judge_run
 
-    checklist = Checklist(task="Reply.", dimensions=["brevity", "tone"], questions=LARGE_QUESTIONS)
-    cards = {}
-    for rude in (False, True):
-        answers = ["yes", "no" if rude else "yes", "yes"]
-        verdicts = [Verdict(question_id=q.id, answer=a, explanation="it is not so" if a == "no" else "it is so", judge="custom/scripted") for q, a in zip(checklist.questions, answers)]  # type: ignore[arg-type]
-        cards[rude] = score(checklist, verdicts)
-    out = folder / "large.jsonl"
-    with out.open("w", encoding="utf-8") as handle:
-        for k in range(rows):
-            result = JudgeResult(line=k + 1, complete=True, scorecard=cards[k % 7 == 3])
-            handle.write(json.dumps(result.row({"id": f"o{k}", "input": f"Complaint {k}", "output": f"Reply {k}"})) + "\n")
-    return out
+    return synthetic_judge_run(folder / "large.jsonl", rows)

@@ -130,7 +130,7 @@ def add_generate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     gen = sub.add_parser(
         "generate", parents=[common], help="generate responses to a suite's prompts, optionally improved with STICK"
     )
-    gen.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs")
+    gen.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs; or a template suite (.toml: template, rows, checks)")
     gen.add_argument("--instructions", help="a file whose text replaces the default generation instructions")
     gen.add_argument("--program", metavar="PROGRAM", help="an optimizer's program.json (or its run directory): its instructions, demos and token limit")
     add_split_option(gen)

@@ -35,6 +35,7 @@ from bineval_dspy.cli.suite import add_suite_command
 from bineval_dspy.cli.tune import add_tune_command
 from bineval_dspy.cli.verifiers import add_verifiers_command
 from bineval_dspy.cli.verify import add_verify_command
+from bineval_dspy.cli.view import add_view_command
 from bineval_dspy.core import outputs
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, redacted, spoken
@@ -107,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_finetune_command(sub, common)
     add_show_command(sub)
     add_report_command(sub)
+    add_view_command(sub)
     add_generate_command(sub, common)
     add_meta_command(sub, common)
     add_calibrate_command(sub, common)

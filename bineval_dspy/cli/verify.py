@@ -83,7 +83,7 @@ def add_verify_command(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     verify_cmd = sub.add_parser(
         "verify", help="grade responses against an IFBench/IFEval-style suite with code verifiers (no LM)"
     )
-    verify_cmd.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs")
+    verify_cmd.add_argument("--suite", required=True, help="JSONL rows: key, prompt, instruction_id_list, kwargs; or a template suite (.toml: template, rows, checks)")
     verify_cmd.add_argument("--responses", required=True, help="JSONL rows: response, and key or prompt")
     verify_cmd.add_argument("--mode", choices=("strict", "loose"), default="strict", help="IFEval's grading mode")
     verify_cmd.add_argument("--program", metavar="PROGRAM", help="with --split: the run (its program.json or folder: optimize, experiment arm, finetune) whose split to grade")

@@ -247,7 +247,9 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
 
         judge = load_program(config.program.judge_program, "judge").build() if config.program.judge_program is not None else BinaryJudge()
         feedback = SelfUpdateFeedback(bineval_metric(judge, checklist_for), threads=config.program.threads)
-        student: dspy.Module = Generator(config.program.instructions, max_tokens=config.program.max_tokens, enforce=config.program.enforce)
+        templates = {ex.template for part in splits for ex in part if ex.get("template") is not None}  # a template suite's
+        instructions = config.program.instructions or (templates.pop() if templates else None)
+        student: dspy.Module = Generator(instructions, max_tokens=config.program.max_tokens, enforce=config.program.enforce)
         if config.program.enforce == "annotated":
             student.annotate([SuiteRow.from_example(ex) for part in splits for ex in part])
     else:

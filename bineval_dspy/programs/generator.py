@@ -36,6 +36,7 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.programs.records import CheckRecord, Enforced, GenerationRecord, Refinement
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, ChecklistBestOfN, SelfRefine
 from bineval_dspy.suites.rows import SuiteRow
+from bineval_dspy.suites.templates import fill, variables
 from bineval_dspy.verifiers import VerifierError, build_check
 
 
@@ -88,13 +89,23 @@ class PlainChatAdapter(dspy.Adapter):
         return {_only_output(signature): completion.strip()}
 
 
+class TemplateChatAdapter(PlainChatAdapter):
+    """A template row's call: the filled template is the whole prompt, one user message (no system message)."""
+
+    def format(self, signature: type[dspy.Signature], demos: list[dict[str, Any]], inputs: dict[str, Any]) -> list[dict[str, Any]]:
+        return [message for message in super().format(signature, demos, inputs) if message["role"] != "system"]
+
+
 class Generator(dspy.Module):
-    """``prompt -> response``; ``instructions`` replaces the default generation prompt (the optimizable part).
+    """``prompt -> response``; ``instructions`` replaces the default generation prompt (the optimizable part). For a
+    template suite's row (``suites.templates``) the instructions are its template: called with the row's
+    ``variables``, the program sends the template they fill as the prompt, so an edit of the instructions is an edit
+    of every row's prompt.
 
     ``enforce``: decode under the prompt's code-checkable constraints (``enforce.steering``): those its own words
     state (``extracted``) or the suite's annotations (``annotated``, given by ``annotate``). The plan travels with
     the LM call (so it is part of the cache key) and comes back on the prediction as ``plan``; an LM whose engine
-    cannot steer is refused before its first call (``steerable``)."""
+    cannot steer is refused before its first call (``check_steerable``)."""
 
     def __init__(
         self,
@@ -133,15 +144,32 @@ class Generator(dspy.Module):
             raise InputError("enforce = 'annotated' needs the suite row of every prompt; this prompt is in none given (use 'extracted' for plain prompts)")
         return enforcement_plan(prompt, self.enforce, self.annotations.get(prompt))
 
-    def forward(self, prompt: str, config: dict[str, Any] | None = None) -> dspy.Prediction:
+    def forward(self, prompt: str, config: dict[str, Any] | None = None, variables: dict[str, str] | None = None) -> dspy.Prediction:
+        adapter = self.adapter
+        if variables is not None:
+            prompt, adapter = self.filled(variables), TemplateChatAdapter()
+        elif templated(self.generate.signature.instructions):
+            raise ValueError("the instructions are a template ({{variables}}): this call has no row's `variables` to fill it with")
         plan = self.plan(prompt)
         settings: dict[str, Any] = {"max_tokens": self.max_tokens}
         if plan is not None and plan.steers:
             settings = {"max_tokens": max(self.max_tokens, plan.steering.min_tokens), "metadata": metadata(plan.steering)}
-        with dspy.context(adapter=self.adapter):
+        with dspy.context(adapter=adapter):
             prediction = self.generate(prompt=prompt, config={**settings, **(config or {})})
         prediction.plan = plan
         return prediction
+
+    def filled(self, values: dict[str, str]) -> str:
+        """The prompt a template row is sent: the instructions (its template) filled with its values."""
+        instructions = self.generate.signature.instructions
+        if not templated(instructions):
+            raise ValueError("a template row needs a template: these instructions name no {{variable}}")
+        return fill(instructions, values)
+
+
+def templated(instructions: str) -> bool:
+    """Whether a program's instructions are a prompt template (name a ``{{variable}}``)."""
+    return bool(variables(instructions))
 
 
 def check_steerable(program: dspy.Module, lm: dspy.LM) -> None:
@@ -193,6 +221,11 @@ def generate_row(
     improves the chosen sample."""
     if refine < 0 or best_of < 1:
         raise ValueError("refine must be >= 0 and best_of >= 1")
+    if row.variables is not None:  # a template row: plain generation (``suite_file`` refuses STICK for it)
+        if refine or best_of > 1:
+            raise ValueError("STICK (refine, best_of) takes a suite of prompts, not a template suite")
+        response = program(prompt=row.prompt, variables=row.variables).response
+        return GenerationRecord(key=row.json_key, prompt=row.prompt, response=response, variables=row.variables)
     if not refine and best_of == 1:
         response = program(prompt=row.prompt).response
         return GenerationRecord(key=row.json_key, prompt=row.prompt, response=response, enforcement=enforcement_of(program, row.prompt, response))

@@ -120,12 +120,13 @@ class GenerationRecord(BaseModel):
     refinement: Refinement | None = None
     enforcement: Enforced | None = None
     usage: Cost | None = None
+    variables: dict[str, str] | None = None  # a template suite's row: the values that filled the prompt
 
     @model_serializer(mode="wrap")
     def _unset_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):
-            for name in ("checks", "selection", "refinement", "enforcement", "usage"):
+            for name in ("checks", "selection", "refinement", "enforcement", "usage", "variables"):
                 if data.get(name) is None:
                     data.pop(name, None)
             if self.checks is None and data.get("score") is None:

@@ -22,9 +22,10 @@ from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.runtime import LMOptions
-from bineval_dspy.programs.generator import GeneratedRow, GenerationReport, Generator, generated_log, generated_rows
+from bineval_dspy.programs.generator import GeneratedRow, GenerationReport, Generator, generated_log, generated_rows, templated
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.suites.rows import SuiteRow
+from bineval_dspy.suites.templates import MissingVariable
 
 STICK_QUESTIONS = 8  # the most LM-written (TICK) questions of a row's hybrid checklist: its judge's calls per response
 
@@ -99,11 +100,11 @@ def split_of(rows: list[SuiteRow], suite: Path, program: Path | None, split: str
     return chosen
 
 
-def suite_program(config: GenerateSuite, rows: list[SuiteRow] | None = None) -> Generator:
+def suite_program(config: GenerateSuite, rows: list[SuiteRow] | None = None, template: str | None = None) -> Generator:
     """The generator: from ``program`` (its instructions, demos and token limit, unless ``max_tokens`` is given),
-    else the default instructions or the ``instructions`` file's; one enforcing the suite's annotations is given the
-    run's rows (``rows``, else read here: a Ray worker builds its own)."""
-    program = _program(config)
+    else the ``instructions`` file's, else a template suite's ``template``, else the default instructions; one
+    enforcing the suite's annotations is given the run's rows (``rows``, else read here: a Ray worker builds its own)."""
+    program = _program(config, template)
     if program.enforce == "annotated":
         try:
             program.annotate(rows if rows is not None else suite_rows(config))
@@ -112,13 +113,13 @@ def suite_program(config: GenerateSuite, rows: list[SuiteRow] | None = None) -> 
     return program
 
 
-def _program(config: GenerateSuite) -> Generator:
+def _program(config: GenerateSuite, template: str | None) -> Generator:
     from bineval_dspy.programs.state import load_program
 
     if config.program is not None and config.instructions is not None:
         raise InputError("give `program` or `instructions`, not both: a program file holds its instructions")
     if config.program is None:
-        text = read_text(config.instructions) if config.instructions is not None else None
+        text = read_text(config.instructions) if config.instructions is not None else template
         if text is not None and not text.strip():
             raise InputError(f"{config.instructions}: the instructions file is empty")
         return Generator(text, max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS, enforce=config.enforce)
@@ -141,7 +142,19 @@ def _checked(config: GenerateSuite) -> tuple[list[SuiteRow], Generator]:
 
         ray_module()  # installed, or one line before any work
     rows = suite_rows(config)
-    return rows, suite_program(config, rows)
+    templates = {row.template for row in rows if row.template is not None}
+    if not templates:
+        return rows, suite_program(config, rows)
+    if config.stick:
+        raise InputError(f"{config.suite}: a template suite is generated plainly: `refine` and `best_of` take a suite of prompts")
+    program = suite_program(config, rows, templates.pop())
+    template = program.generate.signature.instructions
+    if not templated(template):
+        raise InputError(f"{config.suite}: a template suite needs a program whose instructions are a template: {config.program or config.instructions} names no {{{{variable}}}}")
+    try:  # the program's template (an optimized one) fills the rows: their prompts are what it sends
+        return [row.with_template(template) for row in rows], program
+    except MissingVariable as exc:
+        raise InputError(f"{config.program or config.instructions}: its template names {{{{{exc.name}}}}}, which the rows of {config.suite} do not have") from None
 
 
 @dataclass
@@ -203,7 +216,7 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
     lm, judge = setup.lm, setup.judge
     meter = BudgetMeter.for_models(config.budget, [lm.model])
     fingerprint = {
-        "suite": file_digest(config.suite),
+        "suite": file_digest(config.suite) if config.suite.suffix != ".toml" else digest("".join(row.model_dump_json() for row in rows)),
         "instructions": digest(program.generate.signature.instructions),
         **({"demos": digest(json.dumps(demos_of(program), sort_keys=True))} if program.generate.demos else {}),
         "lm": lm_identity(lm),

@@ -33,6 +33,7 @@ from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate
 from bineval_dspy.report import figures
 from bineval_dspy.report.figures import Figure
+from bineval_dspy.report.pages import Row, amount, grid_rows, judge_rows, number
 from bineval_dspy.report.runs import (
     AnalysisRun,
     ExperimentRun,
@@ -54,11 +55,6 @@ TITLES = {
 
 
 # -- formatting (template filters) ---------------------------------------------------------------------------------
-def number(value: float | None, digits: int = 3) -> str:
-    """A number for a table cell; ``n/a`` where there is none."""
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
 def interval(estimate: Estimate) -> str:
     """A correlation with its bootstrap interval, as results.md writes it."""
     if estimate.value is None:
@@ -66,11 +62,6 @@ def interval(estimate: Estimate) -> str:
     if estimate.low is None or estimate.high is None:
         return f"{estimate.value:.3f}"
     return f"{estimate.value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]"
-
-
-def amount(value: float) -> str:
-    """A cost figure: whole counts as integers, money and fractions with their digits."""
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.6g}"
 
 
 @dataclass(frozen=True)
@@ -136,6 +127,7 @@ def _judge_view(run: JudgeRun, charts: Charts) -> dict[str, Any]:
         "dimensions": list(dict.fromkeys(v.dimension for v in verdicts if v.dimension)),
         "answers": [a for a in ("yes", "no", "unanswered") if any(v.answer == a for v in verdicts)],
         "verdict_judges": list(dict.fromkeys(v.judge for v in verdicts)),
+        "questions": list(dict.fromkeys(v.question or v.question_id for v in verdicts)),
         "charts": [charts.add(figures.judge_scores(run)), charts.add(figures.pass_rates(rates, "pass rate per question"))],
     }
 
@@ -212,6 +204,7 @@ def _experiment_view(run: ExperimentRun, charts: Charts) -> dict[str, Any]:
     return {
         "run": run, "results": results, "measures": list(dict.fromkeys(m for arm in results.arms for m in arm.test.accuracy)),
         "grid": run.grid, "grid_columns": [arm.name for arm in results.arms], "disagree": sum(row.disagree for row in run.grid),
+        "grid_questions": list(dict.fromkeys(check.name for row in run.grid for cell in row.cells.values() for check in cell.checks)),
     }
 
 
@@ -227,6 +220,21 @@ def _view(run: Run, charts: Charts) -> dict[str, Any]:
     if isinstance(run, ExperimentRun):
         return _experiment_view(run, charts)
     return _tune_view(run, charts)
+
+
+def section_rows(run: Run) -> list[Row] | None:
+    """The rows of a run's row list (a judge run's scorecards, an experiment's output grid), which the page draws a
+    page at a time; None for a run with none."""
+    if isinstance(run, JudgeRun):
+        return judge_rows(run)
+    if isinstance(run, ExperimentRun) and run.grid:
+        return grid_rows(run.grid, [arm.name for arm in run.results.arms])
+    return None
+
+
+def anchors(runs: Sequence[Run]) -> list[str]:
+    """Each run's section id on the page, in order (the API names a section by it)."""
+    return [f"run-{k}" for k in range(1, len(runs) + 1)]
 
 
 def _environment() -> jinja2.Environment:
@@ -254,23 +262,29 @@ def _hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def render(runs: Sequence[Run], title: str = "bineval report", charts_on: bool = True) -> str:
+def render(runs: Sequence[Run], title: str = "bineval report", charts_on: bool = True, api: str | None = None) -> str:
     """The report on ``runs`` as one HTML document (UTF-8 text) that needs nothing else to be viewed; without
-    ``charts_on``, tables only (a few kB, not the 4.6 MB of plotly.js)."""
+    ``charts_on``, tables only (a few kB, not the 4.6 MB of plotly.js). With ``api`` (``bineval view``'s), the row
+    lists are not inlined: the page asks that URL for them a page at a time (``report.pages``), the one connection
+    its policy allows."""
     charts = Charts(charts_on)
     sections = [
-        Section(anchor=f"run-{k}", kind=run.kind, heading=TITLES[run.kind], source=shown_path(run.source), view=_view(run, charts))
-        for k, run in enumerate(runs, start=1)
+        Section(anchor=anchor, kind=run.kind, heading=TITLES[run.kind], source=shown_path(run.source), view=_view(run, charts))
+        for anchor, run in zip(anchors(runs), runs, strict=True)
     ]
+    inlined = [] if api is not None else zip(anchors(runs), runs, strict=True)
+    lists = {anchor: rows for anchor, run in inlined if (rows := section_rows(run)) is not None}
     plotly_js = _inline(get_plotlyjs()) if charts_on else ""
     page_js = _inline(ASSETS.joinpath("report.js").read_text(encoding="utf-8"))
     scripts = " ".join(_hash(script) for script in (plotly_js, page_js) if script)
     policy = f"default-src 'none'; script-src {scripts}; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+    if api is not None:
+        policy += "; connect-src 'self'"
     return _environment().get_template("report.html.j2").render(
         title=title,
         version=__version__,
         sections=sections,
-        data={"figures": charts.figures, "template": figures.TEMPLATE},
+        data={"figures": charts.figures, "template": figures.TEMPLATE, "api": api, "rows": lists},
         policy=policy,
         style=Markup(_inline(ASSETS.joinpath("report.css").read_text(encoding="utf-8"), "style")),
         plotly_js=Markup(plotly_js),

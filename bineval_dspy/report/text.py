@@ -46,7 +46,7 @@ def _say(text: str) -> None:
 
 
 def _spend(cost: Cost) -> None:
-    from bineval_dspy.report.html import amount
+    from bineval_dspy.report.pages import amount
     from bineval_dspy.report.spend import spend_entries
 
     entries = spend_entries(cost)
@@ -69,7 +69,7 @@ def _row(table: Table, *cells: object) -> None:
 # -- judge output --------------------------------------------------------------------------------------------------
 def show_judge(run: JudgeRun) -> None:
     """Mean scores, pass rate per question, and the lowest-scoring outputs."""
-    from bineval_dspy.report.html import number
+    from bineval_dspy.report.pages import number
     from bineval_dspy.report.stats import dimension_means, question_rates
 
     cards = [row.card for row in run.rows]
@@ -106,7 +106,7 @@ def _estimate(e: Estimate) -> str:
 def show_meta(run: MetaRun) -> None:
     """Spearman with the humans (all three levels, with intervals), each method's system ranks beside the humans', where
     scores lie on their scale, questions' yes rates."""
-    from bineval_dspy.report.html import number
+    from bineval_dspy.report.pages import number
     from bineval_dspy.report.stats import method_rates, spreads
 
     outputs, documents = len({s.id for s in run.scores}), len({s.doc_id for s in run.scores})

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import dspy
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
@@ -31,6 +31,17 @@ class SuiteRow(BaseModel):
     kwargs: list[dict[str, Any]]
     extracted: bool = Field(default=False, exclude=True, repr=False)  # the ids are what the extractor found in the prompt
     written_key: int | str | None = Field(default=None, exclude=True, repr=False)  # the key as the file spells it
+    variables: dict[str, str] | None = None  # a template suite's row: the values its template was filled with
+    template: str | None = None  # ... and that template, the generator's instructions (``suites.templates``)
+
+    @model_serializer(mode="wrap")
+    def _plain_rows_plain(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A row of a plain suite is written as before: no template fields."""
+        data = handler(self)
+        if isinstance(data, dict) and self.variables is None:
+            data.pop("variables", None)
+            data.pop("template", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -46,13 +57,24 @@ class SuiteRow(BaseModel):
         return self.written_key if self.written_key is not None else self.key
 
     def to_example(self) -> dspy.Example:
-        """The row as a ``dspy.Example`` whose only input is ``prompt`` (what a generator program sees)."""
-        return dspy.Example(**self.model_dump(), **({"extracted": True} if self.extracted else {})).with_inputs("prompt")
+        """The row as a ``dspy.Example`` whose input is ``prompt`` (what a generator program sees) and, for a template
+        row, its ``variables`` (which fill the program's template); a row whose checks the extractor found says so."""
+        example = dspy.Example(**self.model_dump(), **({"extracted": True} if self.extracted else {}))
+        return example.with_inputs("prompt", *(("variables",) if self.variables is not None else ()))
 
     @classmethod
     def from_example(cls, example: dspy.Example) -> SuiteRow:
         """The suite row an example was made from (``to_example``'s inverse)."""
-        return cls(**{name: example[name] for name in SUITE_FIELDS}, extracted=bool(example.get("extracted", False)))
+        fields = {name: example[name] for name in (*SUITE_FIELDS, "variables", "template") if name in example}
+        return cls(**fields, extracted=bool(example.get("extracted", False)))
+
+    def with_template(self, template: str) -> SuiteRow:
+        """A template row with another template (an optimized program's): its prompt filled again from its variables."""
+        from bineval_dspy.suites.templates import fill
+
+        if self.variables is None:
+            return self
+        return self.model_copy(update={"template": template, "prompt": fill(template, self.variables)})
 
     def checks(self) -> list[Check | str]:
         """One check per instruction or, where its verifier rejects the kwargs, the reason it is ungraded.
@@ -121,27 +143,30 @@ def _suite_row(obj: dict[str, Any], where: str, extract: Extract | None = None) 
 
 
 def load_suite(path: Path | str, skipped: list[InputError] | None = None, extract: Extract | None = None) -> list[SuiteRow]:
-    """Read an IFBench-style suite (JSON Lines). Invalid rows raise InputError, or go to ``skipped`` when given.
-    ``extract``: rows of only a key and a prompt are accepted, graded by the constraints it finds (``_suite_row``).
+    """Read an IFBench-style suite (JSON Lines), or a template suite (``.toml``: ``suites.templates``). Invalid rows
+    raise InputError, or go to ``skipped`` when given. ``extract``: rows of only a key and a prompt are accepted,
+    graded by the constraints it finds (``_suite_row``).
 
     Malformed JSON always raises: the rest of such a file cannot be trusted.
     """
+    from bineval_dspy.suites.templates import load_template_suite
+
     path = Path(path)
     rows: list[SuiteRow] = []
-    first_line: dict[str, int] = {}
-    for number, obj in read_jsonl(path):
-        where = f"{path}:{number}"
+    first_line: dict[str, str] = {}
+    lines = load_template_suite(path) if path.suffix == ".toml" else ((f"{path}:{number}", obj) for number, obj in read_jsonl(path))
+    for where, obj in lines:
         try:
             row = _suite_row(obj, where, extract)
             if row.key in first_line:
                 first = first_line[row.key]
-                raise InputError(f"{where}: field 'key': duplicate key {row.key!r} (first at line {first})")
+                raise InputError(f"{where}: field 'key': duplicate key {row.key!r} (first at line {first.rsplit(':', 1)[1]})")
         except InputError as exc:
             if skipped is None:
                 raise
             skipped.append(exc)
             continue
-        first_line[row.key] = number
+        first_line[row.key] = where
         rows.append(row)
     return rows
 

@@ -12,7 +12,7 @@ from bineval_dspy import cli
 from bineval_dspy.lm import runtime, specs
 from bineval_dspy.testing import scripted_lm, verdict_json
 from tests.conftest import route_cli_lm
-from tests.report import browser
+from tests.report import browser, builders
 
 ROW = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
 RUN = ("runs", "eval")
@@ -134,8 +134,9 @@ def test_the_report_and_show_put_every_output_side_by_side(tmp_path, lms, capsys
     assert cli.main(["report", str(tmp_path.joinpath(*RUN)), "-o", str(small), "--no-charts"]) == 0
     html = small.read_text()
     assert "(self mode): 2 arms on 4 test items; every difference" in html and "only rows where the columns disagree (3)" in html
-    assert html.count('data-disagree="yes"') == 3 and html.count('data-disagree="no"') == 1
-    assert "hi, there</pre>" in html and '<li class="answer-no" data-check="punctuation:no_comma"' in html
+    rows = builders.inlined_rows(html)["run-1"]  # the page draws them (report.js)
+    assert [row["disagree"] for row in rows] == [True, True, True, False]
+    assert rows[0]["cells"][0]["output"] == "hi, there" and rows[0]["cells"][0]["checks"][0] == {"name": "punctuation:no_comma", "answer": "no", "text": ""}
     assert html.count("<script") == 2 and small.stat().st_size < report.stat().st_size / 20  # the data and our script: no plotly.js
     capsys.readouterr()
     assert cli.main(["show", str(tmp_path.joinpath(*RUN))]) == 0
@@ -150,7 +151,7 @@ def test_hostile_outputs_in_the_grid_stay_text(tmp_path, lms):
     report = tmp_path / "report.html"
     assert cli.main(["report", str(tmp_path.joinpath(*RUN)), "-o", str(report), "--no-charts"]) == 0
     html = report.read_text()
-    assert "<img" not in html and "<script>alert" not in html and "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in html
+    assert "<img" not in html and "<script>alert" not in html and "\\u003cimg src=x onerror=\\\"alert(1)\\\"\\u003e" in html  # JSON-escaped data
 
 
 @pytest.mark.skipif(not browser.available(), reason="needs chromium and chromedriver (apt-get install chromium chromium-driver)")
@@ -163,9 +164,11 @@ def test_the_grid_filter_shows_only_the_rows_where_columns_disagree(tmp_path, lm
     assert cli.main(["report", str(tmp_path.joinpath(*RUN)), "-o", str(report), "--no-charts"]) == 0
     with browser.chromium() as driver:
         browser.open_report(driver, report)
+        browser.wait_rows(driver)
         visible = "return Array.from(document.querySelectorAll('tr.grid-row')).filter((r) => r.offsetParent !== null).map((r) => r.dataset.row)"
         assert driver.execute_script(visible) == ["0", "1", "2", "3"]
-        driver.find_element(By.CSS_SELECTOR, "input[data-grid-filter]").click()
+        driver.find_element(By.CSS_SELECTOR, 'input[data-filter="disagree"]').click()
+        browser.wait_rows(driver)
         assert driver.execute_script(visible) == ["0", "1", "2"]
         assert driver.execute_script("return document.querySelector('div.grid-filters output.count').textContent") == "3 of 4 rows"
         assert browser.problems(driver) == []

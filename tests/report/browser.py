@@ -38,8 +38,9 @@ def available() -> bool:
 
 
 @contextmanager
-def chromium(width: int = WIDTH, height: int = HEIGHT) -> Iterator[Any]:
-    """A headless Chromium session with the page watcher installed; network off, as a viewer's offline machine."""
+def chromium(width: int = WIDTH, height: int = HEIGHT, offline: bool = True) -> Iterator[Any]:
+    """A headless Chromium session with the page watcher installed; network off, as a viewer's offline machine
+    (``offline`` False: on, for `bineval view`'s page on 127.0.0.1)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -54,7 +55,7 @@ def chromium(width: int = WIDTH, height: int = HEIGHT) -> Iterator[Any]:
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER or "", env={**os.environ, **home}), options=options)
     try:
         driver.execute_cdp_cmd("Network.enable", {})
-        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": offline, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
         driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH})
         yield driver
     finally:
@@ -62,12 +63,23 @@ def chromium(width: int = WIDTH, height: int = HEIGHT) -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def open_report(driver: Any, path: Path, timeout: float = 60) -> None:
-    """Load ``path`` and wait until the page says every chart is drawn."""
+def open_report(driver: Any, path: Path | str, timeout: float = 60) -> None:
+    """Load ``path`` (a report file, or a URL: `bineval view`'s) and wait until the page says every chart is drawn
+    and every row list its first page."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    driver.get(path.resolve().as_uri())
+    driver.get(path if isinstance(path, str) else path.resolve().as_uri())
     WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return document.body && document.body.dataset.charts !== undefined"))
+    wait_rows(driver, timeout)
+
+
+def wait_rows(driver: Any, timeout: float = 60) -> None:
+    """Wait until every row list on the page has drawn the page it last asked for (``report.js`` marks each
+    ``.rows`` element ``loading``, then ``ready``)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    done = "return Array.from(document.querySelectorAll('.rows')).every((r) => r.dataset.state === 'ready')"
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script(done))
 
 
 def problems(driver: Any) -> list[str]:

@@ -152,3 +152,17 @@ def every_kind(folder: Path) -> list[Path]:
             analysis_run(folder),
             tune_run(folder),
         ]
+
+
+def inlined_rows(html: str) -> dict[str, list[dict]]:
+    """The row lists a report file inlines (its data element's ``rows``: section id -> rows), which the page draws."""
+    start = html.index('<script type="application/json" id="report-data">') + len('<script type="application/json" id="report-data">')
+    return json.loads(html[start : html.index("</script>", start)])["rows"]
+
+
+def large_judge_run(folder: Path, rows: int) -> Path:
+    """`bineval judge` output of ``rows`` rows in its real format (``testing.runs``): row ``o{k}`` is impolite when
+    ``k % 7 == 3``; no other "no"."""
+    from bineval_dspy.testing.runs import synthetic_judge_run
+
+    return synthetic_judge_run(folder / "large.jsonl", rows)

@@ -87,16 +87,19 @@ def test_the_verdict_filters_show_only_matching_verdicts(driver, every_kind):
         )
 
     select["answer"].select_by_value("no")
+    browser.wait_rows(driver)
     nos = [v for v in verdicts if v["answer"] == "no"]
     assert shown() == [f"{v['dimension']}|no" for v in nos]
     outputs = sum(any(v["answer"] == "no" for v in c["verdicts"]) for c in cards)
     assert text(driver, "#run-1 output.count") == f"{len(nos)} of {len(verdicts)} verdicts in {outputs} output(s)"
-    assert driver.execute_script("return document.querySelector('#run-1 article[data-output=\"r0\"]').hidden")  # all yes
+    assert driver.execute_script("return document.querySelector('#run-1 article[data-output=\"r0\"]')") is None  # all yes: not drawn
 
     select["dimension"].select_by_value("tone")
+    browser.wait_rows(driver)
     assert shown() == ["tone|no" for v in nos if v["dimension"] == "tone"]
     select["answer"].select_by_value("")
     select["dimension"].select_by_value("")
+    browser.wait_rows(driver)
     assert len(shown()) == len(verdicts) and browser.problems(driver) == []
 
 

@@ -1,0 +1,127 @@
+"""Template suites (issue 47, item 8): a prompt template with {{variables}} and a table of rows, read wherever a suite
+is; the filled prompt is generated, judged and recorded with the row's values, and the template is the program's
+instructions, so it is what the optimizer edits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dspy
+import pytest
+
+from bineval_dspy import cli
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.lm import runtime, specs
+from bineval_dspy.programs.generator import Generator
+from bineval_dspy.programs.state import set_instructions
+from bineval_dspy.suites.rows import SuiteRow, load_suite
+from bineval_dspy.suites.templates import MissingVariable, fill, variables
+from bineval_dspy.testing import scripted_lm, verdict_json
+from tests.conftest import route_cli_lm
+
+TEMPLATE = "Write a {{form}} about {{ topic }}, with no commas."
+NO_COMMA = '[{verifier = "punctuation:no_comma"}]'
+
+
+def template_suite(folder: Path, rows: str, name: str = "rows.csv", template: str = TEMPLATE, checks: str = NO_COMMA) -> Path:
+    (folder / name).write_text(rows)
+    suite = folder / "haiku.toml"
+    suite.write_text(f"template = {json.dumps(template)}\nrows = {json.dumps(name)}\nchecks = {checks}\n")
+    return suite
+
+
+def test_fill_replaces_each_variable_once_and_never_reads_a_value_as_a_template():
+    assert variables(TEMPLATE) == ["form", "topic"]
+    assert fill(TEMPLATE, {"form": "haiku", "topic": "{{form}}"}) == "Write a haiku about {{form}}, with no commas."
+    with pytest.raises(MissingVariable, match=r"no value for \{\{topic\}\}"):
+        fill(TEMPLATE, {"form": "haiku"})
+
+
+def test_a_template_suite_is_a_suite_of_filled_prompts_with_their_values(tmp_path):
+    rows = load_suite(template_suite(tmp_path, "form,topic,mood\nhaiku,autumn,calm\npoem,the sea,wild\n"))
+    assert [(r.key, r.prompt) for r in rows] == [("2", "Write a haiku about autumn, with no commas."), ("3", "Write a poem about the sea, with no commas.")]
+    assert rows[0].variables == {"form": "haiku", "topic": "autumn", "mood": "calm"} and rows[0].template == TEMPLATE
+    assert rows[0].instruction_id_list == ["punctuation:no_comma"] and SuiteRow.from_example(rows[0].to_example()) == rows[0]
+    assert set(rows[0].to_example().inputs().keys()) == {"prompt", "variables"}
+
+    jsonl = '{"key": "a", "form": "haiku", "topic": "rain", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["rain"]}]}\n'
+    (row,) = load_suite(template_suite(tmp_path, jsonl, "rows.jsonl"))
+    assert row.key == "a" and row.instruction_id_list == ["punctuation:no_comma", "keywords:existence"] and row.variables == {"form": "haiku", "topic": "rain"}
+    plain = SuiteRow(key="1", prompt="p", instruction_id_list=["punctuation:no_comma"], kwargs=[{}])
+    assert "variables" not in plain.model_dump() and set(plain.to_example().inputs().keys()) == {"prompt"}  # a plain suite as before
+
+
+def test_the_template_may_be_a_file_beside_the_suite(tmp_path):
+    (tmp_path / "prompt.txt").write_text("Describe {{topic}}.\n")
+    (row,) = load_suite(template_suite(tmp_path, "topic\nfog\n", template="prompt.txt"))
+    assert row.prompt == "Describe fog."
+
+
+@pytest.mark.parametrize(
+    ("rows", "template", "checks", "message"),
+    [
+        ("form,topic\nhaiku,autumn\npoem\n", TEMPLATE, NO_COMMA, r"rows.csv:3: no value for \{\{topic\}\}, which the template names"),
+        ("form,topic\nhaiku,autumn\n", "A {{form}} in {{mood}}.", NO_COMMA, r"rows.csv:2: no value for \{\{mood\}\}, which the template names"),
+        ("form,topic\nhaiku,autumn\n", "promt.txt", NO_COMMA, r"haiku.toml: field 'template': the template names no \{\{variable\}\}"),
+        ("form,topic\nhaiku,autumn\n", TEMPLATE, '[{verifier = "punctuation:no_coma"}]', r"haiku.toml: field 'checks.0.verifier': unknown .*no_comma"),
+        ("form,topic\nhaiku,autumn\n", TEMPLATE, "[]", r"rows.csv:2: no checks: give `checks`"),
+        ("form,topic\nhaiku,autumn,extra\n", TEMPLATE, NO_COMMA, r"rows.csv:2: more values than the header's 2 columns"),
+    ],
+)
+def test_a_bad_template_suite_is_one_located_line(tmp_path, rows, template, checks, message):
+    with pytest.raises(InputError, match=message):
+        load_suite(template_suite(tmp_path, rows, template=template, checks=checks))
+
+
+def test_the_cli_says_a_missing_variable_in_one_line(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda r: "a reply")
+    suite = template_suite(tmp_path, "form,topic\nhaiku,autumn\npoem\n")
+    assert cli.main(["generate", "--suite", str(suite), "-o", str(tmp_path / "out.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "rows.csv:3: no value for {{topic}}" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_generate_sends_the_filled_template_and_records_the_rows_values(tmp_path, monkeypatch):
+    lm = route_cli_lm(monkeypatch, lambda r: "leaves fall softly")
+    suite = template_suite(tmp_path, "form,topic\nhaiku,autumn\npoem,the sea\n")
+    out = tmp_path / "out.jsonl"
+    assert cli.main(["generate", "--suite", str(suite), "-o", str(out)]) == 0
+    assert [(r.system, [m.text for m in r.messages]) for r in lm.engine.requests] == [
+        (None, ["Write a haiku about autumn, with no commas."]), (None, ["Write a poem about the sea, with no commas."])
+    ]  # the filled template is the whole prompt: no system message
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["prompt"], r["variables"]) for r in written] == [
+        ("Write a haiku about autumn, with no commas.", {"form": "haiku", "topic": "autumn"}),
+        ("Write a poem about the sea, with no commas.", {"form": "poem", "topic": "the sea"}),
+    ]
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(out), "-o", str(tmp_path / "v.jsonl")]) == 0
+    assert cli.main(["generate", "--suite", str(suite), "--best-of", "2", "-o", str(tmp_path / "b.jsonl")]) == 2
+
+
+def test_the_template_is_what_an_edit_changes_and_the_rows_stay(tmp_path):
+    lm = scripted_lm(lambda r: "ok")
+    dspy.configure(lm=lm)
+    (row,) = load_suite(template_suite(tmp_path, "form,topic\nhaiku,autumn\n"))
+    program = Generator(row.template)
+    set_instructions(program, {"generate": row.template + " Use lowercase letters only."})  # what an optimizer edit does
+    program(**row.to_example().inputs())
+    assert [m.text for m in lm.engine.requests[0].messages] == ["Write a haiku about autumn, with no commas. Use lowercase letters only."]
+    with pytest.raises(ValueError, match="no row's `variables`"):
+        program(prompt=row.prompt)  # never sent as a system message unfilled
+
+
+def test_an_experiment_on_a_template_suite_runs_the_template_as_its_start_program(tmp_path, monkeypatch):
+    made = {"custom/a": scripted_lm(lambda r: "hi there", model="custom/a")}
+    monkeypatch.setattr(specs, "make_lm", lambda spec, **kwargs: made[spec])
+    monkeypatch.setattr(runtime, "make_lm", lambda spec, **kwargs: made[spec])
+    route_cli_lm(monkeypatch, lambda r: verdict_json("yes"))
+    template_suite(tmp_path, "form,topic\nhaiku,autumn\npoem,rain\n")
+    config = tmp_path / "eval.toml"
+    config.write_text('mode = "self"\nrun_dir = "runs/eval"\n[data]\nsuite = "haiku.toml"\ntrain = 0\nval = 0\n[[arms]]\nname = "start"\nkind = "start"\nlm = "custom/a"\n')
+    assert cli.main(["experiment", str(config)]) == 0
+    sent = sorted(m.text for r in made["custom/a"].engine.requests for m in r.messages)
+    assert sent == ["Write a haiku about autumn, with no commas.", "Write a poem about rain, with no commas."]
+    assert all(r.system is None for r in made["custom/a"].engine.requests)
+    grid = [json.loads(line) for line in (tmp_path / "runs" / "eval" / "grid.jsonl").read_text().splitlines()]
+    assert sorted(row["input"] for row in grid) == sent  # the filled prompt is what is judged and shown

@@ -87,9 +87,9 @@ def test_generate_sends_the_filled_template_and_records_the_rows_values(tmp_path
     suite = template_suite(tmp_path, "form,topic\nhaiku,autumn\npoem,the sea\n")
     out = tmp_path / "out.jsonl"
     assert cli.main(["generate", "--suite", str(suite), "-o", str(out)]) == 0
-    assert [(r.system, [m.text for m in r.messages]) for r in lm.engine.requests] == [
-        (None, ["Write a haiku about autumn, with no commas."]), (None, ["Write a poem about the sea, with no commas."])
-    ]  # the filled template is the whole prompt: no system message
+    assert sorted((r.system or "", [m.text for m in r.messages]) for r in lm.engine.requests) == [
+        ("", ["Write a haiku about autumn, with no commas."]), ("", ["Write a poem about the sea, with no commas."])
+    ]  # the filled template is the whole prompt: no system message (rows run on threads: any order)
     written = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["prompt"], r["variables"]) for r in written] == [
         ("Write a haiku about autumn, with no commas.", {"form": "haiku", "topic": "autumn"}),

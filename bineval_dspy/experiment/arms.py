@@ -211,6 +211,12 @@ def check_inputs(context: ArmContext) -> None:
     for arm in context.config.arms:
         if isinstance(arm, OwnLMArm):
             context.own_lm(arm)
+        if isinstance(arm, StartArm | BestOfArm) and (arm.enforce or (isinstance(arm, StartArm) and arm.program.get("enforce"))):
+            probe = Generator(enforce=arm.enforce or arm.program.get("enforce"))  # only its LM is asked
+            try:
+                check_steerable(probe, context.own_lm(arm) or context.lm)
+            except InputError as exc:
+                raise InputError(f"{context.config.source}: arm {arm.name!r} field 'enforce': {exc}") from None
         if isinstance(arm, FinetuneArm):
             extra_train(arm.train_data, [*context.val, *context.test], context.config.mode)
         if isinstance(arm, ProbeArm) and arm.train_data is not None:

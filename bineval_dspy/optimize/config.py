@@ -251,7 +251,10 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
         instructions = config.program.instructions or (templates.pop() if templates else None)
         student: dspy.Module = Generator(instructions, max_tokens=config.program.max_tokens, enforce=config.program.enforce)
         if config.program.enforce == "annotated":
-            student.annotate([SuiteRow.from_example(ex) for part in splits for ex in part])
+            try:
+                student.annotate([SuiteRow.from_example(ex) for part in splits for ex in part])
+            except InputError as exc:
+                raise InputError(f"{config.data.suite or config.source}: {exc}") from None
     else:
         if config.data.split_files:
             splits = given_splits(config.data.split_files, load_judge_examples, group=lambda ex: ex.example_id)

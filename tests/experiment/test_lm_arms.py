@@ -229,3 +229,14 @@ def test_the_command_lines_key_goes_only_to_its_own_servers(tmp_path, monkeypatc
         config.write_text(config.read_text() + arm("keyed", f', api_base = "{keyed.url}", api_key_env = "ARM_KEY"'))
         assert cli.main(argv) == 0
     assert set(keyed.authorizations) == {"Bearer sk-arm-0123456789"}  # an arm's own key, for its own servers
+
+
+def test_an_enforcing_arm_on_an_lm_that_cannot_steer_is_refused_before_any_arm_runs(tmp_path, lms, capsys):
+    arms = (
+        '[[arms]]\nname = "plain"\nkind = "start"\nlm = "custom/plain"\n'
+        '[[arms]]\nname = "forced"\nkind = "start"\nlm = "custom/comma"\nenforce = "extracted"\n'
+    )
+    assert cli.main(["experiment", str(write_config(tmp_path, arms))]) == 2
+    err = capsys.readouterr().err
+    assert "arm 'forced' field 'enforce'" in err and "cannot decode under constraints" in err and len(err.strip().splitlines()) == 1
+    assert [len(lms[m].engine.requests) for m in ("custom/comma", "custom/plain")] == [0, 0]  # no arm ran

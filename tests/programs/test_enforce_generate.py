@@ -68,3 +68,8 @@ def test_generate_enforce_on_the_embedded_model_holds_and_says_so(tmp_path, caps
     assert sum(line.startswith("* ") for line in second["response"].splitlines()) == 3
     assert records[3]["enforcement"]["decisions"] == []  # its words state no constraint; the annotated ones are not read
     assert "held when checked after decoding" in capsys.readouterr().out
+    sampled = tmp_path / "b.jsonl"  # Best-of-N's samples are decoded side by side, each under the same constraints
+    assert cli.main(["generate", "--suite", str(suite), "--enforce", "extracted", "--max-tokens", "48", "--best-of", "2", "--limit", "1", "-o", str(sampled)]) == 0
+    (record,) = map(json.loads, sampled.read_text().splitlines())
+    drawn = [c["response"] for c in record["selection"]["candidates"]]
+    assert len(drawn) == 2 and all(text == text.lower() and "," not in text for text in drawn)

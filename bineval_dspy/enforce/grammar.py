@@ -52,6 +52,9 @@ def unexpressed(steering: Steering) -> tuple[str, ...]:
     missing = [name for name in UNEXPRESSED_ALWAYS if getattr(steering, name) not in (0, None, ())]
     if any(len(b) > 1 for b in steering.banned):
         missing.append("banned")
+    structure = steering.structure
+    if steering.title and structure is not None and structure.kind == "paragraphs" and structure.nth == 1:
+        missing.append("title")  # it would open the paragraph whose first word is given, or be one too many
     counted = [name for name in ("min_words", "max_words") if getattr(steering, name) not in (0, None)]
     if counted and (steering.json_value or (steering.choice and not _choices(steering)) or not _fits(steering)):
         missing += counted

@@ -110,6 +110,9 @@ def test_what_a_grammar_cannot_express_is_named():
     assert unexpressed(Steering(json_value=True, max_words=50)) == ("max_words",)
     assert unexpressed(Steering(choice=("My answer is yes.",), min_words=5)) == ("min_words",)  # the phrase has 4
     assert unexpressed(Steering(title=True, postscript="P.S.", max_words=4)) == ("max_words",)  # no word left to each
+    first = Structure(kind="paragraphs", count=2, nth=1, first_word="then")
+    assert unexpressed(Steering(title=True, structure=first)) == ("title",)  # no reply has both
+    assert unexpressed(Steering(title=True, structure=first.model_copy(update={"nth": 2}))) == ()
     for instruction_id in EXPRESSED:
         plan = compile_plan([(instruction_id, random_kwargs(instruction_id, random.Random(1)))], "p", "annotated", SERVER.unsteerable)
         assert [d.status for d in plan.decisions] == ["enforced"], plan.decisions
@@ -147,11 +150,11 @@ def test_each_expressed_constraint_makes_its_verifier_pass(decoder, instruction_
     assert failures == []
 
 
-def test_combinations_hold_together(decoder):
+def test_every_pair_and_random_triples_hold_together(decoder):
     rng = random.Random(3)
+    pairs = [[a, b] for k, a in enumerate(EXPRESSED) for b in EXPRESSED[k + 1 :] for _ in range(2)]
     failures = []
-    for seed in range(40):
-        ids = rng.sample(EXPRESSED, rng.randint(2, 3))
+    for seed, ids in enumerate(pairs + [rng.sample(EXPRESSED, 3) for _ in range(40)]):
         failures += passes(decoder, [(i, random_kwargs(i, rng)) for i in ids], seed)
     assert failures == []
 

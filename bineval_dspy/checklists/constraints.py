@@ -18,7 +18,7 @@ from typing import Any
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.enforce.plan import Plan, Source
 from bineval_dspy.verifiers import VerifierError, build_check
-from bineval_dspy.verifiers.enforcement import compile_plan
+from bineval_dspy.verifiers.enforcement import Refuse, compile_plan
 
 DIMENSION = "constraints"  # the dimension of the questions found here
 _NUMBERS = {
@@ -246,11 +246,12 @@ def extracted(prompt: str) -> Annotated:
     return [(q.verifier, dict(q.verifier_kwargs or {})) for q in stated_constraints(prompt) if q.verifier]
 
 
-def enforcement_plan(prompt: str, source: Source, annotated: Annotated | None = None) -> Plan:
+def enforcement_plan(prompt: str, source: Source, annotated: Annotated | None = None, refuse: Refuse | None = None) -> Plan:
     """The decoding plan for one prompt: from the constraints its own words state (``extracted``: what a user
-    without annotations has, and what the headline figures use) or from the suite's instruction ids (``annotated``)."""
+    without annotations has, and what the headline figures use) or from the suite's instruction ids (``annotated``);
+    ``refuse``: what the LM that will decode cannot execute (``compile_plan``)."""
     if source == "extracted":
         constraints = extracted(prompt)
     else:
         constraints = list(annotated or [])
-    return compile_plan(constraints, prompt, source)
+    return compile_plan(constraints, prompt, source, refuse)

@@ -142,7 +142,7 @@ def add_generate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     gen.add_argument("--max-tokens", type=count(1), help=f"token limit per response (default {GENERATE_MAX_TOKENS}, or the --program's)")
     gen.add_argument(
         "--enforce", choices=("extracted", "annotated"),
-        help="decode under each prompt's code-checkable constraints: those its own words state (extracted) or the suite's instruction ids (annotated); every output is still verified after",
+        help="decode under each prompt's code-checkable constraints: those its own words state (extracted) or the suite's instruction ids (annotated); on the embedded models, or a llama.cpp server as --lm llamacpp/<model> --api-base URL (sent as a grammar; what it cannot express is reported as not enforced); every output is still verified after",
     )  # fmt: skip
     gen.add_argument("-o", "--output", default="responses.jsonl", help="JSONL: key, prompt, response (+ STICK records)")
     gen.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from bineval_dspy.enforce.steering import Steering
+
+
+ENGINE_CODE_KEY = "bineval_engine_steering_code"  # request metadata: ``steering_code``, so it keys the cache
 
 
 @runtime_checkable
@@ -20,6 +26,7 @@ class Engine(Protocol):
     in_process: bool  # calls run in this process: they serialize, and prompt order matters
     supports_prefill: bool  # a request ending in an assistant message is continued from it
     supports_steering: bool  # a request's ``enforce.steering`` metadata is executed while decoding
+    steering_code: str  # a digest of the engine's own code that executes a spec ('': none), sent with steered requests
     model_path: Path | None  # the model file an in-process engine runs (fine-tuning trains it)
 
     @property
@@ -31,6 +38,8 @@ class Engine(Protocol):
 
     def load(self) -> None: ...  # load the model now, so a bad file fails before any row
 
+    def unsteerable(self, steering: Steering) -> str: ...  # why part of ``steering`` cannot be executed; '': all can
+
 
 class EngineBase:
     """The defaults: a remote engine that batches nothing, caps nothing and loads nothing ahead."""
@@ -38,6 +47,7 @@ class EngineBase:
     in_process = False
     supports_prefill = False
     supports_steering = False
+    steering_code = ""
     model_path: Path | None = None
 
     @property
@@ -53,6 +63,10 @@ class EngineBase:
     def load(self) -> None:
         return None
 
+    def unsteerable(self, steering: Steering) -> str:
+        """An engine that steers at all executes every spec (the embedded one); a server's grammar says less."""
+        return ""
+
 
 class _Declared(EngineBase):
     """An engine that declares some capabilities and not others (a user's, a test's): what it declares, else the
@@ -63,6 +77,7 @@ class _Declared(EngineBase):
         self.in_process = bool(getattr(engine, "in_process", False))
         self.supports_prefill = bool(getattr(engine, "supports_prefill", False))
         self.supports_steering = bool(getattr(engine, "supports_steering", False))
+        self.steering_code = str(getattr(engine, "steering_code", "") or "")
         self.model_path = getattr(engine, "model_path", None)
 
     @property
@@ -81,6 +96,10 @@ class _Declared(EngineBase):
         load = getattr(self._engine, "load", None)
         if callable(load):
             load()
+
+    def unsteerable(self, steering: Steering) -> str:
+        unsteerable = getattr(self._engine, "unsteerable", None)
+        return str(unsteerable(steering)) if callable(unsteerable) else ""
 
 
 _DEFAULTS = EngineBase()

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dspy.lm15 import Request, Response, TimeoutError
 
@@ -34,6 +34,9 @@ from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.remote import TRANSIENT, RemoteEngine
 from bineval_dspy.lm.retry import wait_before_retry
 from bineval_dspy.lm.usage import report_retries
+
+if TYPE_CHECKING:
+    from bineval_dspy.enforce.steering import Steering
 
 COOLDOWN_S = 5.0  # a replica that failed is left out this long, then tried again (it may have come back)
 HEDGE_FLOOR_S = 1.0  # no hedge before this: a reply a little slower than usual is not worth a second request
@@ -57,6 +60,8 @@ class ReplicaPool(EngineBase):
         if len(replicas) < 2:
             raise ValueError("a pool has two replicas or more")
         self.replicas = list(replicas)
+        self.supports_steering = replicas[0].supports_steering  # replicas of one spec: one kind of server
+        self.steering_code = replicas[0].steering_code
         self.spec = replicas[0].spec
         self.timeout = max(r.timeout for r in replicas)
         self.cooldown = cooldown
@@ -68,6 +73,9 @@ class ReplicaPool(EngineBase):
         self._lock = threading.Lock()
         self._slots: threading.BoundedSemaphore | None = None
         self._rng = random.Random()
+
+    def unsteerable(self, steering: Steering) -> str:
+        return self.replicas[0].unsteerable(steering)
 
     @property
     def model(self) -> str:

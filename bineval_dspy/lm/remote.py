@@ -13,6 +13,10 @@ Why an engine of our own around DSPy's native one:
 - Retries are ours, not DSPy's: HTTP 429 and 503 honoured with ``Retry-After``, exponential backoff with jitter,
   all inside the call's ``--timeout`` budget (``bineval_dspy.lm.retry``); optional client-side ``--rpm`` and
   ``--tpm`` limits; throttled and retried calls counted in ``usage``.
+- A llama.cpp server (``llama-server``, llama-cpp-python's ``llama_cpp.server``) takes a GBNF ``grammar``: named
+  as ``llamacpp/<model>``, its engine steers decoding (``Generator(enforce=...)``) by sending the request's
+  constraints as a grammar (``enforce.grammar``); what a grammar cannot express is reported as not enforced. Any
+  other server takes no grammar, and an enforcing program is refused before its first call.
 - The server is part of the model string (``openai/m@http://host:8000/v1``): DSPy leaves ``api_base`` out
   of its cache key, so two servers answering to the same model name would otherwise share cached answers.
 """
@@ -45,14 +49,18 @@ from dspy.lm15 import (
 )
 
 from bineval_dspy.core.errors import InputError, keep_secret
-from bineval_dspy.lm.engine import EngineBase
+from bineval_dspy.enforce.grammar import code_digest, to_gbnf, unexpressed
+from bineval_dspy.enforce.steering import CODE_KEY, METADATA_KEY, Steering, from_metadata
+from bineval_dspy.lm.engine import ENGINE_CODE_KEY, EngineBase
 from bineval_dspy.lm.retry import DEFAULT_TIMEOUT, RateLimiter, wait_before_retry
 from bineval_dspy.lm.usage import report_retries
 
 if TYPE_CHECKING:
     from bineval_dspy.lm.pool import ReplicaPool
 
-__all__ = ["DEFAULT_TIMEOUT", "RETRIES", "RemoteEngine", "remote_lm"]
+__all__ = ["DEFAULT_TIMEOUT", "GRAMMAR_PROVIDER", "RETRIES", "RemoteEngine", "remote_lm"]
+
+GRAMMAR_PROVIDER = "llamacpp"  # `lm` llamacpp/<model> with `api_base`: a llama.cpp server, which takes a grammar
 
 RETRIES = 1  # LiteLLM provider models (no --api-base): DSPy's one retry; servers at --api-base: lm.retry's policy
 TRANSIENT = (RateLimitError, ServerError, TimeoutError, TransportError)  # worth another try after a wait
@@ -116,6 +124,8 @@ class RemoteEngine(EngineBase):
         # which every server takes, where the ``openai/`` prefix would send api.openai.com's ``max_completion_tokens``
         # (llama-cpp-python ignores it and generates without limit).
         provider = "ollama" if prefix in ("ollama", "ollama_chat") else "vllm"
+        self.supports_steering = prefix == GRAMMAR_PROVIDER  # constraints go out as its ``grammar`` field
+        self.steering_code = code_digest() if self.supports_steering else ""
         self._wire_model = f"{provider}:{model}"
         self._provider, self._api_key = provider, api_key
         keep_secret(api_key)  # a server may echo a key it refuses into its error
@@ -197,9 +207,15 @@ class RemoteEngine(EngineBase):
         with slots if slots is not None else nullcontext():
             yield
 
+    def unsteerable(self, steering: Steering) -> str:
+        """What of ``steering`` this server's grammar cannot make true (``enforce.grammar.unexpressed``)."""
+        missing = unexpressed(steering) if self.supports_steering else tuple(steering.model_dump(exclude_defaults=True))
+        return f"this LM's grammar cannot express it ({', '.join(m.replace('_', ' ') for m in missing)})" if missing else ""
+
     def _send(self, request: Request, deadline: float) -> Response:
-        """One request; a schema goes out in the spelling this server takes, found once per process."""
-        request = replace(request, model=self._wire_model)
+        """One request; a schema goes out in the spelling this server takes, found once per process, and
+        constraints to enforce as its grammar."""
+        request = self._grammared(replace(request, model=self._wire_model))
         schema_format = request.config.response_format
         if not schema_format or schema_format.get("type") != "json_schema":
             return self._within(request, deadline)
@@ -218,6 +234,22 @@ class RemoteEngine(EngineBase):
                     form.settled = True
                     return response
         return self._within(_spelled(request, _FORMS[form.index]), deadline)
+
+    def _grammared(self, request: Request) -> Request:
+        """``request`` with the Steering its metadata carries sent as a GBNF ``grammar`` (lm15 sends extensions
+        verbatim) and taken out of the metadata, which no server is sent. A server that takes no grammar gets no
+        constrained request: decoding it plainly would read as enforced."""
+        steering = from_metadata(request.config.extensions)
+        if steering is None:
+            return request
+        if not self.supports_steering:
+            raise InputError(f"{self.model} takes no grammar; only a llama.cpp server named {GRAMMAR_PROVIDER}/<model> decodes under constraints")
+        extensions = dict(request.config.extensions or {})
+        metadata = {k: v for k, v in extensions.pop("metadata").items() if k not in (METADATA_KEY, CODE_KEY, ENGINE_CODE_KEY)}
+        extensions["grammar"] = to_gbnf(steering, request.config.max_tokens or GRAMMAR_MAX_TOKENS)
+        if metadata:
+            extensions["metadata"] = metadata
+        return replace(request, config=replace(request.config, extensions=extensions))
 
     def _within(self, request: Request, deadline: float) -> Response:
         """The request sent on the shared I/O loop and cancelled (its connection closed) at ``deadline``: lm15's
@@ -268,6 +300,7 @@ def remote_lm(
 
 
 DEFAULT_CONNECTIONS = 100  # lm15's pool when none is asked for
+GRAMMAR_MAX_TOKENS = 256  # the reply length a grammar's free text is sized for when a request names none
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 

@@ -182,6 +182,8 @@ def make_lm(
         raise InputError(f"{source} {spec}: a LoRA adapter applies to an embedded model only (smollm2, gemma3-270m or a .gguf path)")
     if "/" not in spec or not _PROVIDER.fullmatch(spec.split("/", 1)[0]) or Path(spec).exists():  # /etc/passwd is no model
         raise InputError(f"{source} {spec!r}: expected smollm2, gemma3-270m, a .gguf path, or a LiteLLM 'provider/model' string")
+    if spec.split("/", 1)[0] == remote.GRAMMAR_PROVIDER and not api_base:
+        raise InputError(f"{source} {spec}: the model of a llama.cpp server; give the server's `api_base`")
     timeout = timeout or remote.DEFAULT_TIMEOUT
     if api_base:
         return _cached_in(cache_dir, remote.remote_lm(

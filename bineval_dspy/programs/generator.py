@@ -31,7 +31,8 @@ from bineval_dspy.enforce.steering import metadata
 from bineval_dspy.judges.base import Judge
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import BudgetMeter, metered_map
-from bineval_dspy.lm.engine import engine_of
+from bineval_dspy.lm.engine import ENGINE_CODE_KEY, engine_of
+from bineval_dspy.lm.remote import GRAMMAR_PROVIDER
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.programs.records import CheckRecord, Enforced, GenerationRecord, Refinement
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, ChecklistBestOfN, SelfRefine
@@ -137,12 +138,16 @@ class Generator(dspy.Module):
         return self
 
     def plan(self, prompt: str) -> Plan | None:
-        """The decoding plan for ``prompt`` (None when not enforcing)."""
+        """The decoding plan for ``prompt`` on the LM this program calls (None when not enforcing): a constraint
+        that LM's engine cannot execute (a server's grammar cannot express every one) is left to the model, and
+        the plan names it as not enforced."""
         if self.enforce is None:
             return None
         if self.enforce == "annotated" and prompt not in self.annotations:
             raise InputError("enforce = 'annotated' needs the suite row of every prompt; this prompt is in none given (use 'extracted' for plain prompts)")
-        return enforcement_plan(prompt, self.enforce, self.annotations.get(prompt))
+        engine = engine_of(self.generate.lm or dspy.settings.lm)
+        refuse = engine.unsteerable if engine.supports_steering else None
+        return enforcement_plan(prompt, self.enforce, self.annotations.get(prompt), refuse)
 
     def forward(self, prompt: str, config: dict[str, Any] | None = None, variables: dict[str, str] | None = None) -> dspy.Prediction:
         adapter = self.adapter
@@ -153,7 +158,9 @@ class Generator(dspy.Module):
         plan = self.plan(prompt)
         settings: dict[str, Any] = {"max_tokens": self.max_tokens}
         if plan is not None and plan.steers:
-            settings = {"max_tokens": max(self.max_tokens, plan.steering.min_tokens), "metadata": metadata(plan.steering)}
+            code = engine_of(self.generate.lm or dspy.settings.lm).steering_code  # a cached reply is this code's
+            steered = {**metadata(plan.steering), **({ENGINE_CODE_KEY: code} if code else {})}
+            settings = {"max_tokens": max(self.max_tokens, plan.steering.min_tokens), "metadata": steered}
         with dspy.context(adapter=adapter):
             prediction = self.generate(prompt=prompt, config={**settings, **(config or {})})
         prediction.plan = plan
@@ -177,7 +184,8 @@ def check_steerable(program: dspy.Module, lm: dspy.LM) -> None:
     plainly and its figures would read as enforced ones."""
     if isinstance(program, Generator) and program.enforce is not None and not engine_of(lm).supports_steering:
         raise InputError(
-            f"enforce = {program.enforce!r}: {lm.model} cannot decode under constraints (the embedded models and llama.cpp servers can); leave enforce out"
+            f"enforce = {program.enforce!r}: {lm.model} cannot decode under constraints (the embedded models can, and a llama.cpp "
+            f"server named as `lm` {GRAMMAR_PROVIDER}/<model> with `api_base`); leave enforce out"
         )
 
 

@@ -3,17 +3,22 @@ verifiers: the one place that decides, per constraint, enforced, unenforceable, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from bineval_dspy.enforce.plan import Decision, Plan, Source
 from bineval_dspy.enforce.steering import Conflict, Steering, merge
 from bineval_dspy.verifiers.registry import VERIFIERS, VerifierError, _arguments, build_check
 
+Refuse = Callable[[Steering], str]  # why an engine cannot execute a spec ('' when it can): ``Engine.unsteerable``
 
-def compile_plan(constraints: Iterable[tuple[str, Mapping[str, Any] | None]], prompt: str, source: Source) -> Plan:
+
+def compile_plan(
+    constraints: Iterable[tuple[str, Mapping[str, Any] | None]], prompt: str, source: Source, refuse: Refuse | None = None
+) -> Plan:
     """``constraints`` (instruction id, kwargs) in order: each merged into the spec when its verifier declares an
-    enforcement, its kwargs are valid and it agrees with those before it; otherwise named with the reason."""
+    enforcement, its kwargs are valid, it agrees with those before it and the engine that will decode (``refuse``,
+    none: the embedded one, which executes every spec) can execute the result; otherwise named with the reason."""
     steering = Steering()
     decisions: list[Decision] = []
     for instruction_id, raw in constraints:
@@ -34,11 +39,16 @@ def compile_plan(constraints: Iterable[tuple[str, Mapping[str, Any] | None]], pr
             decisions.append(decided.model_copy(update={"status": "invalid", "reason": str(exc)}))
             continue
         try:
-            steering = merge(steering, part)
+            merged = merge(steering, part)
         except Conflict as exc:
             earlier = ", ".join(d.instruction_id for d in decisions if d.status == "enforced") or "the others"
             decisions.append(decided.model_copy(update={"status": "conflict", "reason": f"with {earlier}: {exc}"}))
             continue
+        refused = refuse(merged) if refuse is not None else ""
+        if refused:  # left to the model, and reported so: the LM cannot execute it (with those before it)
+            decisions.append(decided.model_copy(update={"reason": refused}))
+            continue
+        steering = merged
         decisions.append(decided.model_copy(update={"status": "enforced", "how": registered.enforce.how}))
     return Plan(source=source, decisions=decisions, steering=steering)
 

@@ -229,3 +229,36 @@ def test_the_refused_schema_spelling_reaches_the_server_once(tmp_path, remote, s
     statuses = chat_statuses(served.log)[before:]
     assert sorted(statuses) == [200] * len(questions) + [500]
     assert statuses[0] == 500  # the refusal came first, before any question was answered
+
+
+ENFORCED_PROMPTS = [
+    'Write a short note about rivers in all lowercase letters. Do not use any commas. End your response with the exact phrase "any other questions?". No other words should follow this phrase.',
+    "List three facts about the moon. Your answer must contain exactly 3 bullet points in markdown format, such as: * This is a point. Wrap your entire response with double quotation marks.",
+    'Describe a forest. Your response should contain a title, wrapped in double angular brackets, such as <<poem of joy>>. Answer with at least 40 words. Do not include keywords "tree" in the response.',
+]
+
+
+def test_generate_enforced_through_a_llama_cpp_server(tmp_path, server_url, monkeypatch):
+    """``--enforce extracted`` on a llama.cpp server: the prompts' own constraints go out as a grammar, and every
+    one the grammar expresses holds on the reply, checked by code; forbidden words, which it cannot express, are
+    recorded as not enforced."""
+    monkeypatch.setenv("BINEVAL_SERVER_KEY", "any")
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"key": str(k), "prompt": p}) + "\n" for k, p in enumerate(ENFORCED_PROMPTS)))
+    out = tmp_path / "responses.jsonl"
+    code = cli.main(
+        ["generate", "--suite", str(suite), "--enforce", "extracted", "--max-tokens", "96", "-o", str(out),
+         "--cache-dir", str(tmp_path / "cache"), "--lm", f"llamacpp/{ALIAS}", "--api-base", server_url,
+         "--api-key-env", "BINEVAL_SERVER_KEY", "--threads", "1"]
+    )  # fmt: skip
+    assert code == ExitCode.OK
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    enforced = {d["instruction_id"] for r in records for d in r["enforcement"]["decisions"] if d["status"] == "enforced"}
+    assert enforced == {
+        "change_case:english_lowercase", "punctuation:no_comma", "startend:end_checker", "startend:quotation",
+        "detectable_format:number_bullet_lists", "detectable_format:title", "length_constraints:number_words",
+    }  # fmt: skip
+    broken = {(r["key"], i): r["response"] for r in records for i, held in r["enforcement"]["held"].items() if not held}
+    assert broken == {}
+    (forbidden,) = [d for d in records[2]["enforcement"]["decisions"] if d["instruction_id"] == "keywords:forbidden_words"]
+    assert (forbidden["status"], forbidden["reason"]) == ("unenforceable", "this LM's grammar cannot express it (forbidden words)")

@@ -108,7 +108,8 @@ class Steerer:
             self.text += self._open_structure()
         return self.text
 
-    def _open_structure(self) -> str:
+    def _open_structure(self, before: str = "") -> str:
+        """The structure's opening, forced after ``before`` (text forced ahead of it, not yet in ``text``)."""
         structure = self.s.structure
         if structure is None:
             return ""
@@ -117,7 +118,7 @@ class Steerer:
         opening = {"bullets": "* ", "sections": f"{structure.marker} 1\n"}.get(structure.kind, "")
         if structure.kind == "paragraphs" and structure.nth == 1:
             opening = structure.first_word
-        self.unit_at, self.unit_tokens = len(self.text) + len(opening), 0
+        self.unit_at, self.unit_tokens = len(self.text) + len(before) + len(opening), 0
         return opening
 
     # -- choosing ----------------------------------------------------------------------------------
@@ -246,11 +247,17 @@ class Steerer:
         title = self.text[self.title_at :]
         if ">>" in title:
             self.phase = "body"
-            return _pad(self.text, 2) + self._open_structure()
+            forced = _pad(self.text, self._title_break())
+            return forced + self._open_structure(forced)
         if self.unit_tokens >= 16:
             self.phase = "body"
-            return ">>" + _pad(">>", 2) + self._open_structure()
+            forced = ">>" + _pad(">>", self._title_break())
+            return forced + self._open_structure(forced)
         return None
+
+    def _title_break(self) -> int:
+        """Newlines after the title: one where blank lines count paragraphs, so the title opens the first one."""
+        return 1 if self.s.structure is not None and self.s.structure.kind == "paragraphs" else 2
 
     def _over_ceiling(self, piece: str) -> bool:
         """Whether the reply must stop to stay under a ceiling (the closing text's words and sentences counted)."""
@@ -313,7 +320,8 @@ class Steerer:
         s = self.s
         if self.phase == "title":
             self.phase = "body"
-            return ">>" + _pad(">>", 2) + self._open_structure()
+            forced = ">>" + _pad(">>", self._title_break())
+            return forced + self._open_structure(forced)
         if self.phase == "body" and s.structure is not None:
             if s.structure.kind == "two_responses" and self.units < 2:
                 return self._next_unit()

@@ -21,6 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bineval_dspy.core.text import word_runs
+
 HOW = Literal["mask", "forced", "automaton"]
 METADATA_KEY = "bineval_steering"  # the request metadata entry that carries a Steering
 CODE_KEY = "bineval_steering_code"  # and the digest of the code that executes it (see ``metadata``)
@@ -120,9 +122,14 @@ def _check_whole(steering: Steering) -> None:
         raise Conflict("a JSON reply cannot also carry forced text or structure")
     if steering.choice and [name for name in textual if name not in ("opening", "closing")]:
         raise Conflict("a reply fixed to one phrase cannot also carry other text or structure")
-    if steering.choice and (steering.min_words > 5 or steering.min_sentences > 1):
-        raise Conflict("a reply fixed to one phrase cannot meet a lower bound on its length")
-    if steering.lead and (steering.opening or (steering.structure is not None and steering.structure.nth == 1)):
+    if steering.choice:
+        words = [len(word_runs(option)) for option in steering.choice]
+        too_short = steering.min_words > min(words) or steering.min_sentences > 1
+        too_long = (steering.max_words is not None and steering.max_words <= max(words)) or (steering.max_sentences is not None and steering.max_sentences <= 1)
+        if too_short or too_long:
+            raise Conflict("a reply fixed to one phrase cannot meet this bound on its length")
+    first_word = steering.structure is not None and steering.structure.nth == 1
+    if (steering.lead and (steering.opening or first_word)) or (steering.title and first_word):
         raise Conflict("both must come first in the reply")
     if (steering.min_words and steering.max_sentences is not None) or (steering.min_sentences and steering.max_words is not None):
         raise Conflict("the decoder cannot meet a floor in one unit under a ceiling in another")

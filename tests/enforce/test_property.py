@@ -224,3 +224,33 @@ def test_a_steered_request_carries_the_steering_codes_digest():
     sent = metadata(steering)
     assert sent[CODE_KEY] == code_digest() and len(code_digest()) == 16
     assert from_metadata({"metadata": sent}) == steering and METADATA_KEY in sent
+
+
+def test_a_title_keeps_the_paragraph_count_and_the_first_word_of_a_later_paragraph():
+    """Found by the grammar's own driver: the title was a paragraph of its own, and the word forced after it could
+    glue to the next token."""
+    for seed in range(20):
+        kwargs = {"num_paragraphs": 3, "nth_paragraph": 2, "first_word": "then"}
+        plan = compile_plan([("detectable_format:title", {}), ("length_constraints:nth_paragraph_first_word", kwargs)], "p", "annotated")
+        text = drive(plan.steering, seed, sample=bool(seed % 2))
+        assert build_check("length_constraints:nth_paragraph_first_word", kwargs, "p")(text).passed, text
+        assert build_check("detectable_format:title", {}, "p")(text).passed, text
+    plan = compile_plan([("detectable_format:title", {}), ("length_constraints:nth_paragraph_first_word", {**kwargs, "nth_paragraph": 1})], "p", "annotated")
+    assert [d.status for d in plan.decisions] == ["enforced", "conflict"]
+
+
+def test_every_pair_the_compiler_accepts_holds_together():
+    import itertools
+
+    rng = random.Random(11)
+    failures = []
+    for first, second in itertools.combinations(ALONE, 2):
+        for seed in range(2):
+            constraints = [(first, random_kwargs(first, rng)), (second, random_kwargs(second, rng))]
+            plan = compile_plan(constraints, "a prompt", "annotated")
+            text = drive(plan.steering, seed, sample=bool(seed))
+            for decision in plan.enforced:
+                finding = build_check(decision.instruction_id, decision.kwargs, "a prompt")(text)
+                if not finding.passed and "reads as" not in finding.detail:
+                    failures.append((first, second, decision.instruction_id, finding.detail, text[:120]))
+    assert failures == []

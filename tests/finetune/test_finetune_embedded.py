@@ -75,7 +75,7 @@ def test_finetune_command_resumes_a_killed_training_and_writes_a_program_generat
     import time
 
     suite, config = _suite_and_config(
-        tmp_path, "train = 3\nval = 1\ntest = 1\n[program]\nmax_tokens = 16", "max_steps = 6\nbatch_size = 1\nsave_steps = 2"
+        tmp_path, "train = 3\nval = 0\ntest = 1\n[program]\nmax_tokens = 16", "max_steps = 6\nbatch_size = 1\nsave_steps = 2"
     )
     cache = ["--cache-dir", str(tmp_path / "cache")]
     run = tmp_path / "run"

@@ -58,6 +58,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         console.print("no training data: the program is the start program", style="yellow")
     print(markdown(results))  # the table, on stdout
     console.print(f"wrote {PROGRAM_FILE} and results.json in {run_dir}")
+    console.print(f"cost: {results.usage.summary()} (sampling, training data and the test evaluation of both arms)")
     if results.incomplete:
         console.print("the test evaluation has unanswered verdicts or failed outputs; rerun to retry them", style="yellow")
         return ExitCode.INCOMPLETE

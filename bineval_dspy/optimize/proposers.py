@@ -177,8 +177,8 @@ class InstructionProposer:
         by_id = {lesson.id: lesson for lesson in step.bank.lessons}
         current = dict(texts)
         edits = []
-        for lesson_id in lesson_ids:
-            lesson = by_id[lesson_id]
+        for key in lesson_ids:
+            lesson = by_id[key]
             edit_with = rule_edit if lesson.origin == "rule" else self.updater
             current[step.target], edit = edit_with(instructions=current[step.target], lesson=lesson)
             edits.append(edit)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_val_0_is_a_run_of_its_own_and_dry_run_and_tiny_plan_it_without_running(
     assert "at most 24 completion tokens a call" in small and "at most 256" in full
     assert not (tmp_path / "run").exists() and not (tmp_path / "run-tiny").exists()  # nothing ran, nothing written
     optimize = tmp_path / "optimize.toml"
-    optimize.write_text(open(config).read().split("[finetune]")[0])
+    optimize.write_text(Path(config).read_text().split("[finetune]")[0])
     assert cli.main(["optimize", str(optimize), "--dry-run"]) == 2  # the optimizer is checked on val: there it is refused
     assert "data.val" in capsys.readouterr().err
 

@@ -135,7 +135,8 @@ class RunConfig(ServedLM, _Strict):
         empty = [name for name in self.learns_from if getattr(self.data, name) == 0]
         if empty:
             uses = {"train": "learns from train", "val": "is checked on val"}
-            raise ValueError(f"data.{empty[0]}: the run {' and '.join(uses[n] for n in self.learns_from)}; give at least 1")
+            who = "the optimizer" if "val" in self.learns_from else "fine-tuning"
+            raise ValueError(f"data.{empty[0]}: {who} {' and '.join(uses[n] for n in self.learns_from)}; give at least 1")
         return self
 
     @property

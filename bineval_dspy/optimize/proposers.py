@@ -101,8 +101,8 @@ class InstructionProposer:
             record.lessons_discarded = discarded
             record.rule_lessons = sum(lesson.origin == "rule" for lesson in lessons)
             record.note_errors = errors
-            selected, passed_over = self._select(step, list(dict.fromkeys(merged)), best.instructions[step.target])
-            record.selected = [lesson.id for lesson in selected]
+            chosen, passed_over = self._select(step, list(dict.fromkeys(merged)), best.instructions[step.target])
+            record.selected = [lesson.id for lesson in chosen]
             record.lessons_skipped = skipped + passed_over
             record.usage = record.usage + cost
             step.save()

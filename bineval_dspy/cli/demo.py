@@ -6,8 +6,9 @@ import argparse
 import json
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bineval_dspy.cli.judge import fmt, print_scorecard
 from bineval_dspy.cli.options import (
     add_judge_options,
     add_overwrite_option,
@@ -24,11 +25,6 @@ from bineval_dspy.core.jsonio import (
 )
 from bineval_dspy.core.schema import Checklist, JudgeSpec, Scorecard
 from bineval_dspy.core.terminal import styled
-
-if TYPE_CHECKING:
-    pass
-
-from bineval_dspy.cli.judge import fmt, print_scorecard
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -49,7 +45,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     example = json.loads(data.joinpath("demo.json").read_text(encoding="utf-8"))
     out = Path(args.output)
     check_output_path(out)
-    refuse_replacing(out, args.overwrite)
+    if _earlier_demo(out) and not args.overwrite:  # its own results: a second demo in the same folder runs again
+        console.print(f"replacing {out}: an earlier demo's results (-o another path keeps them)")
+    else:
+        refuse_replacing(out, args.overwrite)
     lm = runtime.configure(lm_options(args), args.cache_dir)
     console.print(styled(("Task:", "bold"), f" {example['task']}"))
     writing = Cost()
@@ -86,6 +85,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return ExitCode.OK if all(card.complete for card in cards) else ExitCode.INCOMPLETE
 
 
+def _earlier_demo(out: Path) -> bool:
+    """Whether ``out`` holds what a demo writes (any other file there is refused, never replaced unasked)."""
+    try:
+        saved = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(saved, dict) and {"task", "checklist_source", "results", "usage"} <= saved.keys()
+
+
 def _print_ranking(summaries: list[dict[str, Any]], cards: list[Scorecard]) -> None:
     """One line a newcomer can check: the overall score of each summary, best first."""
     ranked = sorted(zip(summaries, cards), key=lambda pair: -1.0 if pair[1].overall is None else -pair[1].overall)
@@ -96,7 +104,7 @@ def add_demo_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], c
     """Register ``bineval demo``."""
     demo = sub.add_parser("demo", parents=[common], help="judge three bundled summaries with the embedded LM")
     demo.add_argument("-o", "--output", default="demo-results.json", help="the JSON file of checklist, verdicts and scores")
-    add_overwrite_option(demo)
+    add_overwrite_option(demo, "a file that is not an earlier demo's results (those are replaced)")
     demo.add_argument("--max-questions", type=count(1), default=12, help="with --write-checklist: most questions the LM may write")
     add_judge_options(demo, ("probability", "calibration"))
     demo.add_argument("--write-checklist", action="store_true", help="let the LM write the checklist (BinEval's two steps)")

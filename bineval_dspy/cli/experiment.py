@@ -56,25 +56,43 @@ def tiny(config: ExperimentConfig) -> ExperimentConfig:
     })
 
 
+def add_size_options(parser: argparse.ArgumentParser) -> None:
+    """``--dry-run`` and ``--tiny``, as ``experiment`` and ``finetune`` (an experiment of two arms) take them."""
+    add_dry_run_option(parser)
+    parser.add_argument("--tiny", action="store_true", help="the same run at smoke-test size, in RUN_DIR-tiny (what the test suite runs)")
+
+
+def sized(config: ExperimentConfig, args: argparse.Namespace, api_base: str | None) -> ExperimentConfig | None:
+    """The experiment at ``--tiny`` size, its plan saved for ``show``; None once ``--dry-run`` printed the plan (every
+    arm at its most; nothing is called or written)."""
+    from bineval_dspy.experiment.plan import experiment_plan
+
+    if args.tiny:
+        config = tiny(config)
+    plan = experiment_plan(config, config.lm, api_base)
+    if args.dry_run:
+        shown.print(plan.summary())
+        return None
+    plan.save(config.run_dir)  # `show` holds it against what the run spent
+    return config
+
+
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run (or resume) every arm of an experiment; ``--lm`` replaces the config's ``lm``."""
     from bineval_dspy.experiment.arms import arm_key
     from bineval_dspy.experiment.config import load_experiment
     from bineval_dspy.experiment.grid import GRID_FILE, MATRIX_FILE
-    from bineval_dspy.experiment.plan import experiment_plan
     from bineval_dspy.experiment.runner import RESULTS_FILE, TABLE_FILE, markdown, run_experiment
     from bineval_dspy.lm import runtime
 
     config = load_experiment(Path(args.config))
     config, options = command_line_lm(args, config)
-    if args.tiny:
-        config = tiny(config)
-    if args.dry_run:  # every arm at its most; nothing is called or written
-        shown.print(experiment_plan(config, config.lm, options.api_base).summary())
+    ready = sized(config, args, options.api_base)
+    if ready is None:
         return ExitCode.OK
+    config = ready
     cache = runtime.run_cache_dir(args.cache_dir, config.run_dir / "cache")
     lm = runtime.configure(options, cache)
-    experiment_plan(config, config.lm, options.api_base).save(config.run_dir)  # `show` holds it against what the run spent
     if args.arm or args.ray:
         from bineval_dspy.experiment.jobs import arms_on_ray
         from bineval_dspy.experiment.runner import optimize_arms
@@ -112,8 +130,7 @@ def add_experiment_command(sub: argparse._SubParsersAction[argparse.ArgumentPars
     parser.add_argument("config", help="an optimize run description plus [[arms]] (its keys: bineval experiment --example); "
                         "writes RUN_DIR/results.json, results.md, matrix.md, grid.jsonl and each arm's folder under RUN_DIR/arms")
     add_example_option(parser, "bineval_dspy.experiment.config.ExperimentConfig", "bineval experiment: an experiment config")
-    add_dry_run_option(parser)
-    parser.add_argument("--tiny", action="store_true", help="the same experiment at smoke-test size, in RUN_DIR-tiny (what the test suite runs)")
+    add_size_options(parser)
     parser.add_argument(
         "--arm", action="append", metavar="NAME",
         help="only this arm's optimization (again for more), as one job beside others on the run directory; a run without --arm then scores every arm",

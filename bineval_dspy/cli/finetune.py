@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bineval_dspy.cli.experiment import add_size_options, sized
 from bineval_dspy.cli.options import add_example_option, add_verifiers_option, command_line_lm
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
@@ -37,13 +38,15 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     from bineval_dspy.lm import runtime
     from bineval_dspy.programs.state import PROGRAM_FILE, load_program
 
-    config = load_finetune_config(Path(args.config))
-    config, options = command_line_lm(args, config)
+    config, options = command_line_lm(args, load_finetune_config(Path(args.config)))
+    experiment = sized(as_experiment(config), args, options.api_base)
+    if experiment is None:  # --dry-run: the plan printed
+        return ExitCode.OK
     lm = runtime.configure(options, args.cache_dir)
-    results = run_experiment(as_experiment(config), lm, say=console.print)
-    tuned = config.run_dir / "arms" / FINETUNED_ARM / PROGRAM_FILE
-    program = load_program(tuned)
-    program.save(config.run_dir / PROGRAM_FILE)  # `generate --program RUN_DIR` runs the fine-tuned program
+    results = run_experiment(experiment, lm, say=console.print)
+    run_dir = experiment.run_dir
+    program = load_program(run_dir / "arms" / FINETUNED_ARM / PROGRAM_FILE)
+    program.save(run_dir / PROGRAM_FILE)  # `generate --program RUN_DIR` runs the fine-tuned program
     if program.weights is not None:
         report = program.weights.training
         shown.print(
@@ -54,7 +57,8 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     else:
         console.print("no training data: the program is the start program", style="yellow")
     print(markdown(results))  # the table, on stdout
-    console.print(f"wrote {PROGRAM_FILE} and results.json in {config.run_dir}")
+    console.print(f"wrote {PROGRAM_FILE} and results.json in {run_dir}")
+    console.print(f"cost: {results.usage.summary()} (sampling, training data and the test evaluation of both arms)")
     if results.incomplete:
         console.print("the test evaluation has unanswered verdicts or failed outputs; rerun to retry them", style="yellow")
         return ExitCode.INCOMPLETE
@@ -74,5 +78,6 @@ def add_finetune_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "checkpoints, adapter)",
     )
     add_example_option(parser, "bineval_dspy.finetune.config.FinetuneConfig", "bineval finetune: a fine-tuning config")
+    add_size_options(parser)
     add_verifiers_option(parser)
     parser.set_defaults(func=cmd_finetune)

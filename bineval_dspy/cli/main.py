@@ -172,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     say = in_flags(flags_of(parser))
     console.speak = shown.speak = say
     _said.clear()
+    if "bineval_dspy.lm.stopping" in sys.modules:  # an earlier command in this process was stopped by a Ctrl-C
+        sys.modules["bineval_dspy.lm.stopping"].reset()
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _first_interrupt) if in_main_thread else None
     plots_cache = _plots_cache(getattr(args, "cache_dir", None))
@@ -219,10 +221,17 @@ def _say_interrupted() -> None:
 
 
 def _first_interrupt(signum: int, frame: object) -> None:
-    """The first Ctrl-C: from now on a second one quits at once, wherever the first is still unwinding (a thread
-    pool joining its workers, a generator closed by the garbage collector), so no traceback is ever printed."""
+    """The first Ctrl-C: the running loop of rows (``lm.stopping``) finishes the calls in flight and saves their
+    rows, then stops; with none running, the command stops here. From now on a second one quits at once, wherever
+    the first is still unwinding (a thread pool joining its workers, a generator closed by the garbage collector),
+    so no traceback is ever printed."""
     signal.signal(signal.SIGINT, _quit_now)
-    raise KeyboardInterrupt
+    stopping = sys.modules.get("bineval_dspy.lm.stopping")  # not loaded yet: no loop of rows can be running
+    finishing = stopping.request_stop() if stopping is not None else None
+    if finishing is None:
+        raise KeyboardInterrupt
+    calls = "1 call" if finishing == 1 else f"{finishing} calls"
+    console.print(f"finishing {calls} in flight; Ctrl-C again to stop now", style="yellow")
 
 
 def _quit_now(signum: int, frame: object) -> None:

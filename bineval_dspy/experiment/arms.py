@@ -386,7 +386,8 @@ def _fingerprint(context: ArmContext) -> str:
 
 
 def _run_settings(context: ArmContext) -> Fingerprint:
-    base = RunConfig.model_validate(context.config.model_dump(include=set(RunConfig.model_fields)))
+    # the run description within the experiment, validated already (as a whole: its val may be 0 for fine-tuning)
+    base = RunConfig.model_construct(**{name: getattr(context.config, name) for name in RunConfig.model_fields})
     return run_fingerprint(base, lm_identity(context.lm))
 
 

@@ -182,7 +182,8 @@ ArmConfig = Annotated[
     Field(discriminator="kind"),
 ]
 GENERATION_ONLY = ("gepa", "best_of", "selection_demos", "refine")  # kinds that need a generator (self mode)
-FIXED = ("start", "program", "best_of", "refine")  # kinds that learn nothing from train and val
+# the splits an arm of a kind needs (every other kind: train and val); the fixed programs learn nothing
+_LEARNS_FROM: dict[str, tuple[str, ...]] = {"start": (), "program": (), "best_of": (), "refine": (), "finetune": ("train",)}
 
 
 class ExperimentConfig(RunConfig):
@@ -240,8 +241,8 @@ class ExperimentConfig(RunConfig):
         return self.baseline or self.arms[0].name
 
     @property
-    def learns(self) -> bool:
-        return any(arm.kind not in FIXED for arm in self.arms)
+    def learns_from(self) -> tuple[str, ...]:
+        return tuple(name for name in ("train", "val") if any(name in _LEARNS_FROM.get(arm.kind, ("train", "val")) for arm in self.arms))
 
 
 def arm_settings(config: ExperimentConfig, arm: BinEvalArm | SelectionDemosArm) -> OptimizerSettings:

@@ -27,6 +27,11 @@ class FinetuneConfig(RunConfig):
     train_data: Path | None = Field(default=None, description="more train examples: a suite (self mode) or judge examples (cross mode)")
     finetune: FinetuneSettings = FinetuneSettings()
 
+    @property
+    def learns_from(self) -> tuple[str, ...]:
+        """Fine-tuning trains on train and has no val loop: ``val = 0`` is a run of its own."""
+        return ("train",)
+
 
 def load_finetune_config(path: Path) -> FinetuneConfig:
     config = resolve_paths(load_toml(path, FinetuneConfig), path)

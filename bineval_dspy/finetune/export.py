@@ -55,6 +55,10 @@ def lora_tensors(state: dict[str, Any], config: Any) -> dict[str, np.ndarray]:
 def write_gguf_adapter(model: Any, alpha: float, path: Path) -> Path:
     """Write ``model``'s (a peft model of a llama-architecture base) LoRA adapter to ``path`` as GGUF."""
     import gguf
+
+    from bineval_dspy.core.quiet import quiet
+
+    quiet("peft")
     from peft import get_peft_model_state_dict
 
     config = model.base_model.model.config

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local: never ask a hub
-os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+from bineval_dspy.core.quiet import quiet
 
 
 def set_threads() -> int:
@@ -36,6 +34,7 @@ def load_tokenizer(gguf: Path) -> Any:
 
 @functools.cache
 def _read_tokenizer(gguf: Path) -> Any:
+    quiet("transformers")  # offline, and none of its advice or loading bars on a command's stderr
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -44,6 +43,8 @@ def _read_tokenizer(gguf: Path) -> Any:
 def load_model(gguf: Path) -> Any:
     """A trainable float32 copy of the GGUF model (see the module docstring for why a copy)."""
     import torch
+
+    quiet("transformers")
     from transformers import AutoModelForCausalLM
 
     loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)

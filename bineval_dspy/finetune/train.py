@@ -145,6 +145,9 @@ def train_adapter(
 ) -> TrainingReport:
     """Train on ``rows`` (sft: prompt and completion texts; dpo: prompt, chosen and rejected), export the adapter
     to ``folder/adapter.gguf`` and return the report (also kept in ``folder/trained.json``)."""
+    from bineval_dspy.core.quiet import quiet
+
+    quiet("transformers", "datasets", "peft")
     import torch
     from datasets import Dataset
     from peft import LoraConfig

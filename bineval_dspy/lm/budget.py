@@ -19,10 +19,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from typing import Any, Literal, TypeVar
 
+import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.console import in_caller_context, progress_bar
 from bineval_dspy.core.errors import BudgetExhausted
+from bineval_dspy.lm.stopping import OPEN_CALLS, stop_requested, stoppable
 from bineval_dspy.lm.usage import Cost, Measurement, measuring
 
 T = TypeVar("T")
@@ -157,7 +159,8 @@ def metered_map(
 
     Items are drawn as units start: a stream (``total`` says its length) is never held whole, only the units in
     flight. Each unit starts only when ``meter`` lets it. When the meter says stop, the units in flight finish and
-    are yielded, then ``BudgetExhausted`` is raised naming how many of ``what`` were not started.
+    are yielded, then ``BudgetExhausted`` is raised naming how many of ``what`` were not started; on a first Ctrl-C
+    (``lm.stopping``) likewise, then ``KeyboardInterrupt``.
     """
     meter = meter or BudgetMeter()
     if total is None:
@@ -166,10 +169,13 @@ def metered_map(
         total = len(items)
     source = iter(items)
 
+    callbacks = list(dspy.settings.callbacks or ())
+    counted = callbacks if OPEN_CALLS in callbacks else [*callbacks, OPEN_CALLS]  # its calls in flight, for a Ctrl-C
+
     def unit(item: T) -> tuple[R, Cost]:
         measurement: Measurement | None = None
         try:
-            with measuring() as measurement:
+            with dspy.context(callbacks=counted), measuring() as measurement:
                 result = fn(item)
         finally:
             meter.end(kind, measurement.cost if measurement is not None else Cost())
@@ -177,9 +183,12 @@ def metered_map(
 
     pending: deque[Future[tuple[R, Cost]]] = deque()
     started, stopped = 0, False
-    with (progress_bar(label, total) if show else nullcontext(lambda: None)) as advance, (ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext()) as pool:
+    with stoppable(), (progress_bar(label, total) if show else nullcontext(lambda: None)) as advance, (ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext()) as pool:
         while True:
             while not stopped and started < total and len(pending) < max(threads, 1):
+                if stop_requested():
+                    stopped = True
+                    break
                 decision = meter.decide(kind)
                 if decision == "wait":
                     break
@@ -198,6 +207,8 @@ def metered_map(
             result = pending.popleft().result()
             advance()  # before the yield: a consumer that stops at its last item still sees the bar complete
             yield result
+    if started < total and stop_requested():  # the units in flight are saved; the rest waits for a rerun
+        raise KeyboardInterrupt
     if started < total:
         raise meter.exhausted(f"{total - started} of {total} {what} not started")
 

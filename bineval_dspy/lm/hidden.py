@@ -111,25 +111,17 @@ def _loaded(gguf: Path) -> tuple[Any, Any, list[int], list[int]]:
 
 @functools.cache
 def _load(gguf: Path) -> tuple[Any, Any, list[int], list[int]]:
-    import os
+    from bineval_dspy.core.quiet import quiet
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    quiet("transformers")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
     from bineval_dspy.core.cores import usable_cores
 
     torch.set_num_threads(usable_cores())
-    from unittest import mock
-
-    from transformers import modeling_gguf_pytorch_utils as gguf_reading
-
-    with mock.patch.object(gguf_reading, "tqdm", lambda items, **_: items):  # its own bar, not under transformers' switch
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     model.eval()
 
     def single(words: Sequence[str]) -> list[int]:

@@ -45,6 +45,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import llama_cpp
 
 from bineval_dspy.core.cores import usable_cores
+from bineval_dspy.core.quiet import quiet
 from bineval_dspy.enforce.runtime import Steerer, Vocabulary
 from bineval_dspy.enforce.steering import from_metadata
 from bineval_dspy.lm._batching import Batcher, Expectation, common_prefix
@@ -56,6 +57,7 @@ MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV strea
 STREAM_CELLS = 512  # the smallest KV stream of the parallel context; it doubles as longer requests need, up to n_ctx
 SAME_OUTPUT = 16  # prompt tokens two requests share past a batch's common prefix when they judge one output
 _LOADED: weakref.WeakSet[Any] = weakref.WeakSet()  # every llama.cpp model this process loaded and still holds
+quiet("llama_cpp")  # importing it logs nothing; loading a model, creating a context or a grammar may
 
 
 def loaded(llama: Any) -> Any:

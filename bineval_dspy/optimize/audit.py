@@ -110,6 +110,15 @@ class BestRecord(ProgramState):
     iteration: int = 0
 
 
+class Skipped(BaseModel):
+    """A lesson this iteration did not propose, and why (a few rows' own constraint, said already, rolled back)."""
+
+    lesson_id: str
+    text: str
+    reason: str
+    sources: list[str] = Field(default_factory=list)  # the failures it was drawn from
+
+
 class IterationRecord(Charged):
     """One iteration; fields fill in step by step, so a resumed run knows which step to redo."""
 
@@ -121,6 +130,7 @@ class IterationRecord(Charged):
     lessons_after_dedup: list[str] | None = None
     lessons_discarded: list[Discarded] | None = None  # drafts that named no constraint or restated the response
     rule_lessons: int | None = None  # lessons that are a verifier's rule (the LM's draft was unusable)
+    lessons_skipped: list[Skipped] | None = None  # lessons not proposed, each with its reason
     note_errors: int | None = None
     selected: list[str] | None = None
     edits: list[Edit] | None = None

@@ -137,16 +137,18 @@ class RunConfig(ServedLM, _Strict):
             raise ValueError("program.checklist: questions asked of a generator's responses (mode = \"self\")")
         if self.program.judge_program is not None and self.mode != "self":
             raise ValueError("program.judge_program: the judge of a generator's responses (mode = \"self\"); in cross mode the judge is the student")
-        if self.learns:
-            empty = [name for name in ("train", "val") if getattr(self.data, name) == 0]
-            if empty:
-                raise ValueError(f"data.{empty[0]}: the optimizer learns from train and is checked on val; give at least 1")
+        empty = [name for name in self.learns_from if getattr(self.data, name) == 0]
+        if empty:
+            uses = {"train": "learns from train", "val": "is checked on val"}
+            who = "the optimizer" if "val" in self.learns_from else "fine-tuning"
+            raise ValueError(f"data.{empty[0]}: {who} {' and '.join(uses[n] for n in self.learns_from)}; give at least 1")
         return self
 
     @property
-    def learns(self) -> bool:
-        """Whether the run optimizes (needs train and val); an experiment of fixed programs need not."""
-        return True
+    def learns_from(self) -> tuple[str, ...]:
+        """The splits the run cannot do without: the optimizer learns from train and is checked on val (fine-tuning
+        has no val loop; an experiment of fixed programs needs neither)."""
+        return ("train", "val")
 
 
 def load_config(path: Path) -> RunConfig:

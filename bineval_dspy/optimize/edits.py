@@ -1,7 +1,9 @@
 """Prompt editing (BinEval part 3): a lesson applied as a surgical edit of the instructions.
 
 ``PromptUpdater`` asks an LM for the passage a lesson concerns and its rewrite, ``instructions.replace(s_k, s'_k)``
-on that one passage, appending the lesson only when no passage fits.
+on that one passage, appending the lesson only when no passage fits. A verifier's rule is already a clean
+instruction sentence: ``rule_edit`` adds it as a line of its own with no LM (a small LM's rewrite of it was babble
+the guard rolled back), and ``already_says`` tells when the instructions state it already.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 import dspy
 from pydantic import BaseModel, Field
 
-from bineval_dspy.core.embeddings import text_key
+from bineval_dspy.core.embeddings import Embedder, NearDuplicateIndex, text_key
 from bineval_dspy.optimize.lessons import Lesson
 
 
@@ -74,6 +76,25 @@ class PromptUpdater(dspy.Module):
         return _append(instructions, rewrite if usable else lesson.text, lesson)
 
 
+def rule_edit(instructions: str, lesson: Lesson) -> tuple[str, Edit]:
+    """The lesson's sentence as a new line of the instructions, capitalized and ended, with no LM call."""
+    sentence = " ".join(lesson.text.split())
+    text, edit = _append(instructions, sentence[:1].upper() + sentence[1:], lesson)
+    return (text if instructions.strip() else edit.after), edit
+
+
+def already_says(instructions: str, sentence: str, threshold: float, embed: Embedder | None = None) -> bool:
+    """Whether the instructions state ``sentence``: contain it (up to case and spacing), or hold a sentence or line
+    that is its near-duplicate (embedding cosine at least ``threshold``, as the lesson bank merges)."""
+    if text_key(sentence) in text_key(instructions):
+        return True
+    index = NearDuplicateIndex(threshold, embed)
+    for part in re.split(r"(?<=[.!?])\s+|\n+", instructions):
+        if _has_letters(part):
+            index.keep(part.strip())
+    return index.duplicate_of(sentence) is not None
+
+
 def _find(instructions: str, target: str) -> tuple[int, int] | None:
     """The span of the first occurrence of ``target``: verbatim, else with any run of whitespace matching any other.
 
@@ -97,7 +118,7 @@ def _has_letters(text: str) -> bool:
 
 def _append(instructions: str, sentence: str, lesson: Lesson) -> tuple[str, Edit]:
     sentence = " ".join(sentence.split())
-    if sentence[-1] not in ".!?":
+    if sentence.rstrip("'\"”’)]")[-1:] not in (".", "!", "?"):  # "... such as '* A point.'" is ended already
         sentence += "."
     edit = Edit(lesson_id=lesson.id, before="", after=sentence, appended=True)
     return instructions.rstrip() + "\n" + sentence, edit

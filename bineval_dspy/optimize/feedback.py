@@ -6,7 +6,7 @@ compares), per-dimension scores, and the failures in context that the NoteTaker 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -99,6 +99,8 @@ class SelfUpdateFeedback:
     program error scores 0 and counts its checklist as unanswered. Failures = the metric's structured failures
     (every question answered "no", with the judge's explanation); a metric without them (any DSPy metric
     returning a float or a ``Prediction(score, feedback)``) gives one failure per imperfect output, its feedback.
+    A metric that names each row's verifier rules (``rules``) lets each failure say how many of the judged rows ask
+    for its rule (``Failure.rule_rows`` of ``rows``).
     """
 
     mode: Literal["self", "cross"] = "self"
@@ -124,6 +126,8 @@ class SelfUpdateFeedback:
         dims: dict[str, list[float]] = defaultdict(list)
         failures: list[Failure] = []
         demo_pool: list[dict[str, Any]] = []
+        rule_rows: Counter[str] = Counter()
+        judged = 0
         errors = answered = unanswered = 0
         problem = ""
         runs = ordered_map(lambda ex: self._run(program, ex), examples, label, total=len(examples), rows=self.threads, kind="example", what="example(s)", show=self.progress)
@@ -137,6 +141,9 @@ class SelfUpdateFeedback:
                 items.append(ItemResult(id=example_id, group=example_id, score=0.0, output=None, error=output))
                 continue
             score, feedback, found = _read(result)
+            if isinstance(result, dspy.Prediction) and result.get("rules") is not None:
+                judged += 1
+                rule_rows.update(set(result["rules"]))
             scores.append(score)
             items.append(ItemResult(id=example_id, group=example_id, score=score, output=output, asked=_asked(result)))
             objectives = result.get("objective_scores") if isinstance(result, dspy.Prediction) else None
@@ -156,6 +163,8 @@ class SelfUpdateFeedback:
             if not found and not missing:
                 demo_pool.append({**example.inputs().toDict(), self.output_field: output})
             failures.extend(found)
+        if judged:
+            failures = [f.model_copy(update={"rule_rows": rule_rows[f.rule], "rows": judged}) if f.rule else f for f in failures]
         return Evaluation(
             score=sum(scores) / len(scores) if scores else 0.0,
             dimension_scores=_means(dims),

@@ -32,6 +32,17 @@ class Failure(BaseModel):
     got: Literal["yes", "no", "unanswered"]
     expected: Literal["yes", "no"] | None = None
     rule: str | None = None  # the code verifier's rule sentence, when code gave the "no" (its diagnosis: explanation)
+    # of the rows evaluated with it, how many carry this rule in their checklist (None: not counted): a rule only a
+    # few rows ask for is their own constraint, not an instruction for every row
+    rule_rows: int | None = None
+    rows: int | None = None
+
+    @property
+    def rule_share(self) -> float | None:
+        """The share of the evaluated rows whose checklist states this failure's rule (None: not counted)."""
+        if self.rule is None or self.rule_rows is None or not self.rows:
+            return None
+        return self.rule_rows / self.rows
 
     @property
     def constraint(self) -> str:

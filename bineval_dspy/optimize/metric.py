@@ -5,7 +5,8 @@
 - ``feedback``: each failed and each unanswered question with the judge's explanation (GEPA's reflection input);
 - ``objective_scores``: one objective per dimension;
 - ``failures``: the failed questions as structured ``Failure`` records (what the NoteTaker turns into lessons),
-  and ``passed``/``unanswered``/``scorecard`` beside them.
+  and ``passed``/``unanswered``/``scorecard`` beside them;
+- ``rules``: the rule sentences of the checklist's code questions, passed or not (how many rows ask for a rule).
 Called with a ``trace`` and no ``pred_name`` (``dspy.BootstrapFewShot``, MIPROv2's bootstrap: "should this run become
 a demonstration?") it answers a bool instead, DSPy's contract there: the score reached ``pass_threshold``. A
 Prediction is always truthy, so returning one there kept failing outputs as demonstrations.
@@ -128,6 +129,7 @@ class BinEvalMetric:
             passed=len(split["passed"]),
             unanswered=len(split["unanswered"]),
             scorecard=card,
+            rules=sorted({rule for rule in (_rule(q, task_input) for q in checklist.questions) if rule is not None}),
         )
 
 

@@ -50,7 +50,7 @@ from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 
 T = TypeVar("T")
 MAX_STORED_TEXT = 2000
-LATER_SETTINGS = ("kinds",)  # settings added after runs were made: left out of the fingerprint while unset
+LATER_SETTINGS = ("kinds", "min_rule_share")  # settings added after runs were made: left out of the fingerprint at their default
 logger = logging.getLogger("bineval_dspy.optimize")
 
 
@@ -150,7 +150,7 @@ class BinEvalOptimizer(Teleprompter):
         self._fingerprint = {
             **self.fingerprint,
             "mode": self.feedback.mode,
-            "settings": self.settings.model_dump_json(exclude={name for name in LATER_SETTINGS if getattr(self.settings, name) is None}),
+            "settings": self.settings.model_dump_json(exclude={name for name in LATER_SETTINGS if getattr(self.settings, name) == OptimizerSettings.model_fields[name].default}),
             "student_instructions": digest(json.dumps(instructions_of(program), sort_keys=True)),
             "examples": f"{len(trainset)} train, {len(valset)} held-out",
         }

@@ -3,7 +3,8 @@ candidate program state (or says why it has none).
 
 The loop evaluates the incumbent on the trainset, asks the iteration's proposer for a candidate, scores it on the
 held-out set and lets the acceptance policy decide. Kinds take turns, one per iteration:
-- ``InstructionProposer``: failures -> NoteTaker lessons -> LessonBank dedup -> surgical PromptUpdater edits;
+- ``InstructionProposer``: failures -> NoteTaker lessons -> LessonBank dedup -> surgical PromptUpdater edits (a
+  verifier's rule: added as a line, no LM); a rule only a few rows ask for teaches none;
 - ``DemoProposer``: one more demonstration (a passing train output, or a reference answer in cross-model runs);
 - ``ThresholdProposer``: per-dimension P(yes) thresholds fitted on the train disagreements (cross-model).
 A proposer that does LM work records each finished step in the iteration record through ``Step.save``, so a
@@ -23,10 +24,10 @@ from bineval_dspy.core.embeddings import text_key
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.optimize.audit import Audit, CandidateKind, IterationRecord
-from bineval_dspy.optimize.edits import Edit, PromptUpdater
+from bineval_dspy.optimize.audit import Audit, CandidateKind, IterationRecord, Skipped
+from bineval_dspy.optimize.edits import Edit, PromptUpdater, already_says, rule_edit
 from bineval_dspy.optimize.feedback import Evaluation
-from bineval_dspy.optimize.lessons import Failure, Lesson, LessonBank
+from bineval_dspy.optimize.lessons import Failure, Lesson, LessonBank, lesson_id
 from bineval_dspy.optimize.notes import Discarded, NoteTaker, lesson_problem, rule_lesson
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.state import Demos, ProgramState
@@ -72,7 +73,13 @@ class Proposer(Protocol):
 
 
 class InstructionProposer:
-    """Lessons from failures, merged in the bank, applied as surgical edits of the target's instructions."""
+    """Lessons from failures, merged in the bank, applied as surgical edits of the target's instructions.
+
+    A failed verifier whose rule only a few train rows ask for (under ``min_rule_share``: in a suite whose rows
+    each carry their own constraints, as IFEval's) teaches no lesson for every row: it is skipped before any LM
+    call. A lesson that is a verifier's rule is added as a line of its own without the LM; every lesson left out
+    (a few rows' own, said already, rolled back before, over the iteration's limit) is in the audit with why.
+    """
 
     kind: CandidateKind = "instructions"
 
@@ -83,9 +90,9 @@ class InstructionProposer:
     def propose(self, step: Step) -> ProgramState | str:
         record, best = step.record, step.audit.best
         if record.selected is None:
-            failures = record.failures or []
+            shared, skipped = _shared_failures(record.failures or [], step.settings.min_rule_share)
             (lessons, discarded, errors), cost = step.measured(
-                lambda: self._take_notes(failures, best.instructions[step.target], step.progress),
+                lambda: self._take_notes(shared, best.instructions[step.target], step.progress),
                 "lessons", f"iteration {record.iteration}: lessons",
             )
             record.lessons_new = [lesson.model_copy(deep=True) for lesson in lessons]  # as drafted, before merging
@@ -94,7 +101,9 @@ class InstructionProposer:
             record.lessons_discarded = discarded
             record.rule_lessons = sum(lesson.origin == "rule" for lesson in lessons)
             record.note_errors = errors
-            record.selected = [lesson.id for lesson in self._select(step, set(merged), best.instructions[step.target])]
+            chosen, passed_over = self._select(step, list(dict.fromkeys(merged)), best.instructions[step.target])
+            record.selected = [lesson.id for lesson in chosen]
+            record.lessons_skipped = skipped + passed_over
             record.usage = record.usage + cost
             step.save()
         if not record.selected:
@@ -137,25 +146,64 @@ class InstructionProposer:
         return lessons, discarded, errors
 
     @staticmethod
-    def _select(step: Step, touched: set[str], instructions: str) -> list[Lesson]:
-        """Lessons this iteration produced or reinforced, not yet applied nor retired nor already stated
-        in the instructions, by support."""
+    def _select(step: Step, touched: list[str], instructions: str) -> tuple[list[Lesson], list[Skipped]]:
+        """The lessons this iteration produced or reinforced that are not applied, retired nor said by the
+        instructions already (a rule: nor a near-duplicate of one of their sentences), by support, up to the
+        iteration's limit; and each one left out, with why."""
+        by_id = {lesson.id: lesson for lesson in step.bank.lessons}
         present = text_key(instructions)
-        fresh = [
-            lesson
-            for lesson in step.bank.active()
-            if lesson.id in touched and not lesson.applied and text_key(lesson.text) not in present
-        ]
-        return fresh[: step.settings.lessons_per_iteration]
+        order = {lesson.id: rank for rank, lesson in enumerate(step.bank.active())}
+        fresh: list[Lesson] = []
+        skipped: list[Skipped] = []
+        for lesson in sorted((by_id[i] for i in touched), key=lambda x: order.get(x.id, len(order))):
+            if lesson.retired:
+                reason = "its edit was rolled back in an earlier iteration"
+            elif lesson.applied:
+                reason = "an accepted edit applied it already"
+            elif text_key(lesson.text) in present or (
+                lesson.origin == "rule" and already_says(instructions, lesson.text, step.bank.threshold, step.bank.embed)
+            ):
+                reason = "the instructions say it already"
+            elif len(fresh) >= step.settings.lessons_per_iteration:
+                reason = f"over lessons_per_iteration ({step.settings.lessons_per_iteration}); a later iteration may take it"
+            else:
+                fresh.append(lesson)
+                continue
+            skipped.append(Skipped(lesson_id=lesson.id, text=lesson.text, reason=reason, sources=list(lesson.sources)))
+        return fresh, skipped
 
     def _edit(self, step: Step, texts: dict[str, str], lesson_ids: list[str]) -> tuple[dict[str, str], list[Edit]]:
+        """Each lesson applied in turn: a verifier's rule as a line of its own, any other by the LM updater."""
         by_id = {lesson.id: lesson for lesson in step.bank.lessons}
         current = dict(texts)
         edits = []
-        for lesson_id in lesson_ids:
-            current[step.target], edit = self.updater(instructions=current[step.target], lesson=by_id[lesson_id])
+        for key in lesson_ids:
+            lesson = by_id[key]
+            edit_with = rule_edit if lesson.origin == "rule" else self.updater
+            current[step.target], edit = edit_with(instructions=current[step.target], lesson=lesson)
             edits.append(edit)
         return current, edits
+
+
+def _shared_failures(failures: list[Failure], min_share: float) -> tuple[list[Failure], list[Skipped]]:
+    """The failures that may teach a lesson for every row, and one ``Skipped`` per rule too few rows ask for."""
+    kept: list[Failure] = []
+    rare: dict[str, list[Failure]] = {}
+    for failure in failures:
+        share = failure.rule_share
+        if share is not None and failure.rule is not None and share < min_share:
+            rare.setdefault(failure.rule, []).append(failure)
+        else:
+            kept.append(failure)
+    skipped = [
+        Skipped(
+            lesson_id=lesson_id(rule), text=rule, sources=[f.id for f in found],
+            reason=f"only {found[0].rule_rows} of {found[0].rows} train rows ask for it (min_rule_share "
+            f"{min_share:g}): their own constraint, not an instruction for every row",
+        )
+        for rule, found in rare.items()
+    ]
+    return kept, skipped
 
 
 class DemoProposer:

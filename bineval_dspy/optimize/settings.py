@@ -24,6 +24,10 @@ class OptimizerSettings(BaseModel):
     min_allowance: int = Field(default=400, ge=0, description="the relative budget allows at least this growth")
     lessons_per_iteration: int = Field(default=3, ge=1)
     max_failures: int = Field(default=16, ge=1, description="failures sampled for note-taking per iteration")
+    min_rule_share: float = Field(
+        default=0.5, ge=0, le=1,
+        description="a failed verifier's rule becomes a lesson for every row only when at least this share of the train rows ask for it (rarer: those rows' own constraint)",
+    )
     demos: int = Field(default=0, ge=0, description="demonstrations the optimizer may add (0: instruction edits only)")
     thresholds: bool = Field(default=False, description="cross-model: may fit the judge's per-dimension P(yes) thresholds")
     bloat_guard: bool = Field(default=True, description="off: keep every candidate (the paper's loop)")

@@ -172,6 +172,10 @@ def show_optimizer(run: OptimizerRun) -> None:
             _say(f"iteration {it.iteration}: {it.decision.reason}")
         if it.lessons_discarded:
             _say(f"  {len(it.lessons_discarded)} drafted lesson(s) discarded, {it.rule_lessons or 0} verifier rule(s) used instead")
+        if it.lessons_skipped:
+            first = it.lessons_skipped[0]
+            text = first.text if len(first.text) <= 60 else first.text[:59] + "…"
+            _say(f"  {len(it.lessons_skipped)} lesson(s) not proposed (each with why in audit.json); \"{text}\": {first.reason}")
     if audit.best.demos:
         _say("demonstrations kept: " + ", ".join(f"{name} {len(ds)}" for name, ds in audit.best.demos.items()))
     if audit.best.thresholds:

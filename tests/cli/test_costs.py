@@ -225,6 +225,22 @@ def test_tune_results_carry_each_trials_cost_and_the_studys(tmp_path, monkeypatc
     assert all(assert_block(t["usage"]) == Cost() for t in results["trials"]) and assert_block(results["usage"]) == Cost()
 
 
+def test_a_second_demo_in_the_same_folder_replaces_its_own_results_and_says_so(tmp_path, monkeypatch, capsys):
+    """Issue 47: a second `bineval demo` failed on the first one's demo-results.json ("exists; use --overwrite")."""
+    route_cli_lm(monkeypatch, lambda r: verdict_json("yes"))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["demo"]) in (ExitCode.OK, ExitCode.INCOMPLETE)
+    first = (tmp_path / "demo-results.json").read_text()
+    capsys.readouterr()
+    assert cli.main(["demo"]) in (ExitCode.OK, ExitCode.INCOMPLETE)
+    assert "replacing demo-results.json: an earlier demo's results" in " ".join(capsys.readouterr().err.split())
+    assert json.loads((tmp_path / "demo-results.json").read_text()).keys() == json.loads(first).keys()
+    (tmp_path / "demo-results.json").write_text('{"mine": 1}')  # not a demo's: never replaced unasked
+    assert cli.main(["demo"]) == ExitCode.INPUT
+    assert "exists; use --overwrite" in capsys.readouterr().err
+    assert json.loads((tmp_path / "demo-results.json").read_text()) == {"mine": 1}
+
+
 def test_demo_results_carry_the_cost_of_each_summary_and_the_run(tmp_path, monkeypatch, capsys):
     route_cli_lm(monkeypatch, lambda r: verdict_json("yes"), model=PRICED, usage=USAGE)
     out = tmp_path / "demo.json"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -489,6 +490,29 @@ def test_a_second_ctrl_c_prints_no_traceback(tmp_path):
         code, err = interrupted_twice(judge_args(tmp_path, *server.lm_args(), "--threads", "4"), server, requests=4, gap=0.5)
     assert code == ExitCode.INTERRUPTED
     assert "Traceback" not in err and "interrupted" in err
+
+
+def test_the_first_ctrl_c_finishes_the_calls_in_flight_and_saves_their_rows(tmp_path):
+    """Issue 47: the first Ctrl-C says what it waits for, lets the rows in flight finish and saves them (it used to
+    drop them), then exits 130; the rerun judges only the rest."""
+    write_inputs(tmp_path, rows=[{"input": str(i), "output": "b", "id": str(i)} for i in range(12)])
+    with scripted_server(slow_reply) as server:
+        argv = judge_args(tmp_path, *server.lm_args(), "--threads", "4")
+        proc = subprocess.Popen([sys.executable, "-m", "bineval_dspy.cli", *argv], stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+        deadline = time.time() + 60
+        while len(server.bodies) < 4 and time.time() < deadline:  # four rows' calls are in flight
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == ExitCode.INTERRUPTED, err
+        assert re.search(r"finishing [1-9]\d* calls? in flight; Ctrl-C again to stop now", err), err
+        assert "Traceback" not in err and "interrupted: finished rows are saved" in err
+        saved = [obj["id"] for _, obj in read_jsonl(tmp_path / "out.jsonl")]
+        assert 4 <= len(saved) < 12 and saved == [str(i) for i in range(len(saved))]  # the rows in flight, in order
+        asked = len(server.bodies)
+        assert cli.main(argv) == ExitCode.OK
+    assert len(server.bodies) - asked == 12 - len(saved)  # the rerun asks only about the rows not saved
+    assert [obj["id"] for _, obj in read_jsonl(tmp_path / "out.jsonl")] == [str(i) for i in range(12)]
 
 
 def interrupted_twice(argv: list[str], server, requests: int, gap: float) -> tuple[int, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,12 +14,12 @@ from bineval_dspy.finetune.settings import FinetuneSettings
 ROW = {"instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]}
 
 
-def _config(tmp_path, extra: str = "", finetune: str = 'method = "sft"') -> str:
+def _config(tmp_path, extra: str = "", finetune: str = 'method = "sft"', val: int = 2) -> str:
     suite = tmp_path / "suite.jsonl"
     suite.write_text("".join(json.dumps({"key": f"k{i}", "prompt": f"Describe item {i} in lowercase.", **ROW}) + "\n" for i in range(6)))
     config = tmp_path / "ft.toml"
     config.write_text(
-        f'mode = "self"\nrun_dir = "run"\n{extra}\n[data]\nsuite = "suite.jsonl"\ntrain = 2\nval = 2\ntest = 2\n[finetune]\n{finetune}\n'
+        f'mode = "self"\nrun_dir = "run"\n{extra}\n[data]\nsuite = "suite.jsonl"\ntrain = 2\nval = {val}\ntest = 2\n[finetune]\n{finetune}\n'
     )
     return str(config)
 
@@ -27,6 +28,22 @@ def _one_error_line(capsys) -> str:
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("error: ")
     return err
+
+
+def test_val_0_is_a_run_of_its_own_and_dry_run_and_tiny_plan_it_without_running(tmp_path, capsys):
+    """Issue 47: fine-tuning has no val loop, yet `val = 0` was refused; `--dry-run` and `--tiny` were experiment's only."""
+    config = _config(tmp_path, val=0)
+    assert cli.main(["finetune", config, "--dry-run"]) == 0
+    full = " ".join(capsys.readouterr().out.split())
+    assert "dry run:" in full and "2 test example(s)" in full and "no LM was called" in full
+    assert cli.main(["finetune", config, "--dry-run", "--tiny"]) == 0
+    small = " ".join(capsys.readouterr().out.split())
+    assert "at most 24 completion tokens a call" in small and "at most 256" in full
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run-tiny").exists()  # nothing ran, nothing written
+    optimize = tmp_path / "optimize.toml"
+    optimize.write_text(Path(config).read_text().split("[finetune]")[0])
+    assert cli.main(["optimize", str(optimize), "--dry-run"]) == 2  # the optimizer is checked on val: there it is refused
+    assert "data.val" in capsys.readouterr().err
 
 
 def test_an_unknown_or_invalid_finetune_setting_is_one_located_line(tmp_path, capsys):

@@ -75,7 +75,7 @@ def test_finetune_command_resumes_a_killed_training_and_writes_a_program_generat
     import time
 
     suite, config = _suite_and_config(
-        tmp_path, "train = 3\nval = 1\ntest = 1\n[program]\nmax_tokens = 16", "max_steps = 6\nbatch_size = 1\nsave_steps = 2"
+        tmp_path, "train = 3\nval = 0\ntest = 1\n[program]\nmax_tokens = 16", "max_steps = 6\nbatch_size = 1\nsave_steps = 2"
     )
     cache = ["--cache-dir", str(tmp_path / "cache")]
     run = tmp_path / "run"
@@ -112,6 +112,29 @@ def test_finetune_command_resumes_a_killed_training_and_writes_a_program_generat
     assert cli.main(["generate", "--suite", str(suite), "--program", str(run), "-o", str(tmp_path / "b.jsonl"), *cache]) == 2
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and "field 'weights.adapter'" in error and "sha256 differs" in error
+
+
+# what transformers, datasets, peft and llama.cpp wrote on a finetune run's stderr before issue 47 (FutureWarnings
+# and "Could not find a config file" UserWarnings with their source lines, the GGUF reader's and "Loading weights"
+# bars, the datasets bars "Tokenizing train dataset ..."), and llama.cpp's log lines
+LIBRARY_NOISE = ("Warning", "warnings.warn", "site-packages", "Converting and de-quantizing", "Loading weights",
+                 "examples/s]", "train dataset", "llama_", "ggml_", "Traceback")
+
+
+def test_a_tiny_finetune_without_val_runs_and_says_only_its_own_progress_and_notes_on_stderr(tmp_path):
+    """Issue 47: `val = 0` (no val loop), `--tiny` as experiment has it, and stderr quiet from the backends."""
+    import subprocess
+    import sys
+
+    _, config = _suite_and_config(tmp_path, "train = 3\nval = 0\ntest = 1", "max_steps = 1\nbatch_size = 1")
+    argv = [sys.executable, "-m", "bineval_dspy.cli", "finetune", str(config), "--tiny", "--cache-dir", str(tmp_path / "cache")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    noise = [line for line in done.stderr.splitlines() if any(mark in line for mark in LIBRARY_NOISE)]
+    assert not noise, "\n".join(noise)
+    assert "finetune: training a LoRA adapter" in done.stderr and "wrote program.json" in done.stderr  # its own notes stay
+    results = json.loads((tmp_path / "run-tiny" / "results.json").read_text())
+    assert results["splits"] == {"train": 2, "val": 0, "test": 1}  # --tiny's sizes, in RUN_DIR-tiny
 
 
 JUDGED = [

@@ -63,3 +63,31 @@ def test_metered_map_stops_before_the_budget_and_yields_what_finished(threads):
 
 def test_metered_map_without_a_budget_runs_everything():
     assert [n for n, _ in metered_map(lambda n: n * 2, [1, 2, 3], "units", threads=2)] == [2, 4, 6]
+
+
+def test_a_stop_request_finishes_the_units_in_flight_then_interrupts():
+    """What a first Ctrl-C asks (``lm.stopping``): no new unit starts, the ones in flight are yielded (to be saved)."""
+    import threading
+
+    from bineval_dspy.lm import stopping
+
+    assert stopping.request_stop() is None  # no loop runs: nothing to finish, the caller interrupts at once
+    asked = threading.Event()
+
+    def unit(item: int) -> int:
+        if item == 0:  # in flight while the stop is asked
+            assert asked.wait(timeout=10)
+        if item == 1:
+            assert stopping.request_stop() == 0  # no LM call is open in these units
+            asked.set()
+        return item
+
+    yielded = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for result, _ in metered_map(unit, list(range(6)), "units", threads=2, show=False):
+                yielded.append(result)
+    finally:
+        stopping.reset()
+    assert yielded == [0, 1]
+    assert [r for r, _ in metered_map(unit, [5], "units", show=False)] == [5]  # reset: the next command runs

@@ -90,6 +90,7 @@ def test_the_embedded_note_takers_drafts_are_screened_and_rules_fill_in():
     optimizer = BinEvalOptimizer(
         bineval_metric(BinaryJudge(), checklist_for), bank=LessonBank(embed=hashed_words),
         max_iterations=1, lessons_per_iteration=5,
+        min_rule_share=0,  # each row has its own constraint: by default none would reach the note-taker
     )
     optimizer.note_taker.set_lm(note_lm())
     optimizer.compile(Generator(START), trainset=examples(), valset=examples()[:1])

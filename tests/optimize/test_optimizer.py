@@ -17,6 +17,7 @@ from bineval_dspy.optimize.optimizer import BinEvalOptimizer
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.state import instructions_of
 from bineval_dspy.suites.rows import SuiteRow
+from bineval_dspy.verifiers import describe
 from tests.conftest import bag_of_words, prompt_fields, scripted_lm, verdict_json
 
 START = "Answer the request."
@@ -30,15 +31,19 @@ class World:
         self.rewrite = rewrite
         self.generator_calls = 0
         self.interrupt_updates = 0
+        self.updates = 0  # calls to the PromptUpdater
+        self.notes = 0  # calls to the NoteTaker
 
     def __call__(self, request: Request) -> str:
         user = request.messages[-1].text
         if "lesson" in prompt_fields(request):  # the PromptUpdater
+            self.updates += 1
             if self.interrupt_updates:
                 self.interrupt_updates -= 1
                 raise KeyboardInterrupt
             return json.dumps({"edit": {"target": "", "rewrite": self.rewrite}})
         if "explanation" in prompt_fields(request):  # the NoteTaker
+            self.notes += 1
             lesson = self.lesson(user) if callable(self.lesson) else self.lesson
             return json.dumps({"lesson": {"text": lesson}})
         self.generator_calls += 1
@@ -102,7 +107,7 @@ def test_harmful_edit_is_rolled_back_and_lessons_retired():
     program = opt.compile(student, trainset=trainset, valset=rows(2))
     assert opt.audit.model_dump()["stopped"] == "no failures left on the trainset"  # nothing to fix: no edit at all
 
-    world2 = World(lesson="Keep answers short.", rewrite="HARM")
+    world2 = World(lesson="Keep bullet points short.", rewrite="HARM")  # names the constraint: the LM edits
     opt2 = optimizer(world2, max_iterations=3, patience=1)
     strict = lambda ex: hybrid_checklist(SuiteRow(key=ex.key, prompt=ex.prompt, instruction_id_list=["detectable_format:number_bullet_lists"], kwargs=[{"num_bullets": 3}]), n_llm_questions=(0, 0))  # noqa: E731
     opt2.feedback = SelfUpdateFeedback(bineval_metric(BinaryJudge(), lambda ex: strict(ex) if ex.key.startswith("t") else checklist_for(ex)))
@@ -228,6 +233,72 @@ def test_a_lesson_that_names_no_constraint_is_discarded_and_the_rule_takes_its_p
     assert banked.support == 2  # the rule explains two distinct failures
     saved = json.loads((tmp_path / "run" / "audit.json").read_text())
     assert len(saved["iterations"][0]["lessons_discarded"]) == 2
+
+
+def test_a_rule_lesson_is_added_as_a_line_of_its_own_without_the_lm():
+    # the embedded model's edits were babble ("EditDraft.", a repeating "The passage rewritten ..."): a verifier's
+    # rule is a clean sentence already, so the updater is never asked
+    world = World(lesson="The national symbol of the US is the Eagle.", rewrite="EditDraft. The passage rewritten " * 3)
+    opt = optimizer(world, max_iterations=1)
+    program = opt.compile(Generator(START), trainset=rows(2), valset=rows(2))
+    first = opt.audit.iterations[0]
+    (edit,) = first.edits or []
+    rule = describe("detectable_format:number_bullet_lists", {"num_bullets": 2})
+    assert world.updates == 0 and (edit.before, edit.after, edit.appended) == ("", rule, True)
+    assert instructions_of(program)["generate"] == START + "\n" + rule
+    assert first.decision is not None and first.decision.accepted
+
+
+def test_a_rule_the_instructions_already_say_in_other_words_is_skipped_with_its_reason(tmp_path):
+    said = "Use exactly 2 bullet points, written as Markdown bullets like '* This is a point!'"  # the rule, reworded
+    world = World(lesson="The national symbol of the US is the Eagle.")
+
+    def never_bullets(request: Request) -> str:  # a generator that ignores its instructions
+        return world(request) if {"lesson", "explanation"} & set(prompt_fields(request)) else "one and two"
+
+    dspy.configure(lm=scripted_lm(never_bullets))
+    opt = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), bank=LessonBank(embed=bag_of_words), run_dir=tmp_path)
+    program = opt.compile(Generator(START + "\n" + said), trainset=rows(2), valset=rows(2))
+    first = opt.audit.iterations[0]
+    assert opt.audit.stopped == "no new lessons to apply" and first.selected == [] and world.updates == 0
+    (skipped,) = first.lessons_skipped or []
+    assert skipped.reason == "the instructions say it already" and len(skipped.sources) == 2
+    assert instructions_of(program)["generate"] == START + "\n" + said
+    saved = json.loads((tmp_path / "audit.json").read_text())
+    assert saved["iterations"][0]["lessons_skipped"][0]["reason"] == "the instructions say it already"
+
+
+def mixed_rows() -> list[dspy.Example]:
+    """Three rows ask for 2 bullet points, one for 3: the suite's rows differ, as IFEval's do."""
+    return [
+        dspy.Example(key=str(i), prompt=f"List fruits ({i}).", instruction_id_list=["detectable_format:number_bullet_lists"], kwargs=[{"num_bullets": n}]).with_inputs("prompt")
+        for i, n in enumerate([2, 2, 2, 3])
+    ]
+
+
+def test_a_rule_only_one_row_asks_for_is_no_lesson_for_every_row(tmp_path, capsys):
+    world = World(lesson="Always use bullet points.")
+    opt = optimizer(world, tmp_path, max_iterations=1)
+    opt.compile(Generator(START), trainset=mixed_rows(), valset=rows(2))
+    first = opt.audit.iterations[0]
+    assert first.failures is not None and len(first.failures) == 4
+    assert world.notes == 3  # the row's own constraint never reaches the note-taker
+    assert all(source != "3:" and not source.startswith("3:") for lesson in first.lessons_new or [] for source in lesson.sources)
+    (skipped,) = first.lessons_skipped or []
+    assert skipped.text == describe("detectable_format:number_bullet_lists", {"num_bullets": 3})
+    assert skipped.sources == ["3:" + first.failures[3].id.split(":", 1)[1]]
+    assert skipped.reason.startswith("only 1 of 4 train rows ask for it (min_rule_share 0.5)")
+    assert {(f.rule_rows, f.rows) for f in first.failures} == {(3, 4), (1, 4)}
+    from bineval_dspy.cli import main
+
+    assert main(["show", str(tmp_path)]) == 0
+    assert "1 lesson(s) not proposed" in capsys.readouterr().out
+
+    # a stated fraction lets a rule a quarter of the rows share become a lesson
+    world = World(lesson="Always use bullet points.")
+    opt = optimizer(world, max_iterations=1, min_rule_share=0.25)
+    opt.compile(Generator(START), trainset=mixed_rows(), valset=rows(2))
+    assert world.notes == 4 and not opt.audit.iterations[0].lessons_skipped
 
 
 def test_a_lesson_that_restates_the_response_is_discarded():

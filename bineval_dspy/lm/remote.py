@@ -24,10 +24,10 @@ import builtins
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Coroutine, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import dspy
@@ -52,7 +52,7 @@ from bineval_dspy.lm.usage import report_retries
 if TYPE_CHECKING:
     from bineval_dspy.lm.pool import ReplicaPool
 
-__all__ = ["DEFAULT_TIMEOUT", "RETRIES", "RemoteEngine", "remote_lm"]
+__all__ = ["DEFAULT_TIMEOUT", "RETRIES", "Exchange", "RemoteEngine", "Retries", "on_io_loop", "remote_lm"]
 
 RETRIES = 1  # LiteLLM provider models (no --api-base): DSPy's one retry; servers at --api-base: lm.retry's policy
 TRANSIENT = (RateLimitError, ServerError, TimeoutError, TransportError)  # worth another try after a wait
@@ -60,6 +60,32 @@ THROTTLED_STATUS = (429, 503)  # the server says: not now
 
 # Schema spellings in the order tried: OpenAI's, llama-cpp-python's, then JSON mode with the schema left to the prompt.
 _FORMS = ("json_schema", "json_object_schema", "json_object")
+
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Exchange(Protocol[R_co]):
+    """One request to a server, as the engine's retries, rate limits, schema spellings and failover carry it,
+    whichever client sends it: DSPy's lm15 client (``LM15Exchange``) or the verdict fast path's (``lm.fastpath``)."""
+
+    @property
+    def schema(self) -> bool: ...  # it carries a JSON schema, spelled as the server takes it
+
+    def tokens(self) -> int: ...  # an estimate of what it may bill, for ``--tpm``
+
+    def billed(self, reply: Any) -> int | None: ...  # the tokens a reply says it billed
+
+    async def send(self, engine: RemoteEngine, form: str, seconds: float) -> R_co: ...  # one attempt in one spelling
+
+
+@dataclass
+class Retries:
+    """What one call met, counted once a call in ``usage``: a server throttling it, and a retry."""
+
+    throttled: bool = False
+    retried: bool = False
 
 
 @dataclass
@@ -70,7 +96,7 @@ class _ServerForm:
 
     index: int = 0
     settled: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # held on the I/O loop, where every attempt runs
 
 
 _server_forms: dict[str, _ServerForm] = {}  # api_base -> what that server takes
@@ -109,17 +135,23 @@ class RemoteEngine(EngineBase):
         self.api_base = _checked_url(api_base)
         self.timeout = timeout
         self.limiter = RateLimiter(rpm, tpm)
-        self._slots: threading.BoundedSemaphore | None = None
+        self._slots: asyncio.Semaphore | None = None
         self._rng = random.Random()
+        self.connections = DEFAULT_CONNECTIONS
         prefix, _, model = spec.partition("/")
         # lm15's dialect for the server: Ollama's own, else its open-server one (vLLM's). That sends ``max_tokens``,
         # which every server takes, where the ``openai/`` prefix would send api.openai.com's ``max_completion_tokens``
         # (llama-cpp-python ignores it and generates without limit).
         provider = "ollama" if prefix in ("ollama", "ollama_chat") else "vllm"
-        self._wire_model = f"{provider}:{model}"
+        self.wire_model = f"{provider}:{model}"  # the model as lm15 routes it
         self._provider, self._api_key = provider, api_key
         keep_secret(api_key)  # a server may echo a key it refuses into its error
         self._client = self._connect(None)
+
+    @property
+    def client(self) -> AsyncLM15Engine:
+        """lm15's client for this server (the fast path builds its request bodies and reads replies with it)."""
+        return self._client
 
     def _connect(self, connections: int | None) -> AsyncLM15Engine:
         """lm15's client with a pool of ``connections`` (None: lm15's default, 100). env={}: only --api-key-env's
@@ -147,91 +179,114 @@ class RemoteEngine(EngineBase):
         """At most ``most`` requests of this engine open at once (``judge --concurrency``); None: no cap. A cap
         above lm15's pool of 100 connections widens the pool to it: requests past the pool would wait for a
         connection and time out on a healthy server."""
-        self._slots = threading.BoundedSemaphore(most) if most else None
+        self._slots = asyncio.Semaphore(most) if most else None
         if most:
             self.widen(most)
         return True
 
     def widen(self, connections: int) -> None:
-        """A pool of at least ``connections`` connections to the server (lm15's default is 100)."""
-        if connections > DEFAULT_CONNECTIONS:
+        """A pool of at least ``connections`` connections to the server (lm15's default is 100; the fast path's
+        pool is as large)."""
+        if connections > self.connections:
+            self.connections = connections
             self._client = self._connect(connections)
 
     def complete(self, request: Request) -> Response:
-        """Send one request, again after a transient failure while the call's budget lasts (``lm.retry``); the
-        call's throttling and retries are counted in the ``usage`` of the work around it."""
+        """DSPy's door: one request through ``call``, on the I/O loop; its throttling and retries are counted in
+        the ``usage`` of the work around it."""
+        retries = Retries()
+        try:
+            return on_io_loop(self.call(LM15Exchange(request), retries))
+        finally:
+            report_retries(retries.throttled, retries.retried)
+
+    async def call(self, exchange: Exchange[R], retries: Retries) -> R:
+        """Send one request, again after a transient failure while the call's budget lasts (``lm.retry``); what it
+        met is noted in ``retries``."""
         started = time.monotonic()
         deadline = started + 2 * self.timeout  # retries start within the first timeout; no call outlives twice it
-        throttled = retried = False
         retry = 0
-        try:
-            while True:
-                try:
-                    return self.attempt(request, deadline)
-                except TRANSIENT as exc:
-                    throttled = throttled or _throttles(exc)
-                    remaining = started + self.timeout - time.monotonic()
-                    wait = wait_before_retry(retry, exc.retry_after, remaining, self._rng)
-                    if wait is None:
-                        raise
-                    retried, retry = True, retry + 1
-                    time.sleep(wait)
-        finally:
-            report_retries(throttled, retried)
+        while True:
+            try:
+                return await self.attempt(exchange, deadline)
+            except TRANSIENT as exc:
+                retries.throttled = retries.throttled or _throttles(exc)
+                remaining = started + self.timeout - time.monotonic()
+                wait = wait_before_retry(retry, exc.retry_after, remaining, self._rng)
+                if wait is None:
+                    raise
+                retries.retried, retry = True, retry + 1
+                await asyncio.sleep(wait)
 
-    def attempt(self, request: Request, deadline: float) -> Response:
+    async def attempt(self, exchange: Exchange[R], deadline: float) -> R:
         """One attempt, after the client-side rate limits allow it, in one of the in-flight slots (a pool of
         replicas retries on another server instead of here)."""
-        estimate = _token_estimate(request) if self.limiter.limited else 0
+        estimate = exchange.tokens() if self.limiter.limited else 0
         if self.limiter.limited:
-            self.limiter.acquire(estimate)
-        with self._slot():
-            response = self._send(request, deadline)
+            await self.limiter.wait(estimate)
+        async with self._slots if self._slots is not None else nullcontext():
+            reply = await self._send(exchange, deadline)
         if self.limiter.limited:
-            self.limiter.settle(estimate, _tokens_used(response, estimate))
-        return response
+            billed = exchange.billed(reply)
+            self.limiter.settle(estimate, billed if billed is not None else estimate)
+        return reply
 
-    @contextmanager
-    def _slot(self) -> Iterator[None]:
-        slots = self._slots
-        with slots if slots is not None else nullcontext():
-            yield
-
-    def _send(self, request: Request, deadline: float) -> Response:
+    async def _send(self, exchange: Exchange[R], deadline: float) -> R:
         """One request; a schema goes out in the spelling this server takes, found once per process."""
-        request = replace(request, model=self._wire_model)
-        schema_format = request.config.response_format
-        if not schema_format or schema_format.get("type") != "json_schema":
-            return self._within(request, deadline)
+        if not exchange.schema:
+            return await self._within(exchange, "json_schema", deadline)
         form = _server_form(self.api_base)
         if not form.settled:
-            with form.lock:  # one request at a time finds out; the others wait for its answer
+            async with form.lock:  # one request at a time finds out; the others wait for its answer
                 while not form.settled:
                     index = form.index
                     try:
-                        response = self._within(_spelled(request, _FORMS[index]), deadline)
+                        reply = await self._within(exchange, _FORMS[index], deadline)
                     except (InvalidRequestError, ServerError) as exc:
                         if index == len(_FORMS) - 1 or not _refuses_format(exc):
                             raise
                         form.index = index + 1
                         continue
                     form.settled = True
-                    return response
-        return self._within(_spelled(request, _FORMS[form.index]), deadline)
+                    return reply
+        return await self._within(exchange, _FORMS[form.index], deadline)
 
-    def _within(self, request: Request, deadline: float) -> Response:
-        """The request sent on the shared I/O loop and cancelled (its connection closed) at ``deadline``: lm15's
-        timeouts bound each read, so a reply dripped a byte at a time would otherwise never time out."""
+    async def _within(self, exchange: Exchange[R], form: str, deadline: float) -> R:
+        """The request, cancelled (its connection closed) at ``deadline``: a client's timeouts bound each read, so
+        a reply dripped a byte at a time would otherwise never time out."""
         seconds = deadline - time.monotonic()
         if seconds <= 0:
             raise TimeoutError(f"no complete reply within the call's {2 * self.timeout:g} s")
-        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(self._client.complete(request), seconds), _io_loop())
         try:
-            return future.result()
+            return await asyncio.wait_for(exchange.send(self, form, seconds), seconds)
         except LM15Error:
             raise
-        except builtins.TimeoutError:  # wait_for's, not lm15's
+        except builtins.TimeoutError:  # wait_for's, not the client's
             raise TimeoutError(f"no complete reply within the call's {2 * self.timeout:g} s") from None
+
+
+class LM15Exchange(Generic[R]):
+    """A DSPy request sent by lm15's client (the engine's own); a schema spelled for the server by ``_spelled``."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+
+    @property
+    def schema(self) -> bool:
+        schema_format = self.request.config.response_format
+        return bool(schema_format) and schema_format.get("type") == "json_schema"
+
+    def tokens(self) -> int:
+        return _token_estimate(self.request)
+
+    def billed(self, reply: Response) -> int | None:
+        usage: Any = getattr(reply, "usage", None)
+        total = getattr(usage, "total_tokens", None)
+        return int(total) if isinstance(total, int) and total >= 0 else None
+
+    async def send(self, engine: RemoteEngine, form: str, seconds: float) -> Response:
+        request = replace(self.request, model=engine.wire_model)
+        return await engine.client.complete(_spelled(request, form) if self.schema else request)
 
 
 def remote_lm(
@@ -272,15 +327,32 @@ _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 
 
-def _io_loop() -> asyncio.AbstractEventLoop:
+def on_io_loop(work: Coroutine[Any, Any, R]) -> R:
+    """``work`` run on the I/O loop, its result (or exception) returned to this thread, which waits for it."""
+    loop = io_loop()
+    if getattr(_running, "loop", None) is loop:
+        work.close()
+        raise RuntimeError("on_io_loop: called from the I/O loop itself; await the work there")
+    return asyncio.run_coroutine_threadsafe(work, loop).result()
+
+
+_running = threading.local()
+
+
+def io_loop() -> asyncio.AbstractEventLoop:
     """The process's one event loop for remote calls, on a daemon thread: every engine's requests run there, so a
     call past its deadline is cancelled rather than left reading."""
     global _loop
     with _loop_lock:
         if _loop is None:
             _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="bineval-remote-io", daemon=True).start()
+            threading.Thread(target=_serve, args=(_loop,), name="bineval-remote-io", daemon=True).start()
         return _loop
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    _running.loop = loop
+    loop.run_forever()
 
 
 def _checked_url(api_base: str) -> str:
@@ -332,8 +404,3 @@ def _token_estimate(request: Request) -> int:
     return chars // 4 + int(request.config.max_tokens or 0)
 
 
-def _tokens_used(response: Response, estimate: int) -> int:
-    """The tokens a reply says it billed, else the estimate."""
-    usage: Any = getattr(response, "usage", None)
-    total = getattr(usage, "total_tokens", None)
-    return int(total) if isinstance(total, int) and total >= 0 else estimate

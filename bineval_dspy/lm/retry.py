@@ -10,6 +10,7 @@ an unanswered question, never a yes.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 import threading
@@ -87,24 +88,33 @@ class RateLimiter:
     def acquire(self, tokens: int, sleep: Callable[[float], None] = time.sleep) -> float:
         """Take one request and ``tokens`` from the buckets, waiting until they allow it; the seconds waited."""
         waited = 0.0
-        while True:
-            with self._lock:
-                now = self._clock()
-                for bucket in self._buckets():
-                    bucket.refill(now - self._at)
-                self._at = now
-                short = max(
-                    self._requests.shortfall(1) if self._requests else 0.0,
-                    self._tokens.shortfall(tokens) if self._tokens else 0.0,
-                )
-                if short <= 0:
-                    if self._requests:
-                        self._requests.level -= 1
-                    if self._tokens:
-                        self._tokens.level -= tokens
-                    return waited
+        while (short := self._take(tokens)) > 0:
             sleep(short)
             waited += short
+        return waited
+
+    async def wait(self, tokens: int) -> None:
+        """``acquire`` for a call on an event loop: the wait is the loop's, not the thread's."""
+        while (short := self._take(tokens)) > 0:
+            await asyncio.sleep(short)
+
+    def _take(self, tokens: int) -> float:
+        """Take one request and ``tokens`` when the buckets hold them (0 returned), else the seconds to wait."""
+        with self._lock:
+            now = self._clock()
+            for bucket in self._buckets():
+                bucket.refill(now - self._at)
+            self._at = now
+            short = max(
+                self._requests.shortfall(1) if self._requests else 0.0,
+                self._tokens.shortfall(tokens) if self._tokens else 0.0,
+            )
+            if short <= 0:
+                if self._requests:
+                    self._requests.level -= 1
+                if self._tokens:
+                    self._tokens.level -= tokens
+            return short
 
     def settle(self, estimated: int, used: int) -> None:
         """Correct the token bucket once a reply says how many tokens the request used."""

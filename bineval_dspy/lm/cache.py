@@ -13,10 +13,11 @@ not an input to it. So a hard-answer judge after a P(yes) judge on the same ques
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -30,6 +31,7 @@ from dspy.utils.callback import BaseCallback
 logger = logging.getLogger(__name__)
 _journal: ContextVar[Journal | None] = ContextVar("bineval_reply_journal", default=None)
 _last_call: ContextVar[list[tuple[ReplyCache, str]] | None] = ContextVar("bineval_last_call", default=None)
+_peek: ContextVar[list[dict[str, Any]] | None] = ContextVar("bineval_cache_peek", default=None)
 
 
 class Journal:
@@ -82,14 +84,65 @@ def without_logprobs(request: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in request.items() if k not in LOGPROB_ARGS}
 
 
+@contextmanager
+def peeking() -> Iterator[list[dict[str, Any]]]:
+    """The requests DSPy's LM calls in this block look up in the cache, each answered as a miss with nothing read:
+    how the verdict fast path learns the exact request a call is keyed by (``lm.fastpath``)."""
+    seen: list[dict[str, Any]] = []
+    token = _peek.set(seen)
+    try:
+        yield seen
+    finally:
+        _peek.reset(token)
+
+
 class ReplyCache(Cache):
-    """A ``dspy`` cache that refuses replies without text and can forget an entry (memory and disk)."""
+    """A ``dspy`` cache that refuses replies without text and can forget an entry (memory and disk). ``read`` and
+    ``write`` take a key already made (``cache_key``), for a caller that keys its requests itself."""
 
     def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
+        if (peek := _peek.get()) is not None:
+            peek.append(request)
+            return None
         value = super().get(request, ignored_args_for_cache_key)
         if value is not None:
             self._record(request, ignored_args_for_cache_key)
         return value
+
+    async def read(self, key: str) -> Any:
+        """The entry under ``key`` (memory, then disk, read on the disk's thread while the caller's loop goes on),
+        or None. The entry is shared, not copied: the caller only reads it."""
+        if self.enable_memory_cache:
+            with self._lock:
+                value = self.memory_cache.get(key)
+            if value is not None:
+                return value
+        if not self.enable_disk_cache:
+            return None
+        disk = self.disk_cache
+        try:
+            value = await asyncio.wrap_future(disk.submit("get", key)) if isinstance(disk, OneThreadDisk) else disk.get(key)
+        except Exception:  # what DSPy does with an entry it cannot read: a miss (the next write replaces it)
+            return None
+        if value is not None and self.enable_memory_cache:
+            with self._lock:
+                self.memory_cache[key] = value
+        return value
+
+    def write(self, keys: tuple[str, ...], value: Any) -> None:
+        """Keep ``value`` under each of ``keys`` (a reply with logprobs also answers the request without them),
+        unless it holds no text."""
+        if not has_text(value):
+            return
+        for key in keys:
+            if self.enable_memory_cache:
+                with self._lock:
+                    self.memory_cache[key] = value
+            if self.enable_disk_cache:
+                try:
+                    self.disk_cache.set(key, value)
+                except Exception as exc:  # as DSPy's ``put``: the reply is kept in memory, not on disk
+                    logger.debug("disk cache write failed: %s", exc)
 
     def put(
         self,
@@ -150,7 +203,11 @@ class OneThreadDisk:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bineval-disk-cache")
 
     def _run(self, name: str, *args: Any) -> Any:
-        return self._thread.submit(getattr(self._disk, name), *args).result()
+        return self.submit(name, *args).result()
+
+    def submit(self, name: str, *args: Any) -> Future[Any]:
+        """One operation queued on the disk's thread; its future."""
+        return self._thread.submit(getattr(self._disk, name), *args)
 
     def get(self, key: str) -> Any:
         return self._run("get", key)

@@ -35,6 +35,7 @@ from dspy.clients.engines.lm15_engine import AsyncLM15Engine, timeouts_for
 from dspy.lm15 import (
     InvalidRequestError,
     LM15Error,
+    LMRouter,
     RateLimitError,
     Request,
     Response,
@@ -59,7 +60,7 @@ TRANSIENT = (RateLimitError, ServerError, TimeoutError, TransportError)  # worth
 THROTTLED_STATUS = (429, 503)  # the server says: not now
 
 # Schema spellings in the order tried: OpenAI's, llama-cpp-python's, then JSON mode with the schema left to the prompt.
-_FORMS = ("json_schema", "json_object_schema", "json_object")
+FORMS = ("json_schema", "json_object_schema", "json_object")
 
 
 R = TypeVar("R")
@@ -77,7 +78,7 @@ class Exchange(Protocol[R_co]):
 
     def billed(self, reply: Any) -> int | None: ...  # the tokens a reply says it billed
 
-    async def send(self, engine: RemoteEngine, form: str, seconds: float) -> R_co: ...  # one attempt in one spelling
+    async def send(self, engine: RemoteEngine, form: str | None, seconds: float) -> R_co: ...  # one attempt; form: its schema's spelling
 
 
 @dataclass
@@ -150,8 +151,14 @@ class RemoteEngine(EngineBase):
 
     @property
     def client(self) -> AsyncLM15Engine:
-        """lm15's client for this server (the fast path builds its request bodies and reads replies with it)."""
+        """lm15's client for this server."""
         return self._client
+
+    def dialect(self) -> Any:
+        """lm15's writer and reader of this server's requests and replies, sending nothing (what the verdict fast
+        path renders its bodies and reads its replies with: the bytes and readings lm15's client would make)."""
+        config = RouterConfig(api_keys={self._provider: self._api_key or "EMPTY"}, base_urls={self._provider: self.api_base}, env={})
+        return LMRouter(config).lm(self.wire_model)
 
     def _connect(self, connections: int | None) -> AsyncLM15Engine:
         """lm15's client with a pool of ``connections`` (None: lm15's default, 100). env={}: only --api-key-env's
@@ -234,24 +241,24 @@ class RemoteEngine(EngineBase):
     async def _send(self, exchange: Exchange[R], deadline: float) -> R:
         """One request; a schema goes out in the spelling this server takes, found once per process."""
         if not exchange.schema:
-            return await self._within(exchange, "json_schema", deadline)
+            return await self._within(exchange, None, deadline)
         form = _server_form(self.api_base)
         if not form.settled:
             async with form.lock:  # one request at a time finds out; the others wait for its answer
                 while not form.settled:
                     index = form.index
                     try:
-                        reply = await self._within(exchange, _FORMS[index], deadline)
+                        reply = await self._within(exchange, FORMS[index], deadline)
                     except (InvalidRequestError, ServerError) as exc:
-                        if index == len(_FORMS) - 1 or not _refuses_format(exc):
+                        if index == len(FORMS) - 1 or not _refuses_format(exc):
                             raise
                         form.index = index + 1
                         continue
                     form.settled = True
                     return reply
-        return await self._within(exchange, _FORMS[form.index], deadline)
+        return await self._within(exchange, FORMS[form.index], deadline)
 
-    async def _within(self, exchange: Exchange[R], form: str, deadline: float) -> R:
+    async def _within(self, exchange: Exchange[R], form: str | None, deadline: float) -> R:
         """The request, cancelled (its connection closed) at ``deadline``: a client's timeouts bound each read, so
         a reply dripped a byte at a time would otherwise never time out."""
         seconds = deadline - time.monotonic()
@@ -266,27 +273,37 @@ class RemoteEngine(EngineBase):
 
 
 class LM15Exchange(Generic[R]):
-    """A DSPy request sent by lm15's client (the engine's own); a schema spelled for the server by ``_spelled``."""
+    """A DSPy request sent by lm15's client (the engine's own); a schema spelled for the server by ``spelled``."""
 
     def __init__(self, request: Request) -> None:
         self.request = request
 
     @property
     def schema(self) -> bool:
-        schema_format = self.request.config.response_format
-        return bool(schema_format) and schema_format.get("type") == "json_schema"
+        return carries_schema(self.request)
 
     def tokens(self) -> int:
         return _token_estimate(self.request)
 
     def billed(self, reply: Response) -> int | None:
-        usage: Any = getattr(reply, "usage", None)
-        total = getattr(usage, "total_tokens", None)
-        return int(total) if isinstance(total, int) and total >= 0 else None
+        return billed_tokens(reply)
 
-    async def send(self, engine: RemoteEngine, form: str, seconds: float) -> Response:
+    async def send(self, engine: RemoteEngine, form: str | None, seconds: float) -> Response:
         request = replace(self.request, model=engine.wire_model)
-        return await engine.client.complete(_spelled(request, form) if self.schema else request)
+        return await engine.client.complete(spelled(request, form) if form else request)
+
+
+def carries_schema(request: Request) -> bool:
+    """Whether a request asks for a JSON schema (which servers spell differently: ``FORMS``)."""
+    schema_format = request.config.response_format
+    return bool(schema_format) and schema_format.get("type") == "json_schema"
+
+
+def billed_tokens(response: Response) -> int | None:
+    """The tokens a reply says it billed, or None."""
+    usage: Any = getattr(response, "usage", None)
+    total = getattr(usage, "total_tokens", None)
+    return int(total) if isinstance(total, int) and total >= 0 else None
 
 
 def remote_lm(
@@ -369,7 +386,7 @@ def _checked_url(api_base: str) -> str:
     return api_base.rstrip("/")
 
 
-def _spelled(request: Request, form: str) -> Request:
+def spelled(request: Request, form: str) -> Request:
     """The request with its JSON-schema ``response_format`` in one server dialect."""
     config = request.config
     if form == "json_schema":

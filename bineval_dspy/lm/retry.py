@@ -12,16 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+FAST_PATH_ENV = "BINEVAL_FAST_PATH"  # 0 / off: per-question remote verdicts go through DSPy's per-call path
 DEFAULT_TIMEOUT = 120.0  # seconds to wait for a server's answer to one attempt
 MAX_ATTEMPTS = 8  # tries of one call at most, however short its waits
 BACKOFF_BASE = 0.5  # seconds before the first retry without a Retry-After; doubled for each retry after it
 BACKOFF_CAP = 30.0  # seconds: the longest backoff step
+
+
+def fast_path_default() -> bool:
+    """Whether remote per-question verdicts take the fast path (``lm.fastpath``) unless a run says otherwise: yes,
+    unless ``BINEVAL_FAST_PATH`` says 0 or off."""
+    return os.environ.get(FAST_PATH_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
 
 
 def backoff(retry: int, rng: random.Random) -> float:

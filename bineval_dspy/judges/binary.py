@@ -95,8 +95,9 @@ class StrictJSONAdapter(MemoJSONAdapter):
     unanswered. A reply cut short by the token limit is still repaired as DSPy does."""
 
     def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
-        parsed_reply(self, signature, completion)
-        return super().parse(signature, unfenced(completion))
+        whole = parsed_reply(self, signature, completion)
+        read = self.read_whole(signature, whole) if whole is not None else None
+        return read if read is not None else super().parse(signature, unfenced(completion))
 
 
 class VerdictFirstAdapter(StrictJSONAdapter):

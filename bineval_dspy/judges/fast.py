@@ -13,6 +13,7 @@ import asyncio
 from typing import Any
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import met, score
@@ -64,8 +65,17 @@ class FastJudge:
             shapes[sample, explaining] = (template, config, adapter)
         return cls(judge, fast, shapes)
 
+    def close(self) -> None:
+        """Close the connections the fast path opened for this judge's server(s)."""
+        self.fast.close()
+
     async def score(self, input: str, output: str, checklist: Checklist) -> tuple[Scorecard, Cost]:
-        """The row's scorecard, as ``BinaryJudge.forward`` scores it per question, and what its calls cost."""
+        """The row's scorecard, as ``BinaryJudge.forward`` scores it per question, and what its calls cost. DSPy's
+        callbacks are not called: the calls are counted here, and a reply that gave no verdict is forgotten here."""
+        with dspy.context(callbacks=[]):  # the row's tasks inherit it
+            return await self._score(input, output, checklist)
+
+    async def _score(self, input: str, output: str, checklist: Checklist) -> tuple[Scorecard, Cost]:
         judge, tally = self.judge, CallTally()
         routed = {q.id: judge.code_router(q, input, output) for q in checklist.questions}
         asked = [q for q in checklist.questions if routed[q.id] is None]
@@ -84,8 +94,10 @@ class FastJudge:
         return card.model_copy(update={"judge": self.spec}), tally.cost()
 
     async def _votes(self, input: str, output: str, question: Question, explain: bool, tally: CallTally) -> Verdict:
+        if self.judge.samples == 1:
+            return await self._ask(input, output, question, (0, explain), tally)
         votes = await asyncio.gather(*(self._ask(input, output, question, (i, explain), tally) for i in range(self.judge.samples)))
-        return votes[0] if len(votes) == 1 else majority(question.id, list(votes), self.judge.partial)
+        return majority(question.id, list(votes), self.judge.partial)
 
     async def _ask(self, input: str, output: str, question: Question, shape: Shape, tally: CallTally) -> Verdict:
         """One call's verdict, read as ``BinaryJudge._read`` reads DSPy's; a reply that gave none is forgotten."""
@@ -97,12 +109,17 @@ class FastJudge:
         except Exception as exc:  # read by verdict_of, as DSPy's path reads a failed call
             failure = exc
 
-        def read() -> tuple[Any, Any]:
+        def read() -> tuple[Any, Any]:  # what DSPy's adapter makes of one output (``Adapter._call_postprocess``)
             if failure is not None:
                 raise failure
             assert reply is not None
-            (fields,) = adapter._call_postprocess(self.signature, self.signature, [reply.output], self.fast.lm, dict(config))
-            return fields["verdict"], fields.get("logprobs")
+            output = reply.output if isinstance(reply.output, dict) else {"text": reply.output}
+            if not output.get("text"):
+                raise AdapterParseError(
+                    adapter_name=type(adapter).__name__, signature=self.signature, lm_response=str(reply.output),
+                    message="The LM returned an empty or null response.",
+                )  # fmt: skip
+            return adapter.parse(self.signature, output["text"]).get("verdict"), output.get("logprobs") or None
 
         verdict = self.judge.verdict_of(question, config, self.fast.model, read)
         if verdict.answer == "unanswered" and reply is not None:

@@ -119,8 +119,12 @@ def judge_rows(
             return (item, card), cost
 
         judged_rows = metered_amap(scored, rows, "judging", loop=io_loop(), window=plan.rows, meter=meter, kind="row", what="row(s)", total=total, show=show)
-        for ((line, row), card), cost in judged_rows:
-            yield row, judge_result(line, row[judged], checklist, card, cost)
+        try:
+            for ((line, row), card), cost in judged_rows:
+                yield row, judge_result(line, row[judged], checklist, card, cost)
+        finally:
+            judged_rows.close()  # the rows in flight end first
+            fast.close()
         return
 
     def one(item: tuple[int, Row]) -> Scorecard:

@@ -45,7 +45,7 @@ from dspy.lm15 import Request, Response, TimeoutError, TransportError
 from bineval_dspy.lm.cache import ReplyCache, peeking
 from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.pool import ReplicaPool
-from bineval_dspy.lm.remote import FORMS, RemoteEngine, Retries, billed_tokens, carries_schema, spelled
+from bineval_dspy.lm.remote import FORMS, RemoteEngine, Retries, billed_tokens, carries_schema, on_io_loop, spelled
 from bineval_dspy.lm.usage import CallTally
 
 _MARK = f"bineval-slot-{secrets.token_hex(8)}-"  # drawn per process: no instruction or demo holds it
@@ -199,7 +199,7 @@ class FastLM:
         counted in ``tally``. A failed call raises DSPy's error for it, as DSPy's path would."""
         keys = template.keys(inputs) if self.lm.cache else ()
         cache: ReplyCache = dspy.cache
-        if keys and (record := await cache.read(keys[0])) is not None:
+        if keys and (record := cache.read(keys[0])) is not None:
             tally.count(self.model)
             return Reply(self._output(record, template), keys)
         retries = Retries()
@@ -216,6 +216,13 @@ class FastLM:
         if keys:
             cache.write(keys, result.dump())
         return Reply(result.outputs[0], keys)
+
+    def close(self) -> None:
+        """Close the aiohttp pools of this LM's servers (a later call opens new ones)."""
+        engines = self.engine.replicas if isinstance(self.engine, ReplicaPool) else [self.engine]
+        wires = [wire for engine in engines if (wire := _wires.pop(engine, None)) is not None]
+        if wires:
+            on_io_loop(_close(wires))
 
     def forget(self, reply: Reply) -> None:
         """Drop a reply that gave no verdict from the cache: a rerun asks again."""
@@ -277,6 +284,10 @@ class _Wire:
 
 
 _wires: weakref.WeakKeyDictionary[RemoteEngine, _Wire] = weakref.WeakKeyDictionary()
+
+
+async def _close(wires: list[_Wire]) -> None:
+    await asyncio.gather(*(wire.session.close() for wire in wires))
 
 
 def _wire(engine: RemoteEngine, request: Request) -> _Wire:

@@ -265,10 +265,11 @@ class RemoteEngine(EngineBase):
         if seconds <= 0:
             raise TimeoutError(f"no complete reply within the call's {2 * self.timeout:g} s")
         try:
-            return await asyncio.wait_for(exchange.send(self, form, seconds), seconds)
+            async with asyncio.timeout(seconds):
+                return await exchange.send(self, form, seconds)
         except LM15Error:
             raise
-        except builtins.TimeoutError:  # wait_for's, not the client's
+        except builtins.TimeoutError:  # the deadline's, not the client's
             raise TimeoutError(f"no complete reply within the call's {2 * self.timeout:g} s") from None
 
 

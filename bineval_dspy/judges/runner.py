@@ -123,7 +123,7 @@ def judge_rows(
             for ((line, row), card), cost in judged_rows:
                 yield row, judge_result(line, row[judged], checklist, card, cost)
         finally:
-            judged_rows.close()  # the rows in flight end first
+            judged_rows.close()  # rows still in flight (the consumer stopped early) are cancelled
             fast.close()
         return
 

@@ -223,7 +223,7 @@ def _metered(
     source = iter(items)
     pending: deque[Future[tuple[R, Cost]]] = deque()
     started, stopped = 0, False
-    with progress_bar(label, total) if show else nullcontext(lambda: None) as advance:
+    with progress_bar(label, total) if show else nullcontext(lambda: None) as advance, _cancelled_at_exit(pending):
         while True:
             while not stopped and started < total and len(pending) < window:
                 decision = meter.decide(kind)
@@ -246,6 +246,17 @@ def _metered(
             yield result
     if started < total:
         raise meter.exhausted(f"{total - started} of {total} {what} not started")
+
+
+@contextmanager
+def _cancelled_at_exit(pending: deque[Future[Any]]) -> Iterator[None]:
+    """The units still pending when the consumer stops early (an error, a closed stream) are cancelled: a coroutine
+    stops at its next await, a thread's unit that has not started never starts."""
+    try:
+        yield
+    finally:
+        for future in pending:
+            future.cancel()
 
 
 _END: Any = object()  # the end of a stream of items

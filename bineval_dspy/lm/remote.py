@@ -13,6 +13,9 @@ Why an engine of our own around DSPy's native one:
 - Retries are ours, not DSPy's: HTTP 429 and 503 honoured with ``Retry-After``, exponential backoff with jitter,
   all inside the call's ``--timeout`` budget (``bineval_dspy.lm.retry``); optional client-side ``--rpm`` and
   ``--tpm`` limits; throttled and retried calls counted in ``usage``.
+- Every call runs on the process's one asyncio loop (``call`` over an ``Exchange``), whichever client sends it: DSPy's
+  lm15 client for DSPy's calls, aiohttp for the verdict fast path's (``lm.fastpath``), so both get the same retries,
+  limits, spellings, deadlines and (``lm.pool``) failover.
 - The server is part of the model string (``openai/m@http://host:8000/v1``): DSPy leaves ``api_base`` out
   of its cache key, so two servers answering to the same model name would otherwise share cached answers.
 """
@@ -27,7 +30,7 @@ import time
 from collections.abc import Coroutine, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import dspy
@@ -273,7 +276,7 @@ class RemoteEngine(EngineBase):
             raise TimeoutError(f"no complete reply within the call's {2 * self.timeout:g} s") from None
 
 
-class LM15Exchange(Generic[R]):
+class LM15Exchange:
     """A DSPy request sent by lm15's client (the engine's own); a schema spelled for the server by ``spelled``."""
 
     def __init__(self, request: Request) -> None:

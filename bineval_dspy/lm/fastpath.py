@@ -23,6 +23,7 @@ What a reply means is the caller's (``judges.fast``). ``BINEVAL_FAST_PATH=0`` (`
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import secrets
 import weakref
@@ -262,7 +263,7 @@ class VerdictExchange:
         try:
             async with wire.session.post(wire.url, data=self.template.body(form, self._escaped), headers=wire.headers) as sent:
                 http = HttpResponse(sent.status, sent.reason or "", list(sent.headers.items()), await sent.read(), provider=wire.dialect.provider)
-        except asyncio.TimeoutError:
+        except builtins.TimeoutError:  # aiohttp's read or connect timeout; lm15's own is a TimeoutError too
             raise TimeoutError(f"no reply within {engine.timeout:g} s") from None
         except aiohttp.ClientError as exc:
             raise TransportError(f"{type(exc).__name__}: {exc}") from None

@@ -69,12 +69,13 @@ class LoopbackServer:
 
 
 class ScriptedServer(LoopbackServer):
-    """Answers every chat request with ``reply(body)``; keeps every request body in ``bodies`` (and its
+    """Answers every chat request with ``reply(body)``; keeps every request body in ``bodies`` (as sent in ``raw``, and its
     ``Authorization`` header in ``authorizations``), and counts the requests in flight (``most_in_flight``: the most at one time; ``reply`` may sleep to hold them open)."""
 
     def __init__(self, reply: Reply) -> None:
         self.reply = reply
         self.bodies: list[dict] = []
+        self.raw: list[bytes] = []  # each request body as it came, byte for byte
         self.authorizations: list[str | None] = []
         self.in_flight = 0
         self.most_in_flight = 0
@@ -84,9 +85,11 @@ class ScriptedServer(LoopbackServer):
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                body = json.loads(raw)
                 with server._lock:
                     server.bodies.append(body)
+                    server.raw.append(raw)
                     server.authorizations.append(self.headers.get("Authorization"))
                     server.in_flight += 1
                     server.most_in_flight = max(server.most_in_flight, server.in_flight)

@@ -75,6 +75,7 @@ def judge_file(args: argparse.Namespace) -> JudgeFile:
         program=Path(args.program) if args.program else None, fields=fields, limit=args.limit, overwrite=args.overwrite,
         concurrency=args.concurrency, threads=args.threads, batch=args.batch, lm=lm_options(args),
         cache_dir=Path(args.cache_dir) if args.cache_dir else None, budget=budget_of(args), ray=args.ray, workers=args.ray_workers,
+        **({"fast_path": False} if args.no_fast_path else {}),
     )  # fmt: skip
 
 
@@ -190,6 +191,11 @@ def add_judge_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
     judge.add_argument(
         "--concurrency", type=count(1), metavar="N",
         help="remote LMs: up to N requests in flight across rows and questions (in place of --threads); rows are still saved in input order",
+    )
+    judge.add_argument(
+        "--no-fast-path", action="store_true",
+        help="remote LMs: send every verdict request through DSPy's per-call path instead of the lean one (same requests, "
+        "cache entries and verdicts, more client CPU a call; also BINEVAL_FAST_PATH=0)",
     )
     judge.add_argument("--limit", type=count(1), metavar="N", help="only the first N data rows (default: all); a later run without it resumes")
     judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")

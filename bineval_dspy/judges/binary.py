@@ -95,8 +95,9 @@ class StrictJSONAdapter(MemoJSONAdapter):
     unanswered. A reply cut short by the token limit is still repaired as DSPy does."""
 
     def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
-        parsed_reply(self, signature, completion)
-        return super().parse(signature, unfenced(completion))
+        whole = parsed_reply(self, signature, completion)
+        read = self.read_whole(signature, whole) if whole is not None else None
+        return read if read is not None else super().parse(signature, unfenced(completion))
 
 
 class VerdictFirstAdapter(StrictJSONAdapter):
@@ -258,12 +259,12 @@ class BinaryJudge(dspy.Module):
         return cls(**spec.model_dump(include=set(JudgeFields.model_fields)), **runtime)
 
     def forward(self, input: str, output: str, checklist: Checklist) -> Scorecard:
-        self._check_format()
+        self.check_format()
         routed = {q.id: self.code_router(q, input, output) for q in checklist.questions}
         asked = [q for q in checklist.questions if routed[q.id] is None]
         if self.probe is not None:
             answers = self._probe_verdicts(input, output, asked)
-            verdicts = [routed[q.id] or self._decided(answers[q.id], None, q) for q in checklist.questions]
+            verdicts = [routed[q.id] or self.decided(answers[q.id], None, q) for q in checklist.questions]
             card = score(checklist, verdicts, use_probability=self.probability, partial=self.partial)
             return card.model_copy(update={"judge": self.spec()})
         if self.scoring == "batch":
@@ -272,11 +273,11 @@ class BinaryJudge(dspy.Module):
         else:
             answers = self._each(asked, lambda q: self._ask_votes(input, output, q))
             priors = self._each(asked, lambda q: self._prior(input, q)) if self.calibration == "content_free" else {}
-        answers = {q.id: self._decided(answers[q.id], priors.get(q.id), q) for q in asked}
+        answers = {q.id: self.decided(answers[q.id], priors.get(q.id), q) for q in asked}
         if self.explanations == "failures":
             failed = [q for q in asked if met(q, answers[q.id]) is False]
             explained = self._each(failed, lambda q: self._ask(input, output, q, 0, explain=True))
-            answers.update({qid: self._explained(answers[qid], v) for qid, v in explained.items()})
+            answers.update({qid: self.explained_by(answers[qid], v) for qid, v in explained.items()})
         verdicts = [routed[q.id] or answers[q.id] for q in checklist.questions]
         card = score(checklist, verdicts, use_probability=self.probability, partial=self.partial)
         return card.model_copy(update={"judge": self.spec()})
@@ -303,7 +304,7 @@ class BinaryJudge(dspy.Module):
         """The question asked about a content-free output: the LM's yes-bias for it on this input."""
         return self._ask(input, CONTENT_FREE_OUTPUT, question, 0, explain=False)
 
-    def _decided(self, verdict: Verdict, prior: Verdict | None, question: Question) -> Verdict:
+    def decided(self, verdict: Verdict, prior: Verdict | None, question: Question) -> Verdict:
         """The LM's verdict, calibrated against ``prior`` when given, then decided by the dimension's P(yes)
         threshold when one is set and P(yes) was read: the one place the answer may differ from the LM's own."""
         if prior is not None:
@@ -314,7 +315,7 @@ class BinaryJudge(dspy.Module):
         answer: Literal["yes", "no"] = "yes" if verdict.p_yes >= threshold else "no"
         return verdict.model_copy(update={"answer": answer})
 
-    def _explained(self, verdict: Verdict, explained: Verdict) -> Verdict:
+    def explained_by(self, verdict: Verdict, explained: Verdict) -> Verdict:
         """The verdict with the explanation a second, explaining call gave: that call's verdict itself (greedy
         decoding repeats the answer), unless calibration or a threshold decided the answer, which keeps its place.
         An explaining call that answers otherwise (a sampled or nondeterministic LM) leaves the question unanswered:
@@ -356,7 +357,7 @@ class BinaryJudge(dspy.Module):
         lm = self.answer_lm()
         return self.probe.verdicts(reader_for(lm, installed_dir()), input, output, questions, getattr(lm, "model", "unknown-lm"))
 
-    def _check_format(self) -> None:
+    def check_format(self) -> None:
         lm = self.answer_lm()
         if self.verdict_format == "prefilled" and not _continues_prefill(lm):
             model = getattr(lm, "model", "the LM")
@@ -364,27 +365,37 @@ class BinaryJudge(dspy.Module):
 
     def judge_question(self, input: str, output: str, question: Question) -> Verdict:
         """One verdict for one question: by code when a verifier applies, else by the LM."""
-        self._check_format()
+        self.check_format()
         routed = self.code_router(question, input, output)
         if routed is not None:
             return routed
         if self.probe is not None:
-            return self._decided(self._probe_verdicts(input, output, [question])[question.id], None, question)
+            return self.decided(self._probe_verdicts(input, output, [question])[question.id], None, question)
         prior = self._prior(input, question) if self.calibration == "content_free" else None
-        verdict = self._decided(self._ask_votes(input, output, question), prior, question)
+        verdict = self.decided(self._ask_votes(input, output, question), prior, question)
         if self.explanations == "failures" and met(question, verdict) is False:
-            verdict = self._explained(verdict, self._ask(input, output, question, 0, explain=True))
+            verdict = self.explained_by(verdict, self._ask(input, output, question, 0, explain=True))
         return verdict
 
     def _ask_votes(self, input: str, output: str, question: Question) -> Verdict:
         explain = self.explanations == "all"
         votes = [self._ask(input, output, question, i, explain) for i in range(self.samples)]
-        return votes[0] if self.samples == 1 else _majority(question.id, votes, self.partial)
+        return votes[0] if self.samples == 1 else majority(question.id, votes, self.partial)
 
     def _ask(self, input: str, output: str, question: Question, sample: int, explain: bool) -> Verdict:
         """One LM answer. Without ``explain`` generation stops after the answer (same prompt, fewer tokens)."""
         lm = self.answer_lm()
         judge_name = getattr(lm, "model", "unknown-lm")
+        config = self.call_config(sample, explain)
+        with reply_journal() as journal:
+            verdict = self._read(input, output, question, config, explain, judge_name)
+            if verdict.answer == "unanswered":
+                journal.forget()  # a reply that gave no verdict is not replayed: a rerun asks again
+        return verdict
+
+    def call_config(self, sample: int, explain: bool) -> dict[str, Any]:
+        """The LM settings of one per-question call: a sample's temperature and rollout, logprobs where P(yes) is
+        read, and the stop after the answer of a call that does not explain."""
         config: dict[str, Any] = {}
         if self.samples > 1:
             config.update(temperature=self.sample_temperature, rollout_id=sample)
@@ -393,11 +404,7 @@ class BinaryJudge(dspy.Module):
             config.update(logprobs=True, top_logprobs=10)
         if not explain:
             config.update(stop=['"'] if self.verdict_format == "prefilled" else [EXPLANATION_STOP])
-        with reply_journal() as journal:
-            verdict = self._read(input, output, question, config, explain, judge_name)
-            if verdict.answer == "unanswered":
-                journal.forget()  # a reply that gave no verdict is not replayed: a rerun asks again
-        return verdict
+        return config
 
     def _batch_votes(self, input: str, output: str, questions: Sequence[Question]) -> dict[str, Verdict]:
         """Every question's verdict from one batch call per sample (a majority per question when several)."""
@@ -405,7 +412,7 @@ class BinaryJudge(dspy.Module):
         votes = [self._batch(input, output, questions, i, explain) for i in range(self.samples)]
         if self.samples == 1:
             return votes[0]
-        return {q.id: _majority(q.id, [vote[q.id] for vote in votes], self.partial) for q in questions}
+        return {q.id: majority(q.id, [vote[q.id] for vote in votes], self.partial) for q in questions}
 
     def _batch(self, input: str, output: str, questions: Sequence[Question], sample: int, explain: bool) -> dict[str, Verdict]:
         """One LM call answering every question; an error or a reply with no verdicts leaves them all unanswered."""
@@ -441,16 +448,26 @@ class BinaryJudge(dspy.Module):
         return verdicts
 
     def _read(self, input: str, output: str, question: Question, config: dict[str, Any], explain: bool, judge_name: str) -> Verdict:
-        """The LM's verdict for one call, or an unanswered one saying why (an error, a reply that does not parse);
-        a verdict whose P(yes) the score needs but the reply lacks is marked ``NO_P_YES``."""
+        """The LM's verdict for one call through DSPy (``verdict_of``)."""
+
+        def predicted() -> tuple[Any, Any]:
+            with dspy.context(adapter=self.adapter_for(explain)):
+                pred = self.answer(input=input, output=output, question=question.text, config=config)
+            return pred.verdict, getattr(pred, "logprobs", None)
+
+        return self.verdict_of(question, config, judge_name, predicted)
+
+    def verdict_of(self, question: Question, config: dict[str, Any], judge_name: str, read: Callable[[], tuple[Any, Any]]) -> Verdict:
+        """The verdict of one call, whose parsed verdict and logprobs ``read`` gives, or an unanswered one saying
+        why (an error, a reply that does not parse); a verdict whose P(yes) the score needs but the reply lacks is
+        marked ``NO_P_YES``. The one reading of a call, whichever path made it (``judges.fast``)."""
 
         def unanswered(why: str) -> Verdict:
             return Verdict(question_id=question.id, answer="unanswered", explanation=why, judge=judge_name)
 
         try:
-            with dspy.context(adapter=self._adapter_for(explain)):
-                pred = self.answer(input=input, output=output, question=question.text, config=config)
-            answer, explanation = pred.verdict.answer, pred.verdict.explanation
+            given, logprobs = read()
+            answer, explanation = given.answer, given.explanation
         except LMAuthError as exc:  # a refused key fails every call alike: the run's setup is wrong, not this answer
             raise InputError(f"{judge_name}: the LM refused the API key ({one_line(exc)}); check `api_key_env`") from None
         except Exception as exc:  # any other LM or parse failure is an unanswered question, never a yes
@@ -458,14 +475,14 @@ class BinaryJudge(dspy.Module):
         if answer not in ("yes", "no"):
             return unanswered(f"unparseable answer {answer!r}")
         # P(yes) is read at the verdict token and kept beside the parsed answer; it never overrides it
-        logprobs = getattr(pred, "logprobs", None)
         at = (_REPLY_START,) if self.verdict_format == "prefilled" else ()  # where the verdict token is
         p_yes = p_yes_from_logprobs(logprobs, *at) if "logprobs" in config else None
         if p_yes is None and self._needs_p_yes():  # the answer stands, but never passes for a probability
             explanation = f"{explanation} {NO_P_YES}".strip()
         return Verdict(question_id=question.id, answer=answer, p_yes=p_yes, explanation=explanation, judge=judge_name)
 
-    def _adapter_for(self, explain: bool) -> dspy.Adapter:
+    def adapter_for(self, explain: bool) -> dspy.Adapter:
+        """The adapter of a per-question call: the verdict format's, reading the whole reply or only its answer."""
         if self.verdict_format == "prefilled":
             return self._prefilled[explain]
         return self.adapter if explain else self._verdict_adapter
@@ -491,7 +508,7 @@ def probe_clash(chain_of_thought: bool, samples: int, calibration: str, scoring:
     return None
 
 
-def _majority(question_id: str, votes: list[Verdict], partial: bool = False) -> Verdict:
+def majority(question_id: str, votes: list[Verdict], partial: bool = False) -> Verdict:
     """Majority of the votes. A failed sample is an unanswered vote, and any unanswered vote leaves the verdict
     unanswered unless ``partial`` (then the answered votes decide); a tie or no answered vote is unanswered."""
     counts = Counter(v.answer for v in votes)

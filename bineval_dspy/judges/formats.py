@@ -1,9 +1,11 @@
-"""A JSON adapter that builds each signature's fixed prompt parts once.
+"""A JSON adapter that builds each signature's fixed prompt parts, and the readers of its fields, once.
 
 Why: DSPy's ``JSONAdapter`` rebuilds a signature's system message and its response schema (pydantic schema
 generation, a model created per call) on every call, though both depend on the signature alone. Against a fast
-server that was about a third of a verdict's client CPU. Signatures are immutable classes (new instructions make a
-new class), so what is built for one stays right for it; entries go with their signature.
+server that was about a third of a verdict's client CPU. Reading a reply rebuilt a pydantic validator per field and
+the signature's field map several times: about 100 us of a verdict's 500 (issue 49). Signatures are immutable
+classes (new instructions make a new class), so what is built for one stays right for it; entries go with their
+signature.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import weakref
 from typing import Any
 
 import dspy
+import pydantic
+from pydantic import TypeAdapter
 
 
 class MemoJSONAdapter(dspy.JSONAdapter):
@@ -21,6 +25,33 @@ class MemoJSONAdapter(dspy.JSONAdapter):
         super().__init__(**kwargs)
         self._system: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
         self._formats: weakref.WeakKeyDictionary[type, dict[tuple[bool, bool], dict[str, Any] | None]] = weakref.WeakKeyDictionary()
+        self._readers: weakref.WeakKeyDictionary[type, dict[str, TypeAdapter[Any] | None] | None] = weakref.WeakKeyDictionary()
+
+    def read_whole(self, signature: type[dspy.Signature], obj: dict[str, Any]) -> dict[str, Any] | None:
+        """The output fields of a reply that is one whole JSON object holding exactly the signature's output fields,
+        each a JSON object of its pydantic model or a string of its ``str`` field: what DSPy's ``parse`` makes of it
+        (the same validation, no repair needed), with each field's validator built once. None for anything else (a
+        field missing or extra, another type, a value its model refuses): DSPy's ``parse`` reads that, and says why."""
+        readers = self._readers.get(signature, ())
+        if readers == ():
+            readers = self._readers[signature] = _field_readers(signature)
+        if readers is None or obj.keys() != readers.keys():
+            return None
+        fields: dict[str, Any] = {}
+        for name, reader in readers.items():
+            value = obj[name]
+            if reader is None:
+                if not isinstance(value, str):
+                    return None
+                fields[name] = value
+                continue
+            if not isinstance(value, dict):
+                return None
+            try:
+                fields[name] = reader.validate_python(value)
+            except pydantic.ValidationError:
+                return None
+        return fields
 
     def format_system_message(self, signature: type[dspy.Signature]) -> str:
         message = self._system.get(signature)
@@ -40,3 +71,18 @@ class MemoJSONAdapter(dspy.JSONAdapter):
         if by_support[support] is not None:
             lm_kwargs["response_format"] = by_support[support]
 
+
+
+def _field_readers(signature: type[dspy.Signature]) -> dict[str, TypeAdapter[Any] | None] | None:
+    """A validator per output field (None: a ``str`` field), in the signature's order; None when a field is of
+    another type (``read_whole`` leaves those to DSPy)."""
+    readers: dict[str, TypeAdapter[Any] | None] = {}
+    for name, field in signature.output_fields.items():
+        annotation = field.annotation
+        if annotation is str:
+            readers[name] = None
+        elif isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+            readers[name] = TypeAdapter(annotation)
+        else:
+            return None
+    return readers

@@ -4,7 +4,8 @@ Rows and their questions run together: a remote LM gets up to ``concurrency`` re
 and questions (threads; DSPy's cache, our usage accounting and budgets see each row as one unit). Results come
 back in input order, so whoever saves them (``bineval judge``, meta-eval) resumes, fingerprints and stops on a
 budget exactly as one row at a time would. Rows are drawn from the stream as they start: only those in flight are
-held, so memory is flat in the number of rows.
+held, so memory is flat in the number of rows. A per-question judge on a remote server asks through the verdict
+fast path (``judges.fast``): its rows are coroutines on the I/O loop instead of threads, the rest as above.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import dspy
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.judges.base import Judge
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.fast import FastJudge
 from bineval_dspy.judges.rows import JudgeResult, judge_result
-from bineval_dspy.lm.budget import BudgetMeter, metered_map
+from bineval_dspy.lm.budget import BudgetMeter, metered_amap, metered_map
 from bineval_dspy.lm.engine import engine_of
+from bineval_dspy.lm.remote import io_loop
 from bineval_dspy.lm.runtime import DEFAULT_THREADS
 from bineval_dspy.lm.specs import is_local
 from bineval_dspy.lm.usage import Cost
@@ -98,13 +101,31 @@ def judge_rows(
     meter: BudgetMeter | None = None,
     fields: tuple[str, str] = ("input", "output"),
     show: bool = True,
+    fast_path: bool = True,
 ) -> Iterator[tuple[Row, JudgeResult]]:
     """Each (data line, row) of the stream judged against ``checklist``, as (row, result) in input order; ``total``
     is how many the stream holds (for the progress bar and a budget stop's message). The judge asks
-    ``plan.questions`` of a row's questions at once. ``fields``: the row's input and output fields."""
+    ``plan.questions`` of a row's questions at once. ``fields``: the row's input and output fields. ``fast_path``:
+    a per-question judge on a remote server asks through the verdict fast path (``judges.fast``): ``plan.rows``
+    rows as coroutines on the I/O loop, each row one hand-off from this thread."""
     if isinstance(judge, BinaryJudge):  # ours asks a row's questions at once; another judge decides for itself
         judge.threads = plan.questions
     given, judged = fields
+    fast = FastJudge.of(judge) if fast_path else None
+    if fast is not None:
+
+        async def scored(item: tuple[int, Row]) -> tuple[tuple[tuple[int, Row], Scorecard], Cost]:
+            card, cost = await fast.score(item[1][given], item[1][judged], checklist)
+            return (item, card), cost
+
+        judged_rows = metered_amap(scored, rows, "judging", loop=io_loop(), window=plan.rows, meter=meter, kind="row", what="row(s)", total=total, show=show)
+        try:
+            for ((line, row), card), cost in judged_rows:
+                yield row, judge_result(line, row[judged], checklist, card, cost)
+        finally:
+            judged_rows.close()  # rows still in flight (the consumer stopped early) are cancelled
+            fast.close()
+        return
 
     def one(item: tuple[int, Row]) -> Scorecard:
         return judge(input=item[1][given], output=item[1][judged], checklist=checklist)

@@ -12,9 +12,10 @@ resume fingerprint.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sized
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from typing import Any, Literal, TypeVar
@@ -163,11 +164,6 @@ def metered_map(
     (``lm.stopping``) likewise, then ``KeyboardInterrupt``.
     """
     meter = meter or BudgetMeter()
-    if total is None:
-        if not isinstance(items, Sized):
-            raise TypeError("metered_map: a stream of items needs its total")
-        total = len(items)
-    source = iter(items)
 
     callbacks = list(dspy.settings.callbacks or ())
     counted = callbacks if OPEN_CALLS in callbacks else [*callbacks, OPEN_CALLS]  # its calls in flight, for a Ctrl-C
@@ -181,11 +177,61 @@ def metered_map(
             meter.end(kind, measurement.cost if measurement is not None else Cost())
         return result, measurement.cost
 
+    with ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext() as pool:
+        start = (lambda item: pool.submit(in_caller_context(unit), item)) if pool is not None else (lambda item: _now(unit, item))
+        yield from _metered(start, items, label, max(threads, 1), meter, kind, what, total, show)
+
+
+def metered_amap(
+    fn: Callable[[T], Awaitable[tuple[R, Cost]]],
+    items: Iterable[T],
+    label: str,
+    *,
+    loop: asyncio.AbstractEventLoop,
+    window: int,
+    meter: BudgetMeter | None = None,
+    kind: str = "unit",
+    what: str = "unit(s)",
+    total: int | None = None,
+    show: bool = True,
+) -> Iterator[tuple[R, Cost]]:
+    """``metered_map`` for work that is a coroutine on ``loop`` and counts its own cost: ``window`` units in flight,
+    each one hand-off from this thread to the loop and back (the items are read and the results used here)."""
+    meter = meter or BudgetMeter()
+
+    async def unit(item: T) -> tuple[R, Cost]:
+        cost = Cost()
+        try:
+            result, cost = await fn(item)
+        finally:
+            meter.end(kind, cost)
+        return result, cost
+
+    yield from _metered(lambda item: asyncio.run_coroutine_threadsafe(unit(item), loop), items, label, window, meter, kind, what, total, show)
+
+
+def _metered(
+    start: Callable[[T], Future[tuple[R, Cost]]],
+    items: Iterable[T],
+    label: str,
+    window: int,
+    meter: BudgetMeter,
+    kind: str,
+    what: str,
+    total: int | None,
+    show: bool,
+) -> Iterator[tuple[R, Cost]]:
+    """The units of ``items`` started by ``start`` (at most ``window`` unfinished), their results in order."""
+    if total is None:
+        if not isinstance(items, Sized):
+            raise TypeError("metered_map: a stream of items needs its total")
+        total = len(items)
+    source = iter(items)
     pending: deque[Future[tuple[R, Cost]]] = deque()
     started, stopped = 0, False
-    with stoppable(), (progress_bar(label, total) if show else nullcontext(lambda: None)) as advance, (ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext()) as pool:
+    with stoppable(), (progress_bar(label, total) if show else nullcontext(lambda: None)) as advance, _cancelled_at_exit(pending):
         while True:
-            while not stopped and started < total and len(pending) < max(threads, 1):
+            while not stopped and started < total and len(pending) < window:
                 if stop_requested():
                     stopped = True
                     break
@@ -201,7 +247,7 @@ def metered_map(
                     break
                 meter.begin(kind)
                 started += 1
-                pending.append(pool.submit(in_caller_context(unit), item) if pool is not None else _now(unit, item))
+                pending.append(start(item))
             if not pending:
                 break
             result = pending.popleft().result()
@@ -211,6 +257,17 @@ def metered_map(
         raise KeyboardInterrupt
     if started < total:
         raise meter.exhausted(f"{total - started} of {total} {what} not started")
+
+
+@contextmanager
+def _cancelled_at_exit(pending: deque[Future[Any]]) -> Iterator[None]:
+    """The units still pending when the consumer stops early (an error, a closed stream) are cancelled: a coroutine
+    stops at its next await, a thread's unit that has not started never starts."""
+    try:
+        yield
+    finally:
+        for future in pending:
+            future.cancel()
 
 
 _END: Any = object()  # the end of a stream of items

@@ -19,32 +19,32 @@ routing, failover and hedging over it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-import queue
 import random
 import threading
 import time
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dspy.lm15 import Request, Response, TimeoutError
 
 from bineval_dspy.lm.engine import EngineBase
-from bineval_dspy.lm.remote import TRANSIENT, RemoteEngine
+from bineval_dspy.lm.remote import TRANSIENT, Exchange, LM15Exchange, RemoteEngine, Retries, on_io_loop
 from bineval_dspy.lm.retry import wait_before_retry
 from bineval_dspy.lm.usage import report_retries
 
 if TYPE_CHECKING:
     from bineval_dspy.enforce.steering import Steering
 
+R = TypeVar("R")
+
 COOLDOWN_S = 5.0  # a replica that failed is left out this long, then tried again (it may have come back)
 HEDGE_FLOOR_S = 1.0  # no hedge before this: a reply a little slower than usual is not worth a second request
 HEDGE_TIMES = 4  # a call not answered within this many times its replica's usual latency is hedged ...
 HEDGE_SHARE = 0.5  # ... and in any case once this share of its attempt's timeout has passed
 SMOOTHING = 0.2  # the weight of the newest reply in a replica's latency estimate
-
-Outcome = tuple[int, "Response | Exception"]  # the replica an attempt went to, and its reply or failure
 
 
 class ReplicaPool(EngineBase):
@@ -71,7 +71,7 @@ class ReplicaPool(EngineBase):
         self._open: list[dict[int, float]] = [{} for _ in replicas]  # attempts open per replica: id -> when sent
         self._ids = itertools.count()
         self._lock = threading.Lock()
-        self._slots: threading.BoundedSemaphore | None = None
+        self._slots: asyncio.Semaphore | None = None
         self._rng = random.Random()
 
     def unsteerable(self, steering: Steering) -> str:
@@ -88,7 +88,7 @@ class ReplicaPool(EngineBase):
     def limit_in_flight(self, most: int | None) -> bool:
         """At most ``most`` calls open across the replicas (a hedge is part of its call); each replica's own pool
         of connections grows to it."""
-        self._slots = threading.BoundedSemaphore(most) if most else None
+        self._slots = asyncio.Semaphore(most) if most else None
         for replica in self.replicas:
             replica.limit_in_flight(None)
             if most:
@@ -96,62 +96,68 @@ class ReplicaPool(EngineBase):
         return True
 
     def complete(self, request: Request) -> Response:
-        """The first reply of the replicas ``request`` is sent to: the one expected to answer soonest, another at
+        """DSPy's door: one request through ``call``, on the I/O loop; its retries are counted in the ``usage`` of the
+        work around it."""
+        retries = Retries()
+        try:
+            return on_io_loop(self.call(LM15Exchange(self.replicas[0]._grammared(request)), retries))  # one server kind
+        finally:
+            report_retries(False, retries.retried)
+
+    async def call(self, exchange: Exchange[R], retries: Retries) -> R:
+        """The first reply of the replicas ``exchange`` is sent to: the one expected to answer soonest, another at
         once when an attempt fails and one beside it when an attempt is slow (``hedge_after``); when every replica
         failed, all again after a wait while the call's first timeout lasts. Each attempt ends within one timeout,
-        the call within two."""
+        the call within two; a failover or a hedge is noted in ``retries``."""
         started = time.monotonic()
         deadline = started + 2 * self.timeout
-        outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         tried: set[int] = set()
-        running: dict[int, float] = {}  # replica -> when its hedge is due
-        retry, retried = 0, False
-        try:
-            with self._slots if self._slots is not None else nullcontext():
-                index = self._pick(tried)
-                running[index] = self._launch(index, request, deadline, outcomes)
-                tried.add(index)
-                while True:
-                    due = min(running.values(), default=deadline)
-                    try:
-                        index, outcome = outcomes.get(timeout=max(0.0, min(due, deadline) - time.monotonic()))
-                    except queue.Empty:
-                        if time.monotonic() >= deadline:
-                            raise TimeoutError(f"no replica answered within the call's {2 * self.timeout:g} s") from None
-                        spare = self._spare(tried)
-                        for slow in [i for i, at in running.items() if at <= time.monotonic()]:
-                            running[slow] = deadline  # one hedge per attempt
-                        if spare is not None:  # a hedge: the slow attempt goes on beside it, the first reply wins
-                            retried = True
-                            running[spare] = self._launch(spare, request, deadline, outcomes)
-                            tried.add(spare)
-                        continue
-                    running.pop(index, None)
-                    if isinstance(outcome, Response):
-                        return outcome
-                    if not isinstance(outcome, TRANSIENT):
-                        raise outcome
-                    retried = True
+        running: dict[asyncio.Task[R], tuple[int, float]] = {}  # attempt -> its replica, when its hedge is due
+        retry = 0
+        async with self._slots if self._slots is not None else nullcontext():
+            self._launch(self._pick(tried), exchange, deadline, running, tried)
+            while True:
+                due = min((at for _, at in running.values()), default=deadline)
+                done, _ = await asyncio.wait(running, timeout=max(0.0, min(due, deadline) - time.monotonic()), return_when=asyncio.FIRST_COMPLETED)
+                if not done:
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(f"no replica answered within the call's {2 * self.timeout:g} s") from None
+                    spare = self._spare(tried)
+                    for slow, (index, at) in running.items():
+                        if at <= time.monotonic():
+                            running[slow] = (index, deadline)  # one hedge per attempt
+                    if spare is not None:  # a hedge: the slow attempt goes on beside it, the first reply wins
+                        retries.retried = True
+                        self._launch(spare, exchange, deadline, running, tried)
+                    continue
+                failure: BaseException | None = None
+                for task in done:
+                    index, _ = running.pop(task)
+                    failure = task.exception()
+                    if failure is None:
+                        return task.result()
+                    if not isinstance(failure, TRANSIENT):
+                        raise failure
+                    retries.retried = True
                     self._fail(index)
-                    if running:
-                        continue  # another attempt of this call is still open
-                    if len(tried) < len(self.replicas):
-                        index = self._pick(tried)  # another replica, now
-                    else:
-                        wait = wait_before_retry(retry, outcome.retry_after, started + self.timeout - time.monotonic(), self._rng)
-                        if wait is None:
-                            raise outcome
-                        retry, tried = retry + 1, set()
-                        time.sleep(wait)
-                        index = self._pick(tried)
-                    running[index] = self._launch(index, request, deadline, outcomes)
-                    tried.add(index)
-        finally:
-            report_retries(False, retried)
+                if running:
+                    continue  # another attempt of this call is still open
+                if len(tried) < len(self.replicas):
+                    index = self._pick(tried)  # another replica, now
+                else:
+                    assert isinstance(failure, TRANSIENT)
+                    wait = wait_before_retry(retry, failure.retry_after, started + self.timeout - time.monotonic(), self._rng)
+                    if wait is None:
+                        raise failure
+                    retry, tried = retry + 1, set()
+                    await asyncio.sleep(wait)
+                    index = self._pick(tried)
+                self._launch(index, exchange, deadline, running, tried)
 
-    def _launch(self, index: int, request: Request, deadline: float, outcomes: queue.SimpleQueue[Outcome]) -> float:
-        """Send ``request`` to replica ``index`` on a thread of its own, its reply or failure put in ``outcomes``
-        within the replica's timeout (and the call's ``deadline``); returns when a hedge is due."""
+    def _launch(self, index: int, exchange: Exchange[R], deadline: float, running: dict[asyncio.Task[R], tuple[int, float]], tried: set[int]) -> None:
+        """Send ``exchange`` to replica ``index`` as a task of its own, ended within the replica's timeout (and the
+        call's ``deadline``), entered in ``running`` with when its hedge is due; a reply updates the replica's
+        latency. A losing attempt runs on to its end, so its replica's open requests stay counted."""
         now = time.monotonic()
         replica = self.replicas[index]
         until = min(deadline, now + replica.timeout)
@@ -160,22 +166,22 @@ class ReplicaPool(EngineBase):
             self._open[index][attempt] = now
             usual = self.latency[index]
 
-        def send() -> None:
-            outcome: Response | Exception
+        async def send() -> R:
             try:
-                outcome = replica.attempt(request, until)
-            except Exception as exc:  # the caller's thread decides what a failure means
-                outcome = exc
+                reply = await replica.attempt(exchange, until)
+            finally:
+                with self._lock:
+                    del self._open[index][attempt]
             with self._lock:
-                del self._open[index][attempt]
-                if isinstance(outcome, Response):
-                    took, prior = time.monotonic() - now, self.latency[index]
-                    self.answered[index] += 1
-                    self.latency[index] = took if prior is None else (1 - SMOOTHING) * prior + SMOOTHING * took
-            outcomes.put((index, outcome))
+                took, prior = time.monotonic() - now, self.latency[index]
+                self.answered[index] += 1
+                self.latency[index] = took if prior is None else (1 - SMOOTHING) * prior + SMOOTHING * took
+            return reply
 
-        threading.Thread(target=send, name="bineval-replica-call", daemon=True).start()
-        return now + hedge_after(replica.timeout, usual)
+        task = asyncio.ensure_future(send())
+        task.add_done_callback(_seen)
+        running[task] = (index, now + hedge_after(replica.timeout, usual))
+        tried.add(index)
 
     def _pick(self, tried: set[int]) -> int:
         """The untried replica in rotation expected to answer soonest (``_spare``); when every untried one is
@@ -206,6 +212,12 @@ class ReplicaPool(EngineBase):
     def _fail(self, index: int) -> None:
         with self._lock:
             self.down_until[index] = time.monotonic() + self.cooldown
+
+
+def _seen(task: asyncio.Task[Any]) -> None:
+    """A losing attempt's failure is nobody's to raise: read, so asyncio does not report it as lost."""
+    if not task.cancelled():
+        task.exception()
 
 
 def hedge_after(timeout: float, latency: float | None) -> float:

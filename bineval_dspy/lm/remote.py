@@ -17,6 +17,9 @@ Why an engine of our own around DSPy's native one:
   as ``llamacpp/<model>``, its engine steers decoding (``Generator(enforce=...)``) by sending the request's
   constraints as a grammar (``enforce.grammar``); what a grammar cannot express is reported as not enforced. Any
   other server takes no grammar, and an enforcing program is refused before its first call.
+- Every call runs on the process's one asyncio loop (``call`` over an ``Exchange``), whichever client sends it: DSPy's
+  lm15 client for DSPy's calls, aiohttp for the verdict fast path's (``lm.fastpath``), so both get the same retries,
+  limits, spellings, deadlines and (``lm.pool``) failover.
 - The server is part of the model string (``openai/m@http://host:8000/v1``): DSPy leaves ``api_base`` out
   of its cache key, so two servers answering to the same model name would otherwise share cached answers.
 """
@@ -28,10 +31,10 @@ import builtins
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Coroutine, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import dspy
@@ -39,6 +42,7 @@ from dspy.clients.engines.lm15_engine import AsyncLM15Engine, timeouts_for
 from dspy.lm15 import (
     InvalidRequestError,
     LM15Error,
+    LMRouter,
     RateLimitError,
     Request,
     Response,
@@ -58,7 +62,7 @@ from bineval_dspy.lm.usage import report_retries
 if TYPE_CHECKING:
     from bineval_dspy.lm.pool import ReplicaPool
 
-__all__ = ["DEFAULT_TIMEOUT", "GRAMMAR_PROVIDER", "RETRIES", "RemoteEngine", "remote_lm"]
+__all__ = ["DEFAULT_TIMEOUT", "GRAMMAR_PROVIDER", "RETRIES", "Exchange", "RemoteEngine", "Retries", "on_io_loop", "remote_lm"]
 
 GRAMMAR_PROVIDER = "llamacpp"  # `lm` llamacpp/<model> with `api_base`: a llama.cpp server, which takes a grammar
 
@@ -67,7 +71,33 @@ TRANSIENT = (RateLimitError, ServerError, TimeoutError, TransportError)  # worth
 THROTTLED_STATUS = (429, 503)  # the server says: not now
 
 # Schema spellings in the order tried: OpenAI's, llama-cpp-python's, then JSON mode with the schema left to the prompt.
-_FORMS = ("json_schema", "json_object_schema", "json_object")
+FORMS = ("json_schema", "json_object_schema", "json_object")
+
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Exchange(Protocol[R_co]):
+    """One request to a server, as the engine's retries, rate limits, schema spellings and failover carry it,
+    whichever client sends it: DSPy's lm15 client (``LM15Exchange``) or the verdict fast path's (``lm.fastpath``)."""
+
+    @property
+    def schema(self) -> bool: ...  # it carries a JSON schema, spelled as the server takes it
+
+    def tokens(self) -> int: ...  # an estimate of what it may bill, for ``--tpm``
+
+    def billed(self, reply: Any) -> int | None: ...  # the tokens a reply says it billed
+
+    async def send(self, engine: RemoteEngine, form: str | None, seconds: float) -> R_co: ...  # one attempt; form: its schema's spelling
+
+
+@dataclass
+class Retries:
+    """What one call met, counted once a call in ``usage``: a server throttling it, and a retry."""
+
+    throttled: bool = False
+    retried: bool = False
 
 
 @dataclass
@@ -78,7 +108,7 @@ class _ServerForm:
 
     index: int = 0
     settled: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # held on the I/O loop, where every attempt runs
 
 
 _server_forms: dict[str, _ServerForm] = {}  # api_base -> what that server takes
@@ -117,8 +147,9 @@ class RemoteEngine(EngineBase):
         self.api_base = _checked_url(api_base)
         self.timeout = timeout
         self.limiter = RateLimiter(rpm, tpm)
-        self._slots: threading.BoundedSemaphore | None = None
+        self._slots: asyncio.Semaphore | None = None
         self._rng = random.Random()
+        self.connections = DEFAULT_CONNECTIONS
         prefix, _, model = spec.partition("/")
         # lm15's dialect for the server: Ollama's own, else its open-server one (vLLM's). That sends ``max_tokens``,
         # which every server takes, where the ``openai/`` prefix would send api.openai.com's ``max_completion_tokens``
@@ -126,10 +157,21 @@ class RemoteEngine(EngineBase):
         provider = "ollama" if prefix in ("ollama", "ollama_chat") else "vllm"
         self.supports_steering = prefix == GRAMMAR_PROVIDER  # constraints go out as its ``grammar`` field
         self.steering_code = code_digest() if self.supports_steering else ""
-        self._wire_model = f"{provider}:{model}"
+        self.wire_model = f"{provider}:{model}"  # the model as lm15 routes it
         self._provider, self._api_key = provider, api_key
         keep_secret(api_key)  # a server may echo a key it refuses into its error
         self._client = self._connect(None)
+
+    @property
+    def client(self) -> AsyncLM15Engine:
+        """lm15's client for this server."""
+        return self._client
+
+    def dialect(self) -> Any:
+        """lm15's writer and reader of this server's requests and replies, sending nothing (what the verdict fast
+        path renders its bodies and reads its replies with: the bytes and readings lm15's client would make)."""
+        config = RouterConfig(api_keys={self._provider: self._api_key or "EMPTY"}, base_urls={self._provider: self.api_base}, env={})
+        return LMRouter(config).lm(self.wire_model)
 
     def _connect(self, connections: int | None) -> AsyncLM15Engine:
         """lm15's client with a pool of ``connections`` (None: lm15's default, 100). env={}: only --api-key-env's
@@ -157,83 +199,82 @@ class RemoteEngine(EngineBase):
         """At most ``most`` requests of this engine open at once (``judge --concurrency``); None: no cap. A cap
         above lm15's pool of 100 connections widens the pool to it: requests past the pool would wait for a
         connection and time out on a healthy server."""
-        self._slots = threading.BoundedSemaphore(most) if most else None
+        self._slots = asyncio.Semaphore(most) if most else None
         if most:
             self.widen(most)
         return True
 
     def widen(self, connections: int) -> None:
-        """A pool of at least ``connections`` connections to the server (lm15's default is 100)."""
-        if connections > DEFAULT_CONNECTIONS:
+        """A pool of at least ``connections`` connections to the server (lm15's default is 100; the fast path's
+        pool is as large)."""
+        if connections > self.connections:
+            self.connections = connections
             self._client = self._connect(connections)
 
     def complete(self, request: Request) -> Response:
-        """Send one request, again after a transient failure while the call's budget lasts (``lm.retry``); the
-        call's throttling and retries are counted in the ``usage`` of the work around it."""
+        """DSPy's door: one request through ``call``, on the I/O loop; its throttling and retries are counted in
+        the ``usage`` of the work around it."""
+        retries = Retries()
+        try:
+            return on_io_loop(self.call(LM15Exchange(self._grammared(request)), retries))
+        finally:
+            report_retries(retries.throttled, retries.retried)
+
+    async def call(self, exchange: Exchange[R], retries: Retries) -> R:
+        """Send one request, again after a transient failure while the call's budget lasts (``lm.retry``); what it
+        met is noted in ``retries``."""
         started = time.monotonic()
         deadline = started + 2 * self.timeout  # retries start within the first timeout; no call outlives twice it
-        throttled = retried = False
         retry = 0
-        try:
-            while True:
-                try:
-                    return self.attempt(request, deadline)
-                except TRANSIENT as exc:
-                    throttled = throttled or _throttles(exc)
-                    remaining = started + self.timeout - time.monotonic()
-                    wait = wait_before_retry(retry, exc.retry_after, remaining, self._rng)
-                    if wait is None:
-                        raise
-                    retried, retry = True, retry + 1
-                    time.sleep(wait)
-        finally:
-            report_retries(throttled, retried)
+        while True:
+            try:
+                return await self.attempt(exchange, deadline)
+            except TRANSIENT as exc:
+                retries.throttled = retries.throttled or _throttles(exc)
+                remaining = started + self.timeout - time.monotonic()
+                wait = wait_before_retry(retry, exc.retry_after, remaining, self._rng)
+                if wait is None:
+                    raise
+                retries.retried, retry = True, retry + 1
+                await asyncio.sleep(wait)
 
-    def attempt(self, request: Request, deadline: float) -> Response:
+    async def attempt(self, exchange: Exchange[R], deadline: float) -> R:
         """One attempt, after the client-side rate limits allow it, in one of the in-flight slots (a pool of
         replicas retries on another server instead of here)."""
-        estimate = _token_estimate(request) if self.limiter.limited else 0
+        estimate = exchange.tokens() if self.limiter.limited else 0
         if self.limiter.limited:
-            self.limiter.acquire(estimate)
-        with self._slot():
-            response = self._send(request, deadline)
+            await self.limiter.wait(estimate)
+        async with self._slots if self._slots is not None else nullcontext():
+            reply = await self._send(exchange, deadline)
         if self.limiter.limited:
-            self.limiter.settle(estimate, _tokens_used(response, estimate))
-        return response
-
-    @contextmanager
-    def _slot(self) -> Iterator[None]:
-        slots = self._slots
-        with slots if slots is not None else nullcontext():
-            yield
+            billed = exchange.billed(reply)
+            self.limiter.settle(estimate, billed if billed is not None else estimate)
+        return reply
 
     def unsteerable(self, steering: Steering) -> str:
         """What of ``steering`` this server's grammar cannot make true (``enforce.grammar.unexpressed``)."""
         missing = unexpressed(steering) if self.supports_steering else tuple(steering.model_dump(exclude_defaults=True))
         return f"this LM's grammar cannot express it ({', '.join(m.replace('_', ' ') for m in missing)})" if missing else ""
 
-    def _send(self, request: Request, deadline: float) -> Response:
-        """One request; a schema goes out in the spelling this server takes, found once per process, and
-        constraints to enforce as its grammar."""
-        request = self._grammared(replace(request, model=self._wire_model))
-        schema_format = request.config.response_format
-        if not schema_format or schema_format.get("type") != "json_schema":
-            return self._within(request, deadline)
+    async def _send(self, exchange: Exchange[R], deadline: float) -> R:
+        """One request; a schema goes out in the spelling this server takes, found once per process."""
+        if not exchange.schema:
+            return await self._within(exchange, None, deadline)
         form = _server_form(self.api_base)
         if not form.settled:
-            with form.lock:  # one request at a time finds out; the others wait for its answer
+            async with form.lock:  # one request at a time finds out; the others wait for its answer
                 while not form.settled:
                     index = form.index
                     try:
-                        response = self._within(_spelled(request, _FORMS[index]), deadline)
+                        reply = await self._within(exchange, FORMS[index], deadline)
                     except (InvalidRequestError, ServerError) as exc:
-                        if index == len(_FORMS) - 1 or not _refuses_format(exc):
+                        if index == len(FORMS) - 1 or not _refuses_format(exc):
                             raise
                         form.index = index + 1
                         continue
                     form.settled = True
-                    return response
-        return self._within(_spelled(request, _FORMS[form.index]), deadline)
+                    return reply
+        return await self._within(exchange, FORMS[form.index], deadline)
 
     def _grammared(self, request: Request) -> Request:
         """``request`` with the Steering its metadata carries sent as a GBNF ``grammar`` (lm15 sends extensions
@@ -251,19 +292,53 @@ class RemoteEngine(EngineBase):
             extensions["metadata"] = metadata
         return replace(request, config=replace(request.config, extensions=extensions))
 
-    def _within(self, request: Request, deadline: float) -> Response:
-        """The request sent on the shared I/O loop and cancelled (its connection closed) at ``deadline``: lm15's
-        timeouts bound each read, so a reply dripped a byte at a time would otherwise never time out."""
+    async def _within(self, exchange: Exchange[R], form: str | None, deadline: float) -> R:
+        """The request, cancelled (its connection closed) at ``deadline``: a client's timeouts bound each read, so
+        a reply dripped a byte at a time would otherwise never time out."""
         seconds = deadline - time.monotonic()
         if seconds <= 0:
             raise TimeoutError(f"no complete reply within the call's {2 * self.timeout:g} s")
-        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(self._client.complete(request), seconds), _io_loop())
         try:
-            return future.result()
+            async with asyncio.timeout(seconds):
+                return await exchange.send(self, form, seconds)
         except LM15Error:
             raise
-        except builtins.TimeoutError:  # wait_for's, not lm15's
+        except builtins.TimeoutError:  # the deadline's, not the client's
             raise TimeoutError(f"no complete reply within the call's {2 * self.timeout:g} s") from None
+
+
+class LM15Exchange:
+    """A DSPy request sent by lm15's client (the engine's own); a schema spelled for the server by ``spelled``."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+
+    @property
+    def schema(self) -> bool:
+        return carries_schema(self.request)
+
+    def tokens(self) -> int:
+        return _token_estimate(self.request)
+
+    def billed(self, reply: Response) -> int | None:
+        return billed_tokens(reply)
+
+    async def send(self, engine: RemoteEngine, form: str | None, seconds: float) -> Response:
+        request = replace(self.request, model=engine.wire_model)
+        return await engine.client.complete(spelled(request, form) if form else request)
+
+
+def carries_schema(request: Request) -> bool:
+    """Whether a request asks for a JSON schema (which servers spell differently: ``FORMS``)."""
+    schema_format = request.config.response_format
+    return bool(schema_format) and schema_format.get("type") == "json_schema"
+
+
+def billed_tokens(response: Response) -> int | None:
+    """The tokens a reply says it billed, or None."""
+    usage: Any = getattr(response, "usage", None)
+    total = getattr(usage, "total_tokens", None)
+    return int(total) if isinstance(total, int) and total >= 0 else None
 
 
 def remote_lm(
@@ -305,15 +380,32 @@ _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 
 
-def _io_loop() -> asyncio.AbstractEventLoop:
+def on_io_loop(work: Coroutine[Any, Any, R]) -> R:
+    """``work`` run on the I/O loop, its result (or exception) returned to this thread, which waits for it."""
+    loop = io_loop()
+    if getattr(_running, "loop", None) is loop:
+        work.close()
+        raise RuntimeError("on_io_loop: called from the I/O loop itself; await the work there")
+    return asyncio.run_coroutine_threadsafe(work, loop).result()
+
+
+_running = threading.local()
+
+
+def io_loop() -> asyncio.AbstractEventLoop:
     """The process's one event loop for remote calls, on a daemon thread: every engine's requests run there, so a
     call past its deadline is cancelled rather than left reading."""
     global _loop
     with _loop_lock:
         if _loop is None:
             _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="bineval-remote-io", daemon=True).start()
+            threading.Thread(target=_serve, args=(_loop,), name="bineval-remote-io", daemon=True).start()
         return _loop
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    _running.loop = loop
+    loop.run_forever()
 
 
 def _checked_url(api_base: str) -> str:
@@ -330,7 +422,7 @@ def _checked_url(api_base: str) -> str:
     return api_base.rstrip("/")
 
 
-def _spelled(request: Request, form: str) -> Request:
+def spelled(request: Request, form: str) -> Request:
     """The request with its JSON-schema ``response_format`` in one server dialect."""
     config = request.config
     if form == "json_schema":
@@ -365,8 +457,3 @@ def _token_estimate(request: Request) -> int:
     return chars // 4 + int(request.config.max_tokens or 0)
 
 
-def _tokens_used(response: Response, estimate: int) -> int:
-    """The tokens a reply says it billed, else the estimate."""
-    usage: Any = getattr(response, "usage", None)
-    total = getattr(usage, "total_tokens", None)
-    return int(total) if isinstance(total, int) and total >= 0 else estimate

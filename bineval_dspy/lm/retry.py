@@ -10,17 +10,26 @@ an unanswered question, never a yes.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import os
 import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+FAST_PATH_ENV = "BINEVAL_FAST_PATH"  # 0 / off: per-question remote verdicts go through DSPy's per-call path
 DEFAULT_TIMEOUT = 120.0  # seconds to wait for a server's answer to one attempt
 MAX_ATTEMPTS = 8  # tries of one call at most, however short its waits
 BACKOFF_BASE = 0.5  # seconds before the first retry without a Retry-After; doubled for each retry after it
 BACKOFF_CAP = 30.0  # seconds: the longest backoff step
+
+
+def fast_path_default() -> bool:
+    """Whether remote per-question verdicts take the fast path (``lm.fastpath``) unless a run says otherwise: yes,
+    unless ``BINEVAL_FAST_PATH`` says 0 or off."""
+    return os.environ.get(FAST_PATH_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
 
 
 def backoff(retry: int, rng: random.Random) -> float:
@@ -87,24 +96,33 @@ class RateLimiter:
     def acquire(self, tokens: int, sleep: Callable[[float], None] = time.sleep) -> float:
         """Take one request and ``tokens`` from the buckets, waiting until they allow it; the seconds waited."""
         waited = 0.0
-        while True:
-            with self._lock:
-                now = self._clock()
-                for bucket in self._buckets():
-                    bucket.refill(now - self._at)
-                self._at = now
-                short = max(
-                    self._requests.shortfall(1) if self._requests else 0.0,
-                    self._tokens.shortfall(tokens) if self._tokens else 0.0,
-                )
-                if short <= 0:
-                    if self._requests:
-                        self._requests.level -= 1
-                    if self._tokens:
-                        self._tokens.level -= tokens
-                    return waited
+        while (short := self._take(tokens)) > 0:
             sleep(short)
             waited += short
+        return waited
+
+    async def wait(self, tokens: int) -> None:
+        """``acquire`` for a call on an event loop: the wait is the loop's, not the thread's."""
+        while (short := self._take(tokens)) > 0:
+            await asyncio.sleep(short)
+
+    def _take(self, tokens: int) -> float:
+        """Take one request and ``tokens`` when the buckets hold them (0 returned), else the seconds to wait."""
+        with self._lock:
+            now = self._clock()
+            for bucket in self._buckets():
+                bucket.refill(now - self._at)
+            self._at = now
+            short = max(
+                self._requests.shortfall(1) if self._requests else 0.0,
+                self._tokens.shortfall(tokens) if self._tokens else 0.0,
+            )
+            if short <= 0:
+                if self._requests:
+                    self._requests.level -= 1
+                if self._tokens:
+                    self._tokens.level -= tokens
+            return short
 
     def settle(self, estimated: int, used: int) -> None:
         """Correct the token bucket once a reply says how many tokens the request used."""

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import dspy
 from dspy.utils.callback import BaseCallback
+from dspy.utils.usage_tracker import UsageTracker
 from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from bineval_dspy.lm.prices import price_of
@@ -180,6 +181,26 @@ def measuring(counter: CallCounter | None = None) -> Iterator[Measurement]:
             throttled, retried = (now - then for now, then in zip(counter.retries(), retries_before))
             cost = _cost(counter.snapshot() - before, usage.get_total_tokens())
             measurement.cost = cost.model_copy(update={"throttled_calls": throttled, "retried_calls": retried})
+
+
+class CallTally:
+    """The calls, billed usage and retries of work whose LM calls do not go through DSPy's LM (the verdict fast
+    path, ``lm.fastpath``), counted as ``measuring`` counts DSPy's: every call (cache hits included), the usage
+    of each reply a server sent, a throttled or retried call once."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.usage = UsageTracker()
+        self.throttled = self.retried = 0
+
+    def count(self, model: str, usage: dict[str, Any] | None = None) -> None:
+        """One call on ``model``; ``usage``: what its reply billed (None: a cache hit, or no reply)."""
+        self.calls[model] += 1
+        if usage:
+            self.usage.add_usage(model, usage)
+
+    def cost(self) -> Cost:
+        return _cost(self.calls, self.usage.get_total_tokens()).model_copy(update={"throttled_calls": self.throttled, "retried_calls": self.retried})
 
 
 def measured(work: Callable[[], T], counter: CallCounter | None = None) -> tuple[T, Cost]:

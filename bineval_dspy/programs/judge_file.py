@@ -22,6 +22,7 @@ from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.rows import JUDGE_KEY, JudgedSummary, JudgeResult
 from bineval_dspy.lm.budget import Budget
 from bineval_dspy.lm.estimate import Plan
+from bineval_dspy.lm.retry import fast_path_default
 from bineval_dspy.lm.runtime import LMOptions
 from bineval_dspy.lm.usage import Cost
 
@@ -49,6 +50,7 @@ class JudgeFile(BaseModel):
     budget: Budget = Budget()
     ray: str | None = None  # a Ray cluster judges the rows: "local" (started here) or its address (``programs.cluster``)
     workers: int = Field(default=2, ge=1)  # with ``ray``: actors judging at once, each with ``concurrency`` in flight
+    fast_path: bool = Field(default_factory=fast_path_default)  # remote per-question verdicts skip DSPy's per-call path (``judges.fast``)
 
 
 @dataclass
@@ -202,7 +204,7 @@ def run_file(config: JudgeFile) -> JudgedFile:
 
         results = ray_judge_rows(config, checklist.model_dump_json(), pending(), fields=fields, total=todo)
     else:
-        results = judge_rows(judge, checklist, pending(), total=todo, plan=plan, meter=meter, fields=fields)
+        results = judge_rows(judge, checklist, pending(), total=todo, plan=plan, meter=meter, fields=fields, fast_path=config.fast_path)
     try:
         for row, result in results:
             append_jsonl(out, result.row(row))

@@ -59,3 +59,33 @@ def test_an_lm_without_schema_support_gets_json_mode_and_one_without_the_param_g
     adapter._prepare_response_format(plain, json_mode, AnswerQuestion)
     adapter._prepare_response_format(bare, nothing, AnswerQuestion)
     assert json_mode == {"response_format": {"type": "json_object"}} and nothing == {}
+
+
+REPLIES = [
+    '{"verdict": {"answer": "yes", "explanation": "it is"}}',
+    '{"reasoning": "five, seven, five", "verdict": {"answer": "no", "explanation": "not a haiku"}}',
+    '{"verdict": {"answer": "maybe", "explanation": "unsure"}}',  # refused by the model: DSPy's parse says why
+    '{"verdict": {"answer": "yes", "explanation": "' + "x" * 200 + '"}}',  # over the explanation's bound
+    '{"verdict": {"answer": "yes", "explanation": "ok"}, "extra": 1}',
+    '{"verdict": "yes"}',
+    '{"verdict": {"answer": "yes", "explanation": "cut',  # cut short: repaired, as DSPy repairs it
+]
+
+
+def _read(adapter: dspy.Adapter, signature: type[dspy.Signature], reply: str) -> object:
+    try:
+        return adapter.parse(signature, reply)
+    except Exception as exc:  # the error's kind and words are part of what a verdict says
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_a_whole_reply_is_read_as_dspys_parse_reads_it():
+    """The fields read without DSPy's repair and per-call validators (``read_whole``) are the ones its ``parse`` gives,
+    and a reply they do not fit gets DSPy's own reading or error."""
+    dspys_only = type("StrictJSONAdapter", (StrictJSONAdapter,), {"read_whole": lambda self, signature, obj: None})()  # every reply to DSPy's parse
+    ours = StrictJSONAdapter()
+    thinking = dspy.ChainOfThought(AnswerQuestion).predict.signature
+    for signature in (AnswerQuestion, thinking):
+        for reply in REPLIES:
+            assert _read(ours, signature, reply) == _read(dspys_only, signature, reply), reply
+    assert ours.read_whole(AnswerQuestion, {"verdict": {"answer": "yes", "explanation": "e"}}) is not None  # the quick reading is taken

@@ -1,6 +1,7 @@
-"""experiments/bench_remote.py at its smallest size, so the benchmark cannot break unseen: the instant server, the
-raw loop, `bineval judge` at both concurrencies and the peak-RSS run all finish (every verdict answered: the script
-stops otherwise), and it ends with its ratios line. The llama_cpp.server arm runs the real model: marked apart."""
+"""experiments/bench_remote.py at its smallest size, so the benchmark cannot break unseen: the instant and the
+delayed server, the httpx and aiohttp loops, `bineval judge` on both paths at both concurrencies and the RSS run all
+finish (every verdict answered: the script stops otherwise), and it ends with its ratios line. The llama_cpp.server
+arm runs the real model: marked apart."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "bench_remote.py"
-RATIOS = re.compile(r"ratios: bineval/raw@64=\d+\.\d\d bineval/raw@256=\d+\.\d\d")
+RATIOS = re.compile(r"ratios: bineval/aiohttp@64=\d+\.\d\d bineval/aiohttp@256=\d+\.\d\d bineval/raw@64=\d+\.\d\d bineval/raw@256=\d+\.\d\d")
 
 
 def bench(tmp_path: Path, llama_rows: int) -> dict:
@@ -30,7 +31,8 @@ def bench(tmp_path: Path, llama_rows: int) -> dict:
 def test_bench_remote_runs_at_its_smallest_size(tmp_path):
     result = bench(tmp_path, llama_rows=0)
     assert result["calls"] == 200
-    assert set(result["ratios"]) == {"64", "256"}
+    assert set(result["ratios"]) == set(result["ratios_to_aiohttp"]) == {"64", "256"}
+    assert {"bineval@64", "dspy@256", "aiohttp20ms@64", "bineval20ms@256"} <= result.keys()
     assert result["rss"]["rows"] == 20 and result["rss"]["peak_mb"] > 0
     assert "llama_cpp" not in result
 

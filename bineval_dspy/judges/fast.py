@@ -1,0 +1,127 @@
+"""A ``BinaryJudge``'s per-question verdicts on a remote server through the verdict fast path (``lm.fastpath``).
+
+The same requests (captured from the judge's own predictor and adapter, once per call shape), the same cache
+entries, and the same reading of each reply (the adapter's, then ``BinaryJudge.verdict_of``), so a row's scorecard
+is the one ``BinaryJudge.forward`` gives; what is left out is DSPy's per-call work. Each row is one coroutine on
+the I/O loop, its questions asked together. Batch scoring, a probe judge, and an LM that is not one of our remote
+engines keep DSPy's path (``FastJudge.of`` says None).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import dspy
+from dspy.utils.exceptions import AdapterParseError
+
+from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
+from bineval_dspy.core.scoring import met, score
+from bineval_dspy.judges.base import Judge
+from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT, BinaryJudge, majority
+from bineval_dspy.lm.fastpath import FastLM, Reply, Template
+from bineval_dspy.lm.usage import CallTally, Cost
+
+FIELDS = ("input", "output", "question")  # AnswerQuestion's inputs, in the order a call's inputs are given
+Shape = tuple[int, bool]  # (sample, explain): what tells one per-question call's request from another
+
+
+class FastJudge:
+    """A ``BinaryJudge`` asking its questions through the fast path; ``score`` is its ``forward``, awaited."""
+
+    def __init__(self, judge: BinaryJudge, fast: FastLM, shapes: dict[Shape, tuple[Template, dict[str, Any], dspy.Adapter]]) -> None:
+        self.judge = judge
+        self.fast = fast
+        self.shapes = shapes
+        self.spec = judge.spec()
+        self.signature = judge.named_predictors()[0][1].signature  # what the adapter parses a reply against
+
+    @classmethod
+    def of(cls, judge: Judge) -> FastJudge | None:
+        """``judge`` on the fast path, or None where it keeps DSPy's: not a per-question ``BinaryJudge`` on a remote
+        server, or a call shape the fast path cannot fill exactly. A verdict format the LM cannot take is refused
+        here, before any row, as ``forward`` refuses it."""
+        if not isinstance(judge, BinaryJudge) or judge.scoring != "per_question" or judge.probe is not None:
+            return None
+        fast = FastLM.of(judge.answer_lm())
+        if fast is None:
+            return None
+        judge.check_format()
+        explain = judge.explanations == "all"
+        wanted = {(sample, explain) for sample in range(judge.samples)}
+        wanted |= {(0, False)} if judge.calibration == "content_free" else set()
+        wanted |= {(0, True)} if judge.explanations == "failures" else set()
+        shapes = {}
+        for sample, explaining in sorted(wanted):
+            config, adapter = judge.call_config(sample, explaining), judge.adapter_for(explaining)
+
+            def call(lm: dspy.LM, inputs: dict[str, str], config: dict[str, Any] = config, adapter: dspy.Adapter = adapter) -> None:
+                with dspy.context(adapter=adapter):
+                    judge.answer(**inputs, config=config, lm=lm)
+
+            template = fast.template(call, FIELDS)
+            if template is None:
+                return None
+            shapes[sample, explaining] = (template, config, adapter)
+        return cls(judge, fast, shapes)
+
+    def close(self) -> None:
+        """Close the connections the fast path opened for this judge's server(s)."""
+        self.fast.close()
+
+    async def score(self, input: str, output: str, checklist: Checklist) -> tuple[Scorecard, Cost]:
+        """The row's scorecard, as ``BinaryJudge.forward`` scores it per question, and what its calls cost. DSPy's
+        callbacks are not called: the calls are counted here, and a reply that gave no verdict is forgotten here."""
+        with dspy.context(callbacks=[]):  # the row's tasks inherit it
+            return await self._score(input, output, checklist)
+
+    async def _score(self, input: str, output: str, checklist: Checklist) -> tuple[Scorecard, Cost]:
+        judge, tally = self.judge, CallTally()
+        routed = {q.id: judge.code_router(q, input, output) for q in checklist.questions}
+        asked = [q for q in checklist.questions if routed[q.id] is None]
+        explain = judge.explanations == "all"
+        answers = dict(zip([q.id for q in asked], await asyncio.gather(*(self._votes(input, output, q, explain, tally) for q in asked))))
+        priors: dict[str, Verdict] = {}
+        if judge.calibration == "content_free":
+            priors = dict(zip([q.id for q in asked], await asyncio.gather(*(self._ask(input, CONTENT_FREE_OUTPUT, q, (0, False), tally) for q in asked))))
+        answers = {q.id: judge.decided(answers[q.id], priors.get(q.id), q) for q in asked}
+        if judge.explanations == "failures":
+            failed = [q for q in asked if met(q, answers[q.id]) is False]
+            explained = await asyncio.gather(*(self._ask(input, output, q, (0, True), tally) for q in failed))
+            answers.update({q.id: judge.explained_by(answers[q.id], v) for q, v in zip(failed, explained)})
+        verdicts = [routed[q.id] or answers[q.id] for q in checklist.questions]
+        card = score(checklist, verdicts, use_probability=judge.probability, partial=judge.partial)
+        return card.model_copy(update={"judge": self.spec}), tally.cost()
+
+    async def _votes(self, input: str, output: str, question: Question, explain: bool, tally: CallTally) -> Verdict:
+        if self.judge.samples == 1:
+            return await self._ask(input, output, question, (0, explain), tally)
+        votes = await asyncio.gather(*(self._ask(input, output, question, (i, explain), tally) for i in range(self.judge.samples)))
+        return majority(question.id, list(votes), self.judge.partial)
+
+    async def _ask(self, input: str, output: str, question: Question, shape: Shape, tally: CallTally) -> Verdict:
+        """One call's verdict, read as ``BinaryJudge._read`` reads DSPy's; a reply that gave none is forgotten."""
+        template, config, adapter = self.shapes[shape]
+        reply: Reply | None = None
+        failure: Exception | None = None
+        try:
+            reply = await self.fast.ask(template, (input, output, question.text), tally)
+        except Exception as exc:  # read by verdict_of, as DSPy's path reads a failed call
+            failure = exc
+
+        def read() -> tuple[Any, Any]:  # what DSPy's adapter makes of one output (``Adapter._call_postprocess``)
+            if failure is not None:
+                raise failure
+            assert reply is not None
+            output = reply.output if isinstance(reply.output, dict) else {"text": reply.output}
+            if not output.get("text"):
+                raise AdapterParseError(
+                    adapter_name=type(adapter).__name__, signature=self.signature, lm_response=str(reply.output),
+                    message="The LM returned an empty or null response.",
+                )  # fmt: skip
+            return adapter.parse(self.signature, output["text"]).get("verdict"), output.get("logprobs") or None
+
+        verdict = self.judge.verdict_of(question, config, self.fast.model, read)
+        if verdict.answer == "unanswered" and reply is not None:
+            self.fast.forget(reply)
+        return verdict

@@ -17,7 +17,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     runs = [run for path in args.runs for run in load_runs(Path(path))]
     httpd = server(Viewer.of(runs, title=args.title, charts_on=args.charts), args.port)
-    host, port = httpd.server_address[:2]
+    host, port = str(httpd.server_address[0]), httpd.server_address[1]
     shown.print(f"serving {len(runs)} run(s) at http://{host}:{port}/ (Ctrl-C stops)", markup=False, highlight=False)
     sys.stdout.flush()
     try:

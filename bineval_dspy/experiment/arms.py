@@ -211,8 +211,9 @@ def check_inputs(context: ArmContext) -> None:
     for arm in context.config.arms:
         if isinstance(arm, OwnLMArm):
             context.own_lm(arm)
-        if isinstance(arm, StartArm | BestOfArm) and (arm.enforce or (isinstance(arm, StartArm) and arm.program.get("enforce"))):
-            probe = Generator(enforce=arm.enforce or arm.program.get("enforce"))  # only its LM is asked
+        enforce = (arm.enforce or arm.program.get("enforce")) if isinstance(arm, StartArm) else arm.enforce if isinstance(arm, BestOfArm) else None
+        if isinstance(arm, StartArm | BestOfArm) and enforce:
+            probe = Generator(enforce=enforce)  # only its LM is asked
             try:
                 check_steerable(probe, context.own_lm(arm) or context.lm)
             except InputError as exc:

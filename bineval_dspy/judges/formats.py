@@ -32,9 +32,9 @@ class MemoJSONAdapter(dspy.JSONAdapter):
         each a JSON object of its pydantic model or a string of its ``str`` field: what DSPy's ``parse`` makes of it
         (the same validation, no repair needed), with each field's validator built once. None for anything else (a
         field missing or extra, another type, a value its model refuses): DSPy's ``parse`` reads that, and says why."""
-        readers = self._readers.get(signature, ())
-        if readers == ():
-            readers = self._readers[signature] = _field_readers(signature)
+        if signature not in self._readers:
+            self._readers[signature] = _field_readers(signature)
+        readers = self._readers[signature]
         if readers is None or obj.keys() != readers.keys():
             return None
         fields: dict[str, Any] = {}

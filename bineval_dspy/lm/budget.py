@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sized
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from typing import Any, Literal, TypeVar
@@ -194,7 +194,7 @@ def metered_amap(
     what: str = "unit(s)",
     total: int | None = None,
     show: bool = True,
-) -> Iterator[tuple[R, Cost]]:
+) -> Generator[tuple[R, Cost], None, None]:
     """``metered_map`` for work that is a coroutine on ``loop`` and counts its own cost: ``window`` units in flight,
     each one hand-off from this thread to the loop and back (the items are read and the results used here)."""
     meter = meter or BudgetMeter()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import importlib
 import json
 import secrets
 import weakref
@@ -35,7 +36,6 @@ from typing import Any
 import aiohttp
 import dspy
 import orjson
-from dspy._vendor.lm15.providers.base import HttpResponse
 from dspy.clients.cache import _transform_value
 from dspy.clients.call_result import CACHE_FORMAT, CallResult
 from dspy.clients.capabilities import capabilities
@@ -48,6 +48,10 @@ from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.pool import ReplicaPool
 from bineval_dspy.lm.remote import FORMS, RemoteEngine, Retries, billed_tokens, carries_schema, on_io_loop, spelled
 from bineval_dspy.lm.usage import CallTally
+
+# lm15's HTTP reply, as its readers take it. Imported by name at run time: mypy, following the vendored package,
+# loses sight of dspy's own names (dspy.LM, dspy.Module ...) in every module that imports dspy.
+_HTTP_RESPONSE = importlib.import_module("dspy._vendor.lm15.providers.base").HttpResponse
 
 _MARK = f"bineval-slot-{secrets.token_hex(8)}-"  # drawn per process: no instruction or demo holds it
 
@@ -262,7 +266,7 @@ class VerdictExchange:
         wire = _wire(engine, self.template.request)
         try:
             async with wire.session.post(wire.url, data=self.template.body(form, self._escaped), headers=wire.headers) as sent:
-                http = HttpResponse(sent.status, sent.reason or "", list(sent.headers.items()), await sent.read(), provider=wire.dialect.provider)
+                http = _HTTP_RESPONSE(sent.status, sent.reason or "", list(sent.headers.items()), await sent.read(), provider=wire.dialect.provider)
         except builtins.TimeoutError:  # aiohttp's read or connect timeout; lm15's own is a TimeoutError too
             raise TimeoutError(f"no reply within {engine.timeout:g} s") from None
         except aiohttp.ClientError as exc:

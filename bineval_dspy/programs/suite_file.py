@@ -22,7 +22,14 @@ from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.runtime import LMOptions
-from bineval_dspy.programs.generator import GeneratedRow, GenerationReport, Generator, generated_log, generated_rows, templated
+from bineval_dspy.programs.generator import (
+    GeneratedRow,
+    GenerationReport,
+    Generator,
+    generated_log,
+    generated_rows,
+    templated,
+)
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.suites.rows import SuiteRow
 from bineval_dspy.suites.templates import MissingVariable

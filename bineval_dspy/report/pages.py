@@ -152,4 +152,4 @@ def query_of(params: Mapping[str, str]) -> Query:
     """A query from the API's parameters (a flag is on when given as anything but '' or '0')."""
     given = {name: value for name, value in params.items() if name in Query.model_fields}
     flags = {name: given.pop(name) not in ("", "0") for name in ("failed", "disagree") if name in given}
-    return Query(**given, **flags)
+    return Query.model_validate({**given, **flags})

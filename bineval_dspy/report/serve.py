@@ -62,7 +62,7 @@ def server(viewer: Viewer, port: int = 0) -> ThreadingHTTPServer:
     not yet serving: call ``serve_forever``, and ``shutdown`` from another thread or Ctrl-C to stop."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the http.server name)
+        def do_GET(self) -> None:
             status, kind, body = viewer.answer(self.path)
             self.send_response(status)
             self.send_header("Content-Type", kind)

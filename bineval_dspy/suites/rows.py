@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import dspy
-from pydantic import BaseModel, BeforeValidator, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl

@@ -55,8 +55,8 @@ _LANGUAGE_NAMES = {
 def _bounded(unit: str, threshold: int, relation: str) -> Steering:
     """A length bound as a Steering: 'at least N' a floor, 'less than N' a ceiling, counted as the check counts."""
     if comparison("relation", relation) == "at least":
-        return Steering(**{f"min_{unit}": threshold})
-    return Steering(**{f"max_{unit}": threshold})
+        return Steering.model_validate({f"min_{unit}": threshold})
+    return Steering.model_validate({f"max_{unit}": threshold})
 
 
 def _compare(actual: int, relation: str, threshold: int) -> bool:

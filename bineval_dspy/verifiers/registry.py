@@ -72,7 +72,7 @@ class VerifierError(ValueError):
     """A suite row names an unknown instruction id or gives kwargs its verifier cannot take."""
 
 
-def _check_rule(rule: Rule, factory: Factory) -> None:
+def _check_rule(rule: Rule | Enforce, factory: Factory) -> None:
     """Fail at import when a rule names a kwarg its factory lacks, so ``describe`` cannot hit a typo later."""
     params = set(inspect.signature(factory).parameters)
     if isinstance(rule, str):

@@ -17,6 +17,7 @@ and the filled text is the whole prompt), so it is what the optimizer edits whil
 from __future__ import annotations
 
 import csv
+import io
 import re
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,7 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if path.suffix != ".csv":
         raise InputError(f"{path}: template rows are read by their suffix: .jsonl or .csv")
     text = read_text(path)
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # a quoted value keeps its newlines
     rows = []
     for row in reader:
         if None in row:

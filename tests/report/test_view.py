@@ -180,3 +180,22 @@ def test_the_served_page_and_the_written_file_show_the_same_rows(tmp_path, monke
             assert browser.problems(driver) == []
     assert all(file == served for file, served in seen.values()), seen
     assert seen[str({"answer": "no"})][0][0] == ["r1", "r2"] and seen[str({"judge": "nobody"})][0][0] == []
+
+
+def test_a_port_out_of_range_or_taken_is_one_line(tmp_path, capsys):
+    """Issue 46 probes v6, v7: --port 99999 was an OverflowError traceback; a taken port said only 'Address already in use'."""
+    import socket
+
+    from bineval_dspy import cli
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["view", str(tmp_path), "--port", "99999"])
+    assert exit_info.value.code == 2 and "a port is a whole number from 0 to 65535" in capsys.readouterr().err
+    run = Path(__file__).resolve().parents[2] / "experiments" / "results" / "experiment_ifbench_enforce.json"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = cli.main(["view", str(run), "--port", str(port)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--port {port}:" in err and "--port 0" in err and "Traceback" not in err

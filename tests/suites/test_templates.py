@@ -125,3 +125,13 @@ def test_an_experiment_on_a_template_suite_runs_the_template_as_its_start_progra
     assert all(r.system is None for r in made["custom/a"].engine.requests)
     grid = [json.loads(line) for line in (tmp_path / "runs" / "eval" / "grid.jsonl").read_text().splitlines()]
     assert sorted(row["input"] for row in grid) == sent  # the filled prompt is what is judged and shown
+
+
+def test_a_quoted_csv_value_keeps_its_newline_and_a_value_is_never_filled_again(tmp_path):
+    """Issue 46 probes t3, t6: a CSV value spanning lines was joined ("autumnleaves"); a value holding {{form}} is
+    sent as written."""
+    (tmp_path / "rows.csv").write_text('form,topic\nhaiku,"autumn\nleaves"\npoem,{{form}}\n')
+    (tmp_path / "t.toml").write_text('template = "Write a {{form}} about {{topic}}."\nrows = "rows.csv"\nchecks = [{verifier = "punctuation:no_comma"}]\n')
+    rows = load_suite(tmp_path / "t.toml")
+    assert [row.prompt for row in rows] == ["Write a haiku about autumn\nleaves.", "Write a poem about {{form}}."]
+    assert rows[1].key == "4"  # a row is named by its line in the file (the first spans lines 2 and 3)

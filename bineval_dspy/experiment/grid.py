@@ -48,11 +48,13 @@ class GridCell(BaseModel):
         return [check.passed for check in self.checks if check.by == "code"]
 
     def text(self) -> str:
-        """The cell in a markdown matrix: Y followed, n not, ? ungraded; then the checklist score."""
+        """The cell in a markdown matrix: Y followed, n not, ? ungraded; then the row's score (the checklist's where
+        one judged it, else the run's own measure), so a row reads as a figure and not only as its verdicts."""
         if self.error:
             return "failed"
         shown = "".join("Y" if f else "n" if f is False else "?" for f in self.followed)
-        return shown + (f" {self.checklist:.2f}" if self.checklist is not None else "")
+        score = self.checklist if self.checklist is not None else self.score
+        return " ".join(part for part in (shown, f"{score:.2f}" if score is not None else "") if part)
 
     def verdicts(self) -> tuple[tuple[str, bool | None], ...]:
         return tuple((check.name, check.passed) for check in self.checks)

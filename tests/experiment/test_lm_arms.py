@@ -49,7 +49,7 @@ def test_arms_on_their_own_lms_make_a_matrix_with_the_paired_difference(tmp_path
     captured = capsys.readouterr()
     assert "eval: 4 test items; baseline start@comma" in captured.out and "matrix.md" in captured.err
     matrix = tmp_path.joinpath(*RUN, "matrix.md").read_text()
-    assert "| row | start@comma | start@plain |" in matrix and "| 0 | n | Y |" in matrix and "vs start@comma +1.000" in matrix
+    assert "| row | start@comma | start@plain |" in matrix and "| 0 | n 0.00 | Y 1.00 |" in matrix and "vs start@comma +1.000" in matrix
     results = json.loads(tmp_path.joinpath(*RUN, "results.json").read_text())
     assert [a["name"] for a in results["arms"]] == ["start@comma", "start@plain"] and results["splits"] == {"train": 0, "val": 0, "test": 4}
     assert results["arms"][1]["vs_baseline"]["accuracy"]["strict_prompt"]["estimate"] == 1.0
@@ -185,7 +185,7 @@ def test_an_arms_lm_takes_the_commands_lm_options(tmp_path, monkeypatch, capsys)
     with scripted_server(lambda body: "hi there") as server:
         argv = ["experiment", str(config), *server.lm_args(), "--api-key-env", "SERVED_KEY", "--timeout", "5", "--temperature", "0.3"]
         assert cli.main(argv) == 0
-    assert "| 0 | Y |" in tmp_path.joinpath(*RUN, "matrix.md").read_text()
+    assert "| 0 | Y 1.00 |" in tmp_path.joinpath(*RUN, "matrix.md").read_text()
     assert {body["model"] for body in server.bodies} == {"other"} and {body["temperature"] for body in server.bodies} == {0.3}
 
 
@@ -203,7 +203,7 @@ def test_each_arm_may_name_its_own_servers(tmp_path, capsys):
         assert len(a.bodies) == 4 and len(b.bodies) + len(c.bodies) == 4  # one row at a time: the least busy is the first
         assert cli.main(["experiment", str(config), "--cache-dir", str(tmp_path / "cache")]) == 0  # rerun: every reply cached
         assert len(a.bodies) == 4 and len(b.bodies) + len(c.bodies) == 4
-    assert "| 0 | n | Y |" in tmp_path.joinpath(*RUN, "matrix.md").read_text()  # the comma arm fails no_comma, the pool's passes
+    assert "| 0 | n 0.00 | Y 1.00 |" in tmp_path.joinpath(*RUN, "matrix.md").read_text()  # the comma arm fails no_comma, the pool's passes
     config.write_text(config.read_text().replace(f'api_base = "{b.url}", ', ""))
     assert cli.main(["experiment", str(config)]) == 2
     assert "replicas are more servers beside api_base; give api_base too" in capsys.readouterr().err

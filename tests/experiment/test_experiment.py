@@ -47,7 +47,8 @@ def test_each_config_runs_at_its_tiny_size(config, tmp_path, request, capsys, mo
     monkeypatch.setenv("BINEVAL_CACHE_DIR", str(tmp_path / "cache"))  # an embedded model assembled there (Gemma's), not under $HOME
 
     loaded = load_experiment(config)
-    if not any(arm.kind == "probe" for arm in loaded.arms):  # a probe reads a real model's states: that config runs on it
+    real = any(arm.kind == "probe" or _enforces(arm) for arm in loaded.arms)  # a probe reads a real model's states, and
+    if not real:  # enforcement steers a real decoder: such a config runs on the embedded model
         request.getfixturevalue("scripted")
     arm_data = [arm.train_data for arm in loaded.arms if getattr(arm, "train_data", None) is not None]
     inputs = [*loaded.data.split_files.values(), *arm_data]
@@ -70,6 +71,12 @@ def test_each_config_runs_at_its_tiny_size(config, tmp_path, request, capsys, mo
     assert 0 < len(splits["test"]) <= 3 and len(splits["train"]) <= 2  # groups: prompts, or instructions
     out = capsys.readouterr().out
     assert "| arm |" in out and all(arm.name in out for arm in loaded.arms)
+
+
+def _enforces(arm: object) -> bool:
+    """Whether an arm decodes under constraints (its own ``enforce``, its program's, or its fine-tuning sampler's)."""
+    tables = [getattr(arm, "program", None), getattr(arm, "finetune", None)]
+    return bool(getattr(arm, "enforce", None)) or any(isinstance(t, dict) and t.get("enforce") for t in tables)
 
 
 def _prepare_infobench(files: list[Path]) -> list[Path]:

@@ -47,6 +47,7 @@ from bineval_dspy.lm.cache import ReplyCache, peeking
 from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.pool import ReplicaPool
 from bineval_dspy.lm.remote import FORMS, RemoteEngine, Retries, billed_tokens, carries_schema, on_io_loop, spelled
+from bineval_dspy.lm.stopping import OPEN_CALLS
 from bineval_dspy.lm.usage import CallTally
 
 # lm15's HTTP reply, as its readers take it. Imported by name at run time: mypy, following the vendored package,
@@ -209,7 +210,8 @@ class FastLM:
             return Reply(self._output(record, template), keys)
         retries = Retries()
         try:
-            response = await self.engine.call(VerdictExchange(template, inputs), retries)
+            with OPEN_CALLS.counting():  # the first Ctrl-C says how many calls it waits for
+                response = await self.engine.call(VerdictExchange(template, inputs), retries)
         except Exception as exc:
             tally.count(self.model)
             raise wrap_error(exc, model=self.model) from exc

@@ -31,6 +31,15 @@ class _OpenCalls(BaseCallback):
         with self._lock:
             self.open -= 1
 
+    @contextmanager
+    def counting(self) -> Iterator[None]:
+        """One call open for the block: a call that runs without DSPy's callbacks (the verdict fast path)."""
+        self.on_lm_start("", None, {})
+        try:
+            yield
+        finally:
+            self.on_lm_end("", None)
+
 
 OPEN_CALLS = _OpenCalls()  # among the callbacks of every unit a stoppable loop runs
 _requested = threading.Event()

@@ -8,8 +8,7 @@ STICK against the row's hybrid checklist.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,7 @@ from dspy.utils.exceptions import LMAuthError
 from bineval_dspy.checklists.constraints import Annotated, enforcement_plan
 from bineval_dspy.checklists.hybrid import hybrid_checklist
 from bineval_dspy.checklists.tick import TickQuestionWriter
-from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError, one_line
-from bineval_dspy.core.jsonio import append_jsonl, read_jsonl
 from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.core.scoring import join
@@ -291,18 +288,6 @@ def incomplete(record: dict[str, Any]) -> bool:
     return unchecked(record) or failed_samples(record) > 0
 
 
-def finished_keys(out_path: Path) -> set[str]:
-    """Keys of complete rows in the output file: those are never generated again. Incomplete rows are dropped from
-    the file, so a rerun retries them (their LM calls come from the cache where they succeeded)."""
-    if not out_path.exists():
-        return set()
-    records = [obj for _, obj in read_jsonl(out_path, required=("key",))]
-    complete = [obj for obj in records if not incomplete(obj)]
-    if len(complete) < len(records):
-        out_path.write_text("".join(json.dumps(obj, ensure_ascii=False) + "\n" for obj in complete), encoding="utf-8")
-    return {str(obj["key"]) for obj in complete}
-
-
 GeneratedRow = tuple[tuple[SuiteRow, GenerationRecord | None, str], Cost]
 """One row's outcome: (row, its record or None, the error that kept it from one), and what its LM calls cost."""
 
@@ -336,42 +321,6 @@ def generated_rows(
             return row, None, one_line(exc)
 
     yield from metered_map(one, rows, "generating", threads=threads, meter=meter, kind="row", what="row(s)", show=show)
-
-
-def run_generation(
-    rows: Sequence[SuiteRow],
-    program: dspy.Module,
-    out_path: Path,
-    *,
-    threads: int = 1,
-    generate: Callable[[list[SuiteRow]], Iterator[GeneratedRow]] | None = None,
-) -> GenerationReport:
-    """Generate a record per row (see ``generate_row``, plus its ``usage``), appending each to ``out_path`` as it
-    finishes. ``generate`` makes the rows' records, in order (default: ``generated_rows`` with the plain program,
-    ``threads`` rows at once); a caller gives its own for STICK, a budget or Ray workers (``programs.cluster``),
-    while this process still writes every record.
-
-    Rows whose key is already in ``out_path`` are skipped; LM calls are cached by DSPy, so a rerun after an
-    interruption redoes no finished row and replays any half-finished one from the cache.
-    """
-
-    done = finished_keys(out_path)
-    todo = [row for row in rows if row.key not in done]
-    report = GenerationReport(resumed=len(rows) - len(todo))
-    if report.resumed:
-        console.print(f"resuming: {report.resumed} row(s) already in {out_path}, {len(todo)} to go")
-    results = generate(todo) if generate is not None else generated_rows(todo, program, threads=threads)
-    try:
-        for (row, record, error), cost in results:
-            report.usage = report.usage + cost
-            if record is None:
-                report.failures.append((row.key, error))
-                continue
-            append_jsonl(out_path, record.model_copy(update={"usage": cost}).model_dump(mode="json"))
-            report.written += 1
-    except BudgetExhausted as exc:
-        report.stopped = exc
-    return report
 
 
 def generated_log(out: Path) -> RunLog[dict[str, Any]]:

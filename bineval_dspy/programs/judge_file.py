@@ -5,52 +5,60 @@ and appended in input order, so a killed run resumes where it stopped."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
-from bineval_dspy.core.fingerprint import digest, file_digest
-from bineval_dspy.core.jsonio import append_jsonl, check_output_path, load_model, read_jsonl
+from bineval_dspy.core.fingerprint import Fingerprint, digest, file_digest
+from bineval_dspy.core.jsonio import check_output_path, load_model, read_jsonl
 from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, JudgeFields, JudgeOptions, JudgeSpec, Question
+from bineval_dspy.core.settings import added, fingerprint_of, unrecorded
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.judges.rows import JUDGE_KEY, JudgedSummary, JudgeResult
-from bineval_dspy.lm.budget import Budget
+from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.retry import fast_path_default
-from bineval_dspy.lm.runtime import LMOptions
 from bineval_dspy.lm.usage import Cost
+from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
+from bineval_dspy.runs.spec import RunSpec
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
 
 
-class JudgeFile(BaseModel):
-    """One judge run over a file: what is judged, by which judge, on which LM, within which limits."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class JudgeFile(RunSpec):
+    """One judge run over a file: what is judged, by which judge (the LM, limits and executor: ``RunSpec``)."""
 
     checklist: Path
     data: Path  # JSONL rows; the input and output fields are judged, the others pass through
-    output: Path = Path("scorecards.jsonl")  # each data row with its results under JUDGE_KEY; resumed when it exists
+    output: Path = unrecorded(Path("scorecards.jsonl"))  # each data row with its results under JUDGE_KEY; resumed when it exists
     judge: JudgeOptions = JudgeOptions()
     program: Path | None = None  # a judge program.json (or its run directory): its options replace ``judge``
     fields: tuple[str, str] | None = None  # (input, output); None: input and output, else generate's prompt and response
     limit: int | None = None  # only the first N data rows
-    overwrite: bool = False  # replace earlier output instead of resuming it
-    concurrency: int | None = None  # remote LMs: requests in flight across rows and questions (in place of threads)
-    threads: int | None = None
-    batch: bool = False  # the calls go through the LM's OpenAI-style batch API
-    lm: LMOptions = LMOptions()
-    cache_dir: Path | None = None
-    budget: Budget = Budget()
-    ray: str | None = None  # a Ray cluster judges the rows: "local" (started here) or its address (``programs.cluster``)
-    workers: int = Field(default=2, ge=1)  # with ``ray``: actors judging at once, each with ``concurrency`` in flight
-    fast_path: bool = Field(default_factory=fast_path_default)  # remote per-question verdicts skip DSPy's per-call path (``judges.fast``)
+    concurrency: int | None = unrecorded(None)  # remote LMs: requests in flight across rows and questions (in place of threads)
+    batch: bool = unrecorded(False)  # the calls go through the LM's OpenAI-style batch API
+    fast_path: bool = unrecorded(default_factory=fast_path_default)  # remote per-question verdicts skip DSPy's per-call path (``judges.fast``)
+
+
+class JudgeFingerprint(BaseModel):
+    """What decides a judge run's rows, resolved: the data's and checklist's contents, the judge, the LM; the fields
+    a release added after the first are recorded only when they are not at their default."""
+
+    data: str
+    checklist: str
+    judge: str  # the judge spec's JSON
+    lm: str  # the LM's identity, with the sampling settings the spec leaves out
+    weights: str | None = added("0.2", None)  # a fine-tuned judge's adapter
+    program: str | None = added("0.2", None)  # a program's instructions and demos
+    verifiers: str | None = added("0.2", None)  # the code that answers the checklist's code questions
+    fields: str = added("0.2", "input -> output")
 
 
 @dataclass
@@ -138,82 +146,137 @@ def file_judge(config: JudgeFile, model: str) -> BinaryJudge:
 
 
 def run_file(config: JudgeFile) -> JudgedFile:
-    """Judge every row of ``config.data`` not already complete in ``config.output``; the rows stream through the
-    judging runner (``judges.runner``) and are appended in input order. A budget stop is returned, not raised,
-    with the summary of what was saved."""
+    """Judge every row of ``config.data`` not already complete in ``config.output``: a ``JudgeRun`` executed
+    (``runs.execute``) here or on Ray actors. A budget stop is returned, not raised, with the summary of what was
+    saved."""
     from bineval_dspy.judges.binary import NO_P_YES
-    from bineval_dspy.judges.code import check_verifiers
-    from bineval_dspy.judges.runner import judge_rows, parallelism
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.budget import BudgetMeter
-    from bineval_dspy.lm.runtime import effective_threads, lm_identity
-    from bineval_dspy.programs.state import demos_of, instructions_of, program_path
-    from bineval_dspy.programs.weights import weights_of
-    from bineval_dspy.verifiers import code_digest
+    from bineval_dspy.lm.runtime import effective_threads
+    from bineval_dspy.programs.state import program_path
 
     checklist = load_model(config.checklist, Checklist)
     check_verifiers(checklist, str(config.checklist))
     fields = data_fields(config)
-    rows = _count_rows(config.data, config.limit, fields)
+    _count_rows(config.data, config.limit, fields)  # every row checked before the LM loads
     target = _batch_target(config) if config.batch else None
     check_output_path(config.output, config.data, config.checklist, *([program_path(config.program)] if config.program else []))
-    if config.ray is not None and (config.batch or config.budget.limited):
-        raise InputError("`ray`: a cluster run takes no `batch` and no budget (`max_cost`, `max_calls`): size it with `limit`")
-    if config.ray is not None:
-        from bineval_dspy.core.cluster import ray_module
-
-        ray_module()  # installed, or one line before any work
+    if config.ray is not None and config.batch:
+        raise InputError("`ray`: a cluster run takes no `batch`: the cluster's workers send the calls")
     if config.concurrency is not None and config.threads is not None:
         raise InputError("`concurrency`: give it or `threads`, not both (`concurrency` counts requests across rows and questions)")
+    config.check_executor()  # before the LM loads
     file_judge(config, "")  # options refused before the LM loads or its cache opens
     lm = runtime.configure(config.lm, config.cache_dir)
     meter = BudgetMeter.for_models(config.budget, [lm.model])
-    judge = file_judge(config, lm.model)
-    plan = parallelism(lm, sum(q.verifier is None for q in checklist.questions), concurrency=config.concurrency, threads=config.threads)
+    executor = executor_for(config, meter)
+    run = JudgeRun(config, checklist, fields, file_judge(config, lm.model), lm)
     effective_threads(lm, config.concurrency or config.threads or 1, asked=True)  # the embedded model says it ignores them
-    fingerprint = {
-        "data": file_digest(config.data),
-        "checklist": digest(checklist.model_dump_json()),
-        "judge": judge.spec().model_dump_json(),
-        "lm": lm_identity(lm),  # with the sampling settings (temperature, max_tokens) the spec leaves out
-        **({"weights": weights.adapter_sha256} if (weights := weights_of(judge)) is not None else {}),  # a fine-tuned judge's
-        **({"program": digest(json.dumps([instructions_of(judge), demos_of(judge)], sort_keys=True))} if config.program else {}),
-        **({"verifiers": code_digest()} if any(q.verifier for q in checklist.questions) else {}),
-        **({"fields": " -> ".join(fields)} if fields != ("input", "output") else {}),
-    }
-    out = config.output
-    finished = {int(line) for line in judged_log(out).open(fingerprint, config.overwrite)}
-    todo = rows - sum(1 for n, _ in data_rows(config.data, config.limit, fields) if n in finished) if finished else rows
-    if finished:
-        console.print(f"resuming: {len(finished)} complete row(s) kept in {out}, {todo} to judge")
+    if target is not None:  # the replies come from batches; the rows are then judged and saved as usual
+        _collect_batches(run, target)
+    done = execute(run, executor, overwrite=config.overwrite, resumed=lambda kept, todo: f"resuming: {kept} complete row(s) kept in {config.output}, {todo} to judge")
+    judged = JudgedFile(JudgedSummary(checklist, NO_P_YES), lm.model, done.todo, done.written, done.spent, done.stopped)
+    for _, obj in run.log().read():
+        judged.summary.add(JudgeResult.model_validate(obj[JUDGE_KEY]), obj.get("id"))
+    return judged
 
-    def pending() -> Iterator[tuple[int, dict[str, Any]]]:
-        return ((n, row) for n, row in data_rows(config.data, config.limit, fields) if n not in finished)
 
-    if target is not None and todo:  # the replies come from batches; the rows are then judged and saved as usual
-        from bineval_dspy.lm.batches import collect_replies
+def _collect_batches(run: JudgeRun, target: Any) -> None:
+    """Send the calls of the rows still to judge through the LM's batch API first (their replies land in the cache)."""
+    from bineval_dspy.lm.batches import collect_replies
 
-        def judge_pending() -> None:
-            for _, row in pending():
-                judge(input=row[fields[0]], output=row[fields[1]], checklist=checklist)
+    config = run.config
+    finished = run.log().finished_keys() if not config.overwrite else set()
+    pending = [row for line, row in run.items() if str(line) not in finished]
+    if not pending:
+        return
 
-        collect_replies(lm, target, judge_pending, out, fingerprint, config.overwrite, follow_ups=judge.explanations == "failures")
-    run = JudgedFile(JudgedSummary(checklist, NO_P_YES), lm.model, todo)
-    if config.ray is not None and todo:
-        from bineval_dspy.programs.cluster import ray_judge_rows
+    def judge_pending() -> None:
+        for row in pending:
+            run.judge(input=row[run.fields[0]], output=row[run.fields[1]], checklist=run.checklist)
 
-        results = ray_judge_rows(config, checklist.model_dump_json(), pending(), fields=fields, total=todo)
-    else:
-        results = judge_rows(judge, checklist, pending(), total=todo, plan=plan, meter=meter, fields=fields, fast_path=config.fast_path)
-    try:
-        for row, result in results:
-            append_jsonl(out, result.row(row))
-            run.spent, run.written = run.spent + result.usage, run.written + 1
-    except BudgetExhausted as exc:
-        run.stopped = exc
-    for _, obj in read_jsonl(out) if out.exists() else ():
-        run.summary.add(JudgeResult.model_validate(obj[JUDGE_KEY]), obj.get("id"))
-    return run
+    collect_replies(run.lm, target, judge_pending, config.output, run.fingerprint(), config.overwrite, follow_ups=run.judge.explanations == "failures")
+
+
+@dataclass
+class JudgeRun:
+    """``bineval judge`` as a run (``runs.protocol.Run``): the rows of a file, each judged against the checklist."""
+
+    config: JudgeFile
+    checklist: Checklist
+    fields: tuple[str, str]
+    judge: BinaryJudge
+    lm: Any  # dspy.LM, configured
+    kind: str = "judge"
+    prune: bool = False  # rows beyond a smaller ``limit`` stay in the output
+
+    def items(self) -> list[tuple[int, dict[str, Any]]]:
+        return list(data_rows(self.config.data, self.config.limit, self.fields))
+
+    def key(self, item: tuple[int, dict[str, Any]]) -> str:
+        return str(item[0])
+
+    def log(self) -> RunLog[dict[str, Any]]:
+        return judged_log(self.config.output)
+
+    def fingerprint(self) -> Fingerprint:
+        from bineval_dspy.lm.runtime import lm_identity
+        from bineval_dspy.programs.state import demos_of, instructions_of
+        from bineval_dspy.programs.weights import weights_of
+        from bineval_dspy.verifiers import code_digest
+
+        judge, weights = self.judge, weights_of(self.judge)
+        return fingerprint_of(
+            JudgeFingerprint(
+                data=file_digest(self.config.data), checklist=digest(self.checklist.model_dump_json()),
+                judge=judge.spec().model_dump_json(), lm=lm_identity(self.lm),
+                weights=weights.adapter_sha256 if weights is not None else None,
+                program=digest(json.dumps([instructions_of(judge), demos_of(judge)], sort_keys=True)) if self.config.program else None,
+                verifiers=code_digest() if any(q.verifier for q in self.checklist.questions) else None,
+                fields=" -> ".join(self.fields),
+            )
+        )  # fmt: skip
+
+    def do(self, todo: Sequence[tuple[int, dict[str, Any]]], meter: BudgetMeter) -> Iterator[tuple[dict[str, Any], JudgeResult]]:
+        from bineval_dspy.judges.runner import judge_rows, parallelism
+
+        config = self.config
+        plan = parallelism(self.lm, sum(q.verifier is None for q in self.checklist.questions), concurrency=config.concurrency, threads=config.threads)
+        return judge_rows(self.judge, self.checklist, todo, total=len(todo), plan=plan, meter=meter, fields=self.fields, fast_path=config.fast_path)
+
+    def actor(self) -> tuple[type[JudgeWorker], tuple[Any, ...]]:
+        return JudgeWorker, (self.config.model_dump_json(), self.checklist.model_dump_json(), self.fields, user_verifier_files())
+
+    def record(self, outcome: tuple[dict[str, Any], JudgeResult]) -> dict[str, Any]:
+        row, result = outcome
+        return result.row(row)
+
+    def usage(self, outcome: tuple[dict[str, Any], JudgeResult]) -> Cost:
+        return outcome[1].usage
+
+
+class JudgeWorker:
+    """One Ray actor of ``bineval judge --ray``: the run's LM configured once (its own engine, the shared disk
+    cache), then batches of rows judged on it."""
+
+    def __init__(self, config_json: str, checklist_json: str, fields: tuple[str, str], user_files: list[str]) -> None:
+        from bineval_dspy.judges.runner import parallelism
+        from bineval_dspy.lm import runtime
+        from bineval_dspy.verifiers import load_verifier_files
+
+        load_verifier_files(user_files)
+        config = JudgeFile.model_validate_json(config_json)
+        self.lm = runtime.configure(config.lm, config.cache_dir)
+        self.judge = file_judge(config, self.lm.model)
+        self.checklist = Checklist.model_validate_json(checklist_json)
+        self.fields = fields
+        self.plan = parallelism(self.lm, sum(q.verifier is None for q in self.checklist.questions), concurrency=config.concurrency, threads=config.threads)
+
+    def run(self, rows: list[tuple[int, dict[str, Any]]]) -> list[tuple[dict[str, Any], JudgeResult]]:
+        """Each (data line, row) judged, as (row, result), in input order."""
+        from bineval_dspy.judges.runner import judge_rows
+
+        return list(judge_rows(self.judge, self.checklist, rows, total=len(rows), plan=self.plan, fields=self.fields, show=False))
 
 
 def _batch_target(config: JudgeFile) -> Any:

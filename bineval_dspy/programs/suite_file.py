@@ -4,24 +4,22 @@ kept; the others are generated and appended as they finish."""
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import digest, file_digest
-from bineval_dspy.core.jsonio import check_output_path, read_jsonl, read_text
+from bineval_dspy.core.jsonio import check_output_path, read_text
+from bineval_dspy.core.settings import unrecorded
 from bineval_dspy.enforce.plan import Source
 from bineval_dspy.judges.binary import BinaryJudge
-from bineval_dspy.lm.budget import Budget, BudgetMeter
+from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.estimate import Plan
-from bineval_dspy.lm.runtime import LMOptions
 from bineval_dspy.programs.generator import (
     GeneratedRow,
     GenerationReport,
@@ -31,19 +29,20 @@ from bineval_dspy.programs.generator import (
     templated,
 )
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
+from bineval_dspy.runs.execute import executor_for, user_verifier_files
+from bineval_dspy.runs.spec import RunSpec
 from bineval_dspy.suites.rows import SuiteRow
 from bineval_dspy.suites.templates import MissingVariable
 
 STICK_QUESTIONS = 8  # the most LM-written (TICK) questions of a row's hybrid checklist: its judge's calls per response
 
 
-class GenerateSuite(BaseModel):
-    """One generation run over a suite: which prompts, which program, how much STICK, on which LM."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class GenerateSuite(RunSpec):
+    """One generation run over a suite: which prompts, which program, how much STICK (the LM, limits and executor:
+    ``RunSpec``)."""
 
     suite: Path  # JSONL rows: key, prompt, instruction_id_list, kwargs
-    output: Path = Path("responses.jsonl")  # key, prompt, response (and STICK's records); resumed when it exists
+    output: Path = unrecorded(Path("responses.jsonl"))  # key, prompt, response (and STICK's records); resumed when it exists
     instructions: Path | None = None  # a file whose text replaces the default generation instructions
     program: Path | None = None  # an optimizer's program.json (or its run directory): instructions, demos, token limit
     split: Literal["train", "val", "test"] | None = None  # only this split of the ``program`` run (its splits.json)
@@ -54,13 +53,6 @@ class GenerateSuite(BaseModel):
     verifier_mode: Literal["strict", "loose"] = "strict"  # the STICK judge's code verifiers
     max_tokens: int | None = Field(default=None, ge=1)  # per response; None: the program's, else DEFAULT_MAX_TOKENS
     enforce: Source | None = None  # decode under each prompt's constraints (extracted or annotated); None: the program's
-    overwrite: bool = False
-    threads: int | None = None
-    lm: LMOptions = LMOptions()
-    cache_dir: Path | None = None
-    budget: Budget = Budget()
-    ray: str | None = None  # a Ray cluster generates the rows: "local" (started here) or its address (``programs.cluster``)
-    workers: int = Field(default=2, ge=1)  # with ``ray``: actors generating at once, each with ``threads`` rows at a time
 
     @property
     def stick(self) -> bool:
@@ -142,12 +134,7 @@ def _program(config: GenerateSuite, template: str | None) -> Generator:
 def _checked(config: GenerateSuite) -> tuple[list[SuiteRow], Generator]:
     if config.stop_at_pass and config.best_of < 2:
         raise InputError("`stop_at_pass` stops Best-of-N early: give it with `best_of` N (N >= 2)")
-    if config.ray is not None and config.budget.limited:
-        raise InputError("`ray`: a cluster run takes no budget (`max_cost`, `max_calls`): size it with `limit`")
-    if config.ray is not None:
-        from bineval_dspy.core.cluster import ray_module
-
-        ray_module()  # installed, or one line before any work
+    config.check_executor()
     rows = suite_rows(config)
     templates = {row.template for row in rows if row.template is not None}
     if not templates:
@@ -205,13 +192,10 @@ def generation_setup(config: GenerateSuite, program: Generator | None = None) ->
 
 
 def run_suite(config: GenerateSuite) -> GeneratedSuite:
-    """Generate (optionally STICK-improved) responses for the suite's rows not already in the output: here, or with
-    ``ray`` on a cluster's workers while this process writes the one output."""
-    from bineval_dspy.lm.runtime import lm_identity
-    from bineval_dspy.programs.generator import run_generation
-    from bineval_dspy.programs.state import demos_of, program_path
-    from bineval_dspy.programs.weights import weights_of
-    from bineval_dspy.verifiers import code_digest
+    """Generate (optionally STICK-improved) responses for the suite's rows not already in the output: a
+    ``GenerateRun`` executed (``runs.execute``) here, or on Ray actors while this process writes the one output."""
+    from bineval_dspy.programs.generation import GenerateRun, generation_fingerprint, report_of
+    from bineval_dspy.programs.state import program_path
 
     rows, program = _checked(config)
     out = config.output
@@ -220,32 +204,32 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
     if out.exists():
         generated_log(out).finished_keys()  # a malformed output file is reported before any LM is loaded
     setup = generation_setup(config, program)
-    lm, judge = setup.lm, setup.judge
-    meter = BudgetMeter.for_models(config.budget, [lm.model])
-    fingerprint = {
-        "suite": file_digest(config.suite) if config.suite.suffix != ".toml" else digest("".join(row.model_dump_json() for row in rows)),
-        "instructions": digest(program.generate.signature.instructions),
-        **({"demos": digest(json.dumps(demos_of(program), sort_keys=True))} if program.generate.demos else {}),
-        "lm": lm_identity(lm),
-        **({"weights": weights.adapter_sha256} if (weights := weights_of(program)) is not None else {}),  # it runs on these
-        "max_tokens": str(program.max_tokens),
-        **({"enforce": program.enforce, "enforcement": code_digest()} if program.enforce else {}),  # what decoding was made to guarantee
-        "refine": str(config.refine),
-        "best_of": str(config.best_of),
-        **({"stop_at_pass": "1"} if config.stop_at_pass else {}),  # fewer samples, another pick: not the same output
-        "judge": judge.spec().model_dump_json() if judge is not None else "none",
-        **({"verifiers": code_digest()} if judge is not None else {}),  # refinement and Best-of-N grade by them
-    }
-    generated_log(out).open(fingerprint, config.overwrite)
-    generate = functools.partial(setup.generated, meter=meter)
-    if config.ray is not None:
-        from bineval_dspy.programs.cluster import ray_generated_rows
-
-        generate = functools.partial(ray_generated_rows, config)
-    report = run_generation(rows, program, out, generate=generate)
+    meter = BudgetMeter.for_models(config.budget, [setup.lm.model])
+    suite = file_digest(config.suite) if config.suite.suffix != ".toml" else digest("".join(row.model_dump_json() for row in rows))
+    settings = generation_fingerprint(
+        program, setup.lm, suite, refine=config.refine, best_of=config.best_of, stop_at_pass=config.stop_at_pass, judge=setup.judge
+    )
+    worker = (GenerateWorker, (config.model_dump_json(), user_verifier_files()))
+    run = GenerateRun(rows, out, settings, lambda todo, meter: setup.generated(list(todo), meter=meter), worker)
+    report = report_of(run, executor_for(config, meter), config.overwrite)
     wanted = {row.key for row in rows}
-    records = [obj for _, obj in read_jsonl(out) if str(obj.get("key")) in wanted] if out.exists() else []
-    return GeneratedSuite(report, rows, records, lm.model, setup.writer.fallbacks if setup.writer is not None else 0)
+    records = [obj for _, obj in run.log().read() if str(obj.get("key")) in wanted] if out.exists() else []
+    return GeneratedSuite(report, rows, records, setup.lm.model, setup.writer.fallbacks if setup.writer is not None else 0)
+
+
+class GenerateWorker:
+    """One Ray actor of ``bineval generate --ray``: the run's LM, program and STICK judge built once (its own engine,
+    the shared disk cache), then batches of suite rows generated on them."""
+
+    def __init__(self, config_json: str, user_files: list[str]) -> None:
+        from bineval_dspy.verifiers import load_verifier_files
+
+        load_verifier_files(user_files)
+        self.setup = generation_setup(GenerateSuite.model_validate_json(config_json))
+
+    def run(self, rows: list[SuiteRow]) -> list[GeneratedRow]:
+        """Each row generated (record, or the error that kept it from one) with its cost, in input order."""
+        return list(self.setup.generated(rows, show=False))
 
 
 def plan_suite(config: GenerateSuite) -> Plan:

@@ -253,7 +253,7 @@ def test_resume_rewrites_through_a_temporary_file(tmp_path, monkeypatch, capsys,
     file_size_limit(resource.RLIM_INFINITY)
     assert code == ExitCode.INPUT and "cannot write" in capsys.readouterr().err
     assert out.read_bytes() == before  # untouched: the new file never replaced it
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checklist.json", "out.jsonl", "out.jsonl.fingerprint.json", "rows.jsonl"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checklist.json", "out.jsonl", "out.jsonl.fingerprint.json", "out.jsonl.run.json", "rows.jsonl"]  # no temporary file left
     inode = out.stat().st_ino
     assert cli.main(judge_args(tmp_path)) == ExitCode.OK
     assert out.stat().st_ino != inode  # replaced by rename, never rewritten in place

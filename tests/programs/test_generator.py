@@ -12,7 +12,9 @@ import dspy
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.programs.generator import Generator, PlainChatAdapter, run_generation
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.programs.generation import run_generation
+from bineval_dspy.programs.generator import Generator, PlainChatAdapter
 from bineval_dspy.programs.records import GenerationRecord
 from bineval_dspy.suites.rows import SuiteRow
 from tests.conftest import SHARED_DATA, route_cli_lm, scripted_lm
@@ -87,19 +89,21 @@ def test_run_generation_writes_rows_and_resumes_without_redoing_finished_ones(tm
     lm = scripted_lm(lambda r: echo(r.messages[-1].text))
     dspy.configure(lm=lm)
     out = tmp_path / "responses.jsonl"
-    # a run killed after the first row: its output holds that row only
-    out.write_text(json.dumps({"key": "1", "prompt": PROMPTS["1"], "response": "from the first run"}) + "\n")
+    # a run stopped after the first row: its output holds that row only
+    assert run_generation(suite_rows()[:1], Generator(), out).written == 1
+    assert len(lm.engine.requests) == 1
     report = run_generation(suite_rows(), Generator(), out)
     assert (report.written, report.resumed, report.failures) == (2, 1, [])
-    assert len(lm.engine.requests) == 2  # the finished row was not regenerated
+    assert len(lm.engine.requests) == 3  # the finished row was not regenerated
     rows = read(out)
     assert [r["key"] for r in rows] == ["1", "2", "3"]
-    assert rows[0]["response"] == "from the first run"
     assert {k: v for k, v in rows[1].items() if k != "usage"} == {"key": "2", "prompt": PROMPTS["2"], "response": echo(PROMPTS["2"])}
     assert rows[1]["usage"]["lm_calls"] == 1 and rows[1]["usage"]["usd"] is None  # the scripted model has no price
     assert report.usage.lm_calls == 2
     again = run_generation(suite_rows(), Generator(), out)
-    assert (again.written, again.resumed) == (0, 3) and len(lm.engine.requests) == 2
+    assert (again.written, again.resumed) == (0, 3) and len(lm.engine.requests) == 3
+    with pytest.raises(InputError, match="made with other settings"):  # another program's output is not resumed into
+        run_generation(suite_rows(), Generator("Answer in French."), out)
 
 
 def test_a_failing_row_is_not_written_and_is_retried_next_time(tmp_path):

@@ -53,6 +53,84 @@ def test_no_import_points_sideways_or_up():
     assert wrong == []
 
 
+def _module_name(package_dir: Path, path: Path) -> str:
+    parts = path.relative_to(package_dir.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(package_dir: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports: ``import a.b``, ``from a.b import c`` and relative imports, at
+    module level, under ``TYPE_CHECKING`` or deferred in a function. ``from a import b`` points to the module
+    ``a.b`` when there is one, else to ``a`` (a name of its ``__init__``); the parent packages Python initializes
+    on the way are not edges (every module would then import its own package's ``__init__``, a false circle)."""
+    paths = {_module_name(package_dir, path): path for path in sorted(package_dir.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        here = (name if path.name == "__init__.py" else name.rpartition(".")[0]).split(".")  # where `from .` starts
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(here[: len(here) - node.level + 1] + ([node.module] if node.module else []))
+                targets |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths else base for alias in node.names}
+        graph[name] = {target for target in targets if target in paths and target != name}
+    return graph
+
+
+def import_circles(package_dir: Path) -> list[list[str]]:
+    """The import circles inside each package under ``package_dir`` (a top-level module: in ``package_dir``'s
+    own): modules that reach each other through imports within their package (a strongly connected component of
+    more than one module), each sorted, in order. A circle works only while every module in it reaches the
+    others' names in time; a DAG has no such order to keep."""
+    graph = import_graph(package_dir)
+    package = {
+        _module_name(package_dir, path): ".".join((package_dir.name, *path.relative_to(package_dir).parts[:-1][:1]))
+        for path in package_dir.rglob("*.py")
+    }  # fmt: skip
+    reach: dict[str, set[str]] = {}
+    for start in graph:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for target in graph[todo.pop()]:
+                if package[target] == package[start] and target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        reach[start] = seen
+    circles = {tuple(sorted({start} | {other for other in reach[start] if start in reach[other]})) for start in graph}
+    return sorted(list(circle) for circle in circles if len(circle) > 1)
+
+
+def test_no_import_circle_inside_a_package():
+    """Each package's modules import one another in one direction, deferred imports included (issue 48): a
+    circle breaks as soon as a module is imported first from elsewhere, or a deferred import moves to the top."""
+    graph = import_graph(PACKAGE)
+    found = [
+        ", ".join(circle) + ": " + "; ".join(f"{m} imports {', '.join(sorted(graph[m] & set(circle)))}" for m in circle)
+        for circle in import_circles(PACKAGE)
+    ]
+    assert not found, f"{len(found)} import circle(s) inside a package:\n" + "\n".join(found)
+
+
+def test_an_import_circle_is_found(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    for path, text in {
+        "__init__.py": "from pkg.a import f\n",
+        "a.py": "def f():\n    from pkg.b import g  # deferred: still an edge\n    return g\n",
+        "b.py": "from . import a\ng = 1\n",
+        "c.py": "import pkg.a\n",  # one way only: no circle
+        "sub/__init__.py": "",
+        "sub/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..sub.e import E\n",
+        "sub/e.py": "from pkg.sub import d\nE = d\n",
+    }.items():
+        (package / path).write_text(text)
+    assert import_circles(package) == [["pkg.a", "pkg.b"], ["pkg.sub.d", "pkg.sub.e"]]
+
+
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]+(?:-[a-z0-9]+)*")
 SPEAKS_CLI = {"cli", "pytest_plugin", "__main__"}  # a command line of their own: bineval's, pytest's
 OWN_COMMAND = {"testing/server.py"}  # `python -m bineval_dspy.testing.server`: a command line of its own

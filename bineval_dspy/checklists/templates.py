@@ -6,14 +6,13 @@ questions so far) and an output schema: ``plain`` questions, ``weighted`` ones (
 ones (the LM names each question's dimension), or ``keep`` (the numbers of the questions so far to keep: a filter).
 ``TemplateWriter`` runs the steps through one ``dspy.Predict`` each, with the JSON adapter, so the LM cache, usage
 accounting and a local model's JSON grammar apply as for the built-in writers, and ``bineval checklist`` screens its
-checklists the same way. ``register_template`` adds one by name from Python, ``load_templates`` from a TOML or JSON
-file; ``make_writer`` (``checklists.writers``) builds any registered name.
+checklists the same way. ``checklists.writers`` registers them: ``register_template`` adds one by name from Python,
+``load_templates`` from a TOML or JSON file, and ``make_writer`` builds any registered name.
 """
 
 from __future__ import annotations
 
 import string
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import dspy
@@ -22,7 +21,6 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_mod
 from bineval_dspy.checklists.bineval import DimensionName, QuestionText
 from bineval_dspy.checklists.routing import route_to_code
 from bineval_dspy.core.errors import InputError, RunError
-from bineval_dspy.core.jsonio import load_model, load_toml
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist, Question
 
@@ -109,26 +107,6 @@ def placeholders(prompt: str) -> list[str]:
 
 
 TEMPLATES: Registry[WriterTemplate] = Registry("checklist template")
-
-
-def register_template(template: WriterTemplate, *, replace: bool = False) -> WriterTemplate:
-    """Make ``template`` a checklist method under its name; a name taken by another template needs ``replace``."""
-    from bineval_dspy.checklists.writers import WRITERS
-
-    if template.name in WRITERS:
-        raise InputError(f"template {template.name!r}: the name of a built-in writer; choose another")
-    return TEMPLATES.add(template.name, template, replace=replace)
-
-
-def load_templates(path: Path) -> list[str]:
-    """Register every template of a TOML or JSON file (a bad field is one line naming file and field); their names."""
-    loaded = load_model(path, TemplateFile) if path.suffix.lower() == ".json" else load_toml(path, TemplateFile)
-    for template in loaded.templates:
-        try:
-            register_template(template)
-        except InputError as exc:
-            raise InputError(f"{path}: {exc}") from None
-    return [t.name for t in loaded.templates]
 
 
 # -- the output schemas -------------------------------------------------------------------------------------------

@@ -16,10 +16,10 @@ from bineval_dspy.checklists.base import ChecklistWriter
 from bineval_dspy.checklists.bineval import BinEvalWriter
 from bineval_dspy.checklists.published import PUBLISHED
 from bineval_dspy.checklists.qworld import QworldConfig, QworldWriter
-from bineval_dspy.checklists.templates import TEMPLATES, TemplateWriter
+from bineval_dspy.checklists.templates import TEMPLATES, TemplateFile, TemplateWriter, WriterTemplate
 from bineval_dspy.checklists.tick import DEFAULT_LLM_QUESTIONS, TickWriter
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import write_json
+from bineval_dspy.core.jsonio import load_model, load_toml, write_json
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.lm.usage import Cost
 
@@ -91,6 +91,24 @@ METHODS = (*WRITERS, *(template.name for template in PUBLISHED))  # the built-in
 def methods() -> tuple[str, ...]:
     """Every method ``make_writer`` builds now: the built-in ones and every registered template."""
     return (*WRITERS, *TEMPLATES)
+
+
+def register_template(template: WriterTemplate, *, replace: bool = False) -> WriterTemplate:
+    """Make ``template`` a checklist method under its name; a name taken by another template needs ``replace``."""
+    if template.name in WRITERS:
+        raise InputError(f"template {template.name!r}: the name of a built-in writer; choose another")
+    return TEMPLATES.add(template.name, template, replace=replace)
+
+
+def load_templates(path: Path) -> list[str]:
+    """Register every template of a TOML or JSON file (a bad field is one line naming file and field); their names."""
+    loaded = load_model(path, TemplateFile) if path.suffix.lower() == ".json" else load_toml(path, TemplateFile)
+    for template in loaded.templates:
+        try:
+            register_template(template)
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
+    return [t.name for t in loaded.templates]
 
 
 def _template(name: str) -> Callable[[dict[str, Any]], ChecklistWriter]:

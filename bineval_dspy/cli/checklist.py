@@ -88,7 +88,7 @@ def cmd_checklist(args: argparse.Namespace) -> int:
     check_output_path(out, *([Path(args.task[1:])] if args.task.startswith("@") else []))
     refuse_replacing(out, args.overwrite)
     if args.writer_file:
-        from bineval_dspy.checklists.templates import load_templates
+        from bineval_dspy.checklists.writers import load_templates
 
         load_templates(Path(args.writer_file))
     writer = make_writer(args.method, **_writer_params(args))  # bad params fail before the LM loads

@@ -12,6 +12,8 @@ Each replica is a ``RemoteEngine`` with its own client, schema spelling and clie
 are per server); the pool caps the calls open across all of them (``limit_in_flight``). A call no replica answers
 within its budget raises, as one server's would: the verdict is unanswered, never a yes.
 
+``remote_lm`` makes the ``dspy.LM`` of servers at ``api_base``: one ``RemoteEngine``, or a pool of several.
+
 Why not LiteLLM's Router: servers at ``api_base`` are called through DSPy's lm15 client by ``RemoteEngine`` (schema
 spellings, deadlines, retries), not through LiteLLM; the pool keeps that engine and adds latency-aware least-busy
 routing, failover and hedging over it.
@@ -28,6 +30,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import dspy
 from dspy.lm15 import Request, Response, TimeoutError
 
 from bineval_dspy.lm.engine import EngineBase
@@ -225,3 +228,32 @@ def hedge_after(timeout: float, latency: float | None) -> float:
     replica's usual latency (at least ``HEDGE_FLOOR_S``), and never later than ``HEDGE_SHARE`` of its timeout."""
     share = HEDGE_SHARE * timeout
     return share if latency is None else min(share, max(HEDGE_FLOOR_S, HEDGE_TIMES * latency))
+
+
+def remote_lm(
+    spec: str,
+    api_base: str | Sequence[str],
+    *,
+    api_key: str | None,
+    timeout: float,
+    temperature: float,
+    max_tokens: int,
+    cache: bool,
+    rpm: float | None = None,
+    tpm: float | None = None,
+    **kwargs,
+) -> dspy.LM:
+    """A ``dspy.LM`` calling the server at ``api_base`` (several: replicas of one model in a ``ReplicaPool``):
+    DSPy's cache and usage, our engine's retries (DSPy's own are off, so a call is never retried by both)."""
+    bases = [api_base] if isinstance(api_base, str) else list(api_base)
+    replicas = [RemoteEngine(spec, base, api_key=api_key, timeout=timeout, rpm=rpm, tpm=tpm) for base in bases]
+    engine: RemoteEngine | ReplicaPool = replicas[0] if len(replicas) == 1 else ReplicaPool(replicas)
+    return dspy.LM(
+        engine.model,
+        engine=engine,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        cache=cache,
+        num_retries=0,
+        **kwargs,
+    )

@@ -31,13 +31,12 @@ import builtins
 import random
 import threading
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-import dspy
 from dspy.clients.engines.lm15_engine import AsyncLM15Engine, timeouts_for
 from dspy.lm15 import (
     InvalidRequestError,
@@ -59,10 +58,7 @@ from bineval_dspy.lm.engine import ENGINE_CODE_KEY, EngineBase
 from bineval_dspy.lm.retry import DEFAULT_TIMEOUT, RateLimiter, wait_before_retry
 from bineval_dspy.lm.usage import report_retries
 
-if TYPE_CHECKING:
-    from bineval_dspy.lm.pool import ReplicaPool
-
-__all__ = ["DEFAULT_TIMEOUT", "GRAMMAR_PROVIDER", "RETRIES", "Exchange", "RemoteEngine", "Retries", "on_io_loop", "remote_lm"]
+__all__ = ["DEFAULT_TIMEOUT", "GRAMMAR_PROVIDER", "RETRIES", "Exchange", "RemoteEngine", "Retries", "on_io_loop"]
 
 GRAMMAR_PROVIDER = "llamacpp"  # `lm` llamacpp/<model> with `api_base`: a llama.cpp server, which takes a grammar
 
@@ -339,39 +335,6 @@ def billed_tokens(response: Response) -> int | None:
     usage: Any = getattr(response, "usage", None)
     total = getattr(usage, "total_tokens", None)
     return int(total) if isinstance(total, int) and total >= 0 else None
-
-
-def remote_lm(
-    spec: str,
-    api_base: str | Sequence[str],
-    *,
-    api_key: str | None,
-    timeout: float,
-    temperature: float,
-    max_tokens: int,
-    cache: bool,
-    rpm: float | None = None,
-    tpm: float | None = None,
-    **kwargs,
-) -> dspy.LM:
-    """A ``dspy.LM`` calling the server at ``api_base`` (several: replicas of one model in a ``pool.ReplicaPool``):
-    DSPy's cache and usage, our engine's retries (DSPy's own are off, so a call is never retried by both)."""
-    bases = [api_base] if isinstance(api_base, str) else list(api_base)
-    replicas = [RemoteEngine(spec, base, api_key=api_key, timeout=timeout, rpm=rpm, tpm=tpm) for base in bases]
-    engine: RemoteEngine | ReplicaPool = replicas[0]
-    if len(replicas) > 1:
-        from bineval_dspy.lm.pool import ReplicaPool  # it builds on this module's engine
-
-        engine = ReplicaPool(replicas)
-    return dspy.LM(
-        engine.model,
-        engine=engine,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        cache=cache,
-        num_retries=0,
-        **kwargs,
-    )
 
 
 DEFAULT_CONNECTIONS = 100  # lm15's pool when none is asked for

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bineval_dspy.core.errors import InputError, keep_secret
 from bineval_dspy.core.fingerprint import sha256_of
-from bineval_dspy.lm import remote
+from bineval_dspy.lm import pool, remote
 from bineval_dspy.lm.engine import engine_of
 
 DEFAULT_LM = "smollm2"
@@ -186,7 +186,7 @@ def make_lm(
         raise InputError(f"{source} {spec}: the model of a llama.cpp server; give the server's `api_base`")
     timeout = timeout or remote.DEFAULT_TIMEOUT
     if api_base:
-        return _cached_in(cache_dir, remote.remote_lm(
+        return _cached_in(cache_dir, pool.remote_lm(
             spec, [api_base, *replicas], api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens, cache=cache,
             rpm=rpm, tpm=tpm,
         ))  # fmt: skip

@@ -27,6 +27,7 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.audit import Audit, CandidateKind, IterationRecord, Skipped
 from bineval_dspy.optimize.edits import Edit, PromptUpdater, already_says, rule_edit
 from bineval_dspy.optimize.feedback import Evaluation
+from bineval_dspy.optimize.kinds import KINDS
 from bineval_dspy.optimize.lessons import Failure, Lesson, LessonBank, lesson_id
 from bineval_dspy.optimize.notes import Discarded, NoteTaker, lesson_problem, rule_lesson
 from bineval_dspy.optimize.settings import OptimizerSettings
@@ -273,7 +274,7 @@ ProposerFactory = Callable[[OptimizerSettings, str, NoteTaker, PromptUpdater], "
 """Builds a kind's proposer for a run (its settings, its mode, the run's note-taker and updater), or None where the
 settings leave the kind out (no demo budget, thresholds outside cross-model runs)."""
 
-PROPOSERS: Registry[ProposerFactory] = Registry("candidate kind")  # in the order the kinds take turns
+PROPOSERS: Registry[ProposerFactory] = KINDS  # the registry of kinds, its entries typed
 PROPOSERS.add("instructions", lambda settings, mode, note_taker, updater: InstructionProposer(note_taker, updater))
 PROPOSERS.add("demo", lambda settings, mode, note_taker, updater: DemoProposer() if settings.demos else None)
 PROPOSERS.add("thresholds", lambda settings, mode, note_taker, updater: ThresholdProposer() if settings.thresholds and mode == "cross" else None)

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bineval_dspy.optimize.kinds import KINDS
 from bineval_dspy.optimize.lessons import DEFAULT_THRESHOLD
 
 
@@ -49,9 +50,7 @@ class OptimizerSettings(BaseModel):
     @field_validator("kinds")
     @classmethod
     def _registered_kinds(cls, value: list[str] | None) -> list[str] | None:
-        from bineval_dspy.optimize.proposers import PROPOSERS  # registered there, beside the proposers
-
-        unknown = [kind for kind in value or [] if kind not in PROPOSERS]
+        unknown = [kind for kind in value or [] if kind not in KINDS]
         if unknown:
-            raise ValueError(f"unknown candidate kind {unknown[0]!r} (choose from {', '.join(PROPOSERS)})")
+            raise ValueError(f"unknown candidate kind {unknown[0]!r} (choose from {', '.join(KINDS)})")
         return value

@@ -12,8 +12,8 @@ from dspy.lm15 import Request
 
 from bineval_dspy.checklists.published import CHECKEVAL
 from bineval_dspy.checklists.screen import screen
-from bineval_dspy.checklists.templates import TEMPLATES, TemplateStep, WriterTemplate, load_templates, register_template
-from bineval_dspy.checklists.writers import METHODS, make_writer, methods
+from bineval_dspy.checklists.templates import TEMPLATES, TemplateStep, WriterTemplate
+from bineval_dspy.checklists.writers import METHODS, load_templates, make_writer, methods, register_template
 from bineval_dspy.core.errors import InputError, RunError
 from tests.conftest import bag_of_words, scripted_lm
 

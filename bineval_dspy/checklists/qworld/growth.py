@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import dspy
 from pydantic import BaseModel
@@ -15,17 +15,28 @@ from bineval_dspy.checklists.qworld.signatures import (
     items_of,
     tagged_with,
 )
-from bineval_dspy.checklists.qworld.tree import LEVELS, Criterion, Perspective, QworldTree, Scenario
-from bineval_dspy.core.embeddings import NearDuplicateIndex
+from bineval_dspy.checklists.qworld.tree import LEVELS, Criterion, Perspective, QworldConfig, QworldTree, Scenario
+from bineval_dspy.core.embeddings import Embedder, NearDuplicateIndex
 
-if TYPE_CHECKING:
-    from bineval_dspy.checklists.qworld.writer import QworldWriter
+
+class Operators(Protocol):
+    """What a tree grows with: the writer's config, embedder and six predictors (``QworldWriter`` is one; named here
+    so this module need not import the writer that imports it)."""
+
+    config: QworldConfig
+    embed: Embedder | None
+    decompose_task: dspy.Predict
+    expand_scenarios: dspy.Predict
+    decompose_scenario: dspy.Predict
+    expand_perspectives: dspy.Predict
+    decompose_perspective: dspy.Predict
+    expand_criteria: dspy.Predict
 
 
 class Growth:
     """One task's tree as it grows: the three levels, their dedup state and the counts."""
 
-    def __init__(self, writer: QworldWriter, task: str, dimensions: list[str]) -> None:
+    def __init__(self, writer: Operators, task: str, dimensions: list[str]) -> None:
         self.w = writer
         self.c = writer.config
         self.task = task

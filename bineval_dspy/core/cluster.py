@@ -1,6 +1,6 @@
 """Work on a Ray cluster: Ray found (an optional extra, ``pip install bineval-dspy[ray]``; without it nothing here
 imports it), joined or started, and an ordered map of batches over actors that the runners build their cluster
-runs on: ``judge``, ``generate`` and ``meta-eval`` rows (``programs.cluster``, ``meta.cluster``), experiment arms
+runs on: ``judge``, ``generate`` and ``meta-eval`` rows (their actors beside their runs, mapped by ``runs.execute.RayActors``), experiment arms
 and tune workers as tasks.
 
 The driver (the command's process) keeps the one resumable output: it sends the items still to do in batches to

@@ -67,10 +67,11 @@ def settled_json(model: BaseModel) -> str:
 
 def fingerprint_of(model: BaseModel) -> Fingerprint:
     """A fingerprint with one entry per recorded field of ``model`` (strings as they are, models as their settled
-    JSON, the rest as JSON), so a refused resume names the field that differs."""
+    JSON, the rest as JSON), so a refused resume names the field that differs. A model that allows extra fields
+    (one entry per method, say) records each of them too."""
     dumped = json.loads(settled_json(model))
     return {
-        name: settled_json(value) if isinstance(value := getattr(model, name), BaseModel)
+        name: settled_json(value) if isinstance(value := getattr(model, name, None), BaseModel)
         else dumped[name] if isinstance(dumped[name], str) else json.dumps(dumped[name], sort_keys=True)
         for name in dumped
     }  # fmt: skip

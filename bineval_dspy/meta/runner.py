@@ -10,20 +10,21 @@ each score (and each checklist to write) starts only when the budget lets it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import dspy
 import numpy as np
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from bineval_dspy.checklists.writers import ChecklistUsage, save_checklist_usage, usage_sidecar
-from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import BudgetExhausted, InputError, RunError, one_line
+from bineval_dspy.core.errors import InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import Fingerprint, file_digest
 from bineval_dspy.core.jsonio import (
     check_output_path,
@@ -32,6 +33,7 @@ from bineval_dspy.core.jsonio import (
 )
 from bineval_dspy.core.runlog import RunLog, model_log
 from bineval_dspy.core.schema import Checklist
+from bineval_dspy.core.settings import fingerprint_of
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.judges.runner import Parallelism, ordered_map, parallelism
 from bineval_dspy.lm.budget import BudgetMeter
@@ -58,6 +60,7 @@ from bineval_dspy.meta.methods import (
     build_scorer,
     checklist_writer,
 )
+from bineval_dspy.runs.execute import Here, execute, executor_of, user_verifier_files
 from bineval_dspy.stats.bootstrap import resample_counts
 from bineval_dspy.verifiers import code_digest
 
@@ -153,18 +156,13 @@ def run_meta_eval(
     """Score the sampled outputs with every method (resuming ``config.run_dir``) and correlate with the humans.
 
     ``lm``: the LM every LM method uses (default: the configured one); ``threads``: outputs scored at once on a
-    remote LM. ``cluster``: each method's outputs are scored by Ray workers, this process writing the one log
-    (``meta.cluster``). Bad input raises InputError before any LM call; an LM that writes no usable checklist,
+    remote LM. ``cluster``: the outputs are scored by Ray actors (``MetaWorker``), this process writing the one log
+    (``runs.execute``). Bad input raises InputError before any LM call; an LM that writes no usable checklist,
     RunError; ``meter``'s budget reached, BudgetExhausted (the finished scores are saved).
     """
-    if cluster is not None:
-        from bineval_dspy.core.cluster import ray_module
-
-        if meter is not None and meter.budget.limited:
-            raise InputError("`ray`: a cluster run takes no budget (`max_cost`, `max_calls`): size it with `limit`")
-        ray_module()  # installed, or one line before any work
+    meter = meter or BudgetMeter()
+    executor = executor_of(cluster.address, cluster.workers, meter) if cluster is not None else Here(meter)
     rows = checked_rows(config)
-    dimensions = config.scored_dimensions()
     checklists: dict[str, Checklist] = {}
     for method in config.methods:
         if isinstance(method, BinEvalMethod) and isinstance(method.checklist, Path):
@@ -180,42 +178,108 @@ def run_meta_eval(
         for i, m in enumerate(config.methods)
         if m.lm is not None and m.uses_lm
     }
-
     config.run_dir.mkdir(parents=True, exist_ok=True)
     out = config.run_dir / SCORES_FILE
     check_output_path(out)
-    planned = {(m.name, row.id) for m in config.methods for row in rows}
-    log = scores_log(out)
     resumed = not overwrite and out.exists() and out.stat().st_size > 0  # a written checklist is reused then too
-    kept = log.open(run_fingerprint(config, identity, checklists), overwrite, wanted=lambda key: tuple(key.split("\x00", 1)) in planned)
-    records = {(r.method, r.id): r for r in kept.values()}
-    if records:
-        console.print(f"resuming: {len(records)} finished score(s) kept in {out}, {len(planned) - len(records)} to do")
-
-    meter = meter or BudgetMeter()
-    try:
-        with dspy.context(lm=lm) if lm is not None else nullcontext():  # the given LM, for every judge of the run
-            for method in config.methods:
-                todo = [row for row in rows if (method.name, row.id) not in records]
-                if not todo:
-                    continue
-                method_lm = own_lms.get(method.name, lm)
-                with dspy.context(lm=method_lm) if method_lm is not None else nullcontext():
-                    checklist = checklists.get(method.name)
-                    if isinstance(method, BinEvalMethod) and method.checklist == "generate":
-                        checklist = _generated_checklist(config, method, dimensions, reuse=resumed, meter=meter)
-                    if cluster is not None:
-                        from bineval_dspy.meta.cluster import ray_scored
-
-                        scored = ray_scored(cluster, config, method, checklist, threads, todo, rows)
-                    else:
-                        scored = _score(method, todo, config, checklist, method_lm, threads, meter, rows)
-                    for record in scored:
-                        log.append(record)
-                        records[record.method, record.id] = record
-    except BudgetExhausted:
-        raise meter.exhausted(f"{len(planned) - len(records)} of {len(planned)} score(s) not started") from None
+    run = MetaRun(config, rows, checklists, lm, own_lms, identity, threads, reuse=resumed, cluster=cluster)
+    done = execute(run, executor, overwrite=overwrite, resumed=lambda kept, todo: f"resuming: {kept} finished score(s) kept in {out}, {todo} to do")
+    if done.stopped is not None:
+        raise meter.exhausted(f"{len(run.items()) - len(done.records)} of {len(run.items())} score(s) not started") from None
+    records = {(r.method, r.id): r for r in done.records.values()}
     return results(config, rows, records, identity)
+
+
+@dataclass
+class MetaRun:
+    """``bineval meta-eval`` as a run (``runs.protocol.Run``): every method's score of every sampled output."""
+
+    config: MetaEvalConfig
+    rows: list[MetaRow]
+    checklists: dict[str, Checklist]  # the methods' checklist files, loaded; generated ones join as they are written
+    lm: dspy.LM | None  # the LM every LM method uses, unless it has its own
+    own_lms: dict[str, dspy.LM]
+    identity: str | None
+    threads: int
+    reuse: bool  # resuming: a generated checklist already written is reused
+    cluster: Cluster | None = None
+    kind: str = "meta-eval"
+    prune: bool = True  # scores of methods or outputs the config no longer asks for are dropped
+
+    def items(self) -> list[tuple[str, MetaRow]]:
+        return [(method.name, row) for method in self.config.methods for row in self.rows]
+
+    def key(self, item: tuple[str, MetaRow]) -> str:
+        return f"{item[0]}\x00{item[1].id}"
+
+    def log(self) -> RunLog[OutputScore]:
+        return scores_log(self.config.run_dir / SCORES_FILE)
+
+    def fingerprint(self) -> Fingerprint:
+        return run_fingerprint(self.config, self.identity, self.checklists)
+
+    def method(self, name: str) -> MethodConfig:
+        return next(m for m in self.config.methods if m.name == name)
+
+    def checklist(self, method: MethodConfig, meter: BudgetMeter) -> Checklist | None:
+        """The method's checklist: its file's, or the one its writer writes for the task (once; reused on resume)."""
+        if isinstance(method, BinEvalMethod) and method.checklist == "generate" and method.name not in self.checklists:
+            with dspy.context(lm=self.own_lms.get(method.name, self.lm)) if self.own_lms.get(method.name, self.lm) is not None else nullcontext():
+                self.checklists[method.name] = _generated_checklist(self.config, method, self.config.scored_dimensions(), reuse=self.reuse, meter=meter)
+        return self.checklists.get(method.name)
+
+    def do(self, todo: Sequence[tuple[str, MetaRow]], meter: BudgetMeter) -> Iterator[OutputScore]:
+        for name, group in itertools.groupby(todo, key=lambda item: item[0]):
+            method = self.method(name)
+            method_lm = self.own_lms.get(name, self.lm)
+            with dspy.context(lm=method_lm) if method_lm is not None else nullcontext():
+                yield from _score(method, [row for _, row in group], self.config, self.checklist(method, meter), method_lm, self.threads, meter, self.rows)
+
+    def actor(self) -> tuple[type[MetaWorker], tuple[Any, ...]]:
+        assert self.cluster is not None
+        checklists = {m.name: self.checklist(m, BudgetMeter()) for m in self.config.methods}  # written here, once
+        return MetaWorker, (self.cluster, self.config, checklists, self.threads, self.rows, user_verifier_files())
+
+    def record(self, outcome: OutputScore) -> OutputScore:
+        return outcome
+
+    def usage(self, outcome: OutputScore) -> Cost:
+        return outcome.usage
+
+
+class MetaWorker:
+    """One Ray actor of ``bineval meta-eval --ray``: each method's scorer built once, on first use (on the run's LM,
+    or the method's own), then batches of (method, output) scored with it."""
+
+    def __init__(
+        self, cluster: Cluster, config: MetaEvalConfig, checklists: dict[str, Checklist | None], threads: int, rows: list[MetaRow], user_files: list[str]
+    ) -> None:
+        from bineval_dspy.lm import runtime
+        from bineval_dspy.verifiers import load_verifier_files
+
+        load_verifier_files(user_files)
+        self.config, self.checklists, self.threads, self.rows = config, checklists, threads, rows
+        self.lm = runtime.configure(cluster.lm, cluster.cache_dir) if cluster.lm is not None and config.uses_lm else None
+        self.scorers: dict[str, tuple[Scorer, Parallelism, dspy.LM | None]] = {}
+
+    def _scorer(self, method: MethodConfig) -> tuple[Scorer, Parallelism, dspy.LM | None]:
+        if method.name not in self.scorers:
+            lm = self.lm if method.uses_lm else None
+            if method.lm is not None and method.uses_lm:
+                lm = make_lm(method.lm, source=f"{self.config.source or 'config'}: method {method.name!r}: field 'lm' =")
+            scorer, plan = method_scorer(method, self.config, self.checklists.get(method.name), lm, self.threads, self.rows)
+            self.scorers[method.name] = scorer, plan, lm
+        return self.scorers[method.name]
+
+    def run(self, items: list[tuple[str, MetaRow]]) -> list[OutputScore]:
+        """Each (method, output) scored, with its cost and seconds, in input order."""
+        out: list[OutputScore] = []
+        for name, group in itertools.groupby(items, key=lambda item: item[0]):
+            method = next(m for m in self.config.methods if m.name == name)
+            scorer, plan, lm = self._scorer(method)
+            with dspy.context(lm=lm) if lm is not None else nullcontext():
+                out += scored_rows(method, scorer, plan, [row for _, row in group], show=False)
+        return out
 
 
 def method_scorer(
@@ -290,18 +354,23 @@ def dataset_fingerprint(config: MetaEvalConfig) -> str:
     return json.dumps(dataset, sort_keys=True)
 
 
-def run_fingerprint(config: MetaEvalConfig, lm: str | None, checklists: Mapping[str, Checklist]) -> Fingerprint:
-    """What decides the scores: the data (file contents), dimensions, sample, each method's options, the LM, and
-    the verifiers' code for a method whose questions code may answer (``checklists``: the file checklists, loaded).
+class MetaFingerprint(BaseModel):
+    """What decides a meta-evaluation's scores, resolved; plus one entry per method, ``method.NAME``: its options
+    (those a release added left out at their default), its checklist file's digest, and the verifiers' code for a
+    method whose questions code may answer."""
 
-    The bootstrap settings are left out: they change the table, not a single score.
-    """
-    fingerprint = {
-        "dataset": dataset_fingerprint(config),
-        "dimensions": json.dumps(config.scored_dimensions()),
-        "sample": json.dumps({"limit": config.limit, "seed": config.seed}),
-        "lm": lm or "(none)",
-    }
+    model_config = ConfigDict(extra="allow")  # the ``method.NAME`` entries
+
+    dataset: str  # its settings and its files' contents
+    dimensions: str
+    sample: str
+    lm: str
+
+
+def run_fingerprint(config: MetaEvalConfig, lm: str | None, checklists: Mapping[str, Checklist]) -> Fingerprint:
+    """What decides the scores (``MetaFingerprint``; ``checklists``: the file checklists, loaded). The bootstrap
+    settings are left out: they change the table, not a single score."""
+    methods: dict[str, str] = {}
     for method in config.methods:
         options = method.fingerprint_options()
         if isinstance(method, BinEvalMethod) and isinstance(method.checklist, Path):
@@ -310,8 +379,9 @@ def run_fingerprint(config: MetaEvalConfig, lm: str | None, checklists: Mapping[
             loaded = checklists.get(method.name)
             if loaded is None or any(q.verifier for q in loaded.questions):  # a written checklist may get verifiers
                 options["verifiers"] = code_digest()
-        fingerprint[f"method.{method.name}"] = json.dumps(options, sort_keys=True)
-    return fingerprint
+        methods[f"method.{method.name}"] = json.dumps(options, sort_keys=True)
+    sample = json.dumps({"limit": config.limit, "seed": config.seed})
+    return fingerprint_of(MetaFingerprint(dataset=dataset_fingerprint(config), dimensions=json.dumps(config.scored_dimensions()), sample=sample, lm=lm or "(none)", **methods))
 
 
 def scores_log(out: Path) -> RunLog[OutputScore]:

@@ -80,7 +80,7 @@ def killing_one(actor: str, ready: Callable[[], bool]) -> Iterator[list[int]]:
 
 def test_a_killed_worker_has_its_rows_redone_and_none_written_twice(tmp_path, ray_cluster):
     given = files(tmp_path, rows=64)
-    with serving(FixedDelayServer(0.05, slots=64)) as server, killing_one("_JudgeWorker", lambda: server.answered >= 20):
+    with serving(FixedDelayServer(0.05, slots=64)) as server, killing_one("JudgeWorker", lambda: server.answered >= 20):
         assert judge(given, tmp_path / "ray.jsonl", server, "--ray", "local", "--ray-workers", "2") == 0
     rows = written(tmp_path / "ray.jsonl")
     assert [line for line, _ in rows] == list(range(1, 65))  # every row once, in input order
@@ -91,7 +91,7 @@ def test_ray_missing_or_with_a_budget_is_one_line(tmp_path, monkeypatch, capsys)
     given = files(tmp_path, rows=1)
     args = ["judge", "--checklist", str(given[0]), "--data", str(given[1]), "-o", str(tmp_path / "o.jsonl"), "--lm", "openai/m"]
     assert cli.main([*args, "--api-base", "http://127.0.0.1:1/v1", "--ray", "local", "--max-calls", "5"]) == 2
-    assert "--ray: a cluster run takes no --batch and no budget (--max-cost, --max-calls)" in capsys.readouterr().err
+    assert "--ray: a cluster run takes no budget (--max-cost, --max-calls)" in capsys.readouterr().err
     monkeypatch.setitem(__import__("sys").modules, "ray", None)  # as where Ray is not installed
     assert cli.main([*args, "--api-base", "http://127.0.0.1:1/v1", "--ray", "local"]) == 2
     assert "--ray: Ray is not installed; pip install 'bineval-dspy[ray]'" in capsys.readouterr().err
@@ -139,7 +139,7 @@ def test_a_killed_generate_worker_has_its_rows_redone_and_none_written_twice(tmp
         time.sleep(0.05)
         return echo(body)
 
-    with scripted_server(slow_echo) as server, killing_one("_GenerateWorker", lambda: len(server.bodies) >= 20):
+    with scripted_server(slow_echo) as server, killing_one("GenerateWorker", lambda: len(server.bodies) >= 20):
         assert generate(rows, tmp_path / "ray.jsonl", server.url, "--ray", "local", "--ray-workers", "2") == 0
     written = [json.loads(line) for line in (tmp_path / "ray.jsonl").read_text().splitlines()]
     assert [row["key"] for row in written] == list(range(64))  # every row once, in suite order

@@ -1,0 +1,138 @@
+"""``execute``: the one loop every resumable run goes through.
+
+It claims the run's log under the run's fingerprint (earlier output made by other settings is refused in one line;
+``overwrite`` starts afresh), writes the header (``runs.header``: kind, version, status, usage), leaves out the units
+whose records are already finished, has the executor do the rest, appends each record as it comes, in input order,
+and marks the header finished, stopped (a budget or a first Ctrl-C: the records so far are kept) or failed. The
+executor is this process (``Here``) or Ray actors (``RayActors``), each written once here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from bineval_dspy import __version__
+from bineval_dspy.core.console import console
+from bineval_dspy.core.errors import BudgetExhausted
+from bineval_dspy.lm.budget import BudgetMeter
+from bineval_dspy.lm.usage import Cost
+from bineval_dspy.runs.header import RunHeader, read_header, write_header
+from bineval_dspy.runs.protocol import Run
+from bineval_dspy.runs.spec import RunSpec, check_cluster
+
+I = TypeVar("I")  # noqa: E741
+O = TypeVar("O")  # noqa: E741
+R = TypeVar("R")
+
+
+class Executor(Protocol):
+    """Where a run's units are done; the outcomes come back in input order."""
+
+    def map(self, run: Run[I, O, R], todo: Sequence[I]) -> Iterator[O]: ...
+
+
+@dataclass
+class Here:
+    """This process: the run's own ``do``, its units started as ``meter``'s budget lets them."""
+
+    meter: BudgetMeter = field(default_factory=BudgetMeter)
+
+    def map(self, run: Run[I, O, R], todo: Sequence[I]) -> Iterator[O]:
+        return run.do(todo, self.meter)
+
+
+@dataclass
+class RayActors:
+    """``workers`` actors on the Ray cluster at ``address``, each built from the run's ``actor()`` setup, the units
+    sent to them in batches (``core.cluster.on_actors``) while this process writes the one log."""
+
+    address: str
+    workers: int
+
+    def map(self, run: Run[I, O, R], todo: Sequence[I]) -> Iterator[O]:
+        from bineval_dspy.core.cluster import on_actors
+
+        worker, args = run.actor()
+        return on_actors(self.address, self.workers, worker, args, todo, label=run.kind, total=len(todo))
+
+
+def executor_for(spec: RunSpec, meter: BudgetMeter) -> Executor:
+    """The executor ``spec`` names (checked: a cluster takes no budget, and needs Ray installed)."""
+    return executor_of(spec.ray, spec.workers, meter)
+
+
+def executor_of(address: str | None, workers: int, meter: BudgetMeter) -> Executor:
+    """Ray actors on the cluster at ``address``, or this process under ``meter``'s budget (None: no cluster)."""
+    check_cluster(address, meter.budget)
+    return RayActors(address, workers) if address is not None else Here(meter)
+
+
+@dataclass
+class Executed(Generic[O, R]):
+    """What ``execute`` did: every finished record the log now holds (by key, in the run's order), and this run's share."""
+
+    records: dict[str, R]
+    kept: int  # finished records of earlier output, kept
+    todo: int  # units this run had to do
+    written: int = 0
+    failed: list[O] = field(default_factory=list)  # outcomes with no record (the unit failed): done again next run
+    spent: Cost = field(default_factory=Cost)
+    stopped: BudgetExhausted | None = None  # the budget ended the run; the records written so far are saved
+
+
+def open_run(run: Run[I, O, R], items: Sequence[I], overwrite: bool, resumed: Callable[[int, int], str] | None = None) -> dict[str, R]:
+    """Claim the run's log (refusing other settings' output), repair it and write the header; the finished records
+    by key. ``resumed(kept, todo)`` is the line said when earlier records are kept."""
+    log = run.log()
+    wanted = {run.key(item) for item in items}
+    fingerprint = run.fingerprint()
+    kept = log.open(fingerprint, overwrite, wanted=wanted.__contains__ if run.prune else None)
+    before = read_header(log.path) if kept else None
+    write_header(log.path, RunHeader(kind=run.kind, version=__version__, usage=before.usage if before else Cost(), fingerprint=fingerprint))
+    if kept:
+        todo = len(wanted - kept.keys())
+        console.print(resumed(len(kept), todo) if resumed else f"resuming: {len(kept)} finished record(s) kept in {log.path}, {todo} to do")
+    return kept
+
+
+def execute(
+    run: Run[I, O, R], executor: Executor, *, overwrite: bool = False, resumed: Callable[[int, int], str] | None = None
+) -> Executed[O, R]:
+    """Do the run's units not already finished in its log, on ``executor``, appending each record in input order."""
+    items = list(run.items())
+    kept = open_run(run, items, overwrite, resumed)
+    log = run.log()
+    todo = [item for item in items if run.key(item) not in kept]
+    done: Executed[O, R] = Executed(records=dict(kept), kept=len(kept), todo=len(todo))
+    status = "failed"
+    try:
+        for outcome in executor.map(run, todo) if todo else iter(()):
+            done.spent = done.spent + run.usage(outcome)
+            record = run.record(outcome)
+            if record is None:
+                done.failed.append(outcome)
+                continue
+            log.append(record)
+            done.records[log.key(record)] = record
+            done.written += 1
+        status = "stopped" if done.failed else "finished"
+    except BudgetExhausted as exc:
+        done.stopped, status = exc, "stopped"
+    except KeyboardInterrupt:
+        status = "stopped"
+        raise
+    finally:
+        header = read_header(log.path)
+        if header is not None:
+            write_header(log.path, header.model_copy(update={"status": status, "usage": header.usage + done.spent}))
+    return done
+
+
+def user_verifier_files() -> list[str]:
+    """The user's verifier files this process has loaded: an actor's setup names them, so it loads them too and
+    knows their ids."""
+    from bineval_dspy.verifiers.registry import USER_FILES
+
+    return sorted(map(str, USER_FILES))

@@ -1,0 +1,2 @@
+"""A run as one object: its settings (``spec.RunSpec``), its header beside the records it streams (``header``), the
+protocol every resumable command implements (``protocol.Run``) and the one loop that executes it (``execute``)."""

@@ -1,0 +1,47 @@
+"""The header of a run's log: what kind of run wrote the records beside it, by which version, how it ended, what it
+spent, and the fingerprint of the settings that made it. One file, ``OUT.run.json`` beside the records ``OUT``,
+written when the run opens and again when it stops, so ``load_run`` reads a log's kind instead of guessing it from
+its keys, and a resume compares fingerprints from one place.
+
+Logs written before headers have ``OUT.fingerprint.json`` (the fingerprint alone); it is still read for resume.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bineval_dspy.core.jsonio import load_model, write_text_atomic
+from bineval_dspy.lm.usage import Cost
+
+Status = Literal["running", "finished", "stopped", "failed"]  # stopped: a budget or Ctrl-C ended it; rerun to go on
+
+
+class RunHeader(BaseModel):
+    """One run's header (``OUT.run.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str  # a run kind's registered name: "judge", "generate", "meta-eval", ...
+    version: str  # the library's version that last wrote the log
+    status: Status = "running"
+    usage: Cost = Field(default_factory=Cost)  # what the runs on this log spent, summed over resumes
+    fingerprint: dict[str, str] = Field(default_factory=dict)  # the settings that made the records (core.fingerprint)
+    detail: dict[str, Any] = Field(default_factory=dict)  # a kind's own facts (e.g. the rows' fields)
+
+
+def header_path(out: Path) -> Path:
+    """Where the header of the log ``out`` lives: ``OUT.run.json`` beside it."""
+    return out.with_name(out.name + ".run.json")
+
+
+def read_header(out: Path) -> RunHeader | None:
+    """The header of the log ``out``; None for a log written before headers (or none at all)."""
+    path = header_path(out)
+    return load_model(path, RunHeader) if path.is_file() else None
+
+
+def write_header(out: Path, header: RunHeader) -> None:
+    write_text_atomic(header_path(out), header.model_dump_json(indent=2))

@@ -109,10 +109,10 @@ def load_judged(
     ``scorecards``: `bineval judge` output, or a meta-eval run directory or its scores file; ``group``: the judge
     output's field naming each output's source document (default ``input``; a meta-eval run groups by doc_id).
     """
-    from bineval_dspy.analysis.judged import detect_kind, load_judge_output, load_meta_scores
+    from bineval_dspy.analysis.judged import judged_kind, load_judge_output, load_meta_scores
 
     scores = scores_path(scorecards)
-    kind = detect_kind(scores)
+    kind = judged_kind(scores)
     chosen = analysed_method(kind, scores, method)
     if kind == "meta" and group is not None:
         raise InputError("`group`: a meta-eval run's outputs are grouped by their doc_id")

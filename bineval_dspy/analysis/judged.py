@@ -23,7 +23,8 @@ from bineval_dspy.core.fingerprint import Fingerprint, digest, file_digest, side
 from bineval_dspy.core.jsonio import read_json_object, read_jsonl
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import verdict_value
-from bineval_dspy.judges.rows import JUDGE_KEY, JudgeResult
+from bineval_dspy.judges.rows import JUDGE_KEY, judged_rows
+from bineval_dspy.runs.files import run_kind
 
 Values = Literal["answers", "p_yes"]
 References = dict[str, dict[str, float]]  # output id -> dimension -> reference score
@@ -64,15 +65,15 @@ class JudgedSet:
 
 
 # -- the two formats ---------------------------------------------------------------------------------------------
-def detect_kind(path: Path) -> Kind:
-    """``judge`` for `bineval judge` rows, ``meta`` for a meta-eval run's scores, from the first row."""
-    for number, row in read_jsonl(path):
-        if JUDGE_KEY in row:
-            return "judge"
-        if "method" in row:
-            return "meta"
-        raise InputError(f"{path}:{number}: neither a `bineval judge` row (field '{JUDGE_KEY}') nor a meta-eval score (field 'method')")
-    raise InputError(f"{path}: no rows")
+ANALYSED: dict[str, Kind] = {"judge": "judge", "meta-eval": "meta"}  # the run kinds (``runs.files.run_kind``) analysed
+
+
+def judged_kind(path: Path) -> Kind:
+    """``judge`` for `bineval judge` output, ``meta`` for a meta-eval run's scores; any other run is refused."""
+    kind = run_kind(path)
+    if kind not in ANALYSED:
+        raise InputError(f"{path}: a {kind!r} run, neither `bineval judge` output nor a meta-eval run's scores")
+    return ANALYSED[kind]
 
 
 def _validated(model: type[BaseModel], raw: Any, where: str, prefix: str) -> Any:
@@ -113,17 +114,12 @@ def load_judge_output(path: Path, checklist: Checklist, group: str = "input") ->
     by default: the outputs of one input are one document)."""
     outputs: list[JudgedOutput] = []
     lines: dict[str, int] = {}
-    for number, row in read_jsonl(path, required=(JUDGE_KEY,)):
-        where = f"{path}:{number}"
-        ours = row[JUDGE_KEY]
-        if not isinstance(ours, dict) or "scorecard" not in ours:
-            raise InputError(f"{where}: missing field '{JUDGE_KEY}.scorecard': not a `bineval judge` row")
-        result: JudgeResult = _validated(JudgeResult, ours, where, JUDGE_KEY)
-        card = result.scorecard
+    for number, judged in judged_rows(path).read():
+        where, row, card = f"{path}:{number}", judged.row, judged.result.scorecard
         _check_verdicts(checklist, card.verdicts, where, f"{JUDGE_KEY}.scorecard")
         if group not in row:
             raise InputError(f"{where}: missing field '{group}' (the `group` field: the source document of the output)")
-        oid = _judge_row_id(row, result.line, where)
+        oid = _judge_row_id(row, judged.result.line, where)
         if oid in lines:
             raise InputError(f"{where}: field 'id': {oid!r} repeats line {lines[oid]}")
         lines[oid] = number
@@ -211,13 +207,11 @@ def _scores(raw: Any, where: str, field: str) -> dict[str, float]:
 def field_references(path: Path, field: str) -> References:
     """Reference scores kept in a field of each `bineval judge` row (an object of dimension -> number)."""
     out: References = {}
-    for number, row in read_jsonl(path, required=(JUDGE_KEY,)):
+    for number, judged in judged_rows(path).read():
         where = f"{path}:{number}"
-        if field not in row:
+        if field not in judged.row:
             raise InputError(f"{where}: missing field '{field}' (named by `reference`)")
-        ours = row[JUDGE_KEY]
-        line: int = ours["line"] if isinstance(ours, dict) and isinstance(ours.get("line"), int) else number
-        out[_judge_row_id(row, line, where)] = _scores(row[field], where, field)
+        out[_judge_row_id(judged.row, judged.result.line, where)] = _scores(judged.row[field], where, field)
     return out
 
 

@@ -18,7 +18,7 @@ from bineval_dspy.cli.options import (
     refuse_replacing,
 )
 from bineval_dspy.core.console import console, shown
-from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.jsonio import (
     check_output_path,
     write_json,
@@ -77,7 +77,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _print_ranking(summaries, cards)
     spent = writing + total(cost for _, cost in judged)
     write_json(out, {
-        "task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"),
+        "kind": "demo", "task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"),
         "results": results, "checklist_usage": writing.model_dump(mode="json"), "usage": spent.model_dump(mode="json"),
     })
     shown.print(f"wrote {out}")
@@ -87,11 +87,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _earlier_demo(out: Path) -> bool:
     """Whether ``out`` holds what a demo writes (any other file there is refused, never replaced unasked)."""
+    from bineval_dspy.runs.files import run_kind
+
     try:
-        saved = json.loads(out.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return out.is_file() and run_kind(out) == "demo"
+    except InputError:  # no run, or a damaged one: not ours to replace unasked
         return False
-    return isinstance(saved, dict) and {"task", "checklist_source", "results", "usage"} <= saved.keys()
 
 
 def _print_ranking(summaries: list[dict[str, Any]], cards: list[Scorecard]) -> None:

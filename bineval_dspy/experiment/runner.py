@@ -101,15 +101,15 @@ def recorded_test(program: Path, measure: str) -> tuple[Interval, Path] | None:
     """The test figure ``measure`` (e.g. ``strict_prompt``) the run that wrote ``program`` recorded for it, and the
     file it is in: an optimize run's final program, or the experiment arm (a fine-tuning run's fine-tuned one) whose
     program it is; None where the run recorded none."""
-    from bineval_dspy.core.jsonio import read_json_object
     from bineval_dspy.optimize.results import RunResults
     from bineval_dspy.programs.state import load_program, program_path, run_folder
+    from bineval_dspy.runs.files import run_kind
 
     folder = run_folder(program)
     path = folder / RESULTS_FILE
     if not path.is_file():
         return None
-    kind = read_json_object(path).get("kind")
+    kind = run_kind(path)  # results written before they carried their kind: by their keys
     if kind == "optimizer-test":
         test = RunResults.load(folder).test
         figure = test.final.accuracy.get(measure) if test is not None else None

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from bineval_dspy.core.degenerate import Degenerate, Tally, degeneracy
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import join, lineage_scores
 from bineval_dspy.lm.usage import Cost
@@ -44,6 +48,42 @@ class JudgeResult(BaseModel):
     def row(self, data: dict[str, Any]) -> dict[str, Any]:
         """The output line: the data row's fields, then this result under ``JUDGE_KEY``."""
         return {**data, JUDGE_KEY: self.model_dump(mode="json")}
+
+
+@dataclass(frozen=True)
+class JudgedLine:
+    """One line of `bineval judge` output: the whole row (the data's fields, ours under ``JUDGE_KEY``) and our result
+    read from it."""
+
+    row: dict[str, Any]
+    result: JudgeResult
+
+    @property
+    def id(self) -> str:
+        """The row's ``id`` field, else the data line it was judged from."""
+        return str(self.row.get("id", self.result.line))
+
+
+def judged_rows(path: Path, hint: str = "") -> RunLog[JudgedLine]:
+    """`bineval judge` output as its run log, for every reader of judged rows (``show``, ``report``, ``analyze``): rows
+    keyed by their data line, kept by a resume when complete; a line whose result is damaged is one located error
+    naming the field (``hint`` appended: what to do about it)."""
+
+    def parse(number: int, row: dict[str, Any]) -> JudgedLine:
+        ours = row[JUDGE_KEY]
+        if not isinstance(ours, dict) or "scorecard" not in ours:
+            raise InputError(f"{path}:{number}: missing field '{JUDGE_KEY}.scorecard': not a `bineval judge` row{hint}")
+        try:
+            return JudgedLine(row, JudgeResult.model_validate(ours))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join([JUDGE_KEY, *(str(part) for part in error["loc"])])
+            raise InputError(f"{path}:{number}: field '{field}': {error['msg']}{hint}") from None
+
+    return RunLog(
+        path, key=lambda line: str(line.result.line), parse=parse, dump=lambda line: line.row,
+        finished=lambda line: line.result.complete, required=(JUDGE_KEY,), hint=hint,
+    )  # fmt: skip
 
 
 def judge_result(line: int, output: str, checklist: Checklist, card: Scorecard, cost: Cost) -> JudgeResult:

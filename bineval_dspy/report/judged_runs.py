@@ -16,7 +16,7 @@ from bineval_dspy.core.degenerate import Degenerate, Tally, degeneracy
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
 from bineval_dspy.core.schema import Scorecard, Verdict
-from bineval_dspy.judges.rows import JUDGE_KEY, JudgeResult
+from bineval_dspy.judges.rows import judged_rows
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.programs.records import GenerationRecord
 from bineval_dspy.report.spend import spend_of
@@ -114,15 +114,10 @@ def suite_output(path: Path, card_of: Callable[[dict[str, Any], str], Scorecard]
 
 
 def judge_output(path: Path) -> JudgeRun:
-    rows = []
-    for number, row in read_jsonl(path, required=(JUDGE_KEY,)):
-        where = f"{path}:{number}"
-        ours = row[JUDGE_KEY]
-        if not isinstance(ours, dict) or "scorecard" not in ours:
-            raise InputError(f"{where}: missing field '{JUDGE_KEY}.scorecard': not a `bineval judge` row")
-        result = validated(JudgeResult, ours, f"{where}: in '{JUDGE_KEY}'")
-        key = row.get("id", result.line)
-        rows.append(JudgedRow(id=str(key), input=text_of(row.get("input")), output=text_of(row.get("output")), card=result.scorecard, spend=result.usage))
+    rows = [
+        JudgedRow(id=line.id, input=text_of(line.row.get("input")), output=text_of(line.row.get("output")), card=line.result.scorecard, spend=line.result.usage)
+        for _, line in judged_rows(path).read()
+    ]
     return JudgeRun(source=path, rows=rows)
 
 

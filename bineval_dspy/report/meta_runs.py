@@ -64,11 +64,21 @@ class MetaRun:
     dataset: str | None = None
     lm: str | None = None
     rankings: list[SystemRanking] = field(default_factory=list)  # from results.json; empty before it is written
+    results: MetaEvalResults | None = None  # results.json, once written
     kind: Literal["meta"] = "meta"
 
     @property
     def methods(self) -> list[str]:
         return list(self.kinds)
+
+    @property
+    def outputs(self) -> int:
+        """The outputs scored: counted in the scores, else (results read without them) as the results say."""
+        return len({s.id for s in self.scores}) if self.scores or self.results is None else self.results.outputs
+
+    @property
+    def documents(self) -> int:
+        return len({s.doc_id for s in self.scores}) if self.scores or self.results is None else self.results.documents
 
     @property
     def spend(self) -> Cost:
@@ -113,6 +123,28 @@ def load_meta(folder: Path, scores_file: Path | None = None, config: Path | None
         dataset=str(dataset) if dataset is not None else None,
         lm=recorded.get("lm"),
         rankings=rankings,
+        results=results,
+    )
+
+
+def meta_results(path: Path) -> MetaRun:
+    """A meta-eval's ``results.json`` read without its scores (a copy kept apart from its run directory): the
+    correlation table, the system rankings and each method's cost, no score spreads or question rates."""
+    results = load_model(path, MetaEvalResults)
+    table = correlation_rows(results)
+    return MetaRun(
+        source=path,
+        scores=[],
+        spends={m.name: m.usage for m in results.methods},
+        kinds={m.name: m.kind for m in results.methods},
+        dimensions=results.dimensions,
+        table=table,
+        human=None,
+        human_range={},
+        dataset=results.dataset,
+        lm=results.lm,
+        rankings=system_rankings(results),
+        results=results,
     )
 
 

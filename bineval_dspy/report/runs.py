@@ -1,17 +1,20 @@
 """Every kind of run the library writes, found from a path and read into typed objects, for ``report`` and ``show``.
 
 A path is a run directory (an optimizer's ``audit.json``, a meta-evaluation's ``scores.jsonl``, an analysis's
-``phi.json``/``pruning.json``/``weights.json``, a tune study's ``results.json``), one of those files, `bineval judge`
-output (JSON Lines whose rows carry ``bineval``), `bineval demo` output, or a meta-eval config (``.toml``: its run
-directory, with the dataset's human scores to compare against). Anything else is one InputError line, before any
-number is computed.
+``phi.json``/``pruning.json``/``weights.json``, a tune study's or an experiment's ``results.json``), one of those
+files, a log (`bineval judge`, `generate` or `verify` output) or its header, `bineval demo` output, or a meta-eval
+config (``.toml``: its run directory, with the dataset's human scores to compare against). ``load_run`` reads a file
+by the reader ``READERS`` holds for its kind (``runs.files.run_kind``: its header's, its ``kind`` field's, or for an
+older file what its keys say). Anything else is one InputError line, before any number is computed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,10 +23,10 @@ from bineval_dspy.analysis.phi import PhiReport
 from bineval_dspy.analysis.pruning import PruningReport
 from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import load_model, read_json_object, read_jsonl
+from bineval_dspy.core.jsonio import load_model, read_json_object
+from bineval_dspy.core.registry import Registry
 from bineval_dspy.experiment.grid import GridRow, read_grid
 from bineval_dspy.experiment.runner import ExperimentResults
-from bineval_dspy.judges.rows import JUDGE_KEY
 from bineval_dspy.lm.estimate import Plan, load_plan
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.runner import SCORES_FILE
@@ -40,14 +43,15 @@ from bineval_dspy.report.judged_runs import (
     validated,
     verified_card,
 )
-from bineval_dspy.report.meta_runs import CorrelationRow, MetaRun, load_meta, meta_from_config
+from bineval_dspy.report.meta_runs import CorrelationRow, MetaRun, load_meta, meta_from_config, meta_results
 from bineval_dspy.report.spend import spend_of
+from bineval_dspy.runs.files import NOT_A_RUN, headed_log, run_kind
 from bineval_dspy.tune.report import RESULTS_FILE, TuneResults
 
 M = TypeVar("M", bound=BaseModel)
 
 Kind = Literal["judge", "meta", "optimizer", "analysis", "tune", "experiment"]
-__all__ = ["AnalysisRun", "CorrelationRow", "ExperimentRun", "JudgeRun", "JudgedRow", "MetaRun", "OptimizerRun", "Run", "TuneRun", "load_runs", "shown_path"]
+__all__ = ["AnalysisRun", "CorrelationRow", "ExperimentRun", "JudgeRun", "JudgedRow", "MetaRun", "OptimizerRun", "Run", "READERS", "RunReader", "TuneRun", "load_run", "load_runs", "shown_path"]
 
 
 def shown_path(path: Path) -> str:
@@ -109,84 +113,91 @@ Run = JudgeRun | MetaRun | OptimizerRun | AnalysisRun | TuneRun | ExperimentRun
 
 
 # -- finding and reading -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunReader:
+    """How ``load_run`` reads the files of one run kind: ``read`` makes the run from a file with one of ``suffixes``."""
+
+    read: Callable[[Path], Run]
+    suffixes: tuple[str, ...] = (".json",)
+
+
+# The run kinds show and report read, by the kind a file's header or ``kind`` field names (``runs.files.run_kind``).
+READERS: Registry[RunReader] = Registry("run kind")
+
+
 def load_runs(path: Path) -> list[Run]:
     """The runs at ``path`` (a folder may hold several kinds, e.g. an analysis written into a run directory)."""
     if path.is_dir():
         return _folder_runs(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
+    return [load_run(path)]
+
+
+def load_run(path: Path) -> Run:
+    """The run in one file, read by its kind's reader: a log's header (its kind read from the log beside it), a
+    results file, a log, or a meta-eval config (``.toml``: its run directory with the dataset's human scores)."""
     if path.suffix == ".toml":
-        return [meta_from_config(path)]
-    if path.suffix == ".jsonl":
-        return [_jsonl_run(path)]
-    if path.suffix == ".json":
-        return [_json_run(path, read_json_object(path))]
-    raise InputError(f"{path}: {NOT_A_RUN}; files are read by their suffix: .json, .jsonl or a meta-eval config .toml")
+        return meta_from_config(path)
+    if (log := headed_log(path)) is not None:
+        return load_run(log)
+    if path.suffix not in (".json", ".jsonl"):
+        raise InputError(f"{path}: {NOT_A_RUN}; files are read by their suffix: .json, .jsonl or a meta-eval config .toml")
+    kind = run_kind(path)
+    reader = READERS.get(kind)
+    if reader is None:
+        raise InputError(f"{path}: {NOT_A_RUN} (its kind is {kind!r})")
+    if path.suffix not in reader.suffixes:
+        raise InputError(f"{path}: {NOT_A_RUN} (a {kind!r} run is a {' or '.join(reader.suffixes)} file)")
+    return reader.read(path)
 
 
 def _folder_runs(folder: Path) -> list[Run]:
     runs: list[Run] = []
     if (folder / AUDIT_FILE).is_file():
-        runs.append(_optimizer(folder / AUDIT_FILE))
+        runs.append(load_run(folder / AUDIT_FILE))
     if (folder / SCORES_FILE).is_file():
-        runs.append(load_meta(folder))
+        runs.append(load_run(folder / SCORES_FILE))
     if any((folder / name).is_file() for name in REPORT_FILES.values()):
         runs.append(_analysis(folder, {kind: folder / name for kind, name in REPORT_FILES.items() if (folder / name).is_file()}))
     own = (folder / SCORES_FILE).is_file() or (folder / AUDIT_FILE).is_file()  # a meta-eval and an optimizer write one too
     if (folder / RESULTS_FILE).is_file() and not own:
-        runs.append(_json_run(folder / RESULTS_FILE, read_json_object(folder / RESULTS_FILE)))
+        runs.append(load_run(folder / RESULTS_FILE))
     if not runs:
         raise InputError(f"{folder}: not a run directory (no {AUDIT_FILE}, {SCORES_FILE}, {REPORT_FILES['phi']} or {RESULTS_FILE})")
     return runs
 
 
-NOT_A_RUN = "not a run the library writes (an optimizer's audit.json, a meta-eval's scores.jsonl, analyze's phi.json, pruning.json or weights.json, tune's or experiment's results.json, judge, demo, verify or generate output)"
+def _optimizer_test(path: Path) -> OptimizerRun:
+    """An optimizer's test results: the run whose audit is beside them."""
+    if not (path.parent / AUDIT_FILE).is_file():
+        raise InputError(f"{path}: an optimizer's test results without the run's {AUDIT_FILE} beside them")
+    return _optimizer(path.parent / AUDIT_FILE)
 
 
-def _json_run(path: Path, raw: dict[str, Any]) -> Run:
-    """A JSON file, by its ``kind`` (files from before runs carried one: by the fields that tell the kinds apart)."""
-    kind = raw.get("kind")
-    if kind == "optimizer-test" and (path.parent / AUDIT_FILE).is_file():
-        return _optimizer(path.parent / AUDIT_FILE)
-    if kind in ("phi", "pruning", "weights"):
-        return _analysis(path.parent, {kind: path})
-    if kind == "meta-eval" and (path.parent / SCORES_FILE).is_file():
-        return load_meta(path.parent)
-    if {"mode", "start", "best"} <= raw.keys():
-        return _optimizer(path, raw)
-    if {"study", "trials"} <= raw.keys():
-        return _tune(path, raw)
-    if {"arms", "baseline"} <= raw.keys():
-        results = validated(ExperimentResults, raw, str(path))
-        return ExperimentRun(source=path.parent, results=results, spend=results.usage, grid=read_grid(path.parent), plan=load_plan(path.parent))
-    for kind, keys in (("phi", {"statistic", "dimensions"}), ("pruning", {"dropped", "questions_before"}), ("weights", {"alpha", "folds"})):
-        if keys <= raw.keys():
-            return _analysis(path.parent, {kind: path})
-    if {"results", "article"} <= raw.keys():
-        return demo_output(path, raw)
-    if {"dataset", "methods", "run_dir"} <= raw.keys() and (path.parent / SCORES_FILE).is_file():
-        return load_meta(path.parent)  # a meta-eval's results.json: the run beside it
-    raise InputError(f"{path}: {NOT_A_RUN}")
+def _meta(path: Path) -> MetaRun:
+    """A meta-eval's scores (its run is their folder), or its results: with the scores beside them when they are."""
+    if path.suffix == ".jsonl":
+        return load_meta(path.parent, scores_file=path)
+    return load_meta(path.parent) if (path.parent / SCORES_FILE).is_file() else meta_results(path)
 
 
-def _jsonl_run(path: Path) -> Run:
-    """`bineval judge` output, or a meta-eval run's scores file (then the run is its folder)."""
-    for number, row in read_jsonl(path):
-        if JUDGE_KEY in row:
-            return judge_output(path)
-        if "method" in row and "scores" in row:
-            return load_meta(path.parent, scores_file=path)
-        if "follow_instruction_list" in row and "instruction_id_list" in row:
-            return suite_output(path, verified_card, "`bineval verify` output: each instruction a code-checked verdict")
-        if "key" in row and "response" in row:
-            return suite_output(path, generated_card, "`bineval generate` output: each STICK check a verdict (none without STICK)")
-        raise InputError(f"{path}:{number}: {NOT_A_RUN}")
-    raise InputError(f"{path}: no rows")
+def _experiment(path: Path) -> ExperimentRun:
+    results = load_model(path, ExperimentResults)
+    return ExperimentRun(source=path.parent, results=results, spend=results.usage, grid=read_grid(path.parent), plan=load_plan(path.parent))
 
 
-def _optimizer(path: Path, raw: dict[str, Any] | None = None) -> OptimizerRun:
-    raw = read_json_object(path) if raw is None else raw
-    audit = validated(Audit, raw, str(path))
+def _tune(path: Path) -> TuneRun:
+    results = load_model(path, TuneResults)
+    return TuneRun(source=path.parent, results=results, spend=results.usage)
+
+
+def _demo(path: Path) -> JudgeRun:
+    return demo_output(path, read_json_object(path))
+
+
+def _optimizer(path: Path) -> OptimizerRun:
+    audit = load_model(path, Audit)
     results_path = path.parent / OPTIMIZE_RESULTS_FILE
     results = load_model(results_path, RunResults) if results_path.is_file() else None
     return OptimizerRun(source=path.parent, audit=audit, spend=audit.usage, results=results, plan=load_plan(path.parent))
@@ -207,6 +218,19 @@ def _analysis(folder: Path, files: dict[str, Path]) -> AnalysisRun:
     )
 
 
-def _tune(path: Path, raw: dict[str, Any]) -> TuneRun:
-    results = validated(TuneResults, raw, str(path))
-    return TuneRun(source=path.parent, results=results, spend=results.usage)
+def _analysis_file(kind: str) -> Callable[[Path], Run]:
+    """The reader of one of an analysis's files, alone (its folder's other files are read with the folder)."""
+    return lambda path: _analysis(path.parent, {kind: path})
+
+
+READERS.add("judge", RunReader(judge_output, (".jsonl",)))
+READERS.add("generate", RunReader(partial(suite_output, card_of=generated_card, task="`bineval generate` output: each STICK check a verdict (none without STICK)"), (".jsonl",)))
+READERS.add("verify", RunReader(partial(suite_output, card_of=verified_card, task="`bineval verify` output: each instruction a code-checked verdict"), (".jsonl",)))
+READERS.add("demo", RunReader(_demo))
+READERS.add("meta-eval", RunReader(_meta, (".jsonl", ".json")))
+READERS.add("optimizer-audit", RunReader(_optimizer))
+READERS.add("optimizer-test", RunReader(_optimizer_test))
+for _name in REPORT_FILES:  # phi, pruning, weights
+    READERS.add(_name, RunReader(_analysis_file(_name)))
+READERS.add("tune", RunReader(_tune))
+READERS.add("experiment", RunReader(_experiment))

@@ -109,8 +109,7 @@ def show_meta(run: MetaRun) -> None:
     from bineval_dspy.report.pages import number
     from bineval_dspy.report.stats import method_rates, spreads
 
-    outputs, documents = len({s.id for s in run.scores}), len({s.doc_id for s in run.scores})
-    _say(f"{outputs} output(s) of {documents} document(s){' from ' + run.dataset if run.dataset else ''}; methods: {', '.join(run.methods)}")
+    _say(f"{run.outputs} output(s) of {run.documents} document(s){' from ' + run.dataset if run.dataset else ''}; methods: {', '.join(run.methods)}")
     _spend(run.spend)
     if run.table:
         levels = ("summary", "system", "dataset")
@@ -132,6 +131,9 @@ def show_meta(run: MetaRun) -> None:
         for name, ranks in ranking.methods.items():
             _row(table, name, *[ranks[system][1] if system in ranks else "-" for system in systems])
         console.print(table)
+    if not run.scores:
+        _say("read from results.json without the run's scores.jsonl: no score spreads or question rates")
+        return
     table = _table("scores on their scale: share at the top (the ceiling effect)", "dimension", "source", "scale", "mean", "distinct", "at top", left=("dimension", "source"), wrap=("dimension", "source"))
     for dim in run.dimensions:
         for k, s in enumerate(spreads(run, dim)):

@@ -238,7 +238,10 @@ def test_bad_files_and_arguments_are_one_line(tmp_path, capsys):
     assert "judged.jsonl:21: malformed JSON" in one_error_line(capsys)
     other = write_jsonl(tmp_path / "other.jsonl", [{"input": "a", "output": "b"}])
     assert analyze(other, "--checklist", checklist) == 2
-    assert "other.jsonl:1: neither a `bineval judge` row (field 'bineval') nor a meta-eval score (field 'method')" in one_error_line(capsys)
+    assert "other.jsonl:1: not a run the library writes" in one_error_line(capsys)
+    generated = write_jsonl(tmp_path / "generated.jsonl", [{"key": "k", "prompt": "p", "response": "r"}])
+    assert analyze(generated, "--checklist", checklist) == 2
+    assert "generated.jsonl: a 'generate' run, neither `bineval judge` output nor a meta-eval run's scores" in one_error_line(capsys)
 
 
 def test_a_checklist_that_is_not_the_judged_one_is_refused(tmp_path, capsys):

@@ -11,8 +11,10 @@ from bineval_dspy import cli
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.report import AnalysisRun, JudgeRun, MetaRun, OptimizerRun, TuneRun, load_runs, render
+from bineval_dspy.report.runs import load_run
 from bineval_dspy.report.spend import spend_entries, spend_of
 from bineval_dspy.report.stats import HUMAN, spreads, trajectory
+from bineval_dspy.runs.files import run_kind
 from tests.conftest import route_cli_lm, verdict_json
 from tests.report import builders
 
@@ -59,6 +61,10 @@ def test_demo_output_and_a_single_objective_study(tmp_path, monkeypatch):
     assert cli.main(["demo", "-o", str(demo)]) == 0
     (run,) = load_runs(demo)
     assert isinstance(run, JudgeRun) and [r.id for r in run.rows] == ["good", "mediocre", "bad"] and run.task
+    raw = json.loads(demo.read_text())
+    assert raw.pop("kind") == "demo"
+    demo.write_text(json.dumps(raw))  # as written before it said its kind
+    assert run_kind(demo) == "demo" and [r.id for r in load_run(demo).rows] == ["good", "mediocre", "bad"]  # type: ignore[union-attr]
     (tune,) = load_runs(builders.tune_run(tmp_path, single=True))
     assert isinstance(tune, TuneRun)
     html = render([run, tune])
@@ -91,8 +97,8 @@ def write(path: Path, text: str) -> Path:
         ("x.json", "[1, 2]", "expected a JSON object, got list"),
         ("x.json", "{", "x.json:1: malformed JSON"),
         ("x.jsonl", '{"a": 1}\n', "x.jsonl:1: not a run the library writes"),
-        ("x.jsonl", '{"bineval": {"line": 1, "complete": true, "scorecard": {"overall": "high"}}}\n', "x.jsonl:1: in 'bineval': field 'scorecard."),
-        ("x.jsonl", '{"bineval": {"scorecard": {}}}\n', "x.jsonl:1: in 'bineval': required fields missing: 'line', 'complete'"),
+        ("x.jsonl", '{"bineval": {"line": 1, "complete": true, "scorecard": {"overall": "high"}}}\n', "x.jsonl:1: field 'bineval.scorecard."),
+        ("x.jsonl", '{"bineval": {"scorecard": {}}}\n', "x.jsonl:1: field 'bineval.line': Field required"),
         ("x.jsonl", '{"bineval": 3}\n', "missing field 'bineval.scorecard'"),
         ("run.toml", 'mode = "self"\n', "not a meta-eval config"),
         ("audit.json", '{"mode": "self", "start": {}, "best": {}}', "audit.json: field"),

@@ -1,0 +1,154 @@
+"""``load_run`` reads a file by its kind: a log's header, a results file's ``kind`` field, and for files written before
+either, the kind their keys say (``runs.files.legacy_kind``). Every run file the repository keeps still loads."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bineval_dspy import __version__
+from bineval_dspy.core.errors import InputError
+from bineval_dspy.judges.rows import JUDGE_KEY
+from bineval_dspy.report import JudgeRun, MetaRun, OptimizerRun, load_runs
+from bineval_dspy.report.runs import READERS, load_run
+from bineval_dspy.runs.files import LEGACY_FILES, LEGACY_LOGS, legacy_kind, run_kind
+from bineval_dspy.runs.header import RunHeader, header_path, write_header
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "experiments" / "results"
+
+# One file of each format experiments/results holds: the kind it is read as, and the run show and report make of it.
+KEPT = [
+    ("analysis_summeval/phi.json", "phi", "analysis"),
+    ("analysis_summeval/pruning.json", "pruning", "analysis"),
+    ("analysis_summeval/weights.json", "weights", "analysis"),
+    ("experiment_ifeval.json", "experiment", "experiment"),  # written before results carried their kind
+    ("experiment_ifeval_enforce.json", "experiment", "experiment"),  # with its kind
+    ("meta_qags_cnndm_30.json", "meta-eval", "meta"),  # a meta-eval's results.json kept without its scores
+    ("meta_summeval_probe_cv.json", "meta-eval", "meta"),
+    ("tune_qworld.json", "tune", "tune"),
+]
+
+# What experiments/results keeps beside runs, by name, and why it is no run: every other .json or .jsonl must load.
+SCRIPTS = sorted(path.stem for path in (ROOT / "experiments").glob("*.py"))  # bench_judge.py writes bench_judge*.json
+NOT_RUNS = {
+    "checklist-*.json": "a checklist (an analysis's pruned or weighted one)",
+    "program.json": "a program a run made (programs.state)",
+    "splits.json": "a run's data splits",
+    "probe.json": "a probe judge's head (judges.probe)",
+    "*_probe_head.json": "a probe judge's head, kept apart from its run",
+}
+NOT_READ = {"probe_summeval/results.json": "`bineval calibrate`'s results: show and report have no view of a calibration"}
+
+
+def no_run(path: Path) -> bool:
+    name = path.relative_to(RESULTS).as_posix()
+    by_script = any(path.stem == script or path.stem.startswith(script + "_") for script in SCRIPTS)
+    return by_script or name in NOT_READ or any(fnmatch.fnmatch(path.name, pattern) for pattern in NOT_RUNS)
+
+
+def test_every_run_file_the_repository_keeps_loads():
+    files = sorted(p for p in RESULTS.rglob("*") if p.suffix in (".json", ".jsonl"))
+    runs = [p for p in files if not no_run(p)]
+    assert len(runs) >= len(KEPT) and all(p.suffix == ".json" for p in files if no_run(p))
+    for path in runs:
+        assert load_run(path).kind, path
+    for name in NOT_READ:
+        with pytest.raises(InputError, match="its kind is 'calibration'"):
+            load_run(RESULTS / name)
+
+
+@pytest.mark.parametrize(("name", "kind", "shown"), KEPT)
+def test_each_format_the_repository_keeps_is_read_as_its_kind(name, kind, shown):
+    path = RESULTS / name
+    assert run_kind(path) == kind and legacy_kind(path) == kind  # the keys tell it too, with a kind field or without
+    assert load_run(path).kind == shown
+
+
+def copy(source: Path, folder: Path) -> Path:
+    """``source`` (a file or a folder) copied into ``folder``, without any header beside it: as written before headers."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, folder / source.name, ignore=shutil.ignore_patterns("*.run.json"))
+    else:
+        shutil.copy(source, folder / source.name)
+    return folder / source.name
+
+
+def drop_kind(path: Path) -> None:
+    raw = json.loads(path.read_text())
+    raw.pop("kind")
+    path.write_text(json.dumps(raw))
+
+
+def rows(path: Path, *objects: dict) -> Path:
+    path.write_text("".join(json.dumps(obj) + "\n" for obj in objects))
+    return path
+
+
+def test_logs_are_read_by_their_header_and_without_one_by_their_first_row(tmp_path, every_kind):
+    judged = copy(every_kind.paths[0], tmp_path / "judge")
+    assert legacy_kind(judged) == run_kind(judged) == "judge" and isinstance(load_run(judged), JudgeRun)
+    write_header(judged, RunHeader(kind="judge", version=__version__))
+    assert run_kind(judged) == "judge" and load_run(header_path(judged)).source == judged  # a header names its log
+    assert [r.id for r in load_run(judged).rows] == ["r0", "r1", "r2"]  # type: ignore[union-attr]
+
+    scores = copy(every_kind.paths[1].parent / "runs" / "meta", tmp_path / "meta") / "scores.jsonl"
+    assert run_kind(scores) == "meta-eval"
+    write_header(scores, RunHeader(kind="meta-eval", version=__version__))
+    meta = load_run(scores)
+    assert isinstance(meta, MetaRun) and meta.methods == ["bineval", "g-eval", "rouge-l"] and meta.table
+
+    suite = {"key": 1, "prompt": "List two fruits.", "response": "- apple\n- pear"}
+    graded = rows(tmp_path / "graded.jsonl", {**suite, "instruction_id_list": ["a"], "follow_instruction_list": [True]})
+    generated = rows(tmp_path / "generated.jsonl", suite)
+    assert (run_kind(graded), run_kind(generated)) == ("verify", "generate")
+    assert load_run(graded).rows[0].card.overall == 1.0 and load_run(generated).rows[0].output == suite["response"]  # type: ignore[union-attr]
+    write_header(graded, RunHeader(kind="generate", version=__version__))  # the header decides, whatever the rows hold
+    assert run_kind(graded) == "generate" and "generate" in load_run(graded).task  # type: ignore[union-attr, operator]
+
+
+def test_an_optimizer_and_a_meta_eval_from_before_results_carried_their_kind(tmp_path, every_kind):
+    optimizer = copy(every_kind.paths[2], tmp_path / "old")
+    for name in ("audit.json", "results.json"):
+        drop_kind(optimizer / name)
+    assert (run_kind(optimizer / "audit.json"), run_kind(optimizer / "results.json")) == ("optimizer-audit", "optimizer-test")
+    for path in (optimizer, optimizer / "audit.json", optimizer / "results.json"):
+        (run,) = load_runs(path)
+        assert isinstance(run, OptimizerRun) and run.source == optimizer and run.results is not None
+
+    meta = copy(every_kind.paths[1].parent / "runs" / "meta", tmp_path / "old")
+    drop_kind(meta / "results.json")
+    assert run_kind(meta / "results.json") == "meta-eval"
+    (whole,) = load_runs(meta / "results.json")
+    assert isinstance(whole, MetaRun) and whole.scores and whole.table  # the run beside its results
+    (meta / "scores.jsonl").unlink()
+    alone = load_run(meta / "results.json")
+    assert isinstance(alone, MetaRun) and not alone.scores and alone.table == whole.table and alone.outputs == whole.outputs
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("program.json", '{"kind": "judge", "instructions": {}}', "a 'judge' run is a .jsonl file"),
+        ("results.json", '{"kind": "calibration", "probe": "x"}', "its kind is 'calibration'"),
+        ("results.json", '{"kind": "optimizer-test", "splits": {}}', "without the run's audit.json beside them"),
+        ("x.jsonl", '{"input": "a", "output": "b"}\n', "x.jsonl:1: not a run the library writes"),
+        ("x.jsonl", "", "x.jsonl: no rows"),
+    ],
+)
+def test_a_file_of_no_run_kind_is_one_line(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        load_run(path)
+
+
+def test_every_kind_an_older_file_is_read_as_has_a_reader():
+    assert LEGACY_LOGS[0] == ("judge", frozenset({JUDGE_KEY}))  # the key old judge rows put their result under
+    assert {kind for kind, _ in LEGACY_LOGS} <= {kind for kind, reader in READERS.items() if ".jsonl" in reader.suffixes}
+    assert {kind for kind, _ in LEGACY_FILES} <= {kind for kind, reader in READERS.items() if ".json" in reader.suffixes}

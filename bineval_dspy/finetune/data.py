@@ -12,20 +12,25 @@ either way; its prompt is not written, and the run stops with what is missing (a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dspy
 from pydantic import BaseModel
 
-from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import Fingerprint
-from bineval_dspy.core.runlog import model_log
+from bineval_dspy.core.runlog import RunLog, model_log
 from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.finetune.settings import FinetuneSettings
+from bineval_dspy.lm.budget import BudgetMeter, metered_map
+from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.metric import BinEvalMetric
 from bineval_dspy.programs.sampling import draw
+from bineval_dspy.runs.execute import Here, execute
+from bineval_dspy.runs.protocol import Worker
 
 SAMPLES_FILE = "samples.jsonl"
 
@@ -106,30 +111,64 @@ def collect(
     fingerprint: Fingerprint,
     threads: int = 1,
 ) -> list[PromptSamples]:
-    """Every example's samples, resuming ``folder/samples.jsonl`` when it was made under ``fingerprint``; a prompt
-    that could not be sampled or scored stops the run after the others are written (``RunError``)."""
+    """Every example's samples (a ``SamplesRun`` executed here), resuming ``folder/samples.jsonl`` when it was made
+    under ``fingerprint``; a prompt that could not be sampled or scored stops the run after the others are written
+    (``RunError``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    out = folder / SAMPLES_FILE
-    log = model_log(out, PromptSamples, key=lambda r: r.key, hint=f"; remove {folder} or use a new run_dir")  # no `overwrite` here
-    done = log.open(fingerprint)
-    todo = [ex for ex in examples if metric.example_id(ex) not in done]
+    run = SamplesRun(student, metric, list(examples), settings, folder, fingerprint, threads)
+    done = execute(run, Here())
+    if done.failed:
+        raise RunError(f"{len(done.failed)} train prompt(s) could not be sampled and scored (first: {done.failed[0][0]}); rerun to retry them")
+    return [done.records[metric.example_id(ex)] for ex in examples]
 
-    def one(example: dspy.Example) -> PromptSamples | str:
-        try:
-            return sample_prompt(student, metric, example, settings)
-        except Exception as exc:  # one prompt's failure must not lose the others; the rerun retries it
-            return f"{metric.example_id(example)}: {one_line(exc)}"
 
-    failures = []
-    for result in progress_map(one, todo, "  finetune: sampling", threads):
-        if isinstance(result, str):
-            failures.append(result)
-            continue
-        log.append(result)
-        done[result.key] = result
-    if failures:
-        raise RunError(f"{len(failures)} train prompt(s) could not be sampled and scored (first: {failures[0]}); rerun to retry them")
-    return [done[metric.example_id(ex)] for ex in examples]
+Sampled = tuple["PromptSamples | str", Cost]  # a prompt's samples, or why it has none; what its calls cost
+
+
+@dataclass
+class SamplesRun:
+    """Fine-tuning's samples as a run (``runs.protocol.Run``): each train prompt sampled and scored by its checklist."""
+
+    student: dspy.Module
+    metric: BinEvalMetric
+    examples: list[dspy.Example]
+    settings: FinetuneSettings
+    folder: Path
+    settled: Fingerprint  # what decided the samples: the program, the data and LM, the sampling settings
+    threads: int = 1
+    kind: str = "finetune-samples"
+    prune: bool = False
+
+    def items(self) -> list[dspy.Example]:
+        return self.examples
+
+    def key(self, item: dspy.Example) -> str:
+        return self.metric.example_id(item)
+
+    def log(self) -> RunLog[PromptSamples]:
+        hint = f"; remove {self.folder} or use a new run_dir"  # no `overwrite` here
+        return model_log(self.folder / SAMPLES_FILE, PromptSamples, key=lambda r: r.key, hint=hint)
+
+    def fingerprint(self) -> Fingerprint:
+        return self.settled
+
+    def do(self, todo: Sequence[dspy.Example], meter: BudgetMeter) -> Iterator[Sampled]:
+        def one(example: dspy.Example) -> PromptSamples | str:
+            try:
+                return sample_prompt(self.student, self.metric, example, self.settings)
+            except Exception as exc:  # one prompt's failure must not lose the others; the rerun retries it
+                return f"{self.metric.example_id(example)}: {one_line(exc)}"
+
+        return metered_map(one, todo, "  finetune: sampling", threads=self.threads, meter=meter, kind="prompt", what="prompt(s)")
+
+    def actor(self) -> tuple[type[Worker[dspy.Example, Sampled]], tuple[Any, ...]]:
+        raise ValueError("fine-tuning samples are drawn in this process: the model trained next is here")
+
+    def record(self, outcome: Sampled) -> PromptSamples | None:
+        return outcome[0] if isinstance(outcome[0], PromptSamples) else None
+
+    def usage(self, outcome: Sampled) -> Cost:
+        return outcome[1]
 
 
 def sft_examples(prompts: Sequence[PromptSamples], settings: FinetuneSettings) -> list[SftExample]:

@@ -18,12 +18,12 @@ from pathlib import Path
 import dspy
 from pydantic import BaseModel
 
-from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import Fingerprint
 from bineval_dspy.core.runlog import model_log
 from bineval_dspy.core.scoring import join, outcomes
 from bineval_dspy.finetune.settings import FinetuneSettings
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.optimize.metric import BinEvalMetric
 from bineval_dspy.programs.sampling import draw
 
@@ -121,7 +121,7 @@ def collect(
             return f"{metric.example_id(example)}: {one_line(exc)}"
 
     failures = []
-    for result in progress_map(one, todo, "  finetune: sampling", threads):
+    for result, _ in metered_map(one, todo, "  finetune: sampling", threads=threads):
         if isinstance(result, str):
             failures.append(result)
             continue

@@ -215,10 +215,11 @@ EXECUTOR = "runs/"  # the one module folder that may put a run on Ray actors
 
 
 def ray_branches(package: Path) -> list[Site]:
-    """Call sites of ``core.cluster.on_actors`` outside ``EXECUTOR``."""
+    """Call sites of ``core.cluster.on_actors``: the one in ``EXECUTOR`` (the run executor) counts as the one branch,
+    every other is a runner putting itself on Ray by hand."""
     return [
-        Site(path, node.lineno, "on_actors(...)")
-        for path, tree in modules(package) if not path.startswith(EXECUTOR)
+        Site(path, node.lineno, "the run executor" if path.startswith(EXECUTOR) else "on_actors(...)")
+        for path, tree in modules(package)
         for node in ast.walk(tree) if is_call(node, "on_actors")
     ]  # fmt: skip
 
@@ -365,72 +366,11 @@ def embedded_model_checks(package: Path) -> list[Site]:
 
 # --- import circles -------------------------------------------------------------------------------------------------
 def import_circles(package: Path) -> list[list[str]]:
-    """Import circles among a package's modules (deferred imports included; the imports of a subpackage's
-    ``__init__`` that only gather its modules as well), each the sorted modules of one strongly connected component
-    inside one subpackage (``bineval_dspy.lm``, ...), found by Tarjan's algorithm."""
-    def name_of(path: Path) -> str:
-        parts = list(path.relative_to(package.parent).with_suffix("").parts)
-        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    """The layer test's own finder (``tests/test_layers.py``), so the count and the test cannot disagree."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.test_layers import import_circles as found
 
-    trees = {name_of(package / path): (package / path, tree) for path, tree in modules(package)}
-    edges: dict[str, set[str]] = {m: set() for m in trees}
-    for module, (path, tree) in trees.items():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-                    base = base[: len(base) - (node.level - 1)]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
-                candidates = [target, *(f"{target}.{alias.name}" for alias in node.names)]
-            elif isinstance(node, ast.Import):
-                candidates = [alias.name for alias in node.names]
-            else:
-                continue
-            edges[module].update(c for c in candidates if c in trees and c != module)
-
-    def top(module: str) -> str:
-        return ".".join(module.split(".")[:2])
-
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    circles: list[list[str]] = []
-
-    def connect(v: str) -> None:  # Tarjan's strongly connected components, within one subpackage
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(edges[v]):
-            if top(w) != top(v) or w == top(v):
-                continue
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                circles.append(sorted(component))
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10_000))
-    try:
-        for module in trees:
-            if module not in index:
-                connect(module)
-    finally:
-        sys.setrecursionlimit(limit)
-    return sorted(circles)
+    return found(package)
 
 
 def circle_sites(package: Path) -> list[Site]:

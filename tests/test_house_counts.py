@@ -126,7 +126,7 @@ def test_each_rule_sees_a_seeded_instance(counts, tmp_path):
     package = write(tmp_path / "pkg", SEEDED)
     found = {name: [str(site) for site in sites] for name, _, sites in counts.counts(package)}
     assert found['"added later" lists'] == ["programs/runner.py:4: LATER_FIELDS"]
-    assert found["Ray branches"] == ["programs/runner.py:13: on_actors(...)"]  # runs/ is the executor's own
+    assert found["Ray branches"] == ["programs/runner.py:13: on_actors(...)", "runs/execute.py:5: the run executor"]  # the executor is the one
     assert found["embedded-model string checks"] == ["lm/estimate.py:5: 1 check(s)", "lm/specs.py:5: 2 check(s)"]
     assert found["parallel-map helpers and ad-hoc pools"] == ["lm/pools.py:5: helper my_map", "lm/pools.py:10: ad-hoc ThreadPoolExecutor"]
     assert found["hand-built fingerprints"] == ["programs/runner.py:7: in run", "programs/runner.py:9: in run"]

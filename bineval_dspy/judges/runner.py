@@ -11,7 +11,7 @@ fast path (``judges.fast``): its rows are coroutines on the I/O loop instead of 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -67,23 +67,6 @@ def embedded_parallelism(lm: dspy.LM, asked: int) -> Parallelism:
     if asked <= 0 or batched <= 1:
         return Parallelism(rows=1, questions=None)
     return Parallelism(rows=math.ceil(batched / asked) + 1, questions=None)
-
-
-def ordered_map(
-    fn: Callable[[T], Any],
-    items: Iterable[T],
-    label: str,
-    *,
-    total: int,
-    rows: int,
-    meter: BudgetMeter | None = None,
-    kind: str = "row",
-    what: str = "row(s)",
-    show: bool = True,
-) -> Iterator[tuple[T, Any, Cost]]:
-    """``metered_map`` yielding (item, result, cost); kept for ``meta.runner`` until it calls ``metered_map``."""
-    for (item, result), cost in metered_map(lambda item: (item, fn(item)), items, label, threads=rows, meter=meter, kind=kind, what=what, total=total, show=show):
-        yield item, result, cost
 
 
 def judge_rows(

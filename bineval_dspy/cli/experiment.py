@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
     from bineval_dspy.experiment.config import ExperimentConfig
     from bineval_dspy.experiment.params import ArmLM
 
+
 def tiny(config: ExperimentConfig) -> ExperimentConfig:
     """The same experiment at smoke-test size, in its own run directory: few groups per split (the first of each
     split file), one iteration, short outputs, and each arm at its kind's smoke-test size (``ArmKind.tiny``)."""

@@ -553,13 +553,6 @@ class ArmKind:
 
 ARMS: Registry[ArmKind] = Registry("arm kind")
 GENERATOR: tuple[Literal["self"], str] = ("self", "needs a generator")
-
-
-def register_arm(kind: ArmKind) -> None:
-    """Make ``kind = NAME`` in an experiment's ``[[arms]]`` mean ``kind`` (its settings model's ``kind`` literal)."""
-    ARMS.add(kind.name, kind)
-
-
 for _kind in (
     ArmKind(StartArm, start_arm, learns_from=()),
     ArmKind(BinEvalArm, bineval_arm, plan=optimizer_estimate),
@@ -571,9 +564,9 @@ for _kind in (
     ArmKind(ProgramArm, program_arm, learns_from=()),
     ArmKind(ProbeArm, probe_arm, tiny=tiny_probe, needs=("cross", "trains a judge on reference verdicts")),
 ):
-    register_arm(_kind)
+    ARMS.add(_kind.name, _kind)
 
 if TYPE_CHECKING:
     ArmConfig = Arm
-else:  # an ``[[arms]]`` table, parsed by its ``kind`` into that kind's settings model
+else:  # an ``[[arms]]`` table, parsed by its ``kind`` into that kind's settings model (the kinds registered above)
     ArmConfig = Annotated[Union[tuple(kind.params for kind in ARMS.values())], Field(discriminator="kind")]  # noqa: UP007

@@ -141,6 +141,7 @@ class BinEvalMethod(_Method, JudgeFields):
 
 
     def fingerprint_options(self) -> dict[str, Any]:
+        """The options as every method records them, a probe by its head's digest."""
         options = super().fingerprint_options()
         if self.probe is not None:
             options["probe"] = self.trained_probe().digest()  # the head itself, wherever its file lies

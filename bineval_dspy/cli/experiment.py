@@ -20,37 +20,22 @@ from bineval_dspy.core.errors import ExitCode
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
     import dspy
 
-    from bineval_dspy.experiment.config import ArmLM, ExperimentConfig
-
-TINY_FINETUNE = {"samples": 2, "max_steps": 1, "batch_size": 2}  # a finetune arm at smoke-test size: two samples, one step
-TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, "n": 2, "metric_calls": 6}
+    from bineval_dspy.experiment.config import ExperimentConfig
+    from bineval_dspy.experiment.params import ArmLM
 
 
 def tiny(config: ExperimentConfig) -> ExperimentConfig:
     """The same experiment at smoke-test size, in its own run directory: few groups per split (the first of each
-    split file), one iteration, short outputs, two samples, a small GEPA budget, one training step."""
-    from bineval_dspy.experiment.config import BestOfArm, FinetuneArm, GepaArm, ProbeArm, RefineArm, SelectionDemosArm
+    split file), one iteration, short outputs, and each arm at its kind's smoke-test size (``ArmKind.tiny``)."""
+    from bineval_dspy.experiment.arms import ARMS, TINY
 
     data = config.data
     update = {name: min(value, TINY[name]) for name in ("train", "val", "test") if isinstance(value := getattr(data, name), int)}
-    arms = []
-    for arm in config.arms:
-        if isinstance(arm, BestOfArm | SelectionDemosArm):
-            arm = arm.model_copy(update={"n": TINY["n"]})
-        elif isinstance(arm, RefineArm):
-            arm = arm.model_copy(update={"iterations": 1})
-        elif isinstance(arm, FinetuneArm):
-            arm = arm.model_copy(update={"finetune": {**arm.finetune, **TINY_FINETUNE}, "train_data_rows": TINY["train"]})
-        elif isinstance(arm, ProbeArm):  # few rows, two folds, one strength
-            arm = arm.model_copy(update={"train_data_rows": TINY["train"] * 4, "folds": 2, "strengths": arm.strengths[:1]})
-        elif isinstance(arm, GepaArm):
-            arm = arm.model_copy(update={"calls_like": None, "max_metric_calls": TINY["metric_calls"], "minibatch": 1})
-        arms.append(arm)
     return config.model_copy(update={
         "data": data.model_copy(update={**update, "limit": {n: TINY[n] for n in ("train", "val", "test")}}),
         "program": config.program.model_copy(update={"max_tokens": min(config.program.max_tokens, TINY["max_tokens"])}),
         "optimizer": config.optimizer.model_copy(update={"max_iterations": TINY["max_iterations"]}),
-        "arms": arms,
+        "arms": [ARMS[arm.kind].tiny(arm) for arm in config.arms],
         "resamples": min(config.resamples, 200),
         "run_dir": config.run_dir.with_name(config.run_dir.name + "-tiny"),
     })

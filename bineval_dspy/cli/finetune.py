@@ -22,7 +22,8 @@ FINETUNED_ARM = "finetuned"
 def as_experiment(config: FinetuneConfig) -> ExperimentConfig:
     """The run as an experiment: the start program against the fine-tuned one on test, in the config's run
     directory (so ``bineval show`` and ``report`` read it like any experiment)."""
-    from bineval_dspy.experiment.config import ExperimentConfig, FinetuneArm, StartArm
+    from bineval_dspy.experiment.config import ExperimentConfig
+    from bineval_dspy.experiment.params import FinetuneArm, StartArm
 
     arm = FinetuneArm(name=FINETUNED_ARM, train_data=config.train_data, finetune=config.finetune.model_dump(exclude_defaults=True))
     base = config.model_dump(exclude={"train_data", "finetune", "source"})

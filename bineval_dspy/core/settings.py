@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from pydantic_core import PydanticUndefined
 
-from bineval_dspy.core.fingerprint import Fingerprint
+from bineval_dspy.core.fingerprint import Fingerprint, digest
 
 ADDED = "added"  # the json_schema_extra key that names a field's release
 DECIDES = "decides"  # False: the field does not decide results (an output path, ``overwrite``): never fingerprinted
@@ -30,6 +30,11 @@ def added(release: str, default: Any = PydanticUndefined, **kwargs: Any) -> Any:
 def unrecorded(default: Any = PydanticUndefined, **kwargs: Any) -> Any:
     """A field that does not decide results (where output goes, whether to overwrite it): never fingerprinted."""
     return Field(default, json_schema_extra={DECIDES: False}, **kwargs)
+
+
+def optional() -> Any:
+    """A fact some runs do not have (a file they were not given): None, and then no entry of their fingerprint."""
+    return Field(default=None, exclude_if=lambda value: value is None)
 
 
 def _extra(model: type[BaseModel], name: str) -> dict[str, Any]:
@@ -75,3 +80,9 @@ def fingerprint_of(model: BaseModel) -> Fingerprint:
         else dumped[name] if isinstance(dumped[name], str) else json.dumps(dumped[name], sort_keys=True)
         for name in dumped
     }  # fmt: skip
+
+
+def listed_digest(model: BaseModel, *, sort_keys: bool = True) -> str:
+    """The digest of ``model``'s recorded fields, in order, as one JSON list: the one string some saved work is keyed
+    by (an experiment arm's ``arm.json``, a fine-tuning run's training key), kept in the form those files hold."""
+    return digest(json.dumps(list(json.loads(settled_json(model)).values()), sort_keys=sort_keys))

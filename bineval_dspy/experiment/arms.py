@@ -3,20 +3,25 @@
 An arm returns the program and what its optimization cost (generation-time arms spend at test time instead,
 which the runner measures for every arm alike). Everything an arm decides is kept under ``RUN_DIR/arms/NAME``:
 the optimizer's audit and program, GEPA's program and log, so a rerun redoes nothing that finished.
+
+Every kind is one ``ArmKind`` in ``ARMS``: its settings model (``experiment.params``), how it runs, what it costs at
+most (``--dry-run``), its smoke-test size (``--tiny``), the mode it needs and the splits it learns from. Config
+parsing, the plan, the runner and the command line read the entry; a new kind is a model and an entry.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import dspy
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError
@@ -24,12 +29,13 @@ from bineval_dspy.core.fingerprint import Fingerprint, digest
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist
+from bineval_dspy.core.settings import fingerprint_of, listed_digest, optional
 from bineval_dspy.enforce.plan import Source
-from bineval_dspy.experiment.config import (
+from bineval_dspy.experiment.params import (
+    Arm,
     ArmLM,
     BestOfArm,
     BinEvalArm,
-    ExperimentConfig,
     FinetuneArm,
     GepaArm,
     OwnLMArm,
@@ -39,12 +45,15 @@ from bineval_dspy.experiment.config import (
     SelectionDemosArm,
     StartArm,
     arm_config,
+    arm_settings,
 )
 from bineval_dspy.judges.base import Judge
+from bineval_dspy.lm.estimate import NOTE_TOKENS
 from bineval_dspy.lm.runtime import LMOptions, checked_lm, env_key, lm_identity
 from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, splits_of
 from bineval_dspy.optimize.feedback import FeedbackSource
+from bineval_dspy.optimize.plan import optimize_plan
 from bineval_dspy.optimize.proposers import DemoProposer
 from bineval_dspy.programs.generator import Generator, check_steerable
 from bineval_dspy.programs.records import Selection, SelectionStats
@@ -69,10 +78,10 @@ def table_lm(table: ArmLM, source: str) -> dspy.LM:
 
 @dataclass
 class ArmContext:
-    """What every arm works from: the experiment, its student and splits, its feedback and LM; ``lm_for`` makes an
-    arm's own LM from its table (the CLI's adds the command line's options)."""
+    """What every arm works from: the experiment's run description, its student and splits, its feedback and LM;
+    ``lm_for`` makes an arm's own LM from its table (the CLI's adds the command line's options)."""
 
-    config: ExperimentConfig
+    config: RunConfig  # the experiment's (its arms are the runner's)
     student: dspy.Module
     train: list[dspy.Example]
     val: list[dspy.Example]
@@ -130,7 +139,7 @@ def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost
     run = arm_config(config, arm, context.folder(arm.name))
     student, optimizer, splits = build(run, progress=True)
     splits_of(run, splits).save(run.run_dir)  # beside program.json: `generate --program ... --split test` finds it
-    optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": _arm_identity(arm)}
+    optimizer.fingerprint = fingerprint_of(ArmFingerprint(experiment=_fingerprint(context), arm=arm))
     program = optimizer.compile(student, trainset=context.train, valset=context.val)
     assert optimizer.audit is not None
     return program, optimizer.audit.usage
@@ -153,7 +162,7 @@ def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[ds
     student, optimizer, splits = build(run, progress=True)
     splits_of(run, splits).save(run.run_dir)
     optimizer.proposers = [DemoProposer(pool)]
-    optimizer.fingerprint = {"experiment": _fingerprint(context), "arm": _arm_identity(arm)}
+    optimizer.fingerprint = fingerprint_of(ArmFingerprint(experiment=_fingerprint(context), arm=arm))
     program = optimizer.compile(student, trainset=context.train, valset=context.val)
     assert optimizer.audit is not None
     return program, measurement.cost + optimizer.audit.usage
@@ -167,7 +176,7 @@ def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     if budget is None:  # GEPA spends one call per metric call (code verifiers judge) and one reflection call per
         spent = context.optimization_calls[arm.calls_like or ""]  # ~2m rollouts: this budget makes its total about equal
         budget = max(len(context.val) + 2 * m, round(spent * 2 * m / (2 * m + 1)))
-    fingerprint = digest(json.dumps([_fingerprint(context), arm.model_dump(), budget], sort_keys=True))
+    fingerprint = listed_digest(GepaFingerprint(experiment=_fingerprint(context), arm=arm, budget=budget))
 
     def optimize() -> dspy.Module:
         metric = getattr(context.feedback, "metric", None)
@@ -202,13 +211,13 @@ def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]
     return stick, Cost()
 
 
-def check_inputs(context: ArmContext) -> None:
-    """Refuse, before any arm runs, an arm input that would leak held-out items into training (a finetune arm's
+def check_inputs(context: ArmContext, arms: Sequence[Arm]) -> None:
+    """Refuse, before any of ``arms`` runs, an arm input that would leak held-out items into training (a finetune arm's
     ``train_data`` holding a val or test prompt), a saved program that cannot be read or an arm's own LM that
     cannot work, rather than after the arms before it have spent their calls."""
     from bineval_dspy.finetune.config import extra_train
 
-    for arm in context.config.arms:
+    for arm in arms:
         if isinstance(arm, OwnLMArm):
             context.own_lm(arm)
         enforce = (arm.enforce or arm.program.get("enforce")) if isinstance(arm, StartArm) else arm.enforce if isinstance(arm, BestOfArm) else None
@@ -271,7 +280,7 @@ def probe_arm(arm: ProbeArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     if arm.train_data is not None:
         examples += examples_file(arm.train_data)[: arm.train_data_rows]
         data[str(arm.train_data)] = file_digest(arm.train_data)
-    fingerprint = digest(json.dumps([_fingerprint(context), arm.model_dump(mode="json", exclude={"train_data"}), sorted(data.values())]))
+    fingerprint = listed_digest(ProbeFingerprint(experiment=_fingerprint(context), arm=arm, train_data=sorted(data.values())), sort_keys=False)
     marker = folder / ARM_FILE
     if marker.is_file() and (folder / PROGRAM_FILE).is_file() and json.loads(marker.read_text(encoding="utf-8")).get("fingerprint") == fingerprint:
         return load_program(folder, "judge").apply(context.student.deepcopy()), Cost()
@@ -373,12 +382,37 @@ def _saved(folder: Path, fingerprint: str, student: dspy.Module, optimize: Calla
     return program, measurement.cost
 
 
-LATER_FIELDS = ("program",)  # arm fields added after runs were made: left out while unset, so those runs resume
+class ArmFingerprint(BaseModel):
+    """What an optimizer arm adds to its optimizer's fingerprint: the experiment's shared settings (a digest) and
+    the arm's own (those added later left out at their default, so older audits resume)."""
+
+    experiment: str
+    arm: BinEvalArm | SelectionDemosArm
 
 
-def _arm_identity(arm: BinEvalArm | SelectionDemosArm) -> str:
-    """The arm's settings as its optimizer fingerprint records them."""
-    return arm.model_dump_json(exclude={name for name in LATER_FIELDS if not getattr(arm, name, None)})
+class GepaFingerprint(BaseModel):
+    """What decides a GEPA arm's program (its ``arm.json`` holds the digest): the experiment, the arm, the budget."""
+
+    experiment: str
+    arm: GepaArm
+    budget: int
+
+
+class ProbeFingerprint(BaseModel):
+    """What decides a probe arm's head: the experiment, the arm (not where its ``train_data`` lies) and the digests
+    of its ``train_data``."""
+
+    experiment: str
+    arm: ProbeArm
+    train_data: list[str]
+
+
+class FinetuneFingerprint(BaseModel):
+    """What a finetune arm adds to the run description's fingerprint: the arm (not where its ``train_data`` lies)
+    and its ``train_data``'s bytes."""
+
+    arm: FinetuneArm
+    train_data: str | None = optional()
 
 
 def _fingerprint(context: ArmContext) -> str:
@@ -395,19 +429,144 @@ def _run_settings(context: ArmContext) -> Fingerprint:
 def finetune_fingerprint(arm: FinetuneArm, context: ArmContext) -> Fingerprint:
     """What decided a finetune arm's samples, field by field (a resume under other settings names the one that
     differs, not two digests): the run description, the arm and its ``train_data`` bytes."""
-    fingerprint = {**_run_settings(context), "arm": arm.model_dump_json(exclude={"train_data"})}
-    if arm.train_data is not None:
-        fingerprint["train_data"] = digest(arm.train_data.read_bytes())
-    return fingerprint
+    data = digest(arm.train_data.read_bytes()) if arm.train_data is not None else None
+    return {**_run_settings(context), **fingerprint_of(FinetuneFingerprint(arm=arm, train_data=data))}
 
 
-ARMS: Registry[Callable[[Any, ArmContext], tuple[dspy.Module, Cost]]] = Registry("arm kind")
-ARMS.add("start", start_arm)
-ARMS.add("bineval", bineval_arm)
-ARMS.add("gepa", gepa_arm)
-ARMS.add("best_of", best_of_arm)
-ARMS.add("selection_demos", selection_demos_arm)
-ARMS.add("refine", refine_arm)
-ARMS.add("finetune", finetune_arm)
-ARMS.add("program", program_arm)
-ARMS.add("probe", probe_arm)
+# -- what each kind costs at most (``--dry-run``) ------------------------------------------------------------
+@dataclass
+class PlanBasis:
+    """What every arm's estimate starts from: the experiment, its LM, what a call and an example cost, the splits'
+    sizes, and the optimization calls of the arms planned before (a GEPA arm's ``calls_like``)."""
+
+    config: RunConfig
+    lm_spec: str
+    api_base: str | None
+    per_call: float  # prompt tokens a call
+    per_example: int  # calls an example
+    sizes: tuple[int, int, int]  # train, val, test
+    optimization: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ArmEstimate:
+    """One arm at its most: its LM calls and prompt tokens, and how many of the calls optimize (not test)."""
+
+    calls: int
+    tokens: float
+    optimization: int = 0
+
+
+def examples_estimate(basis: PlanBasis, examples: int) -> ArmEstimate:
+    """``examples`` examples run, each its calls."""
+    calls = examples * basis.per_example
+    return ArmEstimate(calls, calls * basis.per_call)
+
+
+def fixed_estimate(arm: Arm, basis: PlanBasis) -> ArmEstimate:
+    """A fixed program: the test split only."""
+    return examples_estimate(basis, basis.sizes[2])
+
+
+def optimizer_estimate(arm: BinEvalArm | SelectionDemosArm, basis: PlanBasis) -> ArmEstimate:
+    """As ``optimize`` would run with the arm's settings (a selection arm: its Best-of-N on train too)."""
+    config, (n_train, _, n_test) = basis.config, basis.sizes
+    settings = arm_settings(config, arm)
+    plan = optimize_plan(config.model_copy(update={"optimizer": settings}), basis.lm_spec, basis.api_base)
+    extra = n_train * arm.n * basis.per_example if isinstance(arm, SelectionDemosArm) else 0
+    tested = n_test * basis.per_example * (settings.max_iterations + 1 if config.test_every else 2)  # optimize's plan counts its test too
+    return ArmEstimate(plan.calls + extra, plan.prompt_tokens + extra * basis.per_call, optimization=plan.calls - tested + extra)
+
+
+def gepa_estimate(arm: GepaArm, basis: PlanBasis) -> ArmEstimate:
+    """As ``gepa_arm`` sets it: its metric calls, one reflection per 2 x minibatch of them, then the test."""
+    m, (_, n_val, n_test) = arm.minibatch, basis.sizes
+    budget = arm.max_metric_calls or max(n_val + 2 * m, round(basis.optimization.get(arm.calls_like or "", 0) * 2 * m / (2 * m + 1)))
+    reflections = math.ceil(budget / (2 * m))
+    examples = examples_estimate(basis, budget + n_test)
+    return ArmEstimate(reflections + examples.calls, reflections * NOTE_TOKENS + examples.tokens)
+
+
+def best_of_estimate(arm: BestOfArm, basis: PlanBasis) -> ArmEstimate:
+    return examples_estimate(basis, basis.sizes[2] * arm.n)
+
+
+def refine_estimate(arm: RefineArm, basis: PlanBasis) -> ArmEstimate:
+    return examples_estimate(basis, basis.sizes[2] * (1 + 2 * arm.iterations))  # each rewrite and its judging
+
+
+def finetune_estimate(arm: FinetuneArm, basis: PlanBasis) -> ArmEstimate:
+    """The train split's samples (a ``train_data``'s rows not counted), then the test."""
+    from bineval_dspy.finetune.settings import FinetuneSettings
+
+    tune = FinetuneSettings(**arm.finetune)
+    return examples_estimate(basis, basis.sizes[0] * (tune.samples + tune.greedy_too) + basis.sizes[2])
+
+
+# -- each kind at smoke-test size (``--tiny``) -----------------------------------------------------------------
+TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, "n": 2, "metric_calls": 6}
+TINY_FINETUNE = {"samples": 2, "max_steps": 1, "batch_size": 2}  # a finetune arm at smoke-test size: two samples, one step
+
+
+def as_is(arm: Arm) -> Arm:
+    return arm
+
+
+def tiny_samples(arm: BestOfArm | SelectionDemosArm) -> Arm:
+    return arm.model_copy(update={"n": TINY["n"]})
+
+
+def tiny_refine(arm: RefineArm) -> Arm:
+    return arm.model_copy(update={"iterations": 1})
+
+
+def tiny_finetune(arm: FinetuneArm) -> Arm:
+    return arm.model_copy(update={"finetune": {**arm.finetune, **TINY_FINETUNE}, "train_data_rows": TINY["train"]})
+
+
+def tiny_probe(arm: ProbeArm) -> Arm:
+    return arm.model_copy(update={"train_data_rows": TINY["train"] * 4, "folds": 2, "strengths": arm.strengths[:1]})  # few rows, two folds, one C
+
+
+def tiny_gepa(arm: GepaArm) -> Arm:
+    return arm.model_copy(update={"calls_like": None, "max_metric_calls": TINY["metric_calls"], "minibatch": 1})
+
+
+# -- the registry ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ArmKind:
+    """One arm kind, registered once: its settings model (its ``kind`` literal names it), how it makes its program
+    (``run``), what it costs at most (``plan``), its smoke-test size (``tiny``), the splits it learns from, and the
+    one mode it needs with the reason (``needs``; None: either mode)."""
+
+    params: type[Arm]
+    run: Callable[[Any, ArmContext], tuple[dspy.Module, Cost]]
+    plan: Callable[[Any, PlanBasis], ArmEstimate] = fixed_estimate
+    tiny: Callable[[Any], Arm] = as_is
+    learns_from: tuple[str, ...] = ("train", "val")
+    needs: tuple[Literal["self", "cross"], str] | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.params.model_fields["kind"].default)
+
+
+ARMS: Registry[ArmKind] = Registry("arm kind")
+GENERATOR: tuple[Literal["self"], str] = ("self", "needs a generator")
+for _kind in (
+    ArmKind(StartArm, start_arm, learns_from=()),
+    ArmKind(BinEvalArm, bineval_arm, plan=optimizer_estimate),
+    ArmKind(GepaArm, gepa_arm, plan=gepa_estimate, tiny=tiny_gepa, needs=GENERATOR),
+    ArmKind(BestOfArm, best_of_arm, plan=best_of_estimate, tiny=tiny_samples, learns_from=(), needs=GENERATOR),
+    ArmKind(SelectionDemosArm, selection_demos_arm, plan=optimizer_estimate, tiny=tiny_samples, needs=GENERATOR),
+    ArmKind(RefineArm, refine_arm, plan=refine_estimate, tiny=tiny_refine, learns_from=(), needs=GENERATOR),
+    ArmKind(FinetuneArm, finetune_arm, plan=finetune_estimate, tiny=tiny_finetune, learns_from=("train",)),
+    ArmKind(ProgramArm, program_arm, learns_from=()),
+    ArmKind(ProbeArm, probe_arm, tiny=tiny_probe, needs=("cross", "trains a judge on reference verdicts")),
+):
+    ARMS.add(_kind.name, _kind)
+
+if TYPE_CHECKING:
+    ArmConfig = Arm
+else:  # an ``[[arms]]`` table, parsed by its ``kind`` into that kind's settings model (the kinds registered above)
+    ArmConfig = Annotated[Union[tuple(kind.params for kind in ARMS.values())], Field(discriminator="kind")]  # noqa: UP007

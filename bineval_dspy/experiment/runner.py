@@ -139,7 +139,7 @@ def _prepared(config: ExperimentConfig, lm: dspy.LM, lm_for: LMFactory = table_l
     scorer = test_scorer(config, student, optimizer, test)
     scorer.resamples = config.resamples
     context = ArmContext(config, student, train, val, test, optimizer.feedback, lm, optimization_calls={}, lm_for=lm_for)
-    check_inputs(context)
+    check_inputs(context, config.arms)
     return context, scorer
 
 
@@ -154,7 +154,7 @@ def optimize_arms(config: ExperimentConfig, lm: dspy.LM, names: Sequence[str], s
     spent = {}
     for arm in (arm for arm in config.arms if arm.name in names):
         say(f"arm {arm.name} ({arm.kind}): optimization only")
-        _, spent[arm.name] = ARMS[arm.kind](arm, context)
+        _, spent[arm.name] = ARMS[arm.kind].run(arm, context)
     return spent
 
 
@@ -173,7 +173,7 @@ def run_experiment(
     )
     for arm in config.arms:
         say(f"arm {arm.name} ({arm.kind})")
-        program, cost = ARMS[arm.kind](arm, context)
+        program, cost = ARMS[arm.kind].run(arm, context)
         context.optimization_calls[arm.name] = cost.lm_calls
         context.programs[arm.name] = program
         audit = _audit(context.folder(arm.name))
@@ -184,7 +184,7 @@ def run_experiment(
             else:  # by state, so the final program and its last accepted step are scored once
                 best = (audit.best.instructions, audit.best.demos, audit.best.thresholds)
                 evaluations[arm.name] = scorer.evaluation(best, arm.name, student=program)
-        state = ProgramFile.of(program) if arm.kind in ("start", "bineval", "gepa", "selection_demos", "finetune", "program", "probe") else None
+        state = None if isinstance(program, Stick) else ProgramFile.of(program)  # STICK is no saved program: it runs one
         if state is not None and state.weights is not None:  # written from the run folder, so the results can move
             state.weights = state.weights.relative_to(config.run_dir)
         experiment.arms.append(ArmResult(

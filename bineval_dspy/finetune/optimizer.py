@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import Fingerprint, digest
+from bineval_dspy.core.fingerprint import Fingerprint
 from bineval_dspy.core.jsonio import read_text, write_text_atomic
+from bineval_dspy.core.settings import fingerprint_of, listed_digest
 from bineval_dspy.finetune.data import PromptSamples, collect, preference_pairs, reference_verdicts, sft_examples
 from bineval_dspy.finetune.settings import FinetuneSettings
 from bineval_dspy.finetune.train import ADAPTER_FILE, TrainingReport
@@ -30,6 +32,23 @@ from bineval_dspy.programs.weights import Weights, attach, weights_of
 
 FOLDER = "finetune"
 TRAINING_KEY_FILE = "training.key"
+
+
+class SamplesFingerprint(BaseModel):
+    """What decides the samples besides the caller's fingerprint (the data, the LM): the program sampled (its
+    identity) and how (``sampling``: the sampling settings given, an unset ``enforce`` left out)."""
+
+    program: str
+    sampling: dict[str, Any]
+
+
+class TrainingKey(BaseModel):
+    """What decides a trained adapter: the base model, the program, the settings and the training rows."""
+
+    base: str | None
+    program: str
+    settings: FinetuneSettings
+    data: list[dict[str, Any]]
 
 
 class BinEvalFinetune:
@@ -90,7 +109,7 @@ class BinEvalFinetune:
             metric = self._metric()
             metric.check_examples(trainset, "train")
             sampling = settings.model_dump(include={"samples", "temperature", "greedy_too", "seed", "enforce"}, exclude_none=True)
-            fingerprint = {**self.fingerprint, "program": state, "sampling": json.dumps(sampling, sort_keys=True)}
+            fingerprint = {**self.fingerprint, **fingerprint_of(SamplesFingerprint(program=state, sampling=sampling))}
             self.samples = collect(_sampler(student, settings, trainset), metric, trainset, settings, self.folder, fingerprint, self.threads)
             self.data = self._dataset(predictor, adapter, render)
         self._save_dataset()
@@ -183,7 +202,8 @@ class BinEvalFinetune:
 
         from bineval_dspy.finetune.train import TRAINED_FILE, train_adapter, trained_report
 
-        key = digest(json.dumps([self.base, state, self.settings.model_dump(), [{k: v for k, v in r.items() if k != "source"} for r in self.data]], sort_keys=True))
+        data = [{k: v for k, v in r.items() if k != "source"} for r in self.data]
+        key = listed_digest(TrainingKey(base=self.base, program=state, settings=self.settings, data=data))
         key_file = self.folder / TRAINING_KEY_FILE
         if key_file.is_file() and read_text(key_file).strip() == key:
             report = trained_report(self.folder)

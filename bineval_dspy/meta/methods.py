@@ -18,6 +18,7 @@ A method that gets no usable answer for a dimension of an output leaves that sco
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -28,7 +29,18 @@ import dspy
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from bineval_dspy.core.schema import Answer, Checklist, Explanations, JudgeFields, JudgeSpec, Question, Scorecard
+from bineval_dspy.core.schema import (
+    Answer,
+    Checklist,
+    Explanations,
+    JudgeFields,
+    JudgeSpec,
+    Question,
+    Scorecard,
+    Scoring,
+    VerdictFormat,
+)
+from bineval_dspy.core.settings import added, settled_json
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.meta.datasets import MetaRow
 from bineval_dspy.meta.holistic import HolisticJudge, Rating
@@ -57,8 +69,15 @@ class _Method(BaseModel):
         """Raise MethodProblem when the method cannot score these rows on these dimensions (before any LM call)."""
 
     def fingerprint_options(self) -> dict[str, Any]:
-        """The options that decide the scores, as the run's fingerprint records them."""
-        return self.model_dump(mode="json")
+        """The options that decide the scores, as the run's fingerprint records them (those added after the first
+        runs left out at their defaults, so earlier runs still resume)."""
+        return json.loads(settled_json(self))
+
+
+def _added_judge_option(name: str) -> Any:
+    """A judge option as ``JudgeFields`` declares it, marked as added to the ``bineval`` method after its first runs."""
+    declared = JudgeFields.model_fields[name]
+    return added("0.2", declared.default, json_schema_extra=declared.json_schema_extra)
 
 
 class BinEvalMethod(_Method, JudgeFields):
@@ -69,10 +88,14 @@ class BinEvalMethod(_Method, JudgeFields):
     kind: Literal["bineval"]
     checklist: Literal["generate", "dataset", "per_input"] | Path = "generate"
     max_questions: int = Field(default=24, ge=1)  # for a generated checklist
-    writer: str = "bineval"  # the method that writes a generated or per-input checklist
+    writer: str = added("0.2", "bineval")  # the method that writes a generated or per-input checklist
     explanations: Explanations = "none"
-    code_routing: bool = True  # False: the LM answers questions a code verifier would
-    probe: Path | None = None  # a probe judge's run folder (``bineval calibrate``'s) or its probe.json: its head answers the LM questions
+    code_routing: bool = added("0.2", True)  # False: the LM answers questions a code verifier would
+    probe: Path | None = added("0.2", None)  # a probe judge's run folder (``bineval calibrate``'s) or its probe.json: its head answers the LM questions
+    verifier_mode: Literal["strict", "loose"] = _added_judge_option("verifier_mode")
+    partial: bool = _added_judge_option("partial")
+    scoring: Scoring = _added_judge_option("scoring")
+    verdict_format: VerdictFormat = _added_judge_option("verdict_format")
 
     def judge_spec(self, model: str) -> JudgeSpec:
         """The judge this method runs, on the LM named ``model``."""
@@ -118,16 +141,11 @@ class BinEvalMethod(_Method, JudgeFields):
 
 
     def fingerprint_options(self) -> dict[str, Any]:
-        """Options added after the first runs are left out at their defaults, so earlier runs still resume."""
-        options = self.model_dump(mode="json")
+        """The options as every method records them, a probe by its head's digest."""
+        options = super().fingerprint_options()
         if self.probe is not None:
             options["probe"] = self.trained_probe().digest()  # the head itself, wherever its file lies
-        return {k: v for k, v in options.items() if _ADDED_BINEVAL_OPTIONS.get(k, object()) != v}
-
-
-_ADDED_BINEVAL_OPTIONS: dict[str, Any] = {
-    "probe": None, "writer": "bineval", "scoring": "per_question", "code_routing": True, "verdict_format": "json", "verifier_mode": "strict", "partial": False,
-}  # fmt: skip
+        return options
 
 
 class HolisticMethod(_Method):
@@ -153,7 +171,6 @@ class UniEvalMethod(_Method):
 
 
 RougeVariant = Literal["rouge1", "rouge2", "rougeL", "rougeLsum"]
-_ADDED_ROUGE_OPTIONS = {"rouge": "rougeL", "aggregate": "max"}  # options newer than kind = "rouge_l", at their defaults
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w+")  # words, not whitespace tokens: tokenized data has its punctuation spaced out
 
@@ -165,9 +182,9 @@ class RougeMethod(_Method):
     ROUGE-1.5.5's default, which SummEval's published rows use). ``kind = "rouge_l"`` is the ROUGE-L form."""
 
     kind: Literal["rouge", "rouge_l"]
-    rouge: RougeVariant = "rougeL"
+    rouge: RougeVariant = added("0.2", "rougeL")  # options newer than kind = "rouge_l"
     references: Literal["all", "first"] = "all"
-    aggregate: Literal["max", "mean"] = "max"
+    aggregate: Literal["max", "mean"] = added("0.2", "max")
     stemmer: bool = True
     uses_lm: ClassVar[bool] = False
 
@@ -176,11 +193,6 @@ class RougeMethod(_Method):
             raise MethodProblem("rouge", f"kind \"rouge_l\" is ROUGE-L; for {self.rouge} use kind = \"rouge\"")
         if not any(row.references for row in rows):
             raise MethodProblem("kind", "ROUGE needs references, and this dataset has none")
-
-    def fingerprint_options(self) -> dict[str, Any]:
-        """Options added after ``rouge_l`` are left out at their defaults, so earlier runs still resume."""
-        options = self.model_dump(mode="json")
-        return {k: v for k, v in options.items() if _ADDED_ROUGE_OPTIONS.get(k, object()) != v}
 
 
 def sentence_lines(text: str) -> str:

@@ -10,7 +10,6 @@ Two kinds of runs:
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -25,6 +24,7 @@ from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, file_digest
 from bineval_dspy.core.jsonio import load_toml, read_jsonl
 from bineval_dspy.core.schema import Checklist, JudgeOptions
+from bineval_dspy.core.settings import fingerprint_of, optional
 from bineval_dspy.enforce.plan import Source
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.specs import ServedLM, make_lm
@@ -319,9 +319,25 @@ def test_scorer(config: RunConfig, student: dspy.Module, optimizer: BinEvalOptim
     return TestScorer(optimizer.feedback, student, test, resamples=settings.resamples, seed=config.data.seed, confidence=settings.confidence, rows=rows)
 
 
+class RunFingerprint(BaseModel):
+    """What decides an optimize run's results: every config setting (``config``, less where files lie and what
+    the optimizer records itself), the data files' bytes (not where they lie: a run moved with its data resumes),
+    the LM and the code of the verifiers that grade it."""
+
+    config: dict[str, Any]
+    train_file: str | None = optional()
+    val_file: str | None = optional()
+    test_file: str | None = optional()
+    data_file: str | None = optional()  # one data file split by counts
+    checklist_file: str | None = optional()
+    judge_program: str | None = optional()  # the judge's own file and its probe's, wherever they lie
+    judge_probe: str | None = optional()
+    lm: str
+    verifiers: str
+
+
 def run_fingerprint(config: RunConfig, lm_identity: str) -> Fingerprint:
-    """What decides an optimize run's results: every config setting, the data files' bytes (not where they lie: a
-    run moved with its data resumes), the LM and the code of the verifiers that grade it."""
+    """``RunFingerprint`` of ``config`` run on the LM ``lm_identity``, field by field."""
     data_path = config.data.suite if config.mode == "self" else config.data.examples
     paths: dict[str, Any] = {"data": {"suite", "examples", *config.data.split_files}, "program": {"checklist", "judge_program"}}
     settings = config.model_dump(mode="json", exclude={"run_dir": True, "optimizer": True, "test_every": True, **paths})
@@ -330,9 +346,9 @@ def run_fingerprint(config: RunConfig, lm_identity: str) -> Fingerprint:
         files["data_file"] = file_digest(data_path)
     if config.program.checklist is not None:
         files["checklist_file"] = file_digest(config.program.checklist)
-    if config.program.judge_program is not None:  # the judge's own file and its probe's, wherever they lie
+    if config.program.judge_program is not None:
         judge = program_path(config.program.judge_program)
         files["judge_program"] = file_digest(judge)
         if (judge.parent / PROBE_FILE).is_file():
             files["judge_probe"] = file_digest(judge.parent / PROBE_FILE)
-    return {"config": json.dumps(settings, sort_keys=True), **files, "lm": lm_identity, "verifiers": code_digest()}
+    return fingerprint_of(RunFingerprint(config=settings, **files, lm=lm_identity, verifiers=code_digest()))

@@ -20,9 +20,11 @@ from typing import Any, TypeVar
 
 import dspy
 from dspy.teleprompt import Teleprompter
+from pydantic import BaseModel
 
 from bineval_dspy.core.errors import InputError, RunError
 from bineval_dspy.core.fingerprint import digest, first_difference
+from bineval_dspy.core.settings import fingerprint_of
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.audit import (
@@ -50,8 +52,17 @@ from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 
 T = TypeVar("T")
 MAX_STORED_TEXT = 2000
-LATER_SETTINGS = ("kinds", "min_rule_share")  # settings added after runs were made: left out of the fingerprint at their default
 logger = logging.getLogger("bineval_dspy.optimize")
+
+
+class CompileFingerprint(BaseModel):
+    """What a compile adds to the caller's fingerprint: the mode, the settings (those added later left out at their
+    default, so older audits resume), the student's instructions (a digest) and the examples' counts."""
+
+    mode: str
+    settings: OptimizerSettings
+    student_instructions: str
+    examples: str
 
 
 class BinEvalOptimizer(Teleprompter):
@@ -147,13 +158,11 @@ class BinEvalOptimizer(Teleprompter):
         self.feedback.check(program, valset, "validation")
         self._target = target
         self.bank = self._new_bank()  # each compile() starts from its own audit's lessons, never another run's
-        self._fingerprint = {
-            **self.fingerprint,
-            "mode": self.feedback.mode,
-            "settings": self.settings.model_dump_json(exclude={name for name in LATER_SETTINGS if getattr(self.settings, name) == OptimizerSettings.model_fields[name].default}),
-            "student_instructions": digest(json.dumps(instructions_of(program), sort_keys=True)),
-            "examples": f"{len(trainset)} train, {len(valset)} held-out",
-        }
+        compiled = CompileFingerprint(
+            mode=self.feedback.mode, settings=self.settings, student_instructions=digest(json.dumps(instructions_of(program), sort_keys=True)),
+            examples=f"{len(trainset)} train, {len(valset)} held-out",
+        )
+        self._fingerprint = {**self.fingerprint, **fingerprint_of(compiled)}
         audit = self._load() or self._fresh_audit(program, valset)
         if audit.bank:
             self.bank = LessonBank.from_json([x.model_dump() for x in audit.bank], threshold=self.bank.threshold, embed=self.bank.embed)

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bineval_dspy.core.settings import added
 from bineval_dspy.optimize.kinds import KINDS
 from bineval_dspy.optimize.lessons import DEFAULT_THRESHOLD
 
@@ -25,8 +26,8 @@ class OptimizerSettings(BaseModel):
     min_allowance: int = Field(default=400, ge=0, description="the relative budget allows at least this growth")
     lessons_per_iteration: int = Field(default=3, ge=1)
     max_failures: int = Field(default=16, ge=1, description="failures sampled for note-taking per iteration")
-    min_rule_share: float = Field(
-        default=0.5, ge=0, le=1,
+    min_rule_share: float = added(
+        "0.2", 0.5, ge=0, le=1,
         description="a failed verifier's rule becomes a lesson for every row only when at least this share of the train rows ask for it (rarer: those rows' own constraint)",
     )
     demos: int = Field(default=0, ge=0, description="demonstrations the optimizer may add (0: instruction edits only)")
@@ -36,8 +37,8 @@ class OptimizerSettings(BaseModel):
         default="min_delta",
         description="significant: also require the paired held-out gain's lower confidence bound above zero",
     )
-    kinds: list[str] | None = Field(
-        default=None, min_length=1, description="only these candidate kinds: instructions, demo, thresholds or a registered one (default: every kind the settings allow)"
+    kinds: list[str] | None = added(
+        "0.2", None, min_length=1, description="only these candidate kinds: instructions, demo, thresholds or a registered one (default: every kind the settings allow)"
     )
     resamples: int = Field(default=1000, ge=0, description="bootstrap resamples for the gain's interval")
     confidence: float = Field(default=0.95, gt=0, lt=1, description="the interval's confidence level")

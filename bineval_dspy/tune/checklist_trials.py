@@ -10,7 +10,6 @@ a gold one). Both are injected, so the kind is tested with fakes; by default the
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -26,7 +25,7 @@ from bineval_dspy.lm import runtime
 from bineval_dspy.lm.specs import DEFAULT_LM
 from bineval_dspy.lm.usage import Cost, measured
 from bineval_dspy.tune.config import Param
-from bineval_dspy.tune.runners import Objective, TrialContext, TrialEnv, run_settings
+from bineval_dspy.tune.runners import Objective, TrialContext, TrialEnv, run_settings, trial_fingerprint
 
 
 class Covered(Protocol):
@@ -75,6 +74,17 @@ class GoldTask(BaseModel):
         if isinstance(self.gold, Checklist):
             return self.gold
         return Checklist(task=self.task, dimensions=["gold"], questions=[Question(text=t, dimension="gold") for t in self.gold])
+
+
+class ChecklistTrialFingerprint(BaseModel):
+    """What decides a checklist trial besides its parameters: the tasks' bytes, the method and its shared
+    parameters, how questions are matched, and the LM (behind its API base)."""
+
+    tasks: str
+    method: str
+    params: dict[str, Any]
+    match: str
+    lm: str
 
 
 class ChecklistTrialResult(BaseModel):
@@ -146,13 +156,11 @@ class ChecklistRunner:
 
     def fingerprint(self) -> Fingerprint:
         api_base = self.env.lm_options.api_base
-        return {
-            "run.tasks": file_digest(self.path),
-            "run.method": self.settings.method,
-            "run.params": json.dumps(self.settings.params, sort_keys=True),
-            "run.match": f"{self.settings.match} {self.settings.threshold}",
-            "run.lm": f"{self.lm_spec} @ {api_base}" if api_base else self.lm_spec,
-        }
+        settings = self.settings
+        return trial_fingerprint(ChecklistTrialFingerprint(
+            tasks=file_digest(self.path), method=settings.method, params=settings.params, match=f"{settings.match} {settings.threshold}",
+            lm=f"{self.lm_spec} @ {api_base}" if api_base else self.lm_spec,
+        ))
 
     def __call__(self, params: dict[str, Any], context: TrialContext) -> dict[str, float]:
         saved = context.run_dir / RESULT_FILE

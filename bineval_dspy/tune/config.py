@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from bineval_dspy.core.fingerprint import digest
 from bineval_dspy.core.jsonio import load_toml
+from bineval_dspy.core.settings import fingerprint_of
 
 Direction = Literal["maximize", "minimize"]
 Choice = bool | int | float | str
@@ -148,12 +149,18 @@ class TuneConfig(_Strict):
         return self.storage if "://" in self.storage else f"sqlite:///{self.storage}"
 
     def fingerprint(self) -> dict[str, str]:
-        """What the study's trials mean: objectives, search space and trial kind (not paths, not the trial count)."""
-        return {
-            "objectives": json.dumps(list(self.objectives.items())),
-            "space": digest(json.dumps({k: v.model_dump() for k, v in self.space.items()}, sort_keys=True)),
-            "kind": str(self.run["kind"]),
-        }
+        """What the study's trials mean: ``StudyFingerprint``, field by field."""
+        space = digest(json.dumps({k: v.model_dump() for k, v in self.space.items()}, sort_keys=True))
+        return fingerprint_of(StudyFingerprint(objectives=list(self.objectives.items()), space=space, kind=str(self.run["kind"])))
+
+
+class StudyFingerprint(BaseModel):
+    """What a study's trials mean: its objectives in order, its search space (a digest) and the trial kind; not
+    paths, not the trial count."""
+
+    objectives: list[tuple[str, Direction]]
+    space: str
+    kind: str
 
 
 def load_config(path: Path) -> TuneConfig:

@@ -27,7 +27,7 @@ from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import RunConfig, build, load_config, run_fingerprint
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.tune.config import Param
-from bineval_dspy.tune.runners import Objective, TrialContext, TrialEnv, run_settings
+from bineval_dspy.tune.runners import Objective, TrialContext, TrialEnv, run_settings, trial_fingerprint
 
 OBJECTIVES: Mapping[str, Objective] = {
     "val_score": Objective("held-out score of the best prompt (audit.best.val_score)", steps=True),
@@ -44,6 +44,15 @@ class OptimizerRunSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     config: Path
+
+
+class OptimizerTrialFingerprint(BaseModel):
+    """What decides an optimizer trial besides its parameters: the run config's and the data's bytes and the LM
+    (behind its API base)."""
+
+    config: str
+    data: str
+    lm: str
 
 
 class ReportToPruner:
@@ -123,11 +132,9 @@ class OptimizerRunner:
         data = self.config.data.suite if self.config.mode == "self" else self.config.data.examples
         assert data is not None  # load_config requires it
         api_base = self.lm_options.api_base
-        return {
-            "run.config": file_digest(self.path),
-            "run.data": file_digest(data),
-            "run.lm": f"{self.lm_spec} @ {api_base}" if api_base else self.lm_spec,
-        }
+        return trial_fingerprint(OptimizerTrialFingerprint(
+            config=file_digest(self.path), data=file_digest(data), lm=f"{self.lm_spec} @ {api_base}" if api_base else self.lm_spec
+        ))
 
     def __call__(self, params: dict[str, Any], context: TrialContext) -> dict[str, float]:
         config = self.config.model_copy(update={"optimizer": self.settings(params), "run_dir": context.run_dir})

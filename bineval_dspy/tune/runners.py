@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint
+from bineval_dspy.core.settings import fingerprint_of
 from bineval_dspy.lm.prices import check_priced
 from bineval_dspy.lm.runtime import LMOptions
 from bineval_dspy.lm.usage import Cost
@@ -98,6 +99,12 @@ class TrialRunner(Protocol):
 
 RunnerFactory = Callable[[dict[str, Any], TrialEnv], TrialRunner]
 """Builds a runner from the config's ``[run]`` table (``kind`` removed); raises InputError for a bad table."""
+
+
+def trial_fingerprint(facts: BaseModel) -> Fingerprint:
+    """A runner's ``fingerprint``: each field of ``facts`` (what decides its trials) under ``run.``, as the ``[run]``
+    table names it."""
+    return {f"run.{name}": value for name, value in fingerprint_of(facts).items()}
 
 
 def run_settings(model: type[BaseModel], table: dict[str, Any], source: str) -> Any:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -17,26 +16,6 @@ console = TextConsole(stderr=True)  # progress, notes, the cost line; data is pr
 shown = TextConsole()  # stdout: what a command found (tables, written paths), so `> file` keeps it
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def progress_map(fn: Callable[[T], R], items: Sequence[T], label: str, threads: int = 1, show: bool = True) -> Iterator[R]:
-    """Apply ``fn`` to items (in a thread pool when threads > 1), yielding results in order with a progress bar
-    (none with ``show=False``: library calls that must not print).
-
-    Worker threads run inside a copy of the caller's DSPy settings (LM, adapter, callbacks, usage tracker), as
-    ``dspy.Parallel`` does: a plain pool would see only the global defaults.
-    """
-    with (progress_bar(label, len(items)) if show else nullcontext(lambda: None)) as advance:
-        if threads <= 1:
-            for item in items:
-                result = fn(item)
-                advance()  # before the yield: a consumer that stops at its last item still sees the bar complete
-                yield result
-            return
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            for result in pool.map(in_caller_context(fn), items):
-                advance()
-                yield result
 
 
 @contextmanager

@@ -116,3 +116,15 @@ def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False, hi
             raise InputError(f"{out}: made with other settings ({difference}){hint}")
     write_json(record, current)
     return resumed
+
+
+def combined(*parts: Fingerprint) -> Fingerprint:
+    """One fingerprint from the parts different layers decide (the caller's data and LM, the runner's own
+    settings), each made from a model; a setting named by two parts is a bug, not a silent override."""
+    out: Fingerprint = {}
+    for part in parts:
+        taken = sorted(out.keys() & part.keys())
+        if taken:
+            raise ValueError(f"fingerprint parts both record {taken[0]!r}")
+        out.update(part)
+    return out

@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 import dspy
 from pydantic import BaseModel, Field
 
-from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import Fingerprint, digest
+from bineval_dspy.core.fingerprint import Fingerprint, combined, digest
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist
@@ -48,6 +47,7 @@ from bineval_dspy.experiment.params import (
     arm_settings,
 )
 from bineval_dspy.judges.base import Judge
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.estimate import NOTE_TOKENS
 from bineval_dspy.lm.runtime import LMOptions, checked_lm, env_key, lm_identity
 from bineval_dspy.lm.usage import Cost, measuring
@@ -157,7 +157,7 @@ def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[ds
         return {"prompt": example.prompt, "response": pick.response} if card.complete and card.overall == 1.0 else None
 
     with measuring() as measurement:
-        pool = [d for d in progress_map(passing, context.train, "  train: best-of-n", context.config.program.threads) if d]
+        pool = [d for d, _ in metered_map(passing, context.train, "  train: best-of-n", threads=context.config.program.threads) if d]
     run = arm_config(context.config, arm, context.folder(arm.name))
     student, optimizer, splits = build(run, progress=True)
     splits_of(run, splits).save(run.run_dir)
@@ -430,7 +430,7 @@ def finetune_fingerprint(arm: FinetuneArm, context: ArmContext) -> Fingerprint:
     """What decided a finetune arm's samples, field by field (a resume under other settings names the one that
     differs, not two digests): the run description, the arm and its ``train_data`` bytes."""
     data = digest(arm.train_data.read_bytes()) if arm.train_data is not None else None
-    return {**_run_settings(context), **fingerprint_of(FinetuneFingerprint(arm=arm, train_data=data))}
+    return combined(_run_settings(context), fingerprint_of(FinetuneFingerprint(arm=arm, train_data=data)))
 
 
 # -- what each kind costs at most (``--dry-run``) ------------------------------------------------------------

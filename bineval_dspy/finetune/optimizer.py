@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import Fingerprint
+from bineval_dspy.core.fingerprint import Fingerprint, combined
 from bineval_dspy.core.jsonio import read_text, write_text_atomic
 from bineval_dspy.core.settings import fingerprint_of, listed_digest
 from bineval_dspy.finetune.data import PromptSamples, collect, preference_pairs, reference_verdicts, sft_examples
@@ -109,7 +109,7 @@ class BinEvalFinetune:
             metric = self._metric()
             metric.check_examples(trainset, "train")
             sampling = settings.model_dump(include={"samples", "temperature", "greedy_too", "seed", "enforce"}, exclude_none=True)
-            fingerprint = {**self.fingerprint, **fingerprint_of(SamplesFingerprint(program=state, sampling=sampling))}
+            fingerprint = combined(self.fingerprint, fingerprint_of(SamplesFingerprint(program=state, sampling=sampling)))
             self.samples = collect(_sampler(student, settings, trainset), metric, trainset, settings, self.folder, fingerprint, self.threads)
             self.data = self._dataset(predictor, adapter, render)
         self._save_dataset()

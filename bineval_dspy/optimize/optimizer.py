@@ -23,7 +23,7 @@ from dspy.teleprompt import Teleprompter
 from pydantic import BaseModel
 
 from bineval_dspy.core.errors import InputError, RunError
-from bineval_dspy.core.fingerprint import digest, first_difference
+from bineval_dspy.core.fingerprint import combined, digest, first_difference
 from bineval_dspy.core.settings import fingerprint_of
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.usage import Cost
@@ -162,7 +162,7 @@ class BinEvalOptimizer(Teleprompter):
             mode=self.feedback.mode, settings=self.settings, student_instructions=digest(json.dumps(instructions_of(program), sort_keys=True)),
             examples=f"{len(trainset)} train, {len(valset)} held-out",
         )
-        self._fingerprint = {**self.fingerprint, **fingerprint_of(compiled)}
+        self._fingerprint = combined(self.fingerprint, fingerprint_of(compiled))
         audit = self._load() or self._fresh_audit(program, valset)
         if audit.bank:
             self.bank = LessonBank.from_json([x.model_dump() for x in audit.bank], threshold=self.bank.threshold, embed=self.bank.embed)

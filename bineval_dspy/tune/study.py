@@ -47,7 +47,7 @@ from sqlalchemy.exc import DBAPIError
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
-from bineval_dspy.core.fingerprint import digest, first_difference
+from bineval_dspy.core.fingerprint import combined, digest, first_difference
 from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.runtime import LMOptions
 from bineval_dspy.lm.usage import Cost, total
@@ -175,7 +175,7 @@ def open_study(tuning: Tuning) -> optuna.Study:
         pruner=pruner,
         load_if_exists=True,
     )
-    fingerprint = {**config.fingerprint(), **tuning.runner.fingerprint()}
+    fingerprint = combined(config.fingerprint(), tuning.runner.fingerprint())
     recorded = study.user_attrs.get(FINGERPRINT_ATTR)
     where = f"study {config.name!r} in {shown_url(config.storage_url)}"
     if recorded is None:

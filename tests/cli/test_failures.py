@@ -12,7 +12,6 @@ from dspy.lm15 import Request
 
 from bineval_dspy import cli
 from bineval_dspy.checklists.bineval import BinEvalWriter
-from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
@@ -367,9 +366,11 @@ def test_dimensions_keep_the_lm_set_on_the_writer():
 
 
 def test_threads_see_the_callers_dspy_context():
+    from bineval_dspy.lm.budget import metered_map
+
     lm = scripted_lm(lambda r: verdict_json("yes"))
     with dspy.context(lm=lm):
-        seen = list(progress_map(lambda _: dspy.settings.lm, [1, 2, 3, 4], "t", threads=2))
+        seen = [found for found, _ in metered_map(lambda _: dspy.settings.lm, [1, 2, 3, 4], "t", threads=2)]
     assert all(x is lm for x in seen)
 
 

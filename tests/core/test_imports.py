@@ -16,7 +16,7 @@ def loaded_after(statement: str) -> set[str]:
 
 def test_import_loads_no_llama_cpp():
     assert "llama_cpp" not in loaded_after("import bineval_dspy")
-    assert "llama_cpp" not in loaded_after("from bineval_dspy.core.console import console, progress_map")
+    assert "llama_cpp" not in loaded_after("from bineval_dspy.core.console import console, progress_bar")
 
 
 def test_readme_names_import_from_the_top_level():

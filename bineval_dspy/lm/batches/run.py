@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
-from bineval_dspy.core.fingerprint import Fingerprint
+from bineval_dspy.core.fingerprint import Fingerprint, combined
 from bineval_dspy.core.jsonio import dumps_line, write_text_atomic
+from bineval_dspy.core.settings import fingerprint_of
 from bineval_dspy.lm.batches.api import BatchAPI, BatchInfo, Gone, RequestCounts
 from bineval_dspy.lm.batches.engine import BatchEngine, Reply, batch_lm
 from bineval_dspy.lm.batches.state import BatchState, SubmittedBatch, input_file, load_state, save_state, state_path
@@ -26,6 +28,12 @@ MAX_ROUNDS = 4  # rounds of batches one run submits at most: a request that depe
 POLL_FIRST, POLL_GROWTH, POLL_CAP = 1.0, 1.5, 60.0  # seconds between status checks: 1, 1.5, 2.25 ... up to a minute
 DONE = ("completed", "failed", "expired", "cancelled")  # a batch in one of these will not change again
 
+
+
+class BatchSettings(BaseModel):
+    """What the batch API adds to the run's fingerprint: where the batches went (another provider's answers differ)."""
+
+    batch_api: str
 
 def collect_replies(
     lm: dspy.LM,
@@ -50,7 +58,7 @@ def collect_replies(
     batched, engine = batch_lm(lm, target)
     api = BatchAPI(target)
     path = state_path(out)
-    fingerprint = {**fingerprint, "batch_api": target.base_url}
+    fingerprint = combined(fingerprint, fingerprint_of(BatchSettings(batch_api=target.base_url)))
     state = load_state(path, fingerprint, overwrite)
     save_state(path, state)
     earlier = {b.id for b in state.batches if b.collected}  # their failures are asked again

@@ -26,7 +26,7 @@ demo: $(STAMP)
 	$(VENV)/bin/bineval demo
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check bineval_dspy tests experiments
+	$(VENV)/bin/ruff check bineval_dspy tests experiments scripts
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=10
 

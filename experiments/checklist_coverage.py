@@ -26,9 +26,9 @@ import numpy as np
 from bineval_dspy.analysis.coverage import coverage as coverage_of
 from bineval_dspy.analysis.coverage import embedding_matcher
 from bineval_dspy.checklists.writers import make_writer
-from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.runtime import configure
 from bineval_dspy.lm.usage import measured
 from bineval_dspy.meta.datasets import load_infobench
@@ -84,7 +84,7 @@ def main() -> None:
                     "gold_questions": found.gold_questions, "lm_calls": cost.lm_calls, "tokens": cost.tokens,
                     "seconds": time.perf_counter() - started, "checklist": [q.text for q in checklist.questions]}
 
-        per = list(progress_map(one, rows, name))
+        per = [r for r, _ in metered_map(one, rows, name)]
         ok = [r for r in per if "error" not in r]
         summary: dict[str, Any] = {"instructions": len(rows), "failed": len(rows) - len(ok), "per_instruction": per}
         for key in ("coverage", "uniqueness", "questions", "lm_calls", "seconds"):

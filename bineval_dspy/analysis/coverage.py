@@ -12,7 +12,6 @@ match and reported (``unanswered``): coverage is then a lower bound, uniqueness 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,9 +19,9 @@ import dspy
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
-from bineval_dspy.core.console import in_caller_context
 from bineval_dspy.core.embeddings import Embedder, default_embedder, unit_rows
 from bineval_dspy.core.schema import Checklist
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.usage import Cost, measured, total
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 
@@ -96,12 +95,7 @@ class LLMMatcher(dspy.Module):
         def one(pair: tuple[str, str]) -> bool | None:
             return self.same(*pair)
 
-        ask = in_caller_context(one)
-        if self.threads > 1:
-            with ThreadPoolExecutor(max_workers=self.threads) as pool:
-                answers = list(pool.map(ask, pairs))
-        else:
-            answers = [ask(pair) for pair in pairs]
+        answers = [answer for answer, _ in metered_map(one, pairs, "pairs", threads=self.threads, show=False)]
         shape = (len(generated), len(gold))
         matched = np.array([a is True for a in answers], dtype=bool).reshape(shape)
         return Matches(matched=matched, unanswered=np.array([a is None for a in answers], dtype=bool).reshape(shape))

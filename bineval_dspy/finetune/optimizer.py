@@ -72,16 +72,16 @@ class BinEvalFinetune:
         not used: no choice is made on held-out data). A generator learns from its own samples, scored by the metric;
         a ``BinaryJudge`` from the ``reference`` verdicts its train examples carry (distillation)."""
         from bineval_dspy.core.fingerprint import sha256_of
-        from bineval_dspy.lm.specs import EMBEDDED, embedded_model_path
+        from bineval_dspy.lm.specs import is_embedded, model_file
 
         self.base = self.base or _configured_base()
-        if self.base not in EMBEDDED and not self.base.endswith(".gguf"):
+        if not is_embedded(self.base):
             raise InputError(f"base {self.base!r}: fine-tuning trains an embedded model (smollm2, gemma3-270m or a .gguf path)")
         if weights_of(student) is not None:
             raise InputError("the student already runs on fine-tuned weights; fine-tune its base program instead")
         settings = self.settings
         state = _program_identity(student)
-        base_path = embedded_model_path(self.base, "base") if self.base in EMBEDDED else Path(self.base)
+        base_path = model_file(self.base, "base")
         render = _Renderer(base_path)
         if isinstance(student, BinaryJudge):
             self.data = self._judge_dataset(student, trainset, render)

@@ -13,7 +13,6 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any, Literal
 
@@ -22,7 +21,6 @@ import json_repair
 from dspy.utils.exceptions import AdapterParseError, LMAuthError
 from pydantic import BaseModel, Field, ValidationError
 
-from bineval_dspy.core.console import in_caller_context
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.schema import (
     Calibration,
@@ -47,6 +45,7 @@ from bineval_dspy.judges.logprobs import p_yes_from_logprobs
 from bineval_dspy.judges.probe import Probe
 from bineval_dspy.judges.replies import parsed_reply, unfenced
 from bineval_dspy.lm._batching import call_order
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.cache import reply_journal
 from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.verifiers import Mode
@@ -297,8 +296,9 @@ class BinaryJudge(dspy.Module):
             with call_order(group, item[0]):  # an in-process batch decodes them in checklist order, as one at a time
                 return ask(item[1])
 
-        with hint, ThreadPoolExecutor(max_workers=threads) as pool:
-            return {q.id: v for q, v in zip(questions, pool.map(in_caller_context(ask_in_order), enumerate(questions)))}
+        with hint:
+            asked = [v for v, _ in metered_map(ask_in_order, list(enumerate(questions)), "questions", threads=threads, show=False)]
+        return {q.id: v for q, v in zip(questions, asked)}
 
     def _prior(self, input: str, question: Question) -> Verdict:
         """The question asked about a content-free output: the LM's yes-bias for it on this input."""

@@ -22,11 +22,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.fingerprint import digest
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.schema import Question, Verdict
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.hidden import HiddenStates, Reading
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic, point
 
@@ -196,7 +196,7 @@ def read_examples(reader: HiddenStates, instructions: str, examples: Sequence[An
         for i, r in zip(members, reader.read(prompts)):
             out[i] = r
 
-    for _ in progress_map(read, list(by_output.items()), label or "", show=label is not None):
+    for _ in metered_map(read, list(by_output.items()), label or "", show=label is not None):
         pass
     return [r for r in out if r is not None]
 

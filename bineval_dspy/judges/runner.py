@@ -11,7 +11,7 @@ fast path (``judges.fast``): its rows are coroutines on the I/O loop instead of 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -69,28 +69,6 @@ def embedded_parallelism(lm: dspy.LM, asked: int) -> Parallelism:
     return Parallelism(rows=math.ceil(batched / asked) + 1, questions=None)
 
 
-def ordered_map(
-    fn: Callable[[T], Any],
-    items: Iterable[T],
-    label: str,
-    *,
-    total: int,
-    rows: int,
-    meter: BudgetMeter | None = None,
-    kind: str = "row",
-    what: str = "row(s)",
-    show: bool = True,
-) -> Iterator[tuple[T, Any, Cost]]:
-    """``fn`` on each item of a stream, ``rows`` at once, yielding (item, result, cost) in input order; each starts
-    only when ``meter`` lets it (``BudgetExhausted`` after the ones in flight, naming how many of ``what`` were left).
-    ``show``: a progress bar on the console. The calls keep no DSPy history: on a long stream it would hold the
-    last 10,000 prompts and replies (hundreds of MB), which nothing here reads."""
-    with dspy.context(disable_history=True):
-        pairs = metered_map(lambda item: (item, fn(item)), items, label, threads=rows, meter=meter, kind=kind, what=what, total=total, show=show)
-        for (item, result), cost in pairs:
-            yield item, result, cost
-
-
 def judge_rows(
     judge: Judge,
     checklist: Checklist,
@@ -127,8 +105,8 @@ def judge_rows(
             fast.close()
         return
 
-    def one(item: tuple[int, Row]) -> Scorecard:
-        return judge(input=item[1][given], output=item[1][judged], checklist=checklist)
+    def one(item: tuple[int, Row]) -> tuple[tuple[int, Row], Scorecard]:
+        return item, judge(input=item[1][given], output=item[1][judged], checklist=checklist)
 
-    for (line, row), card, cost in ordered_map(one, rows, "judging", total=total, rows=plan.rows, meter=meter, show=show):
+    for ((line, row), card), cost in metered_map(one, rows, "judging", threads=plan.rows, meter=meter, kind="row", what="row(s)", total=total, show=show):
         yield row, judge_result(line, row[judged], checklist, card, cost)

@@ -18,6 +18,7 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import Any, Literal, TypeVar
 
 import dspy
@@ -32,6 +33,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 Decision = Literal["start", "wait", "stop"]
 EPSILON = 1e-12  # dollars: float sums must not stop a run that is exactly at its budget
+_IN_UNIT: ContextVar[bool] = ContextVar("bineval_in_unit", default=False)  # a map run inside a unit is part of it
 
 
 class Budget(BaseModel):
@@ -156,12 +158,16 @@ def metered_map(
     show: bool = True,
 ) -> Iterator[tuple[R, Cost]]:
     """``fn`` on each item with its ``Cost``, in order, with a progress bar (``threads`` at once when > 1; none with
-    ``show=False``: library calls that must not print).
+    ``show=False``: library calls that must not print, and maps inside a unit). The library's one parallel map:
+    rows, examples, questions of a row, samples of a prompt.
 
     Items are drawn as units start: a stream (``total`` says its length) is never held whole, only the units in
     flight. Each unit starts only when ``meter`` lets it. When the meter says stop, the units in flight finish and
     are yielded, then ``BudgetExhausted`` is raised naming how many of ``what`` were not started; on a first Ctrl-C
-    (``lm.stopping``) likewise, then ``KeyboardInterrupt``.
+    (``lm.stopping``) likewise, then ``KeyboardInterrupt``. A map run inside another's unit is part of that unit: a
+    Ctrl-C lets it finish, as the unit does. A unit's error is raised in its place, after the units before it. The
+    units keep no DSPy history: over a long run it would hold the last 10,000 prompts and replies, which nothing
+    here reads.
     """
     meter = meter or BudgetMeter()
 
@@ -170,10 +176,12 @@ def metered_map(
 
     def unit(item: T) -> tuple[R, Cost]:
         measurement: Measurement | None = None
+        inside = _IN_UNIT.set(True)
         try:
-            with dspy.context(callbacks=counted), measuring() as measurement:
+            with dspy.context(callbacks=counted, disable_history=True), measuring() as measurement:
                 result = fn(item)
         finally:
+            _IN_UNIT.reset(inside)
             meter.end(kind, measurement.cost if measurement is not None else Cost())
         return result, measurement.cost
 
@@ -229,10 +237,11 @@ def _metered(
     source = iter(items)
     pending: deque[Future[tuple[R, Cost]]] = deque()
     started, stopped = 0, False
+    whole = _IN_UNIT.get()  # inside a unit: a Ctrl-C lets the unit, and so this map, finish
     with stoppable(), (progress_bar(label, total) if show else nullcontext(lambda: None)) as advance, _cancelled_at_exit(pending):
         while True:
             while not stopped and started < total and len(pending) < window:
-                if stop_requested():
+                if not whole and stop_requested():
                     stopped = True
                     break
                 decision = meter.decide(kind)

@@ -119,14 +119,11 @@ def _embedded_counter(path: str) -> Counter:
 def token_counter(spec: str) -> tuple[Counter, bool]:
     """A function counting the tokens of a text for the model ``spec``, and whether it is the model's own
     tokenizer (an embedded GGUF model) rather than the character estimate."""
-    from bineval_dspy.lm.specs import EMBEDDED, embedded_model_path
+    from bineval_dspy.lm.specs import is_embedded, model_file
 
-    if spec in EMBEDDED or spec.endswith(".gguf"):
-        from pathlib import Path
-
-        path = embedded_model_path(spec) if spec in EMBEDDED else Path(spec)
+    if is_embedded(spec):
         try:
-            return _embedded_counter(str(path)), True
+            return _embedded_counter(str(model_file(spec))), True
         except Exception:  # a file llama.cpp cannot read: estimate rather than fail the plan
             pass
     return (lambda text: math.ceil(len(text) / CHARS_PER_TOKEN)), False

@@ -15,7 +15,7 @@ from bineval_dspy.core.console import console, quiet_dspy_logs
 from bineval_dspy.core.errors import InputError, keep_secret, one_line
 from bineval_dspy.lm import cache
 from bineval_dspy.lm.engine import engine_of
-from bineval_dspy.lm.specs import DEFAULT_LM, check_provider_key, is_local, make_lm
+from bineval_dspy.lm.specs import DEFAULT_LM, check_provider_key, is_embedded, is_local, make_lm
 
 DEFAULT_THREADS = 4  # parallel calls for remote LMs when --threads is not given
 
@@ -89,7 +89,7 @@ def _disk_full(exc: BaseException) -> bool:
 def checked_lm(options: LMOptions) -> dspy.LM:
     """The LM the options describe, refused in one line before any row when it cannot work: a provider without its
     key, an embedded model llama.cpp cannot load."""
-    if "/" in options.spec and not options.spec.endswith(".gguf") and not options.api_base and not options.api_key:
+    if "/" in options.spec and not is_embedded(options.spec) and not options.api_base and not options.api_key:
         check_provider_key(options.spec, options.source)  # before any row: every call would be refused
     lm = make_lm(**options.model_dump(exclude_none=True))
     _check_loads(lm, options)

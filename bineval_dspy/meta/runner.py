@@ -35,8 +35,8 @@ from bineval_dspy.core.runlog import RunLog, model_log
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.core.settings import fingerprint_of
 from bineval_dspy.judges.code import check_verifiers
-from bineval_dspy.judges.runner import Parallelism, ordered_map, parallelism
-from bineval_dspy.lm.budget import BudgetMeter
+from bineval_dspy.judges.runner import Parallelism, parallelism
+from bineval_dspy.lm.budget import BudgetMeter, metered_map
 from bineval_dspy.lm.runtime import LMOptions, lm_identity
 from bineval_dspy.lm.specs import make_lm
 from bineval_dspy.lm.usage import Cost, total
@@ -302,13 +302,13 @@ def scored_rows(
     """One method's scores for ``todo``, with their cost and seconds, in order as each is done; each starts only
     when ``meter`` lets it (the method's scores are one kind of unit: they cost alike)."""
 
-    def score_one(row: MetaRow) -> tuple[Scored, float]:
+    def score_one(row: MetaRow) -> tuple[MetaRow, Scored, float]:
         start = time.perf_counter()
-        return scorer(row), time.perf_counter() - start
+        return row, scorer(row), time.perf_counter() - start
 
     kind = f"method {method.name}"
-    scored = ordered_map(score_one, todo, method.name, total=len(todo), rows=plan.rows, meter=meter, kind=kind, what="score(s)", show=show)
-    for row, (score, seconds), cost in scored:
+    scored = metered_map(score_one, todo, method.name, total=len(todo), threads=plan.rows, meter=meter, kind=kind, what="score(s)", show=show)
+    for (row, score, seconds), cost in scored:
         yield OutputScore(**dict(score), method=method.name, id=row.id, doc_id=row.doc_id, usage=cost, seconds=seconds)
 
 

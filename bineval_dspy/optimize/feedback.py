@@ -16,7 +16,7 @@ import dspy
 from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.schema import Question, Verdict
 from bineval_dspy.judges.base import Judge
-from bineval_dspy.judges.runner import ordered_map
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.optimize.audit import Asked, EvalSummary, ItemResult
 from bineval_dspy.optimize.lessons import Failure
 from bineval_dspy.optimize.metric import default_example_id
@@ -130,8 +130,8 @@ class SelfUpdateFeedback:
         judged = 0
         errors = answered = unanswered = 0
         problem = ""
-        runs = ordered_map(lambda ex: self._run(program, ex), examples, label, total=len(examples), rows=self.threads, kind="example", what="example(s)", show=self.progress)
-        for example, (output, result), _ in runs:
+        runs = metered_map(lambda ex: (ex, self._run(program, ex)), examples, label, threads=self.threads, kind="example", what="example(s)", show=self.progress)
+        for (example, (output, result)), _ in runs:
             example_id = self.example_id(example)
             if result is None:  # a program failure scores 0 and is counted; it is not a lesson
                 errors += 1
@@ -264,8 +264,8 @@ class CrossModelFeedback:
         errors = answered = unanswered = 0
         problem = ""
         items: list[ItemResult] = []
-        runs = ordered_map(lambda ex: self._judge(program, ex), examples, label, total=len(examples), rows=1, kind="example", what="example(s)", show=self.progress)
-        for example, (question, reference, verdict, error), _ in runs:
+        runs = metered_map(lambda ex: (ex, self._judge(program, ex)), examples, label, kind="example", what="example(s)", show=self.progress)
+        for (example, (question, reference, verdict, error)), _ in runs:
             if reference is None:
                 errors += 1
                 continue

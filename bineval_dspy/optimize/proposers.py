@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from bineval_dspy.core.console import progress_map
 from bineval_dspy.core.embeddings import text_key
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.registry import Registry
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.audit import Audit, CandidateKind, IterationRecord, Skipped
 from bineval_dspy.optimize.edits import Edit, PromptUpdater, already_says, rule_edit
@@ -131,7 +131,7 @@ class InstructionProposer:
                 return None, one_line(exc)
             return drafted, None
 
-        for failure, (drafted, error) in zip(failures, progress_map(note, failures, "  lessons", show=progress)):
+        for failure, (drafted, error) in zip(failures, (r for r, _ in metered_map(note, failures, "  lessons", show=progress))):
             if drafted is not None:
                 problem = lesson_problem(drafted.text, failure)
                 if problem is None:

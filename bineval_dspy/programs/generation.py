@@ -26,7 +26,6 @@ from bineval_dspy.runs.execute import Executor, Here, execute
 from bineval_dspy.runs.protocol import Worker
 from bineval_dspy.suites.rows import SuiteRow
 
-
 BY_KEY = "(the caller's rows, by key)"  # ``run_generation``'s rows are known by key, as a limit's subset is
 
 

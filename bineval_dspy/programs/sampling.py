@@ -9,12 +9,11 @@ decoded, and a rerun replays them from the cache.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import dspy
 
-from bineval_dspy.core.console import in_caller_context
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.engine import engine_of
 
 
@@ -40,5 +39,5 @@ def draw(
 
     if len(rollouts) <= 1:
         return [one(r) for r in rollouts]
-    with _expectation(program, len(rollouts)), ThreadPoolExecutor(max_workers=len(rollouts)) as pool:
-        return list(pool.map(in_caller_context(one), rollouts))
+    with _expectation(program, len(rollouts)):
+        return [sample for sample, _ in metered_map(one, rollouts, "samples", threads=len(rollouts), show=False)]

@@ -30,9 +30,9 @@ class Weights(BaseModel):
     training: dict[str, Any] = Field(default_factory=dict, description="settings, data set size, steps, time, peak memory, losses")
 
     def base_path(self) -> Path:
-        from bineval_dspy.lm.specs import EMBEDDED, embedded_model_path
+        from bineval_dspy.lm.specs import model_file
 
-        return embedded_model_path(self.base, "weights.base") if self.base in EMBEDDED else Path(self.base)
+        return model_file(self.base, "weights.base")
 
     def check(self, where: str) -> None:
         """Both files exist and are the ones recorded; else one located error."""

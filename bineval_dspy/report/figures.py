@@ -25,6 +25,7 @@ from bineval_dspy.tune.report import TuneResults
 
 Figure = dict[str, Any]  # plotly's JSON form: {"data": [...], "layout": {...}}
 LABEL_CHARS = 60
+SCORE_RANGE = [-0.05, 1.05]  # every axis of scores and rates spans 0-1 (a margin for the points at its ends)
 OUTCOME_COLOURS = {"start": "#636efa", "accepted": "#2ca02c", "rolled back": "#d62728", "stopped": "#7f7f7f", "in progress": "#bcbd22"}
 
 
@@ -70,7 +71,7 @@ def pass_rates(rates: Sequence[QuestionRate], title: str) -> Figure:
             customdata=[[plot_text(r.text), r.yes, r.no, r.unanswered] for r in mine],
             hovertemplate="%{customdata[0]}<br>yes %{customdata[1]}, no %{customdata[2]}, unanswered %{customdata[3]}<extra></extra>",
         )
-    figure.update_layout(title=plot_text(title), height=_height(len(rates)), xaxis={"title": "share answered yes", "range": [0, 1]}, yaxis={"autorange": "reversed"}, margin={"l": 20})
+    figure.update_layout(title=plot_text(title), height=_height(len(rates)), xaxis={"title": "share answered yes", "range": SCORE_RANGE}, yaxis={"autorange": "reversed"}, margin={"l": 20})
     return _json(figure)
 
 
@@ -90,7 +91,7 @@ def judge_scores(run: JudgeRun) -> Figure:
             pointpos=0,
             hovertemplate="output %{text}: %{y:.3f}<extra></extra>",
         )
-    figure.update_layout(title="scores per dimension (one point per output)", height=360, yaxis={"title": "score", "range": [-0.05, 1.05]}, showlegend=False)
+    figure.update_layout(title="scores per dimension (one point per output)", height=360, yaxis={"title": "score", "range": SCORE_RANGE}, showlegend=False)
     return _json(figure)
 
 
@@ -143,7 +144,7 @@ def spread(spreads: Sequence[Spread], dimension: str) -> Figure:
     figure.update_layout(
         title=f"{plot_text(dimension)}: scores on their scale, mapped to 0-1",
         height=380,
-        yaxis={"title": "position on the scale", "range": [-0.05, 1.05]},
+        yaxis={"title": "position on the scale", "range": SCORE_RANGE},
         showlegend=False,
     )
     return _json(figure)
@@ -192,7 +193,7 @@ def trajectory(steps: Sequence[Step]) -> Figure:
         row=2, col=1, x=[s.iteration for s in sized], y=[s.prompt_chars for s in sized], marker={"color": [OUTCOME_COLOURS.get(s.outcome, "#999") for s in sized]},
         name="prompt chars", showlegend=False, hovertemplate="iteration %{x}: %{y} chars<extra></extra>",
     )
-    figure.update_yaxes(title_text="held-out score", row=1, col=1)
+    figure.update_yaxes(title_text="held-out score", range=SCORE_RANGE, row=1, col=1)  # the whole scale: a small gain looks small
     figure.update_yaxes(title_text="prompt chars", row=2, col=1)
     figure.update_xaxes(title_text="iteration", dtick=1, row=2, col=1)
     figure.update_layout(title="held-out score and prompt length per iteration", height=460)

@@ -11,7 +11,7 @@ from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, 
 from bineval_dspy.core.scoring import score
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.rows import JUDGE_KEY, JudgedSummary, JudgeResult, judge_result
-from bineval_dspy.judges.runner import ordered_map
+from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.usage import Cost
 
 CHECKLIST = Checklist(
@@ -25,7 +25,7 @@ def card(*answers: str) -> Scorecard:
     return score(CHECKLIST, verdicts)
 
 
-def test_ordered_map_draws_rows_only_as_they_start_and_keeps_input_order():
+def test_the_parallel_map_draws_rows_only_as_they_start_and_keeps_input_order():
     drawn = 0
 
     def stream():
@@ -34,19 +34,19 @@ def test_ordered_map_draws_rows_only_as_they_start_and_keeps_input_order():
             drawn += 1
             yield i
 
-    def slow_first(i: int) -> int:
+    def slow_first(i: int) -> tuple[int, int]:
         time.sleep(0.02 if i % 7 == 0 else 0)  # some rows finish after later ones
-        return i * i
+        return i, i * i
 
     seen = []
-    for consumed, (item, result, cost) in enumerate(ordered_map(slow_first, stream(), "t", total=200, rows=8), start=1):
+    for consumed, ((item, result), cost) in enumerate(metered_map(slow_first, stream(), "t", total=200, threads=8), start=1):
         assert drawn - consumed <= 8  # never more than the rows in flight held beyond what was handed on
         assert isinstance(cost, Cost)
         seen.append((item, result))
     assert seen == [(i, i * i) for i in range(200)]
 
 
-def test_ordered_map_runs_rows_together():
+def test_the_parallel_map_runs_rows_together():
     running = most = 0
     lock = threading.Lock()
 
@@ -59,7 +59,7 @@ def test_ordered_map_runs_rows_together():
         with lock:
             running -= 1
 
-    list(ordered_map(hold, iter(range(24)), "t", total=24, rows=6))
+    list(metered_map(hold, iter(range(24)), "t", total=24, threads=6))
     assert most == 6
 
 

@@ -91,3 +91,41 @@ def test_a_stop_request_finishes_the_units_in_flight_then_interrupts():
         stopping.reset()
     assert yielded == [0, 1]
     assert [r for r, _ in metered_map(unit, [5], "units", show=False)] == [5]  # reset: the next command runs
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_map_inside_a_unit_finishes_on_a_stop_as_its_unit_does(threads):
+    """The questions of a row, the samples of a prompt: a Ctrl-C asked mid-row lets the row's own map run whole,
+    so the row is saved complete; the outer map then starts no new row."""
+    from bineval_dspy.lm import stopping
+
+    def part(item: tuple[int, int]) -> int:
+        row, k = item
+        if row == 0 and k == 0:
+            assert stopping.request_stop() == 0
+        return k
+
+    def row(n: int) -> list[int]:
+        return [k for k, _ in metered_map(part, [(n, k) for k in range(4)], "parts", threads=threads, show=False)]
+
+    yielded = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for result, _ in metered_map(row, list(range(3)), "rows", show=False):
+                yielded.append(result)
+    finally:
+        stopping.reset()
+    assert yielded == [[0, 1, 2, 3]]
+
+
+def test_the_units_keep_no_dspy_history():
+    """Over a long run DSPy's history would hold every prompt and reply (``metered_map``'s docstring)."""
+    lm = scripted_lm(lambda r: '{"answer": "ok"}')
+    predict = dspy.Predict("question -> answer")
+
+    def unit(n: int) -> None:
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            predict(question=f"q{n}")
+
+    list(metered_map(unit, list(range(3)), "units", threads=2, show=False))
+    assert len(lm.engine.requests) == 3 and lm.history == []

@@ -9,7 +9,7 @@ import pytest
 from bineval_dspy import cli
 from bineval_dspy.report import load_runs, render
 from bineval_dspy.report.figures import plot_text
-from bineval_dspy.report.html import _inline
+from bineval_dspy.report.html import ASSETS, _inline
 from tests.report import builders
 
 
@@ -76,3 +76,16 @@ def test_an_optimizer_run_shows_its_test_split(every_kind):
     html = every_kind.report.read_text(encoding="utf-8")
     assert "Test split (1 items, never seen by the loop; final = iteration 1)" in html
     assert "+1.000 [1.000, 1.000]" in html  # the paired difference of the kept edit on the test prompt
+
+
+def test_score_axes_span_the_whole_scale_and_names_are_never_broken():
+    """A held-out score that moved from 0.61 to 0.63 is drawn on 0-1, not stretched to fill the plot; an arm's or a
+    method's name in a table is kept on one line (issue 47, low)."""
+    from bineval_dspy.report import figures
+    from bineval_dspy.report.stats import Step
+
+    steps = [Step(0, "start", 0.61, 300, "start", 0.61), Step(1, "rules", 0.63, 320, "accepted", 0.63)]
+    layout = figures.trajectory(steps)["layout"]
+    assert layout["yaxis"]["range"] == figures.SCORE_RANGE and figures.SCORE_RANGE[0] <= 0 and figures.SCORE_RANGE[1] >= 1
+    css = (ASSETS / "report.css").read_text()
+    assert "break-all" not in css and "white-space: nowrap" in css.split("code {", 1)[1].split("}", 1)[0]

@@ -42,7 +42,7 @@ def batch_target(options: LMOptions, budgeted: bool = False) -> BatchTarget:
     process; providers other than OpenAI-style ones have batch APIs of their own; a budget (``budgeted``) cannot
     stop a batch, which is billed whole once submitted; nor can client-side rate limits pace it."""
     from bineval_dspy.lm.remote import _checked_url
-    from bineval_dspy.lm.specs import EMBEDDED
+    from bineval_dspy.lm.specs import is_embedded
 
     if budgeted:
         raise InputError("`batch`: a batch is billed whole once submitted, so `max_cost` and `max_calls` cannot stop it; size the run with `limit`")
@@ -51,7 +51,7 @@ def batch_target(options: LMOptions, budgeted: bool = False) -> BatchTarget:
     if options.replicas:
         raise InputError("`batch`: a batch goes to one server's batch API; give `api_base` alone, without `replicas`")
     spec, flag = options.spec, f"{options.source} {options.spec}"
-    if spec in EMBEDDED or spec.endswith(".gguf"):
+    if is_embedded(spec):
         raise InputError(f"`batch`: {flag} runs in this process; a batch goes to a provider's batch API (`lm` openai/<model>, or `api_base`)")
     prefix, _, model = spec.partition("/")
     timeout = options.timeout or DEFAULT_TIMEOUT

@@ -1,0 +1,113 @@
+"""The one loop every resumable run goes through (``runs.execute``): resume, refusal of other settings, the header
+and how a run ends, on a toy run whose units are squares."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from bineval_dspy.core.errors import BudgetExhausted, InputError
+from bineval_dspy.core.runlog import RunLog, model_log
+from bineval_dspy.lm.budget import Budget, BudgetMeter
+from bineval_dspy.lm.usage import Cost
+from bineval_dspy.runs.execute import Here, execute, executor_of
+from bineval_dspy.runs.header import read_header
+
+
+class Square(BaseModel):
+    n: int
+    square: int
+
+
+@dataclass
+class Squares:
+    out: Path
+    numbers: list[int]
+    power: str = "2"
+    fail: set[int] = field(default_factory=set)  # units whose outcome is an error, not a record
+    stop_after: int | None = None  # a budget that ends the run after this many units
+    done: list[int] = field(default_factory=list)  # the units this process did
+    kind: str = "squares"
+    prune: bool = False
+
+    def items(self) -> list[int]:
+        return self.numbers
+
+    def key(self, item: int) -> str:
+        return str(item)
+
+    def log(self) -> RunLog[Square]:
+        return model_log(self.out, Square, key=lambda r: str(r.n))
+
+    def fingerprint(self) -> dict[str, str]:
+        return {"power": self.power}
+
+    def do(self, todo: Sequence[int], meter: BudgetMeter) -> Iterator[Square | str]:
+        for index, n in enumerate(todo):
+            if self.stop_after is not None and index == self.stop_after:
+                raise BudgetExhausted("budget reached")
+            self.done.append(n)
+            yield f"{n}: refused" if n in self.fail else Square(n=n, square=n * n)
+
+    def actor(self) -> tuple[type, tuple[Any, ...]]:
+        raise AssertionError("not on a cluster")
+
+    def record(self, outcome: Square | str) -> Square | None:
+        return outcome if isinstance(outcome, Square) else None
+
+    def usage(self, outcome: Square | str) -> Cost:
+        return Cost(lm_calls=1)
+
+
+def test_a_run_writes_its_records_and_header_and_a_rerun_does_only_what_is_left(tmp_path):
+    out = tmp_path / "squares.jsonl"
+    first = Squares(out, [1, 2, 3, 4], fail={3})
+    done = execute(first, Here())
+    assert (done.written, done.todo, done.kept, len(done.failed)) == (3, 4, 0, 1)
+    header = read_header(out)
+    assert header is not None and (header.kind, header.status, header.usage.lm_calls) == ("squares", "stopped", 4)  # a failed unit: stopped
+    again = Squares(out, [1, 2, 3, 4, 5])
+    done = execute(again, Here())
+    assert again.done == [3, 5] and done.kept == 3 and sorted(done.records) == ["1", "2", "3", "4", "5"]
+    header = read_header(out)
+    assert header is not None and (header.status, header.usage.lm_calls) == ("finished", 6)  # usage summed over resumes
+
+
+def test_other_settings_are_refused_and_overwrite_starts_afresh(tmp_path):
+    out = tmp_path / "squares.jsonl"
+    execute(Squares(out, [1, 2]), Here())
+    with pytest.raises(InputError, match=r"made with other settings \(power: '2' -> '3'\)"):
+        execute(Squares(out, [1, 2], power="3"), Here())
+    cubes = Squares(out, [1, 2], power="3")
+    assert execute(cubes, Here(), overwrite=True).written == 2 and cubes.done == [1, 2]
+
+
+def test_a_budget_stop_keeps_what_was_written_and_says_stopped(tmp_path):
+    out = tmp_path / "squares.jsonl"
+    done = execute(Squares(out, [1, 2, 3], stop_after=2), Here())
+    assert done.stopped is not None and done.written == 2
+    header = read_header(out)
+    assert header is not None and header.status == "stopped"
+    assert execute(Squares(out, [1, 2, 3]), Here()).written == 1
+
+
+def test_a_cluster_takes_no_budget(tmp_path):
+    with pytest.raises(InputError, match="a cluster run takes no budget"):
+        executor_of("local", 2, BudgetMeter(Budget(max_calls=5)))
+    assert isinstance(executor_of(None, 2, BudgetMeter(Budget(max_calls=5))), Here)
+
+
+def test_pruning_runs_drop_records_they_no_longer_ask_for(tmp_path):
+    out = tmp_path / "squares.jsonl"
+    execute(Squares(out, [1, 2, 3]), Here())
+    kept = Squares(out, [1, 2])
+    assert sorted(execute(kept, Here()).records) == ["1", "2", "3"]  # not pruning: a smaller limit keeps the rest
+    pruned = Squares(out, [1, 2])
+    pruned.prune = True
+    assert sorted(execute(pruned, Here()).records) == ["1", "2"]
+    assert len(out.read_text().splitlines()) == 2

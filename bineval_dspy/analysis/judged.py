@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, digest, file_digest, sidecar
@@ -76,16 +75,6 @@ def judged_kind(path: Path) -> Kind:
     return ANALYSED[kind]
 
 
-def _validated(model: type[BaseModel], raw: Any, where: str, prefix: str) -> Any:
-    """``model`` from ``raw``; a bad field is named by its full path in the row (``prefix.field``)."""
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join([prefix, *(str(p) for p in err["loc"])] if prefix else [str(p) for p in err["loc"]]) or "(root)"
-        raise InputError(f"{where}: field '{field}': {err['msg']}") from None
-
-
 def _check_verdicts(checklist: Checklist, verdicts: list[Verdict], where: str, field: str) -> None:
     """Every checklist question answered once, and nothing else: the analysis joins verdicts to questions by id."""
     asked = {q.id for q in checklist.questions}
@@ -132,24 +121,21 @@ def load_judge_output(path: Path, checklist: Checklist, group: str = "input") ->
 
 def scored_methods(path: Path) -> list[str]:
     """The methods of a meta-eval run's scores that kept scorecards (the BinEval ones), in file order."""
-    names: dict[str, None] = {}
-    for _, row in read_jsonl(path, required=("method",)):
-        if row.get("scorecard") is not None:
-            names[str(row["method"])] = None
-    return list(names)
+    from bineval_dspy.meta.runner import scores_log  # only meta-eval runs need the meta package
+
+    return list(dict.fromkeys(record.method for _, record in scores_log(path, hint="").read() if record.scorecard is not None))
 
 
 def load_meta_scores(path: Path, method: str, checklist: Checklist) -> JudgedSet:
     """One BinEval method's scorecards from a meta-eval run's ``scores.jsonl``; documents are the rows' ``doc_id``."""
-    from bineval_dspy.meta.runner import OutputScore  # only meta-eval runs need the meta package
+    from bineval_dspy.meta.runner import scores_log  # only meta-eval runs need the meta package
 
     outputs: list[JudgedOutput] = []
     lines: dict[str, int] = {}
-    for number, row in read_jsonl(path, required=("method",)):
-        if row["method"] != method:
+    for number, record in scores_log(path, hint="").read():
+        if record.method != method:
             continue
         where = f"{path}:{number}"
-        record: OutputScore = _validated(OutputScore, row, where, "")
         if record.scorecard is None:
             raise InputError(f"{where}: field 'scorecard': method {method!r} kept no scorecards (only bineval methods do)")
         _check_verdicts(checklist, record.scorecard.verdicts, where, "scorecard")

@@ -384,9 +384,10 @@ def run_fingerprint(config: MetaEvalConfig, lm: str | None, checklists: Mapping[
     return fingerprint_of(MetaFingerprint(dataset=dataset_fingerprint(config), dimensions=json.dumps(config.scored_dimensions()), sample=sample, lm=lm or "(none)", **methods))
 
 
-def scores_log(out: Path) -> RunLog[OutputScore]:
-    """A meta-eval's scores as a run log: keyed by (method, output id), kept when every dimension got a score."""
-    return model_log(out, OutputScore, key=lambda r: f"{r.method}\x00{r.id}", finished=lambda r: r.complete, hint="; use `overwrite` or a new run_dir")
+def scores_log(out: Path, hint: str = "; use `overwrite` or a new run_dir") -> RunLog[OutputScore]:
+    """A meta-eval's scores as a run log: keyed by (method, output id), kept when every dimension got a score; what
+    every reader of scores reads them through (``hint``: what a damaged line advises; a reader's is empty)."""
+    return model_log(out, OutputScore, key=lambda r: f"{r.method}\x00{r.id}", finished=lambda r: r.complete, hint=hint)
 
 
 def _generated_checklist(

@@ -10,18 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
-from bineval_dspy.core.fingerprint import Fingerprint, digest, file_digest
+from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, digest, file_digest
 from bineval_dspy.core.jsonio import check_output_path, load_model, read_jsonl
 from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, JudgeFields, JudgeOptions, JudgeSpec, Question
 from bineval_dspy.core.settings import added, fingerprint_of, unrecorded
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.code import check_verifiers
-from bineval_dspy.judges.rows import JUDGE_KEY, JudgedSummary, JudgeResult
+from bineval_dspy.judges.rows import JUDGE_KEY, JudgedLine, JudgedSummary, JudgeResult, judged_rows
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.retry import fast_path_default
@@ -111,24 +111,6 @@ def _count_rows(path: Path, limit: int | None, fields: tuple[str, str]) -> int:
     return min(rows, limit) if limit else rows
 
 
-def judged_log(out: Path) -> RunLog[dict[str, Any]]:
-    """The judge's output as a run log: data rows keyed by their data line, kept when complete; a row kept is a
-    row show and report will read, so each carries a whole judge result."""
-
-    def parse(number: int, obj: dict[str, Any]) -> dict[str, Any]:
-        try:
-            JudgeResult.model_validate(obj[JUDGE_KEY])
-        except ValidationError as exc:
-            where = ".".join(str(part) for part in exc.errors()[0]["loc"])
-            raise InputError(f"{out}:{number}: field '{JUDGE_KEY}.{where}' is not a judge result; use `overwrite` or a new output path") from None
-        return obj
-
-    return RunLog(
-        out, key=lambda obj: str(obj[JUDGE_KEY]["line"]), parse=parse, dump=lambda obj: obj,
-        finished=lambda obj: bool(obj[JUDGE_KEY]["complete"]), required=(JUDGE_KEY,),
-    )  # fmt: skip
-
-
 def file_judge(config: JudgeFile, model: str) -> BinaryJudge:
     """The judge ``config`` describes, on the LM named ``model``: its options, or the program's (instructions,
     demos, thresholds and options; options set beside a program are refused, so the run is the program the
@@ -176,8 +158,8 @@ def run_file(config: JudgeFile) -> JudgedFile:
         _collect_batches(run, target)
     done = execute(run, executor, overwrite=config.overwrite, resumed=lambda kept, todo: f"resuming: {kept} complete row(s) kept in {config.output}, {todo} to judge")
     judged = JudgedFile(JudgedSummary(checklist, NO_P_YES), lm.model, done.todo, done.written, done.spent, done.stopped)
-    for _, obj in run.log().read():
-        judged.summary.add(JudgeResult.model_validate(obj[JUDGE_KEY]), obj.get("id"))
+    for _, line in run.log().read():
+        judged.summary.add(line.result, line.row.get("id"))
     return judged
 
 
@@ -216,8 +198,8 @@ class JudgeRun:
     def key(self, item: tuple[int, dict[str, Any]]) -> str:
         return str(item[0])
 
-    def log(self) -> RunLog[dict[str, Any]]:
-        return judged_log(self.config.output)
+    def log(self) -> RunLog[JudgedLine]:
+        return judged_rows(self.config.output, hint=AFRESH)
 
     def fingerprint(self) -> Fingerprint:
         from bineval_dspy.lm.runtime import lm_identity
@@ -247,9 +229,9 @@ class JudgeRun:
     def actor(self) -> tuple[type[JudgeWorker], tuple[Any, ...]]:
         return JudgeWorker, (self.config.model_dump_json(), self.checklist.model_dump_json(), self.fields, user_verifier_files())
 
-    def record(self, outcome: tuple[dict[str, Any], JudgeResult]) -> dict[str, Any]:
+    def record(self, outcome: tuple[dict[str, Any], JudgeResult]) -> JudgedLine:
         row, result = outcome
-        return result.row(row)
+        return JudgedLine(result.row(row), result)
 
     def usage(self, outcome: tuple[dict[str, Any], JudgeResult]) -> Cost:
         return outcome[1].usage
@@ -300,7 +282,7 @@ def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
     spec = config.lm.spec
     judge = file_judge(config, spec)
     count, exact = token_counter(spec)
-    kept = {int(line) for line in judged_log(config.output).finished_keys()} if not config.overwrite else set()
+    kept = {int(line) for line in judged_rows(config.output).finished_keys()} if not config.overwrite else set()
     asked = [q for q in checklist.questions if q.verifier is None]
     predictor = judge.named_predictors()[0][1]
     rows = calls = tokens = 0

@@ -36,7 +36,9 @@ from bineval_dspy.report.figures import Figure
 from bineval_dspy.report.pages import Row, amount, grid_rows, judge_rows, number
 from bineval_dspy.report.runs import (
     AnalysisRun,
+    CalibrationRun,
     ExperimentRun,
+    FinetuneRun,
     JudgeRun,
     MetaRun,
     OptimizerRun,
@@ -50,7 +52,7 @@ from bineval_dspy.report.stats import audit_cost, dimension_means, method_rates,
 ASSETS = files("bineval_dspy.report").joinpath("assets")
 TITLES = {
     "judge": "judge output", "meta": "meta-evaluation", "optimizer": "optimizer run", "analysis": "analysis", "tune": "tune study",
-    "experiment": "experiment",
+    "experiment": "experiment", "calibration": "calibration", "finetune": "fine-tuning samples",
 }
 
 
@@ -208,6 +210,14 @@ def _experiment_view(run: ExperimentRun, charts: Charts) -> dict[str, Any]:
     }
 
 
+def _finetune_view(run: FinetuneRun) -> dict[str, Any]:
+    samples = run.samples
+    return {
+        "run": run, "samples": len(samples), "passing": sum(s.passed for s in samples),
+        "mean": sum(s.score for s in samples) / len(samples) if samples else None, "failed": run.failed_questions(),
+    }  # fmt: skip
+
+
 def _view(run: Run, charts: Charts) -> dict[str, Any]:
     if isinstance(run, JudgeRun):
         return _judge_view(run, charts)
@@ -219,6 +229,10 @@ def _view(run: Run, charts: Charts) -> dict[str, Any]:
         return _analysis_view(run, charts)
     if isinstance(run, ExperimentRun):
         return _experiment_view(run, charts)
+    if isinstance(run, CalibrationRun):
+        return {"run": run}
+    if isinstance(run, FinetuneRun):
+        return _finetune_view(run)
     return _tune_view(run, charts)
 
 

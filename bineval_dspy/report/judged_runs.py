@@ -1,11 +1,11 @@
 """Judged outputs for ``report`` and ``show``: `bineval judge` rows, `bineval demo` output, and suite outputs
-(`bineval verify` and `bineval generate` rows) shown as judged rows with one verdict per instruction or check."""
+(`bineval verify` and `bineval generate` rows) shown as judged rows with one verdict per instruction or check. Each
+log is read through its run log (``judged_rows``, ``generated_log``, ``graded_log``), as the run that wrote it does."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -14,12 +14,14 @@ from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core.degenerate import Degenerate, Tally, degeneracy
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
+from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.schema import Scorecard, Verdict
 from bineval_dspy.judges.rows import judged_rows
 from bineval_dspy.lm.usage import Cost, total
+from bineval_dspy.programs.generator import generated_log
 from bineval_dspy.programs.records import GenerationRecord
 from bineval_dspy.report.spend import spend_of
+from bineval_dspy.suites.grading import ResultRow, graded_log
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -76,41 +78,46 @@ def suite_card(verdicts: list[Verdict]) -> Scorecard:
                      unanswered_by_dimension={SUITE_DIMENSION: unanswered} if unanswered else {})
 
 
-def verified_card(row: dict[str, Any], where: str) -> Scorecard:
+def verified_card(row: ResultRow, where: str) -> Scorecard:
     """`verify`'s row: one verdict per instruction, unanswered where its kwargs left it ungraded."""
-    ids, follows = row.get("instruction_id_list"), row.get("follow_instruction_list")
-    if not isinstance(ids, list) or not isinstance(follows, list) or len(ids) != len(follows):
+    if len(row.instruction_id_list) != len(row.follow_instruction_list):
         raise InputError(f"{where}: fields 'instruction_id_list' and 'follow_instruction_list' must be lists of one length")
     answers = {True: "yes", False: "no", None: "unanswered"}
-    if any(f not in answers for f in follows):
-        raise InputError(f"{where}: field 'follow_instruction_list': expected true, false or null")
     # Keyed by the instruction's id, not its position: views add verdicts up by question id across rows, and rows
     # list their instructions in any order (a second use of one id in a row is told apart by its place).
     seen: Counter[str] = Counter()
     verdicts = []
-    for i, f in zip(ids, follows):
-        seen[str(i)] += 1
-        key = str(i) if seen[str(i)] == 1 else f"{i}#{seen[str(i)]}"
-        verdicts.append(Verdict(question_id=key, question=str(i), dimension=SUITE_DIMENSION, answer=answers[f], judge=f"code:{i}"))  # type: ignore[arg-type]
+    for i, f in zip(row.instruction_id_list, row.follow_instruction_list):
+        seen[i] += 1
+        key = i if seen[i] == 1 else f"{i}#{seen[i]}"
+        verdicts.append(Verdict(question_id=key, question=i, dimension=SUITE_DIMENSION, answer=answers[f], judge=f"code:{i}"))  # type: ignore[arg-type]
     return suite_card(verdicts)
 
 
-def generated_card(row: dict[str, Any], where: str) -> Scorecard:
+def generated_card(record: GenerationRecord) -> Scorecard:
     """`generate`'s row: its STICK checks as verdicts (a plain generation has none)."""
-    record = validated(GenerationRecord, row, where)
     return suite_card([
         Verdict(question_id=f"q{k}", question=c.question, dimension=SUITE_DIMENSION, answer=c.answer, explanation=c.explanation, judge=c.judge)
         for k, c in enumerate(record.checks or [])
     ])
 
 
-def suite_output(path: Path, card_of: Callable[[dict[str, Any], str], Scorecard], task: str) -> JudgeRun:
-    """`verify` or `generate` output shown as judged rows: the prompt as input, the response as output."""
+def generated_output(path: Path) -> JudgeRun:
+    """`generate` output, read through its run log, shown as judged rows: the prompt as input, the response as output."""
     rows = []
-    for number, row in read_jsonl(path, required=("key", "response")):
-        where = f"{path}:{number}"
-        rows.append(JudgedRow(id=str(row["key"]), input=text_of(row.get("prompt")), output=text_of(row["response"]), card=card_of(row, where), spend=spend_of(row, where)))
-    return JudgeRun(source=path, rows=rows, task=task)
+    for number, raw in generated_log(path).read():
+        record = validated(GenerationRecord, raw, f"{path}:{number}")
+        rows.append(JudgedRow(id=str(record.key), input=record.prompt, output=record.response, card=generated_card(record), spend=record.usage or Cost()))
+    return JudgeRun(source=path, rows=rows, task="`bineval generate` output: each STICK check a verdict (none without STICK)")
+
+
+def verified_output(path: Path) -> JudgeRun:
+    """`verify` output, read through its run log, shown as judged rows: one code-checked verdict per instruction."""
+    rows = [
+        JudgedRow(id=str(row.key), input=row.prompt, output=row.response, card=verified_card(row, f"{path}:{number}"), spend=Cost())
+        for number, row in graded_log(path).read()
+    ]
+    return JudgeRun(source=path, rows=rows, task="`bineval verify` output: each instruction a code-checked verdict")
 
 
 def judge_output(path: Path) -> JudgeRun:

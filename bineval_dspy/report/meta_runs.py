@@ -15,12 +15,11 @@ from pydantic import BaseModel
 
 from bineval_dspy.analysis.judged import meta_references, recorded_fingerprint
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import load_model, read_jsonl, read_text
+from bineval_dspy.core.jsonio import load_model, read_text
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.correlation import LEVELS, MIN_SUMMARY_DOCUMENTS, STATISTICS, Estimate, LevelCorrelation
 from bineval_dspy.meta.report import SystemRanking, cell_levels, system_rankings
-from bineval_dspy.meta.runner import SCORES_FILE, MetaEvalResults, OutputScore
-from bineval_dspy.report.judged_runs import validated
+from bineval_dspy.meta.runner import SCORES_FILE, MetaEvalResults, OutputScore, scores_log
 
 META_RESULTS_FILE = "results.json"  # written by meta.report.write_report
 
@@ -91,8 +90,7 @@ def load_meta(folder: Path, scores_file: Path | None = None, config: Path | None
     path = scores_file or folder / SCORES_FILE
     scores: list[OutputScore] = []
     spends: dict[str, Cost] = {}
-    for number, row in read_jsonl(path, required=("method",)):
-        record = validated(OutputScore, row, f"{path}:{number}")
+    for _, record in scores_log(path, hint="").read():
         scores.append(record)
         spends[record.method] = spends.get(record.method, Cost()) + record.usage
     if not scores:

@@ -1,18 +1,19 @@
 """Every kind of run the library writes, found from a path and read into typed objects, for ``report`` and ``show``.
 
 A path is a run directory (an optimizer's ``audit.json``, a meta-evaluation's ``scores.jsonl``, an analysis's
-``phi.json``/``pruning.json``/``weights.json``, a tune study's or an experiment's ``results.json``), one of those
-files, a log (`bineval judge`, `generate` or `verify` output) or its header, `bineval demo` output, or a meta-eval
-config (``.toml``: its run directory, with the dataset's human scores to compare against). ``load_run`` reads a file
-by the reader ``READERS`` holds for its kind (``runs.files.run_kind``: its header's, its ``kind`` field's, or for an
-older file what its keys say). Anything else is one InputError line, before any number is computed.
+``phi.json``/``pruning.json``/``weights.json``, a tune study's, an experiment's or a calibration's ``results.json``,
+fine-tuning's ``samples.jsonl``), one of those files, a log (`bineval judge`, `generate` or `verify` output) or its
+header, `bineval demo` output, or a meta-eval config (``.toml``: its run directory, with the dataset's human scores
+to compare against). ``load_run`` reads a file by the reader ``READERS`` holds for its kind (``runs.files.run_kind``:
+its header's, its ``kind`` field's, or for an older file what its keys say); ``READERS`` holds one for every kind
+``runs.kinds.RUN_KINDS`` names, and only those. Anything else is one InputError line, before any number is computed.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -25,33 +26,42 @@ from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, read_json_object
 from bineval_dspy.core.registry import Registry
+from bineval_dspy.core.runlog import model_log
 from bineval_dspy.experiment.grid import GridRow, read_grid
 from bineval_dspy.experiment.runner import ExperimentResults
+from bineval_dspy.finetune.data import SAMPLES_FILE, PromptSamples, Sample
+from bineval_dspy.judges.probe import ProbeRecord
 from bineval_dspy.lm.estimate import Plan, load_plan
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.runner import SCORES_FILE
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
+from bineval_dspy.optimize.calibrate import CalibrationResults
 from bineval_dspy.optimize.results import RESULTS_FILE as OPTIMIZE_RESULTS_FILE
 from bineval_dspy.optimize.results import RunResults
 from bineval_dspy.report.judged_runs import (
     JudgedRow,
     JudgeRun,
     demo_output,
-    generated_card,
+    generated_output,
     judge_output,
-    suite_output,
     validated,
-    verified_card,
+    verified_output,
 )
 from bineval_dspy.report.meta_runs import CorrelationRow, MetaRun, load_meta, meta_from_config, meta_results
 from bineval_dspy.report.spend import spend_of
 from bineval_dspy.runs.files import NOT_A_RUN, headed_log, run_kind
+from bineval_dspy.runs.header import read_header
+from bineval_dspy.runs.kinds import RUN_KINDS
+from bineval_dspy.stats.bootstrap import Interval
 from bineval_dspy.tune.report import RESULTS_FILE, TuneResults
 
 M = TypeVar("M", bound=BaseModel)
 
-Kind = Literal["judge", "meta", "optimizer", "analysis", "tune", "experiment"]
-__all__ = ["AnalysisRun", "CorrelationRow", "ExperimentRun", "JudgeRun", "JudgedRow", "MetaRun", "OptimizerRun", "Run", "READERS", "RunReader", "TuneRun", "load_run", "load_runs", "shown_path"]
+Kind = Literal["judge", "meta", "optimizer", "analysis", "tune", "experiment", "calibration", "finetune"]
+__all__ = [
+    "AnalysisRun", "CalibrationRun", "CorrelationRow", "ExperimentRun", "FinetuneRun", "JudgeRun", "JudgedRow", "MetaRun", "OptimizerRun",
+    "Run", "READERS", "TuneRun", "load_run", "load_runs", "shown_path",
+]  # fmt: skip
 
 
 def shown_path(path: Path) -> str:
@@ -109,20 +119,49 @@ class ExperimentRun:
     kind: Literal["experiment"] = "experiment"
 
 
-Run = JudgeRun | MetaRun | OptimizerRun | AnalysisRun | TuneRun | ExperimentRun
+@dataclass(frozen=True)
+class CalibrationRun:
+    """`bineval calibrate`'s ``results.json``: how the probe judge's head was trained, its out-of-fold figures, and
+    its figures on held-out test examples (with intervals over tasks) when the run had some."""
+
+    source: Path
+    results: CalibrationResults
+    record: ProbeRecord  # the results' training record, typed
+    spend: Cost = field(default_factory=Cost)  # the head reads a model in this process: no LM calls are billed
+    kind: Literal["calibration"] = "calibration"
+
+    @property
+    def figures(self) -> list[tuple[str, float | None, Interval | None]]:
+        """Each figure (kappa, balanced accuracy, AUROC, ...) out-of-fold beside the same on the test split, if any."""
+        validation, test = self.record.validation, self.results.test
+        return [(name, validation.get(name), test.get(name)) for name in dict.fromkeys([*validation, *test])]
+
+
+@dataclass(frozen=True)
+class FinetuneRun:
+    """Fine-tuning's ``samples.jsonl``: each train prompt's sampled responses and what its checklist said of them."""
+
+    source: Path
+    prompts: list[PromptSamples]
+    spend: Cost = field(default_factory=Cost)  # the log's header's (none before headers)
+    kind: Literal["finetune"] = "finetune"
+
+    @property
+    def samples(self) -> list[Sample]:
+        return [sample for prompt in self.prompts for sample in prompt.samples]
+
+    def failed_questions(self) -> list[tuple[str, int]]:
+        """The questions samples failed, by how many samples failed each, most first."""
+        return Counter(question for sample in self.samples for question in sample.failed).most_common()
+
+
+Run = JudgeRun | MetaRun | OptimizerRun | AnalysisRun | TuneRun | ExperimentRun | CalibrationRun | FinetuneRun
 
 
 # -- finding and reading -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RunReader:
-    """How ``load_run`` reads the files of one run kind: ``read`` makes the run from a file with one of ``suffixes``."""
-
-    read: Callable[[Path], Run]
-    suffixes: tuple[str, ...] = (".json",)
-
-
-# The run kinds show and report read, by the kind a file's header or ``kind`` field names (``runs.files.run_kind``).
-READERS: Registry[RunReader] = Registry("run kind")
+# Each run kind's reader, by the kind a file's header or ``kind`` field names (``runs.files.run_kind``): one for every
+# kind ``runs.kinds.RUN_KINDS`` registers, which also says which suffixes its files have.
+READERS: Registry[Callable[[Path], Run]] = Registry("run kind reader")
 
 
 def load_runs(path: Path) -> list[Run]:
@@ -144,12 +183,12 @@ def load_run(path: Path) -> Run:
     if path.suffix not in (".json", ".jsonl"):
         raise InputError(f"{path}: {NOT_A_RUN}; files are read by their suffix: .json, .jsonl or a meta-eval config .toml")
     kind = run_kind(path)
-    reader = READERS.get(kind)
-    if reader is None:
+    known = RUN_KINDS.get(kind)
+    if known is None:
         raise InputError(f"{path}: {NOT_A_RUN} (its kind is {kind!r})")
-    if path.suffix not in reader.suffixes:
-        raise InputError(f"{path}: {NOT_A_RUN} (a {kind!r} run is a {' or '.join(reader.suffixes)} file)")
-    return reader.read(path)
+    if path.suffix not in known.suffixes:
+        raise InputError(f"{path}: {NOT_A_RUN} (a {kind!r} run is a {' or '.join(known.suffixes)} file)")
+    return READERS[kind](path)
 
 
 def _folder_runs(folder: Path) -> list[Run]:
@@ -163,8 +202,10 @@ def _folder_runs(folder: Path) -> list[Run]:
     own = (folder / SCORES_FILE).is_file() or (folder / AUDIT_FILE).is_file()  # a meta-eval and an optimizer write one too
     if (folder / RESULTS_FILE).is_file() and not own:
         runs.append(load_run(folder / RESULTS_FILE))
+    if (folder / SAMPLES_FILE).is_file():
+        runs.append(load_run(folder / SAMPLES_FILE))
     if not runs:
-        raise InputError(f"{folder}: not a run directory (no {AUDIT_FILE}, {SCORES_FILE}, {REPORT_FILES['phi']} or {RESULTS_FILE})")
+        raise InputError(f"{folder}: not a run directory (no {AUDIT_FILE}, {SCORES_FILE}, {REPORT_FILES['phi']}, {RESULTS_FILE} or {SAMPLES_FILE})")
     return runs
 
 
@@ -190,6 +231,19 @@ def _experiment(path: Path) -> ExperimentRun:
 def _tune(path: Path) -> TuneRun:
     results = load_model(path, TuneResults)
     return TuneRun(source=path.parent, results=results, spend=results.usage)
+
+
+def _calibration(path: Path) -> CalibrationRun:
+    results = load_model(path, CalibrationResults)
+    return CalibrationRun(source=path.parent, results=results, record=validated(ProbeRecord, results.record, f"{path}: in 'record'"))
+
+
+def _samples(path: Path) -> FinetuneRun:
+    """Fine-tuning's samples, read through their run log (the one ``finetune.data.SamplesRun.log`` opens), with what the
+    header says they cost."""
+    prompts = [record for _, record in model_log(path, PromptSamples, key=lambda r: r.key).read()]
+    header = read_header(path)
+    return FinetuneRun(source=path, prompts=prompts, spend=header.usage if header is not None else Cost())
 
 
 def _demo(path: Path) -> JudgeRun:
@@ -223,14 +277,16 @@ def _analysis_file(kind: str) -> Callable[[Path], Run]:
     return lambda path: _analysis(path.parent, {kind: path})
 
 
-READERS.add("judge", RunReader(judge_output, (".jsonl",)))
-READERS.add("generate", RunReader(partial(suite_output, card_of=generated_card, task="`bineval generate` output: each STICK check a verdict (none without STICK)"), (".jsonl",)))
-READERS.add("verify", RunReader(partial(suite_output, card_of=verified_card, task="`bineval verify` output: each instruction a code-checked verdict"), (".jsonl",)))
-READERS.add("demo", RunReader(_demo))
-READERS.add("meta-eval", RunReader(_meta, (".jsonl", ".json")))
-READERS.add("optimizer-audit", RunReader(_optimizer))
-READERS.add("optimizer-test", RunReader(_optimizer_test))
+READERS.add("judge", judge_output)
+READERS.add("generate", generated_output)
+READERS.add("verify", verified_output)
+READERS.add("meta-eval", _meta)
+READERS.add("finetune-samples", _samples)
+READERS.add("demo", _demo)
+READERS.add("optimizer-audit", _optimizer)
+READERS.add("optimizer-test", _optimizer_test)
 for _name in REPORT_FILES:  # phi, pruning, weights
-    READERS.add(_name, RunReader(_analysis_file(_name)))
-READERS.add("tune", RunReader(_tune))
-READERS.add("experiment", RunReader(_experiment))
+    READERS.add(_name, _analysis_file(_name))
+READERS.add("tune", _tune)
+READERS.add("experiment", _experiment)
+READERS.add("calibration", _calibration)

@@ -2,7 +2,8 @@
 ``show_run`` from Python.
 
 The same runs as ``bineval report`` reads (``report.runs.load_runs``), in brief: judge output, meta-evaluations,
-optimizer runs (trajectory and first-vs-final prompt diff), analyses and tune studies. Text from data is printed
+optimizer runs (trajectory and first-vs-final prompt diff), analyses, tune studies, experiments, calibrations and
+fine-tuning's samples. Text from data is printed
 as text (``Text``, ``markup=False``): a bracket in a question or a reason is never read as console markup, and a
 control character (ANSI, OSC) is shown escaped, never sent to the terminal.
 """
@@ -30,7 +31,9 @@ if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for
     from bineval_dspy.optimize.results import TestResults
     from bineval_dspy.report.runs import (
         AnalysisRun,
+        CalibrationRun,
         ExperimentRun,
+        FinetuneRun,
         JudgeRun,
         MetaRun,
         OptimizerRun,
@@ -325,10 +328,58 @@ def _cell(cell: GridCell | None) -> str:
     return score + (f" missed {', '.join(missed)}" if missed else "")
 
 
+# -- calibrations and fine-tuning samples --------------------------------------------------------------------------
+def show_calibration(run: CalibrationRun) -> None:
+    """What the probe was trained on, and its figures out-of-fold and on the test split, as `bineval calibrate` printed them."""
+    from bineval_dspy.report.pages import number
+
+    record, results = run.record, run.results
+    _say(f"a probe judge on {record.model}")
+    _say(f"trained on {record.rows} row(s) of {len(record.groups)} task(s), {record.yes_share:.0%} yes; labels: {record.labels}")
+    tested = (f"test ({results.test_rows} rows)",) if results.test else ()
+    table = _table("the head's figures", "figure", f"{record.folds} folds by task", *tested, left=("figure",))
+    for name, validation, held_out in run.figures:
+        _row(table, name.replace("_", " "), number(validation), *(held_out.text() if held_out else "-" for _ in tested))
+    console.print(table)
+    if not results.test:
+        _say("no test split: the head was not scored on held-out tasks")
+
+
+def show_finetune(run: FinetuneRun) -> None:
+    """The samples fine-tuning drew: how many pass, the prompts with the fewest passing, the questions failed most."""
+    from bineval_dspy.report.pages import number
+
+    samples = run.samples
+    mean = sum(s.score for s in samples) / len(samples) if samples else None
+    _say(f"{len(run.prompts)} train prompt(s), {len(samples)} sample(s), {sum(s.passed for s in samples)} passing; mean checklist score {number(mean, 2)}")
+    _spend(run.spend)
+    fewest = sorted(run.prompts, key=lambda p: sum(s.passed for s in p.samples))[:WORST]
+    prompts = _table(f"fewest passing first ({len(fewest)} of {len(run.prompts)})", "prompt", "samples", "passing", "best", "worst", left=("prompt",), wrap=("prompt",))
+    for prompt in fewest:
+        scores = [s.score for s in prompt.samples]
+        _row(prompts, prompt.key, len(scores), sum(s.passed for s in prompt.samples), number(max(scores, default=None), 2), number(min(scores, default=None), 2))
+    console.print(prompts)
+    failed = run.failed_questions()[:WORST]
+    if failed:
+        questions = _table("questions failed most", "question", "samples", left=("question",), wrap=("question",))
+        for question, count in failed:
+            _row(questions, question, count)
+        console.print(questions)
+
+
 def show_run(run: Run) -> None:
     """The run's title line, then the view of its kind."""
     from bineval_dspy.report.html import TITLES
-    from bineval_dspy.report.runs import AnalysisRun, ExperimentRun, JudgeRun, MetaRun, OptimizerRun, shown_path
+    from bineval_dspy.report.runs import (
+        AnalysisRun,
+        CalibrationRun,
+        ExperimentRun,
+        FinetuneRun,
+        JudgeRun,
+        MetaRun,
+        OptimizerRun,
+        shown_path,
+    )
 
     _say(f"== {TITLES[run.kind]}: {shown_path(run.source)}")
     if isinstance(run, JudgeRun):
@@ -341,5 +392,9 @@ def show_run(run: Run) -> None:
         show_analysis(run)
     elif isinstance(run, ExperimentRun):
         show_experiment(run)
+    elif isinstance(run, CalibrationRun):
+        show_calibration(run)
+    elif isinstance(run, FinetuneRun):
+        show_finetune(run)
     else:
         show_tune(run)

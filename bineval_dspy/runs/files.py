@@ -15,7 +15,7 @@ from bineval_dspy.runs.header import header_path, read_header
 
 NOT_A_RUN = (
     "not a run the library writes (an optimizer's audit.json, a meta-eval's scores.jsonl, analyze's phi.json, pruning.json or "
-    "weights.json, tune's or experiment's results.json, judge, demo, verify or generate output)"
+    "weights.json, tune's, experiment's or calibrate's results.json, fine-tuning's samples.jsonl, judge, demo, verify or generate output)"
 )
 
 # Old results files by the keys that tell them apart, tried in this order (an experiment's results have splits too).
@@ -31,12 +31,14 @@ LEGACY_FILES: tuple[tuple[str, frozenset[str]], ...] = tuple((kind, frozenset(ke
     ("meta-eval", {"dataset", "methods", "run_dir"}),
 ))  # fmt: skip
 # Old logs by the keys of their first row: the judge's rows keep the data's fields and put theirs under "bineval"
-# (judges.rows.JUDGE_KEY, as those files wrote it), a meta-eval's scores.jsonl, `bineval verify`'s and `generate`'s rows.
+# (judges.rows.JUDGE_KEY, as those files wrote it), a meta-eval's scores.jsonl, `bineval verify`'s and `generate`'s rows,
+# fine-tuning's samples.jsonl. Every kind in either table is one ``runs.kinds.RUN_KINDS`` registers.
 LEGACY_LOGS: tuple[tuple[str, frozenset[str]], ...] = tuple((kind, frozenset(keys)) for kind, keys in (
     ("judge", {"bineval"}),
     ("meta-eval", {"method", "scores"}),
     ("verify", {"follow_instruction_list", "instruction_id_list"}),
     ("generate", {"key", "response"}),
+    ("finetune-samples", {"key", "prompt", "samples"}),
 ))  # fmt: skip
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.runlog import RunLog, model_log
 from bineval_dspy.suites.rows import ResponseRow, SuiteRow, load_responses, load_suite
 from bineval_dspy.verifiers import Mode, follows
 
@@ -180,3 +181,9 @@ def verify_files(
             "skipped_responses": stats.skipped_responses + len(bad_responses or []),
         }
     )
+
+
+def graded_log(out: Path) -> RunLog[ResultRow]:
+    """`bineval verify` output as its run log (written whole, never resumed), for its readers (``show``, ``report``):
+    a row that is no ``ResultRow`` is one located line."""
+    return model_log(out, ResultRow, key=lambda row: str(row.key), hint="")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bineval_dspy import cli
@@ -47,6 +49,13 @@ def test_every_kind_fits_80_columns(runs, narrow, capsys):
     assert "== analysis:" in out and "pruning at |phi| > 0.8" in out and "weighted" in out
     out = show(capsys, tune)
     assert "== tune study:" in out and "Pareto front (3 trials)" in out
+
+
+def test_a_calibration_and_fine_tuning_samples_fit_80_columns(tmp_path, narrow, capsys):
+    out = show(capsys, Path(__file__).resolve().parents[2] / "experiments" / "results" / "probe_summeval")
+    assert "== calibration:" in out and "balanced accuracy" in out and "no test split" in out
+    out = show(capsys, builders.finetune_samples(tmp_path, failed="Does the response list exactly two fruits, one per line?"))
+    assert "== fine-tuning samples:" in out and "fewest passing first (2 of 2)" in out and "questions failed most" in out
 
 
 def test_text_from_data_is_never_console_markup(tmp_path, monkeypatch, narrow, capsys):

@@ -142,6 +142,22 @@ def tune_run(tmp_path: Path, single: bool = False) -> Path:
     return folder
 
 
+def finetune_samples(tmp_path: Path, failed: str = "Is it a list?") -> Path:
+    """Fine-tuning's samples.jsonl of two prompts, as written before headers (the run itself needs a model to train)."""
+    from bineval_dspy.finetune.data import SAMPLES_FILE, PromptSamples, Sample
+
+    prompts = [
+        PromptSamples(key="p1", prompt="List two fruits.", samples=[
+            Sample(rollout=None, response="- apple\n- pear", score=1.0, passed=True, failed=[]),
+            Sample(rollout=0, response="apple", score=0.5, passed=False, failed=[failed]),
+        ]),
+        PromptSamples(key="p2", prompt="Name a colour.", samples=[Sample(rollout=0, response="", score=0.0, passed=False, failed=[failed, "Is it short?"])]),
+    ]  # fmt: skip
+    path = _folder(tmp_path, "finetune") / SAMPLES_FILE
+    path.write_text("".join(p.model_dump_json() + "\n" for p in prompts))
+    return path
+
+
 def every_kind(folder: Path) -> list[Path]:
     """A run of every kind in ``folder``: judge output, a meta-eval's config, an optimizer run, an analysis, a study."""
     with pytest.MonkeyPatch.context() as monkeypatch:

@@ -1,22 +1,29 @@
 """``load_run`` reads a file by its kind: a log's header, a results file's ``kind`` field, and for files written before
-either, the kind their keys say (``runs.files.legacy_kind``). Every run file the repository keeps still loads."""
+either, the kind their keys say (``runs.files.legacy_kind``). Every kind ``runs.kinds.RUN_KINDS`` registers has a
+reader, and every run file the repository keeps still loads."""
 
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from bineval_dspy import __version__
+from bineval_dspy import __version__, cli
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.judges.rows import JUDGE_KEY
-from bineval_dspy.report import JudgeRun, MetaRun, OptimizerRun, load_runs
-from bineval_dspy.report.runs import READERS, load_run
+from bineval_dspy.lm.usage import Cost
+from bineval_dspy.optimize.calibrate import CalibrationResults
+from bineval_dspy.report import JudgeRun, MetaRun, OptimizerRun, load_runs, render
+from bineval_dspy.report.runs import READERS, CalibrationRun, FinetuneRun, load_run
 from bineval_dspy.runs.files import LEGACY_FILES, LEGACY_LOGS, legacy_kind, run_kind
 from bineval_dspy.runs.header import RunHeader, header_path, write_header
+from bineval_dspy.runs.kinds import RUN_KINDS
+from bineval_dspy.stats.bootstrap import Interval
+from tests.report import builders
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "experiments" / "results"
@@ -31,7 +38,9 @@ KEPT = [
     ("meta_qags_cnndm_30.json", "meta-eval", "meta"),  # a meta-eval's results.json kept without its scores
     ("meta_summeval_probe_cv.json", "meta-eval", "meta"),
     ("tune_qworld.json", "tune", "tune"),
+    ("probe_summeval/results.json", "calibration", "calibration"),
 ]
+ALWAYS_KINDED = {"calibration"}  # written with its kind field from the first: no older file to tell by its keys
 
 # What experiments/results keeps beside runs, by name, and why it is no run: every other .json or .jsonl must load.
 SCRIPTS = sorted(path.stem for path in (ROOT / "experiments").glob("*.py"))  # bench_judge.py writes bench_judge*.json
@@ -42,13 +51,11 @@ NOT_RUNS = {
     "probe.json": "a probe judge's head (judges.probe)",
     "*_probe_head.json": "a probe judge's head, kept apart from its run",
 }
-NOT_READ = {"probe_summeval/results.json": "`bineval calibrate`'s results: show and report have no view of a calibration"}
 
 
 def no_run(path: Path) -> bool:
-    name = path.relative_to(RESULTS).as_posix()
     by_script = any(path.stem == script or path.stem.startswith(script + "_") for script in SCRIPTS)
-    return by_script or name in NOT_READ or any(fnmatch.fnmatch(path.name, pattern) for pattern in NOT_RUNS)
+    return by_script or any(fnmatch.fnmatch(path.name, pattern) for pattern in NOT_RUNS)
 
 
 def test_every_run_file_the_repository_keeps_loads():
@@ -57,15 +64,21 @@ def test_every_run_file_the_repository_keeps_loads():
     assert len(runs) >= len(KEPT) and all(p.suffix == ".json" for p in files if no_run(p))
     for path in runs:
         assert load_run(path).kind, path
-    for name in NOT_READ:
-        with pytest.raises(InputError, match="its kind is 'calibration'"):
-            load_run(RESULTS / name)
+
+
+def test_every_run_kind_has_a_reader_and_every_reader_a_kind():
+    assert set(READERS) == set(RUN_KINDS)  # a new kind without a reader (or a reader of no kind) fails here
+    for name, kind in RUN_KINDS.items():
+        assert importlib.util.find_spec(kind.module) is not None, name
+        assert kind.suffixes and set(kind.suffixes) <= {".json", ".jsonl"}, name
 
 
 @pytest.mark.parametrize(("name", "kind", "shown"), KEPT)
 def test_each_format_the_repository_keeps_is_read_as_its_kind(name, kind, shown):
     path = RESULTS / name
-    assert run_kind(path) == kind and legacy_kind(path) == kind  # the keys tell it too, with a kind field or without
+    assert run_kind(path) == kind
+    if kind not in ALWAYS_KINDED:
+        assert legacy_kind(path) == kind  # the keys tell it too, with a kind field or without
     assert load_run(path).kind == shown
 
 
@@ -104,7 +117,7 @@ def test_logs_are_read_by_their_header_and_without_one_by_their_first_row(tmp_pa
     assert isinstance(meta, MetaRun) and meta.methods == ["bineval", "g-eval", "rouge-l"] and meta.table
 
     suite = {"key": 1, "prompt": "List two fruits.", "response": "- apple\n- pear"}
-    graded = rows(tmp_path / "graded.jsonl", {**suite, "instruction_id_list": ["a"], "follow_instruction_list": [True]})
+    graded = rows(tmp_path / "graded.jsonl", {**suite, "instruction_id_list": ["a"], "follow_instruction_list": [True], "follow_all_instructions": True})
     generated = rows(tmp_path / "generated.jsonl", suite)
     assert (run_kind(graded), run_kind(generated)) == ("verify", "generate")
     assert load_run(graded).rows[0].card.overall == 1.0 and load_run(generated).rows[0].output == suite["response"]  # type: ignore[union-attr]
@@ -135,7 +148,8 @@ def test_an_optimizer_and_a_meta_eval_from_before_results_carried_their_kind(tmp
     ("name", "text", "message"),
     [
         ("program.json", '{"kind": "judge", "instructions": {}}', "a 'judge' run is a .jsonl file"),
-        ("results.json", '{"kind": "calibration", "probe": "x"}', "its kind is 'calibration'"),
+        ("results.json", '{"kind": "a-later-kind", "probe": "x"}', "its kind is 'a-later-kind'"),
+        ("samples.json", '{"kind": "finetune-samples"}', "a 'finetune-samples' run is a .jsonl file"),
         ("results.json", '{"kind": "optimizer-test", "splits": {}}', "without the run's audit.json beside them"),
         ("x.jsonl", '{"input": "a", "output": "b"}\n', "x.jsonl:1: not a run the library writes"),
         ("x.jsonl", "", "x.jsonl: no rows"),
@@ -148,7 +162,39 @@ def test_a_file_of_no_run_kind_is_one_line(tmp_path, name, text, message):
         load_run(path)
 
 
-def test_every_kind_an_older_file_is_read_as_has_a_reader():
+def test_an_older_file_is_only_ever_read_as_a_registered_kind():
     assert LEGACY_LOGS[0] == ("judge", frozenset({JUDGE_KEY}))  # the key old judge rows put their result under
-    assert {kind for kind, _ in LEGACY_LOGS} <= {kind for kind, reader in READERS.items() if ".jsonl" in reader.suffixes}
-    assert {kind for kind, _ in LEGACY_FILES} <= {kind for kind, reader in READERS.items() if ".json" in reader.suffixes}
+    assert {kind for kind, _ in LEGACY_LOGS} <= {name for name, kind in RUN_KINDS.items() if ".jsonl" in kind.suffixes}
+    assert {kind for kind, _ in LEGACY_FILES} <= {name for name, kind in RUN_KINDS.items() if ".json" in kind.suffixes}
+
+
+def test_fine_tuning_samples_are_shown_and_reported(tmp_path, capsys):
+    path = builders.finetune_samples(tmp_path)
+    assert run_kind(path) == "finetune-samples"  # its keys tell it, before headers
+    write_header(path, RunHeader(kind="finetune-samples", version=__version__, usage=Cost(lm_calls=7)))
+    (run,) = load_runs(path.parent)
+    assert isinstance(run, FinetuneRun) and [p.key for p in run.prompts] == ["p1", "p2"] and run.spend.lm_calls == 7
+    assert run.failed_questions() == [("Is it a list?", 2), ("Is it short?", 1)]
+    capsys.readouterr()
+    assert cli.main(["show", str(header_path(path))]) == 0  # its header, like the log, shows the run
+    out = capsys.readouterr().out
+    assert "== fine-tuning samples:" in out and "2 train prompt(s), 3 sample(s), 1 passing" in out and "Is it short?" in out
+    html = render([run], charts_on=False)
+    assert "fine-tuning samples" in html and "Is it a list?" in html
+
+
+def test_a_calibration_shows_its_figures_out_of_fold_and_on_test(tmp_path, capsys):
+    kept = json.loads((RESULTS / "probe_summeval" / "results.json").read_text())
+    test = {"kappa": Interval(estimate=0.31, low=0.2, high=0.4), "auroc": Interval(estimate=0.7, low=0.6, high=0.8)}
+    results = CalibrationResults(probe=kept["probe"], record=kept["record"], test_rows=40, test=test)
+    path = tmp_path / "results.json"
+    path.write_text(results.model_dump_json())
+    (run,) = load_runs(tmp_path)
+    assert isinstance(run, CalibrationRun) and run.record.folds == 5
+    assert [name for name, _, _ in run.figures][:3] == ["kappa", "balanced_accuracy", "auroc"]
+    capsys.readouterr()
+    assert cli.main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "== calibration:" in out and "trained on 5120 row(s) of 80 task(s)" in out and "test (40 rows)" in out and "0.310 [0.200, 0.400]" in out
+    html = render([run], charts_on=False)
+    assert "test (40 rows) [95% CI]" in html and "0.310 [0.200, 0.400]" in html

@@ -92,7 +92,7 @@ def write(path: Path, text: str) -> Path:
     "name, text, message",
     [
         (None, None, "no such file or folder"),
-        ("empty", None, "not a run directory (no audit.json, scores.jsonl, phi.json or results.json)"),
+        ("empty", None, "not a run directory (no audit.json, scores.jsonl, phi.json, results.json or samples.jsonl)"),
         ("x.json", '{"a": 1}', "not a run the library writes"),
         ("x.json", "[1, 2]", "expected a JSON object, got list"),
         ("x.json", "{", "x.json:1: malformed JSON"),
@@ -100,6 +100,14 @@ def write(path: Path, text: str) -> Path:
         ("x.jsonl", '{"bineval": {"line": 1, "complete": true, "scorecard": {"overall": "high"}}}\n', "x.jsonl:1: field 'bineval.scorecard."),
         ("x.jsonl", '{"bineval": {"scorecard": {}}}\n', "x.jsonl:1: field 'bineval.line': Field required"),
         ("x.jsonl", '{"bineval": 3}\n', "missing field 'bineval.scorecard'"),
+        ("x.jsonl", '{"key": 1, "prompt": "p", "response": 3}\n', "x.jsonl:1: field 'response': Input should be a valid string"),
+        (
+            "x.jsonl", '{"key": 1, "prompt": "p", "response": "r", "instruction_id_list": ["a", "b"], "follow_instruction_list": [true], "follow_all_instructions": false}\n',
+            "x.jsonl:1: fields 'instruction_id_list' and 'follow_instruction_list' must be lists of one length",
+        ),
+        ("x.jsonl", '{"key": 1, "prompt": "p", "response": "r", "instruction_id_list": ["a"], "follow_instruction_list": ["maybe"], "follow_all_instructions": null}\n', "x.jsonl:1: field 'follow_instruction_list.0'"),
+        ("x.jsonl", '{"key": "k", "prompt": "p", "samples": [{"rollout": null, "score": 1}]}\n', "x.jsonl:1: field 'samples.0.response': Field required"),
+        ("results.json", '{"kind": "calibration", "probe": "x", "record": {"rows": 1}}', "results.json: in 'record': required fields missing: 'model'"),
         ("run.toml", 'mode = "self"\n', "not a meta-eval config"),
         ("audit.json", '{"mode": "self", "start": {}, "best": {}}', "audit.json: field"),
         ("x.txt", "hello", "not a run the library writes"),

@@ -40,6 +40,7 @@ from bineval_dspy.report.runs import (
     ExperimentRun,
     FinetuneRun,
     JudgeRun,
+    LogRun,
     MetaRun,
     OptimizerRun,
     Run,
@@ -52,7 +53,7 @@ from bineval_dspy.report.stats import audit_cost, dimension_means, method_rates,
 ASSETS = files("bineval_dspy.report").joinpath("assets")
 TITLES = {
     "judge": "judge output", "meta": "meta-evaluation", "optimizer": "optimizer run", "analysis": "analysis", "tune": "tune study",
-    "experiment": "experiment", "calibration": "calibration", "finetune": "fine-tuning samples",
+    "experiment": "experiment", "calibration": "calibration", "finetune": "fine-tuning samples", "log": "run log",
 }
 
 
@@ -233,6 +234,8 @@ def _view(run: Run, charts: Charts) -> dict[str, Any]:
         return {"run": run}
     if isinstance(run, FinetuneRun):
         return _finetune_view(run)
+    if isinstance(run, LogRun):
+        return {"run": run, "columns": run.columns()}
     return _tune_view(run, charts)
 
 

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -26,7 +26,7 @@ from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, read_json_object
 from bineval_dspy.core.registry import Registry
-from bineval_dspy.core.runlog import model_log
+from bineval_dspy.core.runlog import RunLog, model_log
 from bineval_dspy.experiment.grid import GridRow, read_grid
 from bineval_dspy.experiment.runner import ExperimentResults
 from bineval_dspy.finetune.data import SAMPLES_FILE, PromptSamples, Sample
@@ -50,7 +50,7 @@ from bineval_dspy.report.judged_runs import (
 from bineval_dspy.report.meta_runs import CorrelationRow, MetaRun, load_meta, meta_from_config, meta_results
 from bineval_dspy.report.spend import spend_of
 from bineval_dspy.runs.files import NOT_A_RUN, headed_log, run_kind
-from bineval_dspy.runs.header import read_header
+from bineval_dspy.runs.header import RunHeader, read_header
 from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import Interval
 from bineval_dspy.tune.report import RESULTS_FILE, TuneResults
@@ -155,7 +155,26 @@ class FinetuneRun:
         return Counter(question for sample in self.samples for question in sample.failed).most_common()
 
 
-Run = JudgeRun | MetaRun | OptimizerRun | AnalysisRun | TuneRun | ExperimentRun | CalibrationRun | FinetuneRun
+@dataclass(frozen=True)
+class LogRun:
+    """A run log of a kind with no view of its own (a command added since): its header and its records as they are,
+    so a new resumable command is readable by ``show`` and ``report`` from its header alone."""
+
+    source: Path
+    header: RunHeader
+    records: list[dict[str, Any]]
+    spend: Cost = field(default_factory=Cost)
+    kind: Literal["log"] = "log"
+
+    def columns(self, most: int = 6) -> list[str]:
+        """The records' first top-level fields that hold a number, a string or a boolean (what fits a table cell)."""
+        seen: dict[str, None] = {}
+        for record in self.records[:50]:
+            seen.update({name: None for name, value in record.items() if isinstance(value, (str, int, float, bool))})
+        return list(seen)[:most]
+
+
+Run = JudgeRun | MetaRun | OptimizerRun | AnalysisRun | TuneRun | ExperimentRun | CalibrationRun | FinetuneRun | LogRun
 
 
 # -- finding and reading -----------------------------------------------------------------------------------------
@@ -184,11 +203,19 @@ def load_run(path: Path) -> Run:
         raise InputError(f"{path}: {NOT_A_RUN}; files are read by their suffix: .json, .jsonl or a meta-eval config .toml")
     kind = run_kind(path)
     known = RUN_KINDS.get(kind)
+    if kind not in READERS and path.suffix == ".jsonl" and (header := read_header(path)) is not None:
+        return _log(path, header)  # a kind with no reader of its own: its header and records as they are
     if known is None:
         raise InputError(f"{path}: {NOT_A_RUN} (its kind is {kind!r})")
     if path.suffix not in known.suffixes:
         raise InputError(f"{path}: {NOT_A_RUN} (a {kind!r} run is a {' or '.join(known.suffixes)} file)")
     return READERS[kind](path)
+
+
+def _log(path: Path, header: RunHeader) -> LogRun:
+    """A headed log read through the run kernel (a torn last line skipped), each record as the object it is."""
+    log: RunLog[dict[str, Any]] = RunLog(path, key=lambda record: "", parse=lambda number, record: record, dump=lambda record: record)
+    return LogRun(path, header, [record for _, record in log.read()], header.usage)
 
 
 def _folder_runs(folder: Path) -> list[Run]:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for
         ExperimentRun,
         FinetuneRun,
         JudgeRun,
+        LogRun,
         MetaRun,
         OptimizerRun,
         Run,
@@ -345,6 +346,19 @@ def show_calibration(run: CalibrationRun) -> None:
         _say("no test split: the head was not scored on held-out tasks")
 
 
+def show_log(run: LogRun) -> None:
+    """A run of a kind with no view of its own: its header, then its records' first fields, the first few rows."""
+    header = run.header
+    _say(f"a {header.kind!r} run, {header.status} (written by version {header.version}): {len(run.records)} record(s)")
+    _spend(run.spend)
+    columns = run.columns()
+    if columns:
+        table = _table(f"the first records ({min(len(run.records), WORST)} of {len(run.records)})", *columns, left=tuple(columns), wrap=tuple(columns))
+        for record in run.records[:WORST]:
+            _row(table, *(str(record.get(name, "")) for name in columns))
+        console.print(table)
+
+
 def show_finetune(run: FinetuneRun) -> None:
     """The samples fine-tuning drew: how many pass, the prompts with the fewest passing, the questions failed most."""
     from bineval_dspy.report.pages import number
@@ -376,6 +390,7 @@ def show_run(run: Run) -> None:
         ExperimentRun,
         FinetuneRun,
         JudgeRun,
+        LogRun,
         MetaRun,
         OptimizerRun,
         shown_path,
@@ -396,5 +411,7 @@ def show_run(run: Run) -> None:
         show_calibration(run)
     elif isinstance(run, FinetuneRun):
         show_finetune(run)
+    elif isinstance(run, LogRun):
+        show_log(run)
     else:
         show_tune(run)

@@ -111,3 +111,22 @@ def test_pruning_runs_drop_records_they_no_longer_ask_for(tmp_path):
     pruned.prune = True
     assert sorted(execute(pruned, Here()).records) == ["1", "2"]
     assert len(out.read_text().splitlines()) == 2
+
+
+def test_a_new_kind_of_run_is_read_by_show_and_report_from_its_header(tmp_path, capsys):
+    """A resumable command added later needs its run, its parser and its test: ``show`` and ``report`` read its log
+    by the header, with no reader of its own."""
+    from bineval_dspy import cli
+    from bineval_dspy.report import render
+    from bineval_dspy.report.runs import LogRun, load_run
+
+    out = tmp_path / "squares.jsonl"
+    execute(Squares(out, [1, 2, 3]), Here())
+    for path in (out, tmp_path / "squares.jsonl.run.json"):  # the log, or its header
+        run = load_run(path)
+        assert isinstance(run, LogRun) and run.header.kind == "squares" and [r["square"] for r in run.records] == [1, 4, 9]
+    assert cli.main(["show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "'squares' run, finished" in shown and "square" in shown
+    page = render([run])
+    assert "squares</code> run (finished" in page and "<td class=\"text\">9</td>" in page

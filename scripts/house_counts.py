@@ -257,24 +257,30 @@ def parallel_maps(package: Path) -> list[Site]:
 # --- readers that skip the log --------------------------------------------------------------------------------------
 RAW_READERS = {"read_jsonl", "read_jsonl_models"}
 LOG_HOME = ("core/", "runs/")  # where a run file is read through its log
+LOG_MARKERS = {"JUDGE_KEY", "SCORES_FILE", "SAMPLES_FILE"}  # names a reader of a run log refers to
+LOG_FIELDS = {"method", "response", "samples"}  # fields only a log's records have (meta-eval scores, generate, samples)
 
 
 def readers_skipping_the_log(package: Path) -> list[Site]:
-    """Calls of ``read_jsonl``/``read_jsonl_models`` outside ``LOG_HOME`` that read judge rows as raw JSON lines,
+    """Calls of ``read_jsonl``/``read_jsonl_models`` outside ``LOG_HOME`` that read a run log as raw JSON lines,
     not through their run's log: the call's ``required=`` names ``JUDGE_KEY`` (the key a judged row keeps its
-    results under), or it has no ``required=`` and its scope names ``JUDGE_KEY`` (a reader that looks for it, as a
-    kind guesser does). A reader of input data names the fields it needs, and may refuse ``JUDGE_KEY``."""
+    results under) or a field only a log's records have (``LOG_FIELDS``), or it has no ``required=`` and its scope names a log's marker (``LOG_MARKERS``: the judge key,
+    the meta-eval's and fine-tuning's log file names; a reader that looks for them, as a kind guesser does). A
+    reader of input data names the fields it needs, and may refuse ``JUDGE_KEY``."""
     sites = []
     for path, tree in modules(package):
         if path.startswith(LOG_HOME):
             continue
         for scope in scopes(tree):
-            judged = any(isinstance(node, ast.Name) and node.id == "JUDGE_KEY" for node in scope.nodes)
+            judged = any(isinstance(node, ast.Name) and node.id in LOG_MARKERS for node in scope.nodes)
             for n in scope.nodes:
                 if not is_call(n, *RAW_READERS):
                     continue
                 required = [kw.value for kw in n.keywords if kw.arg == "required"]
-                names_key = any(isinstance(x, ast.Name) and x.id == "JUDGE_KEY" for r in required for x in ast.walk(r))
+                names_key = any(
+                    (isinstance(x, ast.Name) and x.id == "JUDGE_KEY") or (isinstance(x, ast.Constant) and x.value in LOG_FIELDS)
+                    for r in required for x in ast.walk(r)
+                )  # fmt: skip
                 if names_key or (judged and not required):
                     sites.append(Site(path, n.lineno, f"{called(n)} in {scope.name}"))
     return sorted(sites, key=lambda s: (s.path, s.line))

@@ -95,6 +95,9 @@ SEEDED = {
             for _, row in read_jsonl(path, required=("input",)):
                 if JUDGE_KEY in row:
                     raise ValueError(path)
+
+        def scores(path):  # a meta-eval's scores read as raw lines
+            return list(read_jsonl(path, required=("method",)))
     """,
     "experiment/__init__.py": "",
     "experiment/config.py": """
@@ -131,7 +134,7 @@ def test_each_rule_sees_a_seeded_instance(counts, tmp_path):
     assert found["parallel-map helpers and ad-hoc pools"] == ["lm/pools.py:5: helper my_map", "lm/pools.py:10: ad-hoc ThreadPoolExecutor"]
     assert found["hand-built fingerprints"] == ["programs/runner.py:7: in run", "programs/runner.py:9: in run"]
     assert found["resume forms"] == ["<kernel>:0: the run log", "programs/runner.py:6: run reuses earlier output by itself"]  # runs/: the kernel
-    assert found["readers that skip the log"] == ["report/read.py:6: read_jsonl in judged"]
+    assert found["readers that skip the log"] == ["report/read.py:6: read_jsonl in judged", "report/read.py:14: read_jsonl in scores"]
     assert [s.split(": ", 1)[1] for s in found["places listing arm kinds"]] == ["plan names 2 arm kinds", "fixed names 2 arm kinds"]
     assert found["import circles"] == ["qworld/a.py:0: pkg.qworld.a <-> pkg.qworld.b"]
 

@@ -191,6 +191,7 @@ class JudgeRun:
     lm: Any  # dspy.LM, configured
     kind: str = "judge"
     prune: bool = False  # rows beyond a smaller ``limit`` stay in the output
+    settled: Fingerprint | None = None
 
     def items(self) -> list[tuple[int, dict[str, Any]]]:
         return list(data_rows(self.config.data, self.config.limit, self.fields))
@@ -202,6 +203,13 @@ class JudgeRun:
         return judged_rows(self.config.output, hint=AFRESH)
 
     def fingerprint(self) -> Fingerprint:
+        """Computed once, before any batch round configures DSPy with the LM that answers from the batches (the
+        judge's spec would then name that LM)."""
+        if self.settled is None:
+            self.settled = self._fingerprint()
+        return self.settled
+
+    def _fingerprint(self) -> Fingerprint:
         from bineval_dspy.lm.runtime import lm_identity
         from bineval_dspy.programs.state import demos_of, instructions_of
         from bineval_dspy.programs.weights import weights_of

@@ -121,11 +121,18 @@ def _is_literal(note: ast.AST) -> bool:
 KERNEL = ("core/runlog.py", "core/fingerprint.py", "runs/")  # the run log: the one resume form
 
 
+def _keyed(side: ast.AST, keys: set[str]) -> bool:
+    """Whether one side of a comparison is a fingerprint: named so, or a ``listed_digest`` (the call, or in ``keys``)."""
+    return last_name(side) == "fingerprint" or is_call(side, "listed_digest") or (isinstance(side, ast.Name) and side.id in keys)
+
+
 def resume_forms(package: Path) -> list[Site]:
     """1 for the run log (``KERNEL``) when it exists, plus each scope outside it that decides by itself whether earlier
-    output is reused: it calls ``first_difference``, or compares (``==``/``!=``) something named ``fingerprint``
-    (a name, attribute, key or ``.get("fingerprint")``), or it reads a JSONL file back and rewrites a file
-    (``read_jsonl`` with ``write_text``/``write_text_atomic``/``rewrite_jsonl``: a log repaired by hand)."""
+    output is reused: it calls ``first_difference``, or compares (``==``/``!=``) a fingerprint: something named
+    ``fingerprint`` (a name, attribute, key or ``.get("fingerprint")``) or a ``listed_digest`` (the call, or a name
+    the scope assigned it to: the one string saved work is keyed by), or it reads a JSONL file back and rewrites a
+    file (``read_jsonl`` with ``write_text``/``write_text_atomic``/``rewrite_jsonl``: a log repaired by hand). A scope
+    that asks the kernel (``resume_check``, ``still_valid``) decides nothing by itself."""
     sites: list[Site] = []
     for path, tree in modules(package):
         if path.startswith(KERNEL):
@@ -134,9 +141,13 @@ def resume_forms(package: Path) -> list[Site]:
             continue
         for scope in scopes(tree):
             names = {called(node) for node in scope.nodes}
+            keys = {
+                target.id for node in scope.nodes if isinstance(node, ast.Assign) and is_call(node.value, "listed_digest")
+                for target in node.targets if isinstance(target, ast.Name)
+            }  # fmt: skip
             compares = any(
                 isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq | ast.NotEq) for op in node.ops)
-                and any(last_name(side) == "fingerprint" for side in [node.left, *node.comparators])
+                and any(_keyed(side, keys) for side in [node.left, *node.comparators])
                 for node in scope.nodes
             )  # fmt: skip
             rewrites = "read_jsonl" in names and bool(names & {"write_text", "write_text_atomic", "rewrite_jsonl"})

@@ -119,6 +119,18 @@ SEEDED = {
         def fixed(arm) -> bool:
             return arm.kind in ("start", "gepa")
     """,
+    "finetune/__init__.py": "",
+    "finetune/train.py": """
+        def train(folder, facts):
+            key = listed_digest(facts)
+            return (folder / "training.key").read_text() == key
+
+        def stale(folder, facts):
+            return listed_digest(facts) != folder.name
+
+        def asked(saved, facts):  # the kernel decides: no form of its own
+            return still_valid(saved.fingerprint, fingerprint_of(facts), "saved")
+    """,
     "qworld/__init__.py": "",
     "qworld/a.py": "from pkg.qworld import b\n",
     "qworld/b.py": "def late():\n    from pkg.qworld.a import b\n",
@@ -133,7 +145,12 @@ def test_each_rule_sees_a_seeded_instance(counts, tmp_path):
     assert found["embedded-model string checks"] == ["lm/estimate.py:5: 1 check(s)", "lm/specs.py:5: 2 check(s)"]
     assert found["parallel-map helpers and ad-hoc pools"] == ["lm/pools.py:5: helper my_map", "lm/pools.py:10: ad-hoc ThreadPoolExecutor"]
     assert found["hand-built fingerprints"] == ["programs/runner.py:7: in run", "programs/runner.py:9: in run"]
-    assert found["resume forms"] == ["<kernel>:0: the run log", "programs/runner.py:6: run reuses earlier output by itself"]  # runs/: the kernel
+    assert found["resume forms"] == [
+        "<kernel>:0: the run log",  # runs/
+        "finetune/train.py:2: train reuses earlier output by itself",  # a listed digest compared, through a name or not
+        "finetune/train.py:6: stale reuses earlier output by itself",
+        "programs/runner.py:6: run reuses earlier output by itself",
+    ]
     assert found["readers that skip the log"] == ["report/read.py:6: read_jsonl in judged", "report/read.py:14: read_jsonl in scores"]
     assert [s.split(": ", 1)[1] for s in found["places listing arm kinds"]] == ["plan names 2 arm kinds", "fixed names 2 arm kinds"]
     assert found["import circles"] == ["qworld/a.py:0: pkg.qworld.a <-> pkg.qworld.b"]

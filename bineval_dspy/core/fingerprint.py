@@ -1,8 +1,10 @@
 """Fingerprinted resume: what decided a run's results is recorded beside its output, and checked on resume.
 
 A resumed run appends to output made earlier; that is only sound when the same data, checklist, judge, LM and
-options made it. ``open_for_resume`` compares the recorded fingerprint with the new one and refuses a resume into
-output made by other settings, naming the first difference.
+options made it. The comparison is made here, once, in two forms: ``resume_check`` for output a run goes on
+writing (a run log through ``open_for_resume``, an optimizer's audit, a study), which refuses other settings naming
+the first difference, and ``still_valid`` for a result that may be made again (an experiment arm's program, a tune
+trial's result), which says in one line that it is redone.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 from pathlib import Path
 
 from bineval_dspy.core import outputs
+from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import read_text, rewrite_jsonl, write_json
 
@@ -89,6 +92,34 @@ def first_difference(recorded: Fingerprint, current: Fingerprint) -> str | None:
 AFRESH = "; use `overwrite` or a new output path"  # what a refused resume advises, where the caller has `overwrite`
 
 
+def resume_check(recorded: Fingerprint | None, current: Fingerprint, where: str, hint: str = AFRESH) -> bool:
+    """Whether output recorded under ``recorded`` is resumed under ``current``: True when both agree, False when
+    nothing was recorded; other settings are refused in one line naming the first difference and ending with
+    ``hint`` (what the caller can do about it)."""
+    if recorded is None:
+        return False
+    difference = first_difference(recorded, current)
+    if difference:
+        raise InputError(f"{where}: made with other settings ({difference}){hint}")
+    return True
+
+
+def still_valid(recorded: Fingerprint | str | None, current: Fingerprint | str, what: str) -> bool:
+    """Whether a saved result that may be made again (``what``, a file) is reused: True when it was made under
+    ``current``, False when nothing was saved; one made with other settings is redone, and one line says so (never
+    silently). A digest (the form some older files hold) names no difference."""
+    if recorded is None:
+        return False
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        difference = first_difference(recorded, current)
+    else:
+        difference = None if recorded == current else ""
+    if difference is None:
+        return True
+    console.print(f"{what}: made with other settings{f' ({difference})' if difference else ''}; redoing it", style="yellow")
+    return False
+
+
 def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False, hint: str = AFRESH) -> bool:
     """Prepare ``out`` for appending under ``current``; True when earlier output is resumed.
 
@@ -111,9 +142,7 @@ def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False, hi
             raise InputError(f"{record}: malformed JSON{hint}") from None
         if not isinstance(recorded, dict):
             raise InputError(f"{record}: not a JSON object of settings{hint}")
-        difference = first_difference(recorded, current)
-        if difference:
-            raise InputError(f"{out}: made with other settings ({difference}){hint}")
+        resume_check(recorded, current, str(out), hint)
     write_json(record, current)
     return resumed
 

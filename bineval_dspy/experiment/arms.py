@@ -24,7 +24,7 @@ import dspy
 from pydantic import BaseModel, Field
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import Fingerprint, combined, digest
+from bineval_dspy.core.fingerprint import Fingerprint, combined, digest, still_valid
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist
@@ -118,7 +118,7 @@ def on_own_lm(program: dspy.Module, arm: OwnLMArm, context: ArmContext) -> dspy.
 class SavedArm(BaseModel):
     """An optimizing arm's outcome, kept so a rerun with the same settings does not optimize again."""
 
-    fingerprint: str
+    fingerprint: Fingerprint | str  # field by field; older files hold one digest of it (``listed_digest``), still read
     program: ProgramFile
     usage: Cost
 
@@ -176,7 +176,7 @@ def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     if budget is None:  # GEPA spends one call per metric call (code verifiers judge) and one reflection call per
         spent = context.optimization_calls[arm.calls_like or ""]  # ~2m rollouts: this budget makes its total about equal
         budget = max(len(context.val) + 2 * m, round(spent * 2 * m / (2 * m + 1)))
-    fingerprint = listed_digest(GepaFingerprint(experiment=_fingerprint(context), arm=arm, budget=budget))
+    facts = GepaFingerprint(experiment=_fingerprint(context), arm=arm, budget=budget)
 
     def optimize() -> dspy.Module:
         metric = getattr(context.feedback, "metric", None)
@@ -187,7 +187,7 @@ def gepa_arm(arm: GepaArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
         with contextlib.redirect_stdout(sys.stderr):  # GEPA's evaluation bars would land in the table on stdout
             return gepa.compile(context.student, trainset=context.train, valset=context.val)
 
-    return _saved(folder, fingerprint, context.student, optimize)
+    return _saved(folder, facts, context.student, optimize)
 
 
 def enforcing(program: dspy.Module, enforce: Source | None, context: ArmContext) -> dspy.Module:
@@ -280,10 +280,12 @@ def probe_arm(arm: ProbeArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     if arm.train_data is not None:
         examples += examples_file(arm.train_data)[: arm.train_data_rows]
         data[str(arm.train_data)] = file_digest(arm.train_data)
-    fingerprint = listed_digest(ProbeFingerprint(experiment=_fingerprint(context), arm=arm, train_data=sorted(data.values())), sort_keys=False)
+    facts = ProbeFingerprint(experiment=_fingerprint(context), arm=arm, train_data=sorted(data.values()))
     marker = folder / ARM_FILE
-    if marker.is_file() and (folder / PROGRAM_FILE).is_file() and json.loads(marker.read_text(encoding="utf-8")).get("fingerprint") == fingerprint:
-        return load_program(folder, "judge").apply(context.student.deepcopy()), Cost()
+    if marker.is_file() and (folder / PROGRAM_FILE).is_file():
+        recorded = json.loads(marker.read_text(encoding="utf-8")).get("fingerprint")
+        if still_valid(recorded, _in_form_of(recorded, facts, sort_keys=False), str(marker)):
+            return load_program(folder, "judge").apply(context.student.deepcopy()), Cost()
     judge = context.student.deepcopy()
     reader = reader_for(judge.answer_lm(), installed_dir(), f"{where}: the judge's LM")
     judge.probe = fit_probe(
@@ -292,7 +294,7 @@ def probe_arm(arm: ProbeArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
         test_groups=[str(example.get("example_id", "")) for example in context.test], label=f"  {arm.name}: reading states",
     )
     ProgramFile.of(judge).save(folder / PROGRAM_FILE)
-    write_text_atomic(marker, json.dumps({"fingerprint": fingerprint}))
+    write_text_atomic(marker, json.dumps({"fingerprint": fingerprint_of(facts)}))
     return judge, Cost()
 
 
@@ -366,20 +368,26 @@ class Stick(dspy.Module):
         return SelectionStats.of([self.selections[p] for p in prompts if p in self.selections])
 
 
-def _saved(folder: Path, fingerprint: str, student: dspy.Module, optimize: Callable[[], dspy.Module]) -> tuple[dspy.Module, Cost]:
-    """The arm's saved program when its fingerprint matches, else ``optimize()``'s, saved with its cost."""
+def _saved(folder: Path, facts: BaseModel, student: dspy.Module, optimize: Callable[[], dspy.Module]) -> tuple[dspy.Module, Cost]:
+    """The arm's saved program when ``facts`` (what decides it) made it, else ``optimize()``'s, saved with its cost."""
     path = folder / ARM_FILE
     if path.is_file():
         saved = load_model(path, SavedArm)
-        if saved.fingerprint == fingerprint:
+        if still_valid(saved.fingerprint, _in_form_of(saved.fingerprint, facts), str(path)):
             return saved.program.apply(student.deepcopy()), saved.usage
     with measuring() as measurement:
         program = optimize()
     state = ProgramFile.of(program)
     folder.mkdir(parents=True, exist_ok=True)
     state.save(folder / PROGRAM_FILE)
-    path.write_text(SavedArm(fingerprint=fingerprint, program=state, usage=measurement.cost).model_dump_json(indent=2), encoding="utf-8")
+    path.write_text(SavedArm(fingerprint=fingerprint_of(facts), program=state, usage=measurement.cost).model_dump_json(indent=2), encoding="utf-8")
     return program, measurement.cost
+
+
+def _in_form_of(recorded: object, facts: BaseModel, *, sort_keys: bool = True) -> Fingerprint | str:
+    """The fingerprint of ``facts`` in the form ``recorded`` holds: field by field, or the one digest an ``arm.json``
+    written before held (``listed_digest``: such a file is still reused while its settings are the same)."""
+    return listed_digest(facts, sort_keys=sort_keys) if isinstance(recorded, str) else fingerprint_of(facts)
 
 
 class ArmFingerprint(BaseModel):
@@ -391,7 +399,7 @@ class ArmFingerprint(BaseModel):
 
 
 class GepaFingerprint(BaseModel):
-    """What decides a GEPA arm's program (its ``arm.json`` holds the digest): the experiment, the arm, the budget."""
+    """What decides a GEPA arm's program (its ``arm.json`` holds its fingerprint): the experiment, the arm, the budget."""
 
     experiment: str
     arm: GepaArm

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import Fingerprint, combined
+from bineval_dspy.core.fingerprint import Fingerprint, combined, still_valid
 from bineval_dspy.core.jsonio import read_text, write_text_atomic
 from bineval_dspy.core.settings import fingerprint_of, listed_digest
 from bineval_dspy.finetune.data import PromptSamples, collect, preference_pairs, reference_verdicts, sft_examples
@@ -205,7 +205,7 @@ class BinEvalFinetune:
         data = [{k: v for k, v in r.items() if k != "source"} for r in self.data]
         key = listed_digest(TrainingKey(base=self.base, program=state, settings=self.settings, data=data))
         key_file = self.folder / TRAINING_KEY_FILE
-        if key_file.is_file() and read_text(key_file).strip() == key:
+        if still_valid(read_text(key_file).strip() if key_file.is_file() else None, key, str(key_file)):
             report = trained_report(self.folder)
             if report is not None:
                 console.print(f"finetune: reusing the adapter trained on these {len(self.data)} example(s)")

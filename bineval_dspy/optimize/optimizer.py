@@ -22,8 +22,8 @@ import dspy
 from dspy.teleprompt import Teleprompter
 from pydantic import BaseModel
 
-from bineval_dspy.core.errors import InputError, RunError
-from bineval_dspy.core.fingerprint import combined, digest, first_difference
+from bineval_dspy.core.errors import RunError
+from bineval_dspy.core.fingerprint import combined, digest, resume_check
 from bineval_dspy.core.settings import fingerprint_of
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.usage import Cost
@@ -202,9 +202,7 @@ class BinEvalOptimizer(Teleprompter):
         if self.run_dir is None or not (self.run_dir / AUDIT_FILE).exists():
             return None
         audit = Audit.load(self.run_dir)
-        difference = first_difference(audit.fingerprint, self._fingerprint)
-        if difference:
-            raise InputError(f"{self.run_dir}: made with other settings ({difference}); use a new run_dir or remove it")
+        resume_check(audit.fingerprint, self._fingerprint, str(self.run_dir), "; use a new run_dir or remove it")
         logger.info("resuming %s: %d iteration(s) recorded", self.run_dir, len(audit.iterations))
         return audit
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.checklists.base import ChecklistWriter
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import Fingerprint, file_digest
+from bineval_dspy.core.fingerprint import Fingerprint, file_digest, still_valid
 from bineval_dspy.core.jsonio import load_model, read_jsonl_models, write_json
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.lm import runtime
@@ -167,7 +167,7 @@ class ChecklistRunner:
         fingerprint = self.fingerprint()
         if saved.is_file():
             result = load_model(saved, ChecklistTrialResult)
-            if result.fingerprint == fingerprint:
+            if still_valid(result.fingerprint, fingerprint, str(saved)):
                 return result.values
         writer = self.writer(params)
         self._configure()

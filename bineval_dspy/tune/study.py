@@ -47,7 +47,7 @@ from sqlalchemy.exc import DBAPIError
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
-from bineval_dspy.core.fingerprint import combined, digest, first_difference
+from bineval_dspy.core.fingerprint import combined, digest, resume_check
 from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.runtime import LMOptions
 from bineval_dspy.lm.usage import Cost, total
@@ -178,14 +178,10 @@ def open_study(tuning: Tuning) -> optuna.Study:
     fingerprint = combined(config.fingerprint(), tuning.runner.fingerprint())
     recorded = study.user_attrs.get(FINGERPRINT_ATTR)
     where = f"study {config.name!r} in {shown_url(config.storage_url)}"
-    if recorded is None:
+    if not resume_check(recorded, fingerprint, f"{config.source}: {where}", "; choose another name"):  # a new study
         if study.get_trials(deepcopy=False):
             raise InputError(f"{config.source}: {where} has trials but was not made by bineval tune; choose another name")
         study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
-    else:
-        difference = first_difference(recorded, fingerprint)
-        if difference:
-            raise InputError(f"{config.source}: {where} was made with other settings ({difference}); choose another name")
     return study
 
 

@@ -95,6 +95,10 @@ def test_an_adapter_is_reused_only_while_it_is_the_file_its_training_recorded(tm
     tuner._train(tmp_path / "base.gguf", "state", _Render())  # type: ignore[arg-type]
     assert exports == [1, 1, 1] and "trained.json:5: malformed JSON" in capsys.readouterr().err.replace("\n", "")
 
+    tuner._train(tmp_path / "base.gguf", "another state", _Render())  # type: ignore[arg-type]
+    said = "".join(capsys.readouterr().err.split())  # the console wraps a long path anywhere
+    assert exports == [1, 1, 1, 1] and "training.key:madewithothersettings;redoingit" in said  # other data: trained anew, said
+
 
 @pytest.mark.embedded
 def test_a_full_disk_while_training_is_one_located_line_and_the_rerun_resumes(tmp_path, monkeypatch):

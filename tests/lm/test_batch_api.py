@@ -176,7 +176,7 @@ def test_a_pending_batch_for_other_settings_is_not_dropped_silently(tmp_path, ca
         interrupted_after_submission(tmp_path, server)
         assert cli.main(batch_args(tmp_path, server, "--partial")) == ExitCode.INPUT
         err = capsys.readouterr().err
-        assert "batch batch_1 was submitted for other settings (judge.partial: false -> true)" in err
+        assert "batch batch_1: made with other settings (judge.partial: false -> true)" in err
         server.hold = False
         assert cli.main(batch_args(tmp_path, server, "--partial", "--overwrite")) == ExitCode.OK
         assert "batch batch_1 is left at the provider" in capsys.readouterr().err

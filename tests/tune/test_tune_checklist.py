@@ -89,12 +89,19 @@ def test_trials_write_and_score_a_checklist_per_task(tmp_path, writers):
     assert saved.best  # the Pareto front of coverage against LM calls
 
 
-def test_a_saved_trial_is_reused(tmp_path, writers):
+def test_a_saved_trial_is_reused_unless_other_settings_made_it(tmp_path, writers, capsys):
     path = config(tmp_path, high=1)  # one parameter set only
     assert cli.main(["tune", str(path)]) == 0
     assert writers.written == 2  # two tasks, once: the next trials found the saved checklists
     saved = TuneResults.model_validate_json((tmp_path / "runs" / "writers" / "results.json").read_text())
     assert len({t.run_dir for t in saved.trials}) == 1 and len(saved.trials) == 3
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(TASKS[0]) + "\n")  # other tasks, in a study made anew
+    for made in (tmp_path / "runs" / "writers").glob("study.db*"):
+        made.unlink()
+    assert cli.main(["tune", str(path)]) == 0
+    assert writers.written == 3  # the saved trial was made with other tasks: written again, once, and said
+    said = "".join(capsys.readouterr().err.split())  # the console wraps a long path anywhere
+    assert said.count("checklists.json:madewithothersettings(run.tasks:") == 1 and "redoingit" in said, said
 
 
 def test_parameters_the_writer_refuses_are_one_line_before_any_trial(tmp_path, writers, capsys):

@@ -111,7 +111,7 @@ def test_a_study_made_with_another_space_is_refused(tmp_path, capsys):
     path.write_text(FAKE.replace("high = 1.0", "high = 2.0"))
     assert cli.main(["tune", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "study 'demo' in sqlite:///" in err and "was made with other settings (space" in err
+    assert "study 'demo' in sqlite:///" in err and ".db: made with other settings (space" in err
 
 
 def test_suggestions_stay_in_their_ranges():

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import Fingerprint, first_difference
+from bineval_dspy.core.fingerprint import Fingerprint, resume_check, still_valid
 from bineval_dspy.core.jsonio import describe_validation_error, read_text, write_text_atomic
 
 
@@ -38,9 +38,13 @@ def state_path(out: Path) -> Path:
     return out.with_name(out.name + ".batch.json")
 
 
+LEAVE_PENDING = "; rerun with those settings to collect it, or use `overwrite` to leave it and submit anew"
+
+
 def load_state(path: Path, fingerprint: Fingerprint, overwrite: bool) -> BatchState:
     """The run's batch state: earlier batches made for these settings, else a fresh one. A batch still pending
-    for other settings is refused in one line (collect it with those, or ``--overwrite`` to leave it)."""
+    for other settings is refused in one line (collect it with those, or ``--overwrite`` to leave it); collected
+    ones made for other settings are asked again."""
     if not path.exists():
         return BatchState(fingerprint=fingerprint)
     try:
@@ -48,17 +52,14 @@ def load_state(path: Path, fingerprint: Fingerprint, overwrite: bool) -> BatchSt
     except ValidationError as exc:
         raise InputError(f"{path}: not a batch state ({describe_validation_error(exc)}); delete it to submit anew") from None
     pending = [b for b in state.batches if not b.collected]
-    difference = first_difference(state.fingerprint, fingerprint)
-    if overwrite or difference:
-        if pending and not overwrite:
-            raise InputError(
-                f"{path}: batch {pending[0].id} was submitted for other settings ({difference}); rerun with those settings "
-                "to collect it, or use `overwrite` to leave it and submit anew"
-            )
+    if overwrite:
         for batch in pending:
             console.print(f"`overwrite`: batch {batch.id} is left at the provider, not collected (nor cancelled)", style="yellow")
         return BatchState(fingerprint=fingerprint)
-    return state
+    if pending:  # paid for, and answered only under the settings it was made for
+        resume_check(state.fingerprint, fingerprint, f"{path}: batch {pending[0].id}", LEAVE_PENDING)
+        return state
+    return state if still_valid(state.fingerprint, fingerprint, str(path)) else BatchState(fingerprint=fingerprint)
 
 
 def save_state(path: Path, state: BatchState) -> None:

@@ -9,7 +9,7 @@ Logs written before headers have ``OUT.fingerprint.json`` (the fingerprint alone
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,7 +29,6 @@ class RunHeader(BaseModel):
     status: Status = "running"
     usage: Cost = Field(default_factory=Cost)  # what the runs on this log spent, summed over resumes
     fingerprint: dict[str, str] = Field(default_factory=dict)  # the settings that made the records (core.fingerprint)
-    detail: dict[str, Any] = Field(default_factory=dict)  # a kind's own facts (e.g. the rows' fields)
 
 
 def header_path(out: Path) -> Path:

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.lm.usage import Cost
 
-Status = Literal["running", "finished", "stopped", "failed"]  # stopped: a budget or Ctrl-C ended it; rerun to go on
+Status = Literal["running", "finished", "stopped", "failed"]
+"""stopped: a budget, a first Ctrl-C or a unit that failed ended it; running: it runs, or its process was killed
+(a second Ctrl-C leaves at once). Either way a rerun goes on from the records kept."""
 
 
 class RunHeader(BaseModel):

@@ -37,14 +37,14 @@ from bineval_dspy.experiment.params import (
     BinEvalArm,
     FinetuneArm,
     GepaArm,
+    OfArm,
     OwnLMArm,
+    OwnOptimizerArm,
     ProbeArm,
     ProgramArm,
     RefineArm,
     SelectionDemosArm,
     StartArm,
-    arm_config,
-    arm_settings,
 )
 from bineval_dspy.judges.base import Judge
 from bineval_dspy.lm.budget import metered_map
@@ -129,14 +129,14 @@ def start_arm(arm: StartArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
         return enforcing(on_own_lm(context.programs[arm.of], arm, context), arm.enforce, context), Cost()
     if not arm.program:
         return enforcing(on_own_lm(context.student.deepcopy(), arm, context), arm.enforce, context), Cost()
-    student, _, _ = build(arm_config(context.config, arm, context.folder(arm.name)))
+    student, _, _ = build(arm.run_config(context.config, context.folder(arm.name)))
     return enforcing(on_own_lm(student, arm, context), arm.enforce, context), Cost()
 
 
 def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
     """``BinEvalOptimizer`` on the experiment's splits, its settings over the config's; resumes from its audit."""
     config = context.config
-    run = arm_config(config, arm, context.folder(arm.name))
+    run = arm.run_config(config, context.folder(arm.name))
     student, optimizer, splits = build(run, progress=True)
     splits_of(run, splits).save(run.run_dir)  # beside program.json: `generate --program ... --split test` finds it
     optimizer.fingerprint = fingerprint_of(ArmFingerprint(experiment=_fingerprint(context), arm=arm))
@@ -158,7 +158,7 @@ def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[ds
 
     with measuring() as measurement:
         pool = [d for d, _ in metered_map(passing, context.train, "  train: best-of-n", threads=context.config.program.threads) if d]
-    run = arm_config(context.config, arm, context.folder(arm.name))
+    run = arm.run_config(context.config, context.folder(arm.name))
     student, optimizer, splits = build(run, progress=True)
     splits_of(run, splits).save(run.run_dir)
     optimizer.proposers = [DemoProposer(pool)]
@@ -214,25 +214,39 @@ def best_of_arm(arm: BestOfArm, context: ArmContext) -> tuple[dspy.Module, Cost]
 def check_inputs(context: ArmContext, arms: Sequence[Arm]) -> None:
     """Refuse, before any of ``arms`` runs, an arm input that would leak held-out items into training (a finetune arm's
     ``train_data`` holding a val or test prompt), a saved program that cannot be read or an arm's own LM that
-    cannot work, rather than after the arms before it have spent their calls."""
-    from bineval_dspy.finetune.config import extra_train
-
+    cannot work, rather than after the arms before it have spent their calls (each kind's own: ``ArmKind.check``)."""
     for arm in arms:
         if isinstance(arm, OwnLMArm):
             context.own_lm(arm)
-        enforce = (arm.enforce or arm.program.get("enforce")) if isinstance(arm, StartArm) else arm.enforce if isinstance(arm, BestOfArm) else None
-        if isinstance(arm, StartArm | BestOfArm) and enforce:
-            probe = Generator(enforce=enforce)  # only its LM is asked
-            try:
-                check_steerable(probe, context.own_lm(arm) or context.lm)
-            except InputError as exc:
-                raise InputError(f"{context.config.source}: arm {arm.name!r} field 'enforce': {exc}") from None
-        if isinstance(arm, FinetuneArm):
-            extra_train(arm.train_data, [*context.val, *context.test], context.config.mode)
-        if isinstance(arm, ProbeArm) and arm.train_data is not None:
-            _no_test_task(arm, context)
-        if isinstance(arm, ProgramArm) and _saved_program(arm, context).weights is not None and arm.lm is not None:
-            raise InputError(f"{context.config.source}: arm {arm.name!r} field 'lm': its program runs on its own weights; leave lm out")
+        ARMS[arm.kind].check(arm, context)
+
+
+def no_check(arm: Arm, context: ArmContext) -> None:
+    """Nothing of the kind's own to refuse before the arms run."""
+
+
+def check_enforce(arm: OfArm, context: ArmContext) -> None:
+    """An arm decoding under constraints, refused on an LM that cannot steer."""
+    enforce = arm.enforced()
+    if enforce:
+        probe = Generator(enforce=enforce)  # only its LM is asked
+        try:
+            check_steerable(probe, context.own_lm(arm) or context.lm)
+        except InputError as exc:
+            raise InputError(f"{context.config.source}: arm {arm.name!r} field 'enforce': {exc}") from None
+
+
+def check_finetune(arm: FinetuneArm, context: ArmContext) -> None:
+    """A ``train_data`` that cannot be read or holds a val or test prompt, refused."""
+    from bineval_dspy.finetune.config import extra_train
+
+    extra_train(arm.train_data, [*context.val, *context.test], context.config.mode)
+
+
+def check_program(arm: ProgramArm, context: ArmContext) -> None:
+    """A saved program that cannot be read, or one on weights of its own given an LM too, refused."""
+    if _saved_program(arm, context).weights is not None and arm.lm is not None:
+        raise InputError(f"{context.config.source}: arm {arm.name!r} field 'lm': its program runs on its own weights; leave lm out")
 
 
 def program_arm(arm: ProgramArm, context: ArmContext) -> tuple[dspy.Module, Cost]:
@@ -302,7 +316,8 @@ def _no_test_task(arm: ProbeArm, context: ArmContext) -> None:
     """Refuse a probe's ``train_data`` holding a task of the test split (its questions would be trained on)."""
     from bineval_dspy.judges.probe import examples_file
 
-    assert arm.train_data is not None
+    if arm.train_data is None:
+        return
     test = {str(example.get("example_id", "")) for example in context.test}
     leaked = sorted({e.group for e in examples_file(arm.train_data)[: arm.train_data_rows]} & test)
     if leaked:
@@ -476,10 +491,10 @@ def fixed_estimate(arm: Arm, basis: PlanBasis) -> ArmEstimate:
     return examples_estimate(basis, basis.sizes[2])
 
 
-def optimizer_estimate(arm: BinEvalArm | SelectionDemosArm, basis: PlanBasis) -> ArmEstimate:
+def optimizer_estimate(arm: OwnOptimizerArm, basis: PlanBasis) -> ArmEstimate:
     """As ``optimize`` would run with the arm's settings (a selection arm: its Best-of-N on train too)."""
     config, (n_train, _, n_test) = basis.config, basis.sizes
-    settings = arm_settings(config, arm)
+    settings = arm.optimizer_settings(config)
     plan = optimize_plan(config.model_copy(update={"optimizer": settings}), basis.lm_spec, basis.api_base)
     extra = n_train * arm.n * basis.per_example if isinstance(arm, SelectionDemosArm) else 0
     tested = n_test * basis.per_example * (settings.max_iterations + 1 if config.test_every else 2)  # optimize's plan counts its test too
@@ -544,8 +559,9 @@ def tiny_gepa(arm: GepaArm) -> Arm:
 @dataclass(frozen=True)
 class ArmKind:
     """One arm kind, registered once: its settings model (its ``kind`` literal names it), how it makes its program
-    (``run``), what it costs at most (``plan``), its smoke-test size (``tiny``), the splits it learns from, and the
-    one mode it needs with the reason (``needs``; None: either mode)."""
+    (``run``), what it costs at most (``plan``), its smoke-test size (``tiny``), the splits it learns from, the
+    one mode it needs with the reason (``needs``; None: either mode), and what it refuses before any arm runs
+    (``check``; the model itself checks what needs no run: ``Arm.check_fits``)."""
 
     params: type[Arm]
     run: Callable[[Any, ArmContext], tuple[dspy.Module, Cost]]
@@ -553,6 +569,7 @@ class ArmKind:
     tiny: Callable[[Any], Arm] = as_is
     learns_from: tuple[str, ...] = ("train", "val")
     needs: tuple[Literal["self", "cross"], str] | None = None
+    check: Callable[[Any, ArmContext], None] = no_check
 
     @property
     def name(self) -> str:
@@ -562,15 +579,15 @@ class ArmKind:
 ARMS: Registry[ArmKind] = Registry("arm kind")
 GENERATOR: tuple[Literal["self"], str] = ("self", "needs a generator")
 for _kind in (
-    ArmKind(StartArm, start_arm, learns_from=()),
+    ArmKind(StartArm, start_arm, learns_from=(), check=check_enforce),
     ArmKind(BinEvalArm, bineval_arm, plan=optimizer_estimate),
     ArmKind(GepaArm, gepa_arm, plan=gepa_estimate, tiny=tiny_gepa, needs=GENERATOR),
-    ArmKind(BestOfArm, best_of_arm, plan=best_of_estimate, tiny=tiny_samples, learns_from=(), needs=GENERATOR),
+    ArmKind(BestOfArm, best_of_arm, plan=best_of_estimate, tiny=tiny_samples, learns_from=(), needs=GENERATOR, check=check_enforce),
     ArmKind(SelectionDemosArm, selection_demos_arm, plan=optimizer_estimate, tiny=tiny_samples, needs=GENERATOR),
     ArmKind(RefineArm, refine_arm, plan=refine_estimate, tiny=tiny_refine, learns_from=(), needs=GENERATOR),
-    ArmKind(FinetuneArm, finetune_arm, plan=finetune_estimate, tiny=tiny_finetune, learns_from=("train",)),
-    ArmKind(ProgramArm, program_arm, learns_from=()),
-    ArmKind(ProbeArm, probe_arm, tiny=tiny_probe, needs=("cross", "trains a judge on reference verdicts")),
+    ArmKind(FinetuneArm, finetune_arm, plan=finetune_estimate, tiny=tiny_finetune, learns_from=("train",), check=check_finetune),
+    ArmKind(ProgramArm, program_arm, learns_from=(), check=check_program),
+    ArmKind(ProbeArm, probe_arm, tiny=tiny_probe, needs=("cross", "trains a judge on reference verdicts"), check=_no_test_task),
 ):
     ARMS.add(_kind.name, _kind)
 

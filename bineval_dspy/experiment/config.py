@@ -10,23 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import describe_validation_error, load_toml
+from bineval_dspy.core.jsonio import load_toml
 from bineval_dspy.experiment.arms import ARMS, ArmConfig
-from bineval_dspy.experiment.params import (
-    BestOfArm,
-    BinEvalArm,
-    FinetuneArm,
-    GepaArm,
-    ProbeArm,
-    ProgramArm,
-    SelectionDemosArm,
-    StartArm,
-    arm_program,
-    arm_settings,
-)
 from bineval_dspy.optimize.config import RunConfig, resolve_paths
 
 
@@ -61,22 +49,7 @@ class ExperimentConfig(RunConfig):
             needs = ARMS[arm.kind].needs
             if needs is not None and self.mode != needs[0]:
                 raise ValueError(f"arm {arm.name!r}: kind {arm.kind!r} {needs[1]} (mode = \"{needs[0]}\")")
-            if isinstance(arm, BestOfArm | StartArm) and arm.of is not None and arm.of not in names[:index]:
-                raise ValueError(f"arm {arm.name!r}: of {arm.of!r} is not an earlier arm")
-            if isinstance(arm, BestOfArm | StartArm) and arm.of is not None and arm.lm is not None:
-                raise ValueError(f"arm {arm.name!r}: of {arm.of!r} samples that arm's program on its own LM; leave lm out")
-            if isinstance(arm, GepaArm) and arm.calls_like is not None and arm.calls_like not in names[:index]:
-                raise ValueError(f"arm {arm.name!r}: calls_like {arm.calls_like!r} is not an earlier arm")
-            if isinstance(arm, BinEvalArm | SelectionDemosArm):
-                try:
-                    arm_settings(self, arm)
-                except ValidationError as exc:
-                    raise ValueError(f"arm {arm.name!r}: optimizer {describe_validation_error(exc)}") from None
-            if isinstance(arm, StartArm | BinEvalArm):
-                try:
-                    arm_program(self, arm)
-                except ValidationError as exc:
-                    raise ValueError(f"arm {arm.name!r}: program {describe_validation_error(exc)}") from None
+            arm.check_fits(names[:index], self)
         return self
 
     @property
@@ -95,9 +68,5 @@ def load_experiment(path: Path) -> ExperimentConfig:
         config.name = path.stem
     if not config.data.split_files and config.data.test == 0:
         raise InputError(f"{path}: field 'data.test': an experiment scores its arms on a test split; give test > 0 or a file")
-    for arm in config.arms:
-        if isinstance(arm, FinetuneArm | ProbeArm) and arm.train_data is not None:
-            arm.train_data = (path.parent / arm.train_data).resolve()
-        if isinstance(arm, ProgramArm):
-            arm.path = (path.parent / arm.path).resolve()
+    config.arms = [arm.resolved(path.parent) for arm in config.arms]
     return resolve_paths(config, path)

@@ -18,16 +18,21 @@
 LMs side by side, while the config's ``lm`` answers the checklists' LM questions. The command's own key goes only to
 the command's own servers: an arm on other servers gets no key unless its table names one. When no arm learns, ``data.train`` and ``data.val`` may be 0: every row is a test row.
 
-Each model is the ``params`` of its kind's entry in ``experiment.arms.ARMS``, which config parsing reads.
+Each model is the ``params`` of its kind's entry in ``experiment.arms.ARMS``, which config parsing reads, and
+carries its kind's own checks and settings (``check_fits``, ``resolved``, ``run_config``); what several kinds share
+is a mixin (``OwnLMArm``, ``OfArm``, ``OwnProgramArm``, ``OwnOptimizerArm``, ``TrainDataArm``), so no other place
+names kinds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.settings import added, unrecorded
 from bineval_dspy.enforce.plan import Source
 from bineval_dspy.lm.specs import LMTable
@@ -55,6 +60,23 @@ class Arm(BaseModel):
             raise ValueError(f"{name!r} names no folder of its own; give the arm a name")
         return name
 
+    def check_fits(self, before: Sequence[str], config: RunConfig) -> None:
+        """Refuse (``ValueError``) what the arm cannot be beside ``config`` and the arms ``before`` it. Mixins check
+        their own part after their bases' (``super()`` first), so a kind's checks run in the order of its bases,
+        last first."""
+
+    def resolved(self, folder: Path) -> Self:
+        """The arm with the paths it names taken from ``folder`` (the config file's); itself when it names none."""
+        return self
+
+    def run_config(self, config: Config, run_dir: Path) -> Config:
+        """The run description the arm runs: the config's, its own settings over it (``settings_over``), in its folder."""
+        return config.model_copy(update={"run_dir": run_dir, **self.settings_over(config)})
+
+    def settings_over(self, config: RunConfig) -> dict[str, Any]:
+        """The run description's fields the arm's own settings replace (none here; each mixin adds its own)."""
+        return {}
+
 
 class ArmLM(LMTable):
     """An arm's own LM: its model, its servers and where the key for them is, each arm's key its own."""
@@ -77,7 +99,88 @@ class OwnLMArm(Arm):
         return data
 
 
-class StartArm(OwnLMArm):
+class OfArm(OwnLMArm):
+    """An arm that runs the start program or an earlier arm's (``of``: on that arm's LM, so none of its own), decoding
+    under its prompts' constraints when ``enforce`` says so."""
+
+    if TYPE_CHECKING:
+        of: str | None
+        enforce: Source | None
+
+    def enforced(self) -> Source | None:
+        """The constraints the arm decodes under (None: none)."""
+        return self.enforce
+
+    def check_fits(self, before: Sequence[str], config: RunConfig) -> None:
+        super().check_fits(before, config)
+        if self.of is not None and self.of not in before:
+            raise ValueError(f"arm {self.name!r}: of {self.of!r} is not an earlier arm")
+        if self.of is not None and self.lm is not None:
+            raise ValueError(f"arm {self.name!r}: of {self.of!r} samples that arm's program on its own LM; leave lm out")
+
+
+class OwnProgramArm(Arm):
+    """An arm with ``program`` settings of its own over the config's ``[program]``."""
+
+    if TYPE_CHECKING:
+        program: dict[str, Any]
+
+    def program_config(self, config: RunConfig) -> ProgramConfig:
+        """The arm's program settings: its own over the config's ``[program]`` (a judge's options merge key by key)."""
+        base = config.program.model_dump()
+        own = dict(self.program)
+        if isinstance(own.get("judge"), dict):
+            own["judge"] = {**base["judge"], **own["judge"]}
+        return ProgramConfig(**{**base, **own})
+
+    def check_fits(self, before: Sequence[str], config: RunConfig) -> None:
+        super().check_fits(before, config)
+        try:
+            self.program_config(config)
+        except ValidationError as exc:
+            raise ValueError(f"arm {self.name!r}: program {describe_validation_error(exc)}") from None
+
+    def settings_over(self, config: RunConfig) -> dict[str, Any]:
+        return {**super().settings_over(config), "program": self.program_config(config)}
+
+
+class OwnOptimizerArm(Arm):
+    """An optimizing arm: its own ``optimizer`` settings over the config's ``[optimizer]``."""
+
+    if TYPE_CHECKING:
+        optimizer: dict[str, Any]
+
+    def optimizer_settings(self, config: RunConfig) -> OptimizerSettings:
+        """The arm's optimizer settings: its own over the config's ``[optimizer]``, and those its kind sets."""
+        return OptimizerSettings(**{**config.optimizer.model_dump(exclude_unset=True), **self.optimizer, **self.optimizer_fixed()})
+
+    def optimizer_fixed(self) -> dict[str, Any]:
+        """Optimizer settings the kind decides over the arm's own (none here)."""
+        return {}
+
+    def check_fits(self, before: Sequence[str], config: RunConfig) -> None:
+        super().check_fits(before, config)
+        try:
+            self.optimizer_settings(config)
+        except ValidationError as exc:
+            raise ValueError(f"arm {self.name!r}: optimizer {describe_validation_error(exc)}") from None
+
+    def settings_over(self, config: RunConfig) -> dict[str, Any]:
+        return {**super().settings_over(config), "optimizer": self.optimizer_settings(config)}
+
+
+class TrainDataArm(Arm):
+    """An arm trained on the rows of a ``train_data`` file besides the splits (its path: from the config's folder)."""
+
+    if TYPE_CHECKING:
+        train_data: Path | None
+
+    def resolved(self, folder: Path) -> Self:
+        base = super().resolved(folder)
+        return base if self.train_data is None else base.model_copy(update={"train_data": (folder / self.train_data).resolve()})
+
+
+class StartArm(OwnProgramArm, OfArm):
     kind: Literal["start"] = "start"
     program: dict[str, Any] = Field(default_factory=dict, description="[program] settings over the config's (e.g. judge options)")
     of: str | None = Field(default=None, description="an earlier arm whose program this arm runs (e.g. a fine-tuned one), instead of the start's")
@@ -89,8 +192,11 @@ class StartArm(OwnLMArm):
             raise ValueError("give `of` (an earlier arm's program) or `program` settings, not both")
         return self
 
+    def enforced(self) -> Source | None:
+        return self.enforce or self.program.get("enforce")
 
-class BinEvalArm(Arm):
+
+class BinEvalArm(OwnProgramArm, OwnOptimizerArm):
     kind: Literal["bineval"] = "bineval"
     optimizer: dict[str, Any] = Field(default_factory=dict, description="settings over the config's [optimizer]")
     program: dict[str, Any] = added("0.2", default_factory=dict, description="[program] settings over the config's")
@@ -108,8 +214,13 @@ class GepaArm(Arm):
             raise ValueError("give exactly one of calls_like and max_metric_calls")
         return self
 
+    def check_fits(self, before: Sequence[str], config: RunConfig) -> None:
+        super().check_fits(before, config)
+        if self.calls_like is not None and self.calls_like not in before:
+            raise ValueError(f"arm {self.name!r}: calls_like {self.calls_like!r} is not an earlier arm")
 
-class BestOfArm(OwnLMArm):
+
+class BestOfArm(OfArm):
     kind: Literal["best_of"] = "best_of"
     n: int = Field(default=8, ge=2)
     of: str | None = Field(default=None, description="an earlier arm whose program is sampled (default: the start program)")
@@ -121,7 +232,7 @@ class BestOfArm(OwnLMArm):
     )
 
 
-class SelectionDemosArm(Arm):
+class SelectionDemosArm(OwnOptimizerArm):
     """What the optimizer can learn from selection: Best-of-``n`` on the train prompts, and the samples that pass
     every check offered to ``BinEvalOptimizer`` as demonstrations (up to ``demos``), each kept only on val gain."""
 
@@ -131,8 +242,11 @@ class SelectionDemosArm(Arm):
     demos: int = Field(default=2, ge=1)
     optimizer: dict[str, Any] = Field(default_factory=dict, description="settings over the config's [optimizer]")
 
+    def optimizer_fixed(self) -> dict[str, Any]:
+        return {"demos": self.demos}  # its demo budget
 
-class FinetuneArm(Arm):
+
+class FinetuneArm(TrainDataArm):
     """``BinEvalFinetune`` on the train split plus every row of ``train_data`` (a suite, e.g. a ``bineval suite
     synth`` file; in cross mode judge examples): LoRA weights trained on the samples the checklists approve, or on
     the reference verdicts; ``finetune`` holds its settings."""
@@ -157,8 +271,11 @@ class ProgramArm(OwnLMArm):
     kind: Literal["program"] = "program"
     path: Path
 
+    def resolved(self, folder: Path) -> Self:
+        return super().resolved(folder).model_copy(update={"path": (folder / self.path).resolve()})
 
-class ProbeArm(Arm):
+
+class ProbeArm(TrainDataArm):
     """A probe judge (cross mode): a head on the judge LM's hidden state (``judges.probe``), trained on the train and
     val rows' reference verdicts and every row of ``train_data`` (judge examples), its layer, strength and threshold
     chosen by grouped folds over them, never the test split."""
@@ -180,28 +297,3 @@ class ProbeArm(Arm):
 class RefineArm(OwnLMArm):
     kind: Literal["refine"] = "refine"
     iterations: int = Field(default=1, ge=1)
-
-
-def arm_settings(config: RunConfig, arm: BinEvalArm | SelectionDemosArm) -> OptimizerSettings:
-    """An optimizer arm's settings: its own over the config's ``[optimizer]`` (a selection arm: its demo budget)."""
-    extra = {"demos": arm.demos} if isinstance(arm, SelectionDemosArm) else {}
-    return OptimizerSettings(**{**config.optimizer.model_dump(exclude_unset=True), **arm.optimizer, **extra})
-
-
-def arm_program(config: RunConfig, arm: StartArm | BinEvalArm) -> ProgramConfig:
-    """An arm's program settings: its own over the config's ``[program]`` (a judge's options merge key by key)."""
-    base = config.program.model_dump()
-    own = dict(arm.program)
-    if isinstance(own.get("judge"), dict):
-        own["judge"] = {**base["judge"], **own["judge"]}
-    return ProgramConfig(**{**base, **own})
-
-
-def arm_config(config: Config, arm: StartArm | BinEvalArm | SelectionDemosArm, run_dir: Path) -> Config:
-    """The run description one arm runs: its program and optimizer settings over the config's, in its folder."""
-    update: dict[str, Any] = {"run_dir": run_dir}
-    if isinstance(arm, StartArm | BinEvalArm):
-        update["program"] = arm_program(config, arm)
-    if isinstance(arm, BinEvalArm | SelectionDemosArm):
-        update["optimizer"] = arm_settings(config, arm)
-    return config.model_copy(update=update)

@@ -11,7 +11,8 @@ control character (ANSI, OSC) is shown escaped, never sent to the terminal.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.table import Table
@@ -382,36 +383,15 @@ def show_finetune(run: FinetuneRun) -> None:
 
 
 def show_run(run: Run) -> None:
-    """The run's title line, then the view of its kind."""
+    """The run's title line, then the view of its kind (each run class names its ``kind``)."""
     from bineval_dspy.report.html import TITLES
-    from bineval_dspy.report.runs import (
-        AnalysisRun,
-        CalibrationRun,
-        ExperimentRun,
-        FinetuneRun,
-        JudgeRun,
-        LogRun,
-        MetaRun,
-        OptimizerRun,
-        shown_path,
-    )
+    from bineval_dspy.report.runs import shown_path
 
     _say(f"== {TITLES[run.kind]}: {shown_path(run.source)}")
-    if isinstance(run, JudgeRun):
-        show_judge(run)
-    elif isinstance(run, MetaRun):
-        show_meta(run)
-    elif isinstance(run, OptimizerRun):
-        show_optimizer(run)
-    elif isinstance(run, AnalysisRun):
-        show_analysis(run)
-    elif isinstance(run, ExperimentRun):
-        show_experiment(run)
-    elif isinstance(run, CalibrationRun):
-        show_calibration(run)
-    elif isinstance(run, FinetuneRun):
-        show_finetune(run)
-    elif isinstance(run, LogRun):
-        show_log(run)
-    else:
-        show_tune(run)
+    VIEWS[run.kind](run)
+
+
+VIEWS: dict[str, Callable[[Any], None]] = {
+    "judge": show_judge, "meta": show_meta, "optimizer": show_optimizer, "analysis": show_analysis, "experiment": show_experiment,
+    "calibration": show_calibration, "finetune": show_finetune, "log": show_log, "tune": show_tune,
+}  # fmt: skip

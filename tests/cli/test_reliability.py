@@ -927,7 +927,7 @@ def test_a_damaged_output_row_is_one_located_line_not_a_traceback(tmp_path, monk
     capsys.readouterr()
     assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "out.jsonl:1: field 'bineval.scorecard'" in err
+    assert err.count("\n") == 0 and "out.jsonl:1: missing field 'bineval.scorecard'" in err
 
 
 def test_data_without_line_ends_is_refused_not_read_without_bound(tmp_path, monkeypatch, capsys):

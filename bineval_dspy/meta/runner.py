@@ -224,7 +224,8 @@ class MetaRun:
     def checklist(self, method: MethodConfig, meter: BudgetMeter) -> Checklist | None:
         """The method's checklist: its file's, or the one its writer writes for the task (once; reused on resume)."""
         if isinstance(method, BinEvalMethod) and method.checklist == "generate" and method.name not in self.checklists:
-            with dspy.context(lm=self.own_lms.get(method.name, self.lm)) if self.own_lms.get(method.name, self.lm) is not None else nullcontext():
+            lm = self.own_lms.get(method.name, self.lm)
+            with dspy.context(lm=lm) if lm is not None else nullcontext():
                 self.checklists[method.name] = _generated_checklist(self.config, method, self.config.scored_dimensions(), reuse=self.reuse, meter=meter)
         return self.checklists.get(method.name)
 

@@ -71,7 +71,8 @@ def executor_of(address: str | None, workers: int, meter: BudgetMeter) -> Execut
 
 @dataclass
 class Executed(Generic[O, R]):
-    """What ``execute`` did: every finished record the log now holds (by key, in the run's order), and this run's share."""
+    """What ``execute`` did: every finished record the log now holds (by key: the kept ones, then this run's), and this
+    run's share."""
 
     records: dict[str, R]
     kept: int  # finished records of earlier output, kept

@@ -5,6 +5,7 @@ The compiler itself reads the verifier registry, where each enforceable verifier
 (``verifiers.enforcement.compile_plan``); engines execute the spec in their own form."""
 
 from bineval_dspy.enforce.plan import Decision, Plan, Source
+from bineval_dspy.enforce.rules import RULE_KINDS, Reply, Rule, RuleConflict, RuleKind, rule_kind, rules
 from bineval_dspy.enforce.steering import (
     METADATA_KEY,
     Conflict,
@@ -20,6 +21,11 @@ __all__ = [
     "METADATA_KEY",
     "Conflict",
     "Decision",
+    "RULE_KINDS",
+    "Reply",
+    "Rule",
+    "RuleConflict",
+    "RuleKind",
     "Plan",
     "Source",
     "Steering",
@@ -28,4 +34,6 @@ __all__ = [
     "from_metadata",
     "merge",
     "metadata",
+    "rule_kind",
+    "rules",
 ]

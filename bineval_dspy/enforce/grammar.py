@@ -50,6 +50,8 @@ def unexpressed(steering: Steering) -> tuple[str, ...]:
     """The fields of ``steering`` (set to something) that a grammar cannot make true: those constraints must be
     reported as not enforced on an LM that takes only a grammar."""
     missing = [name for name in UNEXPRESSED_ALWAYS if getattr(steering, name) not in (0, None, ())]
+    if steering.rules:  # executed token by token by the embedded decoder only
+        missing.append("rules")
     if any(len(b) > 1 for b in steering.banned):
         missing.append("banned")
     structure = steering.structure

@@ -46,7 +46,9 @@ class Vocabulary:
     def banned(self, steering: Steering) -> np.ndarray:
         """True for every token no position of this steering's reply may hold."""
         units = steering.structure is not None and steering.structure.kind in _UNITS
-        key = (steering.case, steering.banned, units, getattr(steering.structure, "kind", None) == "dividers")
+        static = tuple(rule for rule in steering.rules if rule.build().static)
+        dividers = getattr(steering.structure, "kind", None) == "dividers"
+        key = (steering.case, steering.banned, units, dividers, tuple(rule.model_dump_json() for rule in static))
         if key not in self._masks:
             tests: list[Callable[[str], bool]] = []
             if steering.case == "lower":
@@ -59,6 +61,7 @@ class Vocabulary:
                 tests.append(lambda p: bool(_NEWLINE_THEN_TEXT.search(p)))
             if key[3]:
                 tests.append(lambda p: "***" in p)
+            tests += [rule.build().bans for rule in static]
             mask = np.fromiter((any(t(p) for t in tests) for p in self.pieces), dtype=bool, count=len(self.pieces))
             mask[self.end_ids] = False  # the end is decided by ``may_end``, never by a mask
             self._masks[key] = mask
@@ -90,7 +93,16 @@ class Steerer:
         self.unit_tokens = 0
         self.unit_budget = 0
         self._mask = vocabulary.banned(steering)
+        self.rules = [rule.build() for rule in steering.rules]  # this reply's executors (they may keep state)
         self._words_closing = len(word_runs(self._closing_words()))
+
+    @property
+    def pieces(self) -> list[str]:
+        return self.vocab.pieces
+
+    @property
+    def new_word(self) -> np.ndarray:
+        return self.vocab.new_word
 
     # -- the start ---------------------------------------------------------------------------------
     def start(self) -> str:
@@ -106,6 +118,8 @@ class Steerer:
             self.phase, self.title_at = "title", len(self.text)
         else:
             self.text += self._open_structure()
+        for rule in self.rules:
+            self.text += rule.prefix()
         return self.text
 
     def _open_structure(self, before: str = "") -> str:
@@ -131,6 +145,8 @@ class Steerer:
             deficit = self.s.min_words - len(word_runs(self.text)) - self._words_closing
             if deficit > 0 and self.limit - self.tokens <= deficit + 4:
                 out[~self.vocab.new_word] = -np.inf
+        for rule in self.rules:
+            rule.mask(out, self)
         if not self.may_end():
             out[self.vocab.end_ids] = -np.inf
         return out
@@ -166,13 +182,19 @@ class Steerer:
             return False
         if s.structure is not None and s.structure.kind == "two_responses" and self.units == 2 and not self._unit_has_text(1):
             return False
-        return not (s.structure is not None and s.structure.kind in _UNITS and not self._unit_has_text(1))
+        if s.structure is not None and s.structure.kind in _UNITS and not self._unit_has_text(1):
+            return False
+        return all(rule.may_end(self) for rule in self.rules)
 
     def allows(self, token: int) -> bool:
-        """Whether ``token`` (not masked) may come next given the text so far."""
+        """Whether ``token`` (not masked) may come next given the text so far: the fields' rules, then every
+        rule's."""
         if token in self.vocab.end_ids:
             return True
         piece = self.vocab.pieces[token]
+        return self._fields_allow(piece) and all(rule.allows(self, piece) for rule in self.rules)
+
+    def _fields_allow(self, piece: str) -> bool:
         s = self.s
         if s.forbidden_words:
             tail = (self.text + piece)[-(len(piece) + max(len(w) for w in s.forbidden_words) + 2) :]
@@ -205,8 +227,18 @@ class Steerer:
     def accepted(self, token: int) -> str | None:
         """Record a kept token; the text to force after it (already part of ``text``), ``END``, or None."""
         forced = self._after(token)
-        if forced and forced != END:
+        if forced == END:
+            return END
+        if forced:
             self.text += forced
+        piece = self.vocab.pieces[token]
+        for rule in self.rules:
+            more = rule.after(self, piece)
+            if more == END:
+                return END
+            if more:
+                self.text += more
+                forced = (forced or "") + more
         return forced or None
 
     def _after(self, token: int) -> str | None:
@@ -312,6 +344,8 @@ class Steerer:
         """The model chose the end of text (``may_end`` allowed it): the text to force and continue from (already
         part of ``text``), or None to finish."""
         forced = self._at_end()
+        if not forced:
+            forced = next((more for rule in self.rules if (more := rule.at_end(self))), None)
         if forced:
             self.text += forced
         return forced or None
@@ -349,6 +383,8 @@ class Steerer:
             text += next((option[len(written) :] for option in s.choice if option.startswith(written)), "")
         if s.json_value:
             text += json_closing(text)
+        for rule in self.rules:
+            text = rule.finish(text)
         if s.postscript and self.phase not in ("postscript", "done"):
             text = text.rstrip() + "\n" * self._postscript_break() + s.postscript
         if s.end_phrase and not text.rstrip().endswith(s.end_phrase):

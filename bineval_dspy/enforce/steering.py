@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.text import word_runs
+from bineval_dspy.enforce.rules import Rule, RuleConflict, merge_rules
 
 HOW = Literal["mask", "forced", "automaton"]
 METADATA_KEY = "bineval_steering"  # the request metadata entry that carries a Steering
@@ -62,12 +63,15 @@ class Steering(BaseModel):
     max_sentences: int | None = None  # fewer than this many sentences
     postscript: str = ""  # a postscript opened by this marker, forced before the end
     end_phrase: str = ""  # forced at the very end, before ``closing``
+    rules: tuple[Rule, ...] = ()  # rules of the registered kinds (``enforce.rules``): word predicates, budgets, ...
 
     def forced_texts(self) -> list[str]:
         """Every literal the decoder will write by force, for the conflict check against masks."""
         texts = [self.lead, self.opening, self.closing, self.postscript, self.end_phrase, *self.choice]
         if self.structure is not None:
             texts += [self.structure.marker, self.structure.first_word]
+        for rule in self.rules:
+            texts += rule.build().forced_texts()
         return [t for t in texts if t]
 
     def to_json(self) -> str:
@@ -75,8 +79,10 @@ class Steering(BaseModel):
 
     @property
     def min_tokens(self) -> int:
-        """Reply tokens a lower bound needs (about 1.4 tokens a word on the embedded models, plus forced text)."""
-        return int(self.min_words * 1.5 + self.min_sentences * 14) + 16 if (self.min_words or self.min_sentences) else 0
+        """Reply tokens a lower bound needs (about 1.4 tokens a word on the embedded models, plus forced text), and
+        what the rules need."""
+        own = int(self.min_words * 1.5 + self.min_sentences * 14) + 16 if (self.min_words or self.min_sentences) else 0
+        return max([own, *(rule.build().min_tokens() for rule in self.rules)])
 
 
 class Conflict(ValueError):
@@ -103,6 +109,10 @@ def merge(base: Steering, part: Steering) -> Steering:
         values["choice"] = part.choice
     values["banned"] = tuple(dict.fromkeys([*base.banned, *part.banned]))
     values["forbidden_words"] = tuple(dict.fromkeys([*base.forbidden_words, *part.forbidden_words]))
+    try:
+        values["rules"] = merge_rules(base.rules, part.rules)
+    except RuleConflict as exc:
+        raise Conflict(str(exc)) from None
     for low, high in (("min_words", "max_words"), ("min_sentences", "max_sentences")):
         values[low] = max(getattr(base, low), getattr(part, low))
         ceilings = [c for c in (getattr(base, high), getattr(part, high)) if c is not None]
@@ -136,6 +146,9 @@ def _check_whole(steering: Steering) -> None:
     ceiling = steering.max_words is not None or steering.max_sentences is not None
     if ceiling and steering.structure is not None and steering.structure.count > 1:
         raise Conflict("the decoder cannot share a length ceiling among several counted units")
+    for rule in steering.rules:
+        if why := rule.build().conflict(steering):
+            raise Conflict(why)
     for text in steering.forced_texts():
         if steering.case == "lower" and any(c.isupper() for c in text):
             raise Conflict(f"the forced text {text[:40]!r} has capitals")
@@ -149,10 +162,11 @@ def _check_whole(steering: Steering) -> None:
 
 @functools.cache
 def code_digest() -> str:
-    """A digest of the spec's and the decoder's source (this file and ``runtime.py``): sent with every steered
-    request, so a cached reply made by other steering code is never replayed as this code's."""
+    """A digest of the spec's and the decoder's source (every module of this package, the rule kinds included):
+    sent with every steered request, so a cached reply made by other steering code is never replayed as this
+    code's."""
     sources = hashlib.sha256()
-    for path in (Path(__file__), Path(__file__).with_name("runtime.py")):
+    for path in sorted(Path(__file__).parent.glob("*.py")):
         sources.update(path.name.encode() + b"\0" + path.read_bytes())
     return sources.hexdigest()[:16]
 

@@ -14,6 +14,7 @@ from bineval_dspy.enforce.runtime import END, Steerer, Vocabulary
 from bineval_dspy.enforce.steering import Steering
 from bineval_dspy.verifiers import build_check
 from bineval_dspy.verifiers.enforcement import compile_plan, enforceable_ids
+from tests.enforce.random_kwargs import EXTRA_PIECES, MAKERS
 
 PIECES = [
     " the",
@@ -68,6 +69,7 @@ PIECES = [
     " Section",
     " P.S.",
 ]
+PIECES += [p for p in EXTRA_PIECES if p not in PIECES]  # what each benchmark's rules need to be satisfiable
 END_ID = len(PIECES)
 VOCAB = Vocabulary([*PIECES, ""], [END_ID])
 
@@ -104,27 +106,12 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def random_kwargs(instruction_id: str, rng: random.Random) -> dict:
-    """Kwargs an IFEval row could give ``instruction_id``."""
-    n = rng.randint(1, 5)
-    return {
-        "change_case:english_lowercase": {}, "change_case:english_capital": {}, "punctuation:no_comma": {},
-        "startend:quotation": {}, "detectable_format:title": {}, "detectable_format:json_format": {},
-        "detectable_format:constrained_response": {}, "combination:two_responses": {},
-        "combination:repeat_prompt": {"prompt_to_repeat": rng.choice(["Write about cats.", "tell me a story", "Is it big?"])},
-        "detectable_content:postscript": {"postscript_marker": rng.choice(["P.S.", "P.P.S"])},
-        "detectable_format:multiple_sections": {"section_spliter": rng.choice(["Section", "SECTION", "PART"]), "num_sections": n},
-        "detectable_format:number_bullet_lists": {"num_bullets": n},
-        "keywords:forbidden_words": {"forbidden_words": rng.sample(["blue", "cat", "paris", "mat"], 2)},
-        "length_constraints:nth_paragraph_first_word": {"num_paragraphs": n + 1, "nth_paragraph": rng.randint(1, n + 1), "first_word": rng.choice(["however", "first", "then"])},
-        "length_constraints:number_paragraphs": {"num_paragraphs": n},
-        "length_constraints:number_sentences": {"num_sentences": rng.randint(2, 8), "relation": rng.choice(["at least", "less than"])},
-        "length_constraints:number_words": {"num_words": rng.randint(5, 120), "relation": rng.choice(["at least", "less than"])},
-        "startend:end_checker": {"end_phrase": rng.choice(["Is there anything else I can help with?", "any other questions?", "Peace."])},
-    }[instruction_id]  # fmt: skip
+    """Kwargs a suite row could give ``instruction_id`` (each benchmark's makers in ``random_kwargs/``)."""
+    return MAKERS[instruction_id](rng)
 
 
 def test_every_enforceable_id_is_tested_here():
-    """A verifier given an enforcement later fails here (KeyError) until it has kwargs in ``random_kwargs``."""
+    """A verifier given an enforcement later fails here (KeyError) until it has kwargs in ``random_kwargs/``."""
     for instruction_id in enforceable_ids():
         random_kwargs(instruction_id, random.Random(0))
 

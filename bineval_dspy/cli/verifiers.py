@@ -21,7 +21,10 @@ def cmd_verifiers(args: argparse.Namespace) -> int:
     for info in found:
         kwargs = ", ".join(f"{name}={default}" for name, default in info.kwargs.items()) or "no kwargs"
         enforce = f"  enforced by {info.enforce}" if info.enforce else ""
-        shown.print(styled((info.instruction_id, "cyan"), f"  {info.rule}", (f"  [{kwargs}]", "dim"), (enforce, "green")))
+        unenforced = f"  not enforceable: {info.unenforceable}" if info.unenforceable else ""
+        shown.print(
+            styled((info.instruction_id, "cyan"), f"  {info.rule}", (f"  [{kwargs}]", "dim"), (enforce, "green"), (unenforced, "yellow"))
+        )
     enforced = sum(info.enforce is not None for info in found)
     console.print(
         f"{len(found)} verifier(s), {enforced} of them enforceable while decoding (generate --enforce: by a token mask, forced text "

@@ -29,7 +29,8 @@ def compile_plan(
             decisions.append(decided.model_copy(update={"status": "invalid", "reason": "no verifier has this id"}))
             continue
         if registered.enforce is None:
-            decisions.append(decided.model_copy(update={"reason": "no enforcement is declared for this verifier"}))
+            reason = registered.unenforceable or "no enforcement is declared for this verifier"
+            decisions.append(decided.model_copy(update={"reason": reason}))
             continue
         try:
             build_check(instruction_id, kwargs, prompt)

@@ -63,6 +63,7 @@ class Registered:
     factory: Factory
     rule: Rule
     enforce: Enforcement | None = None
+    unenforceable: str = ""  # why decoding cannot make the rule true (shown by ``bineval verifiers``)
 
 
 VERIFIERS: Registry[Registered] = Registry("verifier")  # by instruction id
@@ -84,20 +85,25 @@ def _check_rule(rule: Rule | Enforce, factory: Factory) -> None:
         raise RuntimeError(f"rule of {factory.__name__} does not match its kwargs: {sorted(mismatch)}")
 
 
-def register(*instruction_ids: str, rule: Rule, enforce: Enforcement | None = None) -> Callable[[Factory], Factory]:
+def register(
+    *instruction_ids: str, rule: Rule, enforce: Enforcement | None = None, unenforceable: str = ""
+) -> Callable[[Factory], Factory]:
     """Register ``factory`` as the verifier builder for each of ``instruction_ids``.
 
     ``rule`` says what the check demands, as an instruction to the writer: a ``str.format`` template over the
     factory's kwargs, or a callable taking the factory's keyword arguments (for defaults or grammar). ``enforce``:
-    how a decoder makes the rule true (``bineval generate --enforce``), taking the same kwargs.
+    how a decoder makes the rule true (``bineval generate --enforce``), taking the same kwargs; ``unenforceable``:
+    where it cannot, why (a decision's reason and what ``bineval verifiers`` shows).
     """
 
     def decorate(factory: Factory) -> Factory:
         _check_rule(rule, factory)
         if enforce is not None:
             _check_rule(enforce.steering, factory)
+            if unenforceable:
+                raise RuntimeError(f"{factory.__name__}: both an enforcement and a reason it has none")
         for instruction_id in instruction_ids:
-            VERIFIERS.add(instruction_id, Registered(factory, rule, enforce))
+            VERIFIERS.add(instruction_id, Registered(factory, rule, enforce, unenforceable))
         return factory
 
     return decorate
@@ -261,6 +267,7 @@ class VerifierInfo:
     rule: str
     kwargs: dict[str, str]  # name -> its default as text, or "required"
     enforce: str | None = None  # how decoding can guarantee it (mask, forced, automaton), None: it cannot
+    unenforceable: str = ""  # why it cannot, where the verifier says
 
 
 def _kwarg_defaults(factory: Factory) -> dict[str, str]:
@@ -301,7 +308,13 @@ def catalog(text: str = "") -> list[VerifierInfo]:
     """Every verifier whose id or rule holds ``text`` (any case), by id: what a checklist's ``verifier`` may name."""
     wanted = text.casefold()
     infos = [
-        VerifierInfo(i, _rule_text(i), _kwarg_defaults(VERIFIERS[i].factory), getattr(VERIFIERS[i].enforce, "how", None))
+        VerifierInfo(
+            i,
+            _rule_text(i),
+            _kwarg_defaults(VERIFIERS[i].factory),
+            getattr(VERIFIERS[i].enforce, "how", None),
+            VERIFIERS[i].unenforceable,
+        )
         for i in known_instruction_ids()
     ]
     return [info for info in infos if wanted in info.instruction_id.casefold() or wanted in info.rule.casefold()]

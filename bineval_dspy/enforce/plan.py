@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bineval_dspy.enforce.steering import HOW, Steering
+from bineval_dspy.enforce.rules import HOW
+from bineval_dspy.enforce.steering import Steering
 
 Source = Literal["annotated", "extracted"]  # the suite's instruction ids, or what the extractor finds in the prompt
 

@@ -21,7 +21,7 @@ kind, whether they combine (``combine``) or conflict.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -29,8 +29,26 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.registry import Registry
 
-if TYPE_CHECKING:
-    from bineval_dspy.enforce.steering import HOW, Steering
+HOW = Literal["mask", "forced", "automaton"]  # how a constraint is made true: a token mask, forced text, a counter
+
+
+class Spec(Protocol):
+    """What a rule may read of the whole steering it is part of (``Steering``), to name a conflict."""
+
+    @property
+    def case(self) -> Literal["lower", "upper"] | None: ...
+    @property
+    def banned(self) -> tuple[str, ...]: ...
+    @property
+    def json_value(self) -> bool: ...
+    @property
+    def choice(self) -> tuple[str, ...]: ...
+    @property
+    def max_words(self) -> int | None: ...
+    @property
+    def max_sentences(self) -> int | None: ...
+    @property
+    def rules(self) -> tuple[Rule, ...]: ...
 
 
 class Reply(Protocol):
@@ -76,7 +94,7 @@ class RuleKind(BaseModel):
             return self
         raise RuleConflict(f"two different {self.name} rules")
 
-    def conflict(self, steering: Steering) -> str:
+    def conflict(self, steering: Spec) -> str:
         """Why this rule cannot hold beside the rest of ``steering`` ('' when it can)."""
         return ""
 

@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from bineval_dspy.core.text import word_runs
 from bineval_dspy.enforce.rules import Rule, RuleConflict, merge_rules
 
-HOW = Literal["mask", "forced", "automaton"]
 METADATA_KEY = "bineval_steering"  # the request metadata entry that carries a Steering
 CODE_KEY = "bineval_steering_code"  # and the digest of the code that executes it (see ``metadata``)
 

@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.registry import Registry
-from bineval_dspy.enforce.steering import HOW, Steering
+from bineval_dspy.enforce.rules import HOW
+from bineval_dspy.enforce.steering import Steering
 
 
 @dataclass(frozen=True)

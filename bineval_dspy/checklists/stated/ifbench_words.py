@@ -105,7 +105,7 @@ IFBENCH_WORD_RULES: tuple[Rule, ...] = (
          "Is the last word of each sentence the first word of the next?"),
     rule("words:no_consecutive", r"\bno\s+two\s+(?:consecutive|adjacent|neighbou?ring|successive)\s+words\b[^.]{0,40}?\b(?:share|start|begin|have)\w*\b[^.]{0,20}?\bsame\s+(?:first|initial|starting)?\s*letter|\b(?:consecutive|adjacent|neighbou?ring|successive)\s+words\s+(?:must|should|may\s+not|cannot|can't|can\s*not)\s+(?:\w+\s+){0,2}?(?:start|begin)\s+with\s+(?:different|the\s+same)\s+letters?",
          "Do no two consecutive words start with the same letter?"),
-    rule("words:odd_even_syllables", r"\balternat\w*\b[^.]{0,40}?\bwords?\b[^.]{0,30}?\b(?:odd|even)\b[^.]{0,20}?\b(?:odd|even)\b[^.]{0,30}?\bsyllables?|\b(?:odd|even)\s+and\s+(?:odd|even)\s+(?:numbers?\s+of\s+)?syllables?\b[^.]{0,30}\balternat",
+    rule("words:odd_even_syllables", r"\balternat\w*\b[^.]{0,80}?\b(?:odd|even)\b[^.]{0,40}?\b(?:odd|even)\b[^.]{0,40}?\bsyllab\w*|\b(?:odd|even)\b[^.]{0,30}?\b(?:odd|even)\b[^.]{0,30}?\bsyllab\w*[^.]{0,40}?\balternat",
          "Do the words alternate between odd and even numbers of syllables?"),
     rule("words:palindrome", r"\b(?:at\s+least\s+)?(?:10|ten)\s+(?:single-word\s+|different\s+)?palindromes?\b",
          "Does the response include at least 10 palindromes of at least 5 letters?"),

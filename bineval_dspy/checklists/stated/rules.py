@@ -118,9 +118,12 @@ def part_scoped(text: str, start: int, end: int) -> bool:
     rather than for the whole reply."""
     s_start, s_end = sentence_span(text, start, end)
     before = text[s_start:start]
-    clause = re.split(r"[,;:(]|\band\b|\bthen\b", before)[-1]
+    clauses = re.split(r"[,;:(]|\band\b|\bthen\b", before)
+    clause = clauses[-1]
+    # "the summary field is one sentence, at most 25 words": an apposition belongs to the clause before it
+    subject = ", ".join(clauses[-2:]) if not clause.strip() else clause
     after = text[end:s_end]
-    if _EACH.search(clause) or _PART_SUBJECT.search(before) or _PART_OF.search(clause) or _PART_VERB.search(clause):
+    if _EACH.search(clause) or _PART_SUBJECT.search(subject) or _PART_OF.search(clause) or _PART_VERB.search(clause):
         return True
     return bool(_PART_AFTER.match(after) or _EACH_AFTER.match(after))
 

@@ -23,6 +23,9 @@ def ids(prompt: str) -> set[str]:
         "Many professors require at least 500 words for such essays. Tell me why.",
         "Does every sentence need to end with an emoji in a tweet?",
         'Explain the rule "Each word must start with the next letter of the alphabet" to a child.',
+        "Summarize the article 'No Commas Allowed: A Style Guide'.",
+        "Translate into French: 'Write at least 300 words.'",
+        "Describe an essay contest where entries needed at least 500 words.",
     ],
 )
 def test_a_constraint_only_mentioned_asked_about_or_quoted_is_not_extracted(prompt):
@@ -51,6 +54,7 @@ def test_a_request_put_as_a_question_is_still_stated():
         "Every paragraph should have at least 3 sentences.",
         "Write a title of at most 5 words, then the story.",
         "Answer each question in fewer than 20 words.",
+        "For every slide, use at most 30 words.",
     ],
 )
 def test_a_limit_stated_for_a_part_of_the_reply_is_not_a_limit_on_the_whole(prompt):

@@ -30,7 +30,7 @@ _CLAIMS = {
     "count:conjunctions": ("keywords:existence",),
     "format:options": ("detectable_format:constrained_response",),
     "format:newline": ("keywords:existence",),
-    "words:repeats": ("keywords:frequency",),
+    "words:repeats": ("keywords:frequency", "keywords:forbidden_words"),
 }
 
 

@@ -62,7 +62,7 @@ IFBENCH_FORMAT_RULES: tuple[Rule, ...] = (
          "Is every quoted phrase followed by an unquoted explanation?"),
     rule("format:quotes", r"\bquotes?\s+within\s+quotes?\b|\bnest\w*\s+quot\w+\b[^.]{0,40}?\b(?:3|three)\s+levels?|\bquotations?\s+(?:nested\s+)?(?:at\s+least\s+)?(?:3|three)\s+levels?\s+deep",
          "Do quotations nest at least 3 levels deep, alternating double and single quotes?"),
-    rule("format:sub-bullets", r"\bbullet\s+points?\b[^.]{0,40}?\bsub-?\s?bullet|\bsub-?\s?bullets?\b[^.]{0,60}?\b(?:each|every)\s+(?:\*\s+)?bullet",
+    rule("format:sub-bullets", r"\bbullet\s+points?\b[^.]{0,40}?\bsub-?\s?bullet|\b(?:each|every)\s+(?:\*\s+)?bullet\b[^.]{0,60}?\bsub-?\s?bullet|\bsub-?\s?bullets?\b[^.]{0,60}?\b(?:each|every)\s+(?:\*\s+)?bullet",
          "Does every '*' bullet point have at least one '-' sub-bullet?"),
     rule("format:thesis", r"\bthesis\s+statement\b[^.]{0,30}?\bitalic|\bitalic\w*\s+thesis\b|\bthesis\b[^.]{0,60}\bhtml\b[^.]{0,20}\bitalic|<i>\s*thesis",
          "Does the response state a thesis in HTML italics and go on after it?"),

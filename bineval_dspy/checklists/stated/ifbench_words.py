@@ -45,7 +45,7 @@ def _range(m: re.Match[str]) -> dict[str, Any]:
 
 def _repeats(m: re.Match[str]) -> dict[str, Any]:
     """words:repeats' limit: 'more than 4 times' (not allowed) and 'at most 4 times' allow 4; 'fewer than 4' allows 3."""
-    words, n = (m.group(1) or "").lower(), number(m.group(2))
+    words, n = (m.group(1) or "").lower(), number(m.group(2)) if m.group(2) else _TIMES[m.group(3).lower()]
     return {"small_n": n - 1 if words in ("less than", "fewer than", "under", "below") else n}
 
 
@@ -101,7 +101,7 @@ IFBENCH_WORD_RULES: tuple[Rule, ...] = (
     rule("words:keywords_specific_position",
          rf"\b(?:keyword|word|term)\s+{_KEYWORD}\s+in\s+the\s+(?:{ORDINAL})\s+sentence,?\s+as\s+the\s+(?:{ORDINAL})\s+word\b|\bmake\s+{_KEYWORD}\s+the\s+(?:{ORDINAL})\s+word\s+of\s+the\s+(?:{ORDINAL})\s+sentence",
          "Is '{keyword}' word {m} of sentence {n}?", _position),
-    rule("words:last_first", r"\blast\s+word\s+of\s+(?:each|every|a|one)\s+sentence\b[^.]{0,50}?\bfirst\s+word\s+of\s+the\s+(?:next|following|subsequent)\b|\b(?:start|begin)\s+(?:each|every)\s+(?:new\s+)?sentence\s+with\s+the\s+(?:last\s+)?word\s+(?:that\s+)?(?:ended|ends|ending|closed|that\s+closed)\s+the\s+(?:previous|preceding|one\s+before|sentence\s+before)",
+    rule("words:last_first", r"\b(?:last|final|ending)\s+word\s+of\s+(?:each|every|a|one|any)\s+sentence\b[^.]{0,50}?\bfirst\s+word\s+of\s+the\s+(?:next|following|subsequent)\b|\b(?:start|begin)\s+(?:each|every)\s+(?:new\s+)?sentence\s+with\s+the\s+(?:last\s+)?word\s+(?:that\s+)?(?:ended|ends|ending|closed|that\s+closed)\s+the\s+(?:previous|preceding|one\s+before|sentence\s+before)",
          "Is the last word of each sentence the first word of the next?"),
     rule("words:no_consecutive", r"\bno\s+two\s+(?:consecutive|adjacent|neighbou?ring|successive)\s+words\b[^.]{0,40}?\b(?:share|start|begin|have)\w*\b[^.]{0,20}?\bsame\s+(?:first|initial|starting)?\s*letter|\b(?:consecutive|adjacent|neighbou?ring|successive)\s+words\s+(?:must|should|may\s+not|cannot|can't|can\s*not)\s+(?:\w+\s+){0,2}?(?:start|begin)\s+with\s+(?:different|the\s+same)\s+letters?",
          "Do no two consecutive words start with the same letter?"),
@@ -109,13 +109,13 @@ IFBENCH_WORD_RULES: tuple[Rule, ...] = (
          "Do the words alternate between odd and even numbers of syllables?"),
     rule("words:palindrome", r"\b(?:at\s+least\s+)?(?:10|ten)\s+(?:single-word\s+|different\s+)?palindromes?\b",
          "Does the response include at least 10 palindromes of at least 5 letters?"),
-    rule("words:paragraph_last_first", r"\b(?:each|every)\s+paragraph\b[^.]{0,50}?\b(?:end|finish)\w*\s+with\s+the\s+same\s+word\b[^.]{0,30}?\b(?:start|began|begin|open)|\b(?:start|begin)\s+and\s+end\s+(?:each|every)\s+paragraph\s+with\s+the\s+same\s+word",
+    rule("words:paragraph_last_first", r"\b(?:each|every)\s+paragraph\b[^.]{0,50}?\b(?:end|finish)\w*\s+with\s+the\s+same\s+word\b[^.]{0,30}?\b(?:start|began|begin|open)|\b(?:each|every)\s+paragraph\b[^.]{0,40}?\b(?:start|begin|open)\w*\s+and\s+(?:end|finish|close)\w*\s+with\s+the\s+same\s+word|\b(?:start|begin)\s+and\s+end\s+(?:each|every)\s+paragraph\s+with\s+the\s+same\s+word",
          "Does each paragraph end with the same word it starts with?"),
     rule("words:prime_lengths", r"\bwords?\b[^.]{0,40}?\blengths?\b[^.]{0,30}?\bprime\b|\b(?:each|every)\s+word\b[^.]{0,40}?\bprime\s+number\s+of\s+(?:letters|characters)|\bprime[- ]length\s+words",
          "Does every word have a prime number of letters?"),
-    rule("words:repeats", rf"\b(?:not|never|no\s+word)\s+(?:\w+\s+){{0,3}}?(?:repeat|use|appear|used|occur)\w*\s+(?:any\s+(?:single\s+)?word\s+|a\s+word\s+|words?\s+)?(more\s+than)\s+{N}\s+times?\b|\b(?:each|every|any)\s+word\s+(?:\w+\s+){{0,3}}?({LESS})\s+{N}\s+times?\b",
+    rule("words:repeats", rf"(?:\bnot|n't|\bnever|\bno\s+word)\s+(?:\w+\s+){{0,3}}?(?:repeat|use|appear|used|occur)\w*\s+(?:any\s+(?:single\s+)?word\s+|a\s+word\s+|words?\s+)?(more\s+than)\s+(?:{N}\s+times?\b|(once|twice|thrice)\b)|\b(?:each|every|any)\s+word\s+(?:\w+\s+){{0,3}}?({LESS})\s+{N}\s+times?\b",
          "Is no word used more than {small_n} times?",
-         lambda m: _repeats(m) if m.group(1) else {"small_n": number(m.group(4)) - (1 if m.group(3).lower() in ("less than", "fewer than", "under", "below") else 0)}, whole_reply=True),
+         lambda m: _repeats(m) if m.group(1) else {"small_n": number(m.group(5)) - (1 if m.group(4).lower() in ("less than", "fewer than", "under", "below") else 0)}, whole_reply=True),
     rule("words:start_verb", r"\b(?:response|answer|reply|output|text)\s+(?:must|should|has\s+to|needs\s+to)\s+(?:start|begin|open)\s+with\s+a\s+verb\b|\b(?:start|begin)\s+(?:your|the)\s+(?:response|answer|reply)\s+with\s+a\s+verb\b",
          "Does the response start with a verb?"),
     rule("words:vowel", r"\bwords?\b[^.]{0,40}?\b(?:only|at\s+most|no\s+more\s+than)\s+(?:three|3)\s+(?:types|kinds|different|distinct)\s*(?:of\s+)?vowels?\b|\b(?:use|using)\s+(?:only|at\s+most)\s+(?:three|3)\s+(?:different|distinct)\s+vowels",

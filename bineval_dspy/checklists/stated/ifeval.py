@@ -78,6 +78,8 @@ def _keyword_frequency(m: re.Match[str]) -> dict[str, Any]:
 def _forbidden(m: re.Match[str]) -> dict[str, Any]:
     """The forbidden words, the list cut where the sentence goes on to something else ("..., but mention ...")."""
     listed = re.split(r",?\s+(?:but|in\s+(?:your|the|any)|throughout|anywhere|at\s+all|from)\b|\s+etc\b", m.group(1), maxsplit=1)[0]
+    if re.search(r"\b(?:more|less|fewer)\s+than\b|\btimes?\b|\btwice\b|\bonce\b", listed, re.IGNORECASE):
+        return {}  # "any word more than twice" is a limit on repeats, not a word to avoid
     return {"forbidden_words": items(listed)}
 
 
@@ -145,6 +147,9 @@ IFEVAL_RULES: tuple[Rule, ...] = (
          lambda kw: f"Does the response have {kw['relation']} {kw['num_words']} words?",
          lambda m: dict(zip(("relation", "num_words"), count(m.group(1), m.group(2)))), whole_reply=True,
          unless=r"\bbetween\s+\d+\s+and\s+\d+\s+words"),
+    rule("length_constraints:number_words", rf"\b(?:limit|keep|restrict|cap)\s+(?:(?:your|the)\s+(?:answer|response|reply|text|essay|output)\s+|it\s+)?(to|under|below|within)\s+(?:a\s+maximum\s+of\s+)?{N}\s+words\b",
+         lambda kw: f"Does the response have {kw['relation']} {kw['num_words']} words?",
+         lambda m: {"relation": "less than", "num_words": number(m.group(2)) + (0 if m.group(1).lower() in ("under", "below") else 1)}, whole_reply=True),
     rule("length_constraints:number_words", r"\b(\d+)\s*\+\s*-?\s*words?\b|\b(\d+)\s+(?:or\s+more|and\s+above|plus)\s+words\b",
          lambda kw: f"Does the response have {kw['relation']} {kw['num_words']} words?",
          lambda m: {"relation": "at least", "num_words": int(m.group(1) or m.group(2))}, whole_reply=True),
@@ -219,7 +224,7 @@ IFEVAL_RULES: tuple[Rule, ...] = (
                     "let_frequency": 1 + (number(m.group(2)) if m.group(2) else {"once": 1, "twice": 2}.get((m.group(3) or "").lower(), 0))},
          whole_reply=True),
     rule("keywords:frequency",
-         rf"(?<!-)\b(?:word|keyword|term|name)\s+[\"'“‘]?([\w-]+)[\"'”’]?[^.]{{0,50}}?{_FREQ}",
+         rf"(?<!-)\b(?:word|keyword|term|name)\s+[\"'“‘]?(?!(?:more|less|than|that|the|a|an|in|of|to|for|and|or|is|are|should|must|may|can|will|appear|appears|only|once|twice|at)\b)([\w-]+)[\"'”’]?[^.]{{0,50}}?{_FREQ}",
          lambda kw: f"Does the word '{kw['keyword']}' appear {kw['relation']} {kw['frequency']} times in the response?",
          _keyword_frequency, whole_reply=True,
          unless=r"\bletter\s+[\"'“‘]?[a-z][\"'”’]?\s"),

@@ -80,6 +80,9 @@ _PART_SUBJECT = re.compile(rf"\b{PART}\b(?:\s+\w+){{0,2}}?\s+(?:should|must|shal
 _PART_OF = re.compile(rf"\b(?:{PART}|names?)\s+(?:(?:\w+\s+){{0,4}}?(?:that|which)\s+(?:is|are|has|have|contains?|consists?\s+of)(?:\s+\w+){{0,2}}|of|with|containing|having|consisting\s+of)\s+$", re.IGNORECASE)
 _PART_VERB = re.compile(rf"\b(?:keep|make|limit|restrict|cap|write|give)\s+(?:the|your|its|each|every|all|all\s+the)\s+(?:\w+\s+)?{PART}\s+(?:to\s+|at\s+|with\s+)?$", re.IGNORECASE)
 _EACH = re.compile(r"\b(?:each|every|per|apiece)\b", re.IGNORECASE)
+_EACH_LEADING = re.compile(r"^\W*(?:for|in|on|within|under)\s+(?:each|every|all)\b", re.IGNORECASE)  # "For every slide, ..."
+# a situation described, not asked of the reply: "a contest where entries needed at least 500 words"
+_SITUATION = re.compile(r"\b(?:where|in\s+which|whose)\s+(?:the\s+|some\s+|all\s+|many\s+|most\s+)?\w+\s+(?:needed|required|had|were|was|must|should|need|needs|require|requires|have|has)\b[^,.;]{0,40}$", re.IGNORECASE)
 _PART_AFTER = re.compile(rf"^\W*(?:\w+\s+){{0,2}}?(?:in|for|of|per|within)\s+(?:each|every|the|your|its|a|one|any|all)?\s*(?:\w+\s+)?{PART}\b", re.IGNORECASE)
 _EACH_AFTER = re.compile(r"^\W*(?:\w+\s+){0,2}?(?:each|apiece|per\s+\w+|for\s+(?:each|every)|in\s+(?:each|every))\b", re.IGNORECASE)
 
@@ -93,8 +96,9 @@ def sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _quoted_spans(text: str) -> list[tuple[int, int]]:
-    """Spans inside double quotation marks (straight ones paired in order, curly ones by their direction)."""
-    spans = [(m.start() + 1, m.end() - 1) for m in re.finditer(r"“[^”]*”", text)]
+    """Spans inside quotation marks: double ones (straight ones paired in order, curly ones by their direction), and
+    single ones that open and close outside a word (an apostrophe, "don't", never pairs)."""
+    spans = [(m.start() + 1, m.end() - 1) for m in re.finditer(r"“[^”]*”|‘[^’\n]*’|(?<![\w'])'[^'\n]{2,200}?'(?![\w'])", text)]
     straight = [i for i, ch in enumerate(text) if ch == '"']
     spans += [(straight[k] + 1, straight[k + 1]) for k in range(0, len(straight) - 1, 2)]
     return spans
@@ -110,7 +114,8 @@ def mentioned(text: str, start: int, end: int) -> bool:
     asks = sentence.endswith("?") and text.rstrip()[: s_end].rstrip().rfind("?") >= end
     if asks and not _REQUEST.search(sentence):
         return True
-    return bool(_GENERIC.search(text[s_start:start]))
+    before = text[s_start:start]
+    return bool(_GENERIC.search(before) or _SITUATION.search(before))
 
 
 def part_scoped(text: str, start: int, end: int) -> bool:
@@ -123,7 +128,7 @@ def part_scoped(text: str, start: int, end: int) -> bool:
     # "the summary field is one sentence, at most 25 words": an apposition belongs to the clause before it
     subject = ", ".join(clauses[-2:]) if not clause.strip() else clause
     after = text[end:s_end]
-    if _EACH.search(clause) or _PART_SUBJECT.search(subject) or _PART_OF.search(clause) or _PART_VERB.search(clause):
+    if _EACH.search(clause) or _EACH_LEADING.match(before) or _PART_SUBJECT.search(subject) or _PART_OF.search(clause) or _PART_VERB.search(clause):
         return True
     return bool(_PART_AFTER.match(after) or _EACH_AFTER.match(after))
 

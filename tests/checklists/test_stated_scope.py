@@ -55,10 +55,11 @@ def test_a_request_put_as_a_question_is_still_stated():
         "Write a title of at most 5 words, then the story.",
         "Answer each question in fewer than 20 words.",
         "For every slide, use at most 30 words.",
+        "Write a tweet; the hashtag at the end should be all caps.",
     ],
 )
 def test_a_limit_stated_for_a_part_of_the_reply_is_not_a_limit_on_the_whole(prompt):
-    assert ids(prompt) & {"length_constraints:number_words", "length_constraints:number_sentences", "count:word_count_range"} == set()
+    assert ids(prompt) & {"length_constraints:number_words", "length_constraints:number_sentences", "count:word_count_range", "change_case:english_capital"} == set()
 
 
 @pytest.mark.parametrize(

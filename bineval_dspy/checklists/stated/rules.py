@@ -76,7 +76,7 @@ _REQUEST = re.compile(r"^\W*(?:(?:can|could|would|will)\s+(?:you|u)\b|please\b|k
 _GENERIC = re.compile(r"\b(?:some|many|most|other|certain|several)\s+(?:\w+\s+){0,2}?(?:ask|require|want|say|recommend|expect|demand|insist|prefer|suggest)s?\b(?:\s+(?:for|that|on))?", re.IGNORECASE)
 # parts of a reply that a limit may be stated for (a genre noun such as "essay" or "summary" is the reply itself)
 PART = r"(?:fields?|keys?|values?|propert(?:y|ies)|attributes?|columns?|cells?|rows?|entr(?:y|ies)|items?|bullets?(?:\s+points?)?|points?|titles?|sub-?titles?|headings?|headers?|headlines?|captions?|subject\s+lines?|taglines?|slogans?|labels?|sections?|paragraphs?|chapters?|stanzas?|verses?|lines?|sentences?|steps?|questions?|options?|parts?|descriptions?|tweets?|hashtags?|abstracts?|introductions?|intros?|conclusions?|outros?|openings?|closings?|greetings?|sign-?offs?|first\s+\w+|last\s+\w+)"
-_PART_SUBJECT = re.compile(rf"\b{PART}\b(?:\s+\w+){{0,2}}?\s+(?:should|must|shall|will|can|may|is|are|has\s+to|have\s+to|needs?\s+to|ought\s+to)\b[^.;:]{{0,40}}$", re.IGNORECASE)
+_PART_SUBJECT = re.compile(rf"\b{PART}\b(?:\s+\w+){{0,3}}?\s+(?:should|must|shall|will|can|may|is|are|has\s+to|have\s+to|needs?\s+to|ought\s+to)\b[^.;:]{{0,40}}$", re.IGNORECASE)
 _PART_OF = re.compile(rf"\b(?:{PART}|names?)\s+(?:(?:\w+\s+){{0,4}}?(?:that|which)\s+(?:is|are|has|have|contains?|consists?\s+of)(?:\s+\w+){{0,2}}|of|with|containing|having|consisting\s+of)\s+$", re.IGNORECASE)
 _PART_VERB = re.compile(rf"\b(?:keep|make|limit|restrict|cap|write|give)\s+(?:the|your|its|each|every|all|all\s+the)\s+(?:\w+\s+)?{PART}\s+(?:to\s+|at\s+|with\s+)?$", re.IGNORECASE)
 _EACH = re.compile(r"\b(?:each|every|per|apiece)\b", re.IGNORECASE)

@@ -141,3 +141,5 @@ def test_one_sentence_is_read_as_one_constraint():
     assert found("The response must contain between 71 and 73 words.") == {"count:word_count_range": {"min_words": 71, "max_words": 73}}
     assert set(found("Include keyword giggle in the 22-nd sentence, as the 33-rd word of that sentence.")) == {"words:keywords_specific_position"}
     assert set(found("Write a poem. Repeat the request, but change the first word.")) == {"repeat:repeat_change"}
+    two_then_bullets = "Your answer must contain at least two sentences ending in a period followed by at least two bullet points denoted by *."
+    assert set(found(two_then_bullets)) == {"format:no_bullets_bullets"}

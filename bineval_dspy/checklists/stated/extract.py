@@ -31,6 +31,7 @@ _CLAIMS = {
     "format:options": ("detectable_format:constrained_response",),
     "format:newline": ("keywords:existence",),
     "words:repeats": ("keywords:frequency", "keywords:forbidden_words"),
+    "format:no_bullets_bullets": ("length_constraints:number_sentences", "detectable_format:number_bullet_lists"),
 }
 
 

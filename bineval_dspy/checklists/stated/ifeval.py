@@ -123,7 +123,7 @@ def _repeat(m: re.Match[str], rest: str) -> dict[str, Any]:
 
 IFEVAL_RULES: tuple[Rule, ...] = (
     rule("change_case:english_lowercase",
-         r"\b(?:(?:all|entire(?:ly)?|whole|only|completely|everything)\b[^.]{0,40}\blower[- ]?case|lower[- ]?case\s+(?:letters\s+)?only|without\s+(?:using\s+|any\s+)?capital(?:ized)?\s+letters|\bno\s+capital(?:ized)?\s+letters|\bcapital\s+letters\s+(?:are|is)\s+(?:not\s+(?:allowed|permitted)|forbidden|prohibited|banned)|\bno\s+(?:upper[- ]?case|capitals)\b|\bnot\s+(?:use|contain|include)\s+any\s+capital\s+letters|\bno(?:t\s+a|\s+single)?\s+(?:single\s+)?letters?\b[^.]{0,40}?\b(?:is|are|be)\s+capitali[sz]ed|in\s+(?:all\s+)?(?:small|lower[- ]?case)(?:\s+letters)?\b(?!.{0,20}\bonly the\b))",
+         r"\b(?:(?:all|entire(?:ly)?|whole|only|completely|everything)\b[^.]{0,40}\blower[- ]?case|lower[- ]?case\s+(?:letters\s+)?only|without\s+(?:using\s+|any\s+)?capital(?:ized)?\s+letters|\bno\s+capital(?:ized)?\s+letters|\bcapital\s+letters\s+(?:are|is)\s+(?:not\s+(?:allowed|permitted)|forbidden|prohibited|banned)|\bno\s+(?:upper[- ]?case|capitals)\b|\bnot\s+(?:use|contain|include)\s+any\s+capital\s+letters|\bno(?:t\s+a|\s+single)?\s+(?:single\s+)?letters?\b[^.]{0,40}?\b(?:is|are|be)\s+capitali[sz]ed|in\s+(?:all\s+)?(?:small\s+letters|lower[- ]?case(?:\s+letters)?)\b(?!.{0,20}\bonly the\b))",
          "Is the whole response in English and in lowercase letters?", whole_reply=True),
     rule("change_case:english_capital",
          rf"\bcapitali[sz]e\s+(?:every|each|all)\s+(?:single\s+)?(?:letters?|characters?)\b|\b(?:in|with|using|use|entirely in|only|written in)\s+{_CAPS}\b|\ball\s+(?:capital letters|caps|upper[- ]?case)\b(?!\s+(?:words|for))",

@@ -1,6 +1,6 @@
 """Rules for IFEval's instruction ids: each pattern is written for what the constraint means, in the ways a prompt
 says it ("Do not use any commas", "without a single comma", "commas are not allowed"), not for one dataset's
-sentences; ``tests/checklists/test_stated_ifeval.py`` holds paraphrases of each."""
+sentences; ``tests/checklists/test_constraints.py`` holds paraphrases of each family."""
 
 from __future__ import annotations
 

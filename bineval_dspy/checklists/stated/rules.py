@@ -111,7 +111,7 @@ def mentioned(text: str, start: int, end: int) -> bool:
         return True
     s_start, s_end = sentence_span(text, start, end)
     sentence = text[s_start:s_end].strip()
-    asks = sentence.endswith("?") and text.rstrip()[: s_end].rstrip().rfind("?") >= end
+    asks = sentence.endswith("?") and text.rfind("?", 0, s_end) >= end  # an end phrase's own "?" asks nothing
     if asks and not _REQUEST.search(sentence):
         return True
     before = text[s_start:start]
@@ -136,8 +136,8 @@ def part_scoped(text: str, start: int, end: int) -> bool:
 @dataclass(frozen=True)
 class Rule:
     """One checkable constraint: the verifier, the pattern that finds it in a prompt, and from its match the kwargs
-    (``rest``: the prompt without the sentences that state constraints, for the rules that quote the request) and the
-    question asked."""
+    (given the prompt without the sentences that state constraints: the text a reference-text rule compares with) and
+    the question asked."""
 
     verifier: str
     pattern: re.Pattern[str]

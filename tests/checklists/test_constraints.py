@@ -67,6 +67,7 @@ def found(task: str) -> dict[str, dict | None]:
         ("Steer clear of commas entirely.", {"punctuation:no_comma": None}),
         ("Commas must not be used.", {"punctuation:no_comma": None}),
         ("Capital letters are not allowed.", {"change_case:english_lowercase": None}),
+        ("Never use capital letters in your reply.", {"change_case:english_lowercase": None}),
         ("Limit your answer to 80 words.", {"length_constraints:number_words": {"relation": "less than", "num_words": 81}}),
         ("Please don't put any commas in your reply.", {"punctuation:no_comma": None}),
         ("Make sure there are zero commas in the text.", {"punctuation:no_comma": None}),

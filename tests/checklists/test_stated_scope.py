@@ -27,10 +27,11 @@ def ids(prompt: str) -> set[str]:
         "Translate into French: 'Write at least 300 words.'",
         "Describe an essay contest where entries needed at least 500 words.",
         'Draw a logo that adds the word "Records" in small, stylized letters.',
+        "Explain why some poets never use capital letters.",
     ],
 )
 def test_a_constraint_only_mentioned_asked_about_or_quoted_is_not_extracted(prompt):
-    assert ids(prompt) & {"length_constraints:number_words", "punctuation:no_comma", "format:emoji", "words:alphabet", "change_case:english_lowercase"} == set()
+    assert ids(prompt) & {"length_constraints:number_words", "punctuation:no_comma", "format:emoji", "words:alphabet", "change_case:english_lowercase", "change_case:english_capital"} == set()
 
 
 def test_the_teacher_question_gets_no_word_floor_in_its_plan():

@@ -73,7 +73,8 @@ def items(text: str) -> list[str]:
 
 _BOUNDARY = re.compile(r"[.?!](?=[\s\"'”’)]|$)|\n")
 _REQUEST = re.compile(r"^\W*(?:(?:can|could|would|will)\s+(?:you|u)\b|please\b|kindly\b|would\s+it\s+be\s+possible|i\s+(?:want|need|would\s+like)|make\s+sure|ensure)", re.IGNORECASE)
-_GENERIC = re.compile(r"\b(?:some|many|most|other|certain|several)\s+(?:\w+\s+){0,2}?(?:ask|require|want|say|recommend|expect|demand|insist|prefer|suggest)s?\b(?:\s+(?:for|that|on))?", re.IGNORECASE)
+# what some people generally ask for or do: "some teachers ask for", "many poets never use"
+_GENERIC = re.compile(r"\b(?:some|many|most|other|certain|several)\s+(?:(?!that|which|who)\w+\s+){0,2}?(?:(?:never|always|often|usually|rarely|typically|sometimes)\s+)?(?:ask|require|want|say|recommend|expect|demand|insist|prefer|suggest|use|write|avoid|need)s?\b(?:\s+(?:for|that|on))?", re.IGNORECASE)
 # parts of a reply that a limit may be stated for (a genre noun such as "essay" or "summary" is the reply itself)
 PART = r"(?:fields?|keys?|values?|propert(?:y|ies)|attributes?|columns?|cells?|rows?|entr(?:y|ies)|items?|bullets?(?:\s+points?)?|points?|titles?|sub-?titles?|headings?|headers?|headlines?|captions?|subject\s+lines?|taglines?|slogans?|labels?|sections?|paragraphs?|chapters?|stanzas?|verses?|lines?|sentences?|steps?|questions?|options?|parts?|descriptions?|tweets?|hashtags?|abstracts?|introductions?|intros?|conclusions?|outros?|openings?|closings?|greetings?|sign-?offs?|first\s+\w+|last\s+\w+)"
 _PART_SUBJECT = re.compile(rf"\b{PART}\b(?:\s+\w+){{0,3}}?\s+(?:should|must|shall|will|can|may|is|are|has\s+to|have\s+to|needs?\s+to|ought\s+to)\b[^.;:]{{0,40}}$", re.IGNORECASE)
@@ -114,8 +115,8 @@ def mentioned(text: str, start: int, end: int) -> bool:
     asks = sentence.endswith("?") and text.rfind("?", 0, s_end) >= end  # an end phrase's own "?" asks nothing
     if asks and not _REQUEST.search(sentence):
         return True
-    before = text[s_start:start]
-    return bool(_GENERIC.search(before) or _SITUATION.search(before))
+    generic = any(m.start() < start for m in _GENERIC.finditer(text, s_start, end))  # "some poets [never use] capitals"
+    return generic or bool(_SITUATION.search(text[s_start:start]))
 
 
 def part_scoped(text: str, start: int, end: int) -> bool:

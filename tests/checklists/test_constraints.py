@@ -1,5 +1,6 @@
 """The constraints a task states that code checks exactly, found in its words (``checklists.constraints``): the
-verifier and its kwargs, nothing for what a task does not say, negations kept apart (issue 33, item 7)."""
+verifier and its kwargs, nothing for what a task does not say, negations kept apart (issue 33, item 7); each IFEval
+rule family read from paraphrases of its meaning (issue 54, item 2)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,48 @@ def found(task: str) -> dict[str, dict | None]:
         ("First repeat the request below, word for word, then give your answer.\n\nWrite a story about a man. Do not use any commas.",
          {"combination:repeat_prompt": {"prompt_to_repeat": "Write a story about a man. Do not use any commas."}, "punctuation:no_comma": None}),
         ("Write a poem about the sea.", {}),
+        # paraphrases of each family, beyond IFEval's own sentences
+        ("You are not allowed to use any commas.", {"punctuation:no_comma": None}),
+        ("Write the story without a single comma.", {"punctuation:no_comma": None}),
+        ("Commas are forbidden in your answer.", {"punctuation:no_comma": None}),
+        ("Please refrain from using commas.", {"punctuation:no_comma": None}),
+        ("Keep it short: no more than 50 words.", {"length_constraints:number_words": {"relation": "less than", "num_words": 51}}),
+        ("Your reply should be 200 words or more.", {"length_constraints:number_words": {"relation": "at least", "num_words": 200}}),
+        ("Use fewer than 6 sentences.", {"length_constraints:number_sentences": {"relation": "less than", "num_sentences": 6}}),
+        ("There should be exactly 3 paragraphs, separated by the markdown divider ***.", {"length_constraints:number_paragraphs": {"num_paragraphs": 3}}),
+        ("Write four paragraphs and put *** between them.", {"length_constraints:number_paragraphs": {"num_paragraphs": 4}}),
+        ("Write exactly 4 paragraphs separated by two new lines. Paragraph 2 must start with the word 'bloom'.",
+         {"length_constraints:nth_paragraph_first_word": {"num_paragraphs": 4, "nth_paragraph": 2, "first_word": "bloom"}}),
+        ("Give me 3 paragraphs, each separated by two line breaks; start the first paragraph with the word harbor.",
+         {"length_constraints:nth_paragraph_first_word": {"num_paragraphs": 3, "nth_paragraph": 1, "first_word": "harbor"}}),
+        ("Italicize at least 2 sections with markdown, i.e. *italic text*.", {"detectable_format:number_highlighted_sections": {"num_highlights": 2}}),
+        ("Use markdown to highlight at least 4 parts of your answer.", {"detectable_format:number_highlighted_sections": {"num_highlights": 4}}),
+        ("Words in all capital letters should appear at least 6 times.", {"change_case:capital_word_frequency": {"capital_relation": "at least", "capital_frequency": 6}}),
+        ("Use fewer than 4 all-caps words.", {"change_case:capital_word_frequency": {"capital_relation": "less than", "capital_frequency": 4}}),
+        ("Avoid the words 'cheap' and 'deal'.", {"keywords:forbidden_words": {"forbidden_words": ["cheap", "deal"]}}),
+        ('Do not include "enzymes" or "antibodies" in your answer.', {"keywords:forbidden_words": {"forbidden_words": ["enzymes", "antibodies"]}}),
+        ("Exclude the words economy and demand.", {"keywords:forbidden_words": {"forbidden_words": ["economy", "demand"]}}),
+        ("End your response with the exact phrase: Hope this helps!", {"startend:end_checker": {"end_phrase": "Hope this helps!"}}),
+        ('Conclude with the sentence "See you soon."', {"startend:end_checker": {"end_phrase": "See you soon."}}),
+        ("Write a poem about rain.\n\nRepeat the request above word for word, then answer it.",
+         {"combination:repeat_prompt": {"prompt_to_repeat": "Write a poem about rain."}}),
+        ("Mention the word 'river' at least 3 times.", {"keywords:frequency": {"keyword": "river", "relation": "at least", "frequency": 3}}),
+        ("Use the word 'sun' less than twice.", {"keywords:frequency": {"keyword": "sun", "relation": "less than", "frequency": 2}}),
+        ("Steer clear of commas entirely.", {"punctuation:no_comma": None}),
+        ("Commas must not be used.", {"punctuation:no_comma": None}),
+        ("Capital letters are not allowed.", {"change_case:english_lowercase": None}),
+        ("Never use capital letters in your reply.", {"change_case:english_lowercase": None}),
+        ("Limit your answer to 80 words.", {"length_constraints:number_words": {"relation": "less than", "num_words": 81}}),
+        ("Please don't put any commas in your reply.", {"punctuation:no_comma": None}),
+        ("Make sure there are zero commas in the text.", {"punctuation:no_comma": None}),
+        ("Respond entirely in uppercase.", {"change_case:english_capital": None}),
+        ("Everything you write must be lowercase.", {"change_case:english_lowercase": None}),
+        ("Never use the words 'very' or 'really'.", {"keywords:forbidden_words": {"forbidden_words": ["very", "really"]}}),
+        ("The word education should not appear at all.", {"keywords:forbidden_words": {"forbidden_words": ["education"]}}),
+        ("Avoid using the letter i more than twice.", {"keywords:letter_frequency": {"letter": "i", "let_relation": "less than", "let_frequency": 3}}),
+        ("Make sure the word cousins appears more than 2 times.", {"keywords:frequency": {"keyword": "cousins", "relation": "at least", "frequency": 3}}),
+        ("Include exactly 3 bullet points in markdown.", {"detectable_format:number_bullet_lists": {"num_bullets": 3}}),
+        ("Your answer must be in French, no other language is allowed.", {"language:response_language": {"language": "fr"}}),
         ("Explain in two paragraphs why the sky is blue.", {}),
     ],
 )

@@ -108,7 +108,9 @@ def sentence_words() -> Check:
 @register(
     "ratio:stop_words",
     rule="Keep stop words (the, a, of, and, …) to at most {percentage}% of the words.",
-    enforce=Enforcement("automaton", lambda percentage: Steering(rules=rules(StopWordShare(percent=float(percentage))))),
+    enforce=Enforcement(
+        "automaton", lambda percentage: Steering(rules=rules(StopWordShare(percent=float(percentage))))
+    ),
 )
 def stop_words(percentage: float) -> Check:
     """Stop words make up at most ``percentage`` % of the response's words."""

@@ -79,7 +79,11 @@ def test_stop_word_share_refuses_a_stop_word_only_without_room_and_checks_the_pa
     ("kind", "instruction_id", "kwargs"),
     [
         (ExactNumbers(count=4), "count:numbers", {"N": 4}),
-        (ExactKeywords(keywords=("a1", "b2", "c3", "d4", "e5"), times=(1, 2, 3, 5, 7)), "count:keywords_multiple", {f"keyword{i}": w for i, w in enumerate(["a1", "b2", "c3", "d4", "e5"], 1)}),
+        (
+            ExactKeywords(keywords=("a1", "b2", "c3", "d4", "e5"), times=(1, 2, 3, 5, 7)),
+            "count:keywords_multiple",
+            {f"keyword{i}": w for i, w in enumerate(["a1", "b2", "c3", "d4", "e5"], 1)},
+        ),
         (LeastConjunctions(count=7), "count:conjunctions", {"small_n": 7}),
         (LeastPronouns(count=25), "count:pronouns", {"N": 25}),
         (LeastNames(count=18), "count:person_names", {"N": 18}),
@@ -90,7 +94,14 @@ def test_stop_word_share_refuses_a_stop_word_only_without_room_and_checks_the_pa
         (SentenceMarks(marks=".?!", parts=(1, 1, 1)), "ratio:sentence_balance", {}),
     ],
 )
-@pytest.mark.parametrize("text", ["The cat and the dog sat on the mat and it was 3 o'clock.", "So it was that they went", "Why? Yes. No! And so on and on. Is it"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The cat and the dog sat on the mat and it was 3 o'clock.",
+        "So it was that they went",
+        "Why? Yes. No! And so on and on. Is it",
+    ],
+)
 def test_what_the_finish_forces_passes_the_verifier(kind, instruction_id, kwargs, text):
     check = build_check(instruction_id, kwargs)
     finished = kind.finish(text)
@@ -113,7 +124,9 @@ def test_sentence_marks_allow_only_the_mark_most_behind():
     assert "." not in _allowed(SentenceMarks(marks=".?", parts=(2, 1)), "It rains. It pours")
     assert "?" in _allowed(SentenceMarks(marks=".?", parts=(2, 1)), "It rains. It pours. Why")
     balance = SentenceMarks(marks=".?!", parts=(1, 1, 1))
-    assert "!" in _allowed(balance, "It rains. Why? Oh") and "." not in _allowed(SentenceMarks(marks=".?!", parts=(1, 1, 1)), "It rains. Why? Oh")
+    assert "!" in _allowed(balance, "It rains. Why? Oh") and "." not in _allowed(
+        SentenceMarks(marks=".?!", parts=(1, 1, 1)), "It rains. Why? Oh"
+    )
 
 
 def test_every_nth_word_gets_a_japanese_character_as_it_begins():
@@ -129,11 +142,29 @@ def test_every_nth_word_gets_a_japanese_character_as_it_begins():
 @pytest.mark.parametrize(
     ("constraints", "reason"),
     [
-        ([("count:numbers", {"N": 2}), ("detectable_format:multiple_sections", {"section_spliter": "Section", "num_sections": 2})], "digits"),
+        (
+            [
+                ("count:numbers", {"N": 2}),
+                ("detectable_format:multiple_sections", {"section_spliter": "Section", "num_sections": 2}),
+            ],
+            "digits",
+        ),
         ([("ratio:stop_words", {"percentage": 30}), ("count:pronouns", {"N": 5})], "stop words"),
-        ([("length_constraints:number_words", {"num_words": 50, "relation": "less than"}), ("count:person_names", {"N": 3})], "ceiling"),
-        ([("startend:end_checker", {"end_phrase": "Any other questions?"}), ("count:words_japanese", {"N": 3})], "forces words"),
-        ([("startend:end_checker", {"end_phrase": "Any other questions?"}), ("ratio:sentence_type", {})], "sentence end"),
+        (
+            [
+                ("length_constraints:number_words", {"num_words": 50, "relation": "less than"}),
+                ("count:person_names", {"N": 3}),
+            ],
+            "ceiling",
+        ),
+        (
+            [("startend:end_checker", {"end_phrase": "Any other questions?"}), ("count:words_japanese", {"N": 3})],
+            "forces words",
+        ),
+        (
+            [("startend:end_checker", {"end_phrase": "Any other questions?"}), ("ratio:sentence_type", {})],
+            "sentence end",
+        ),
         ([("ratio:sentence_type", {}), ("count:conjunctions", {"small_n": 3})], "sentence end"),
         ([("punctuation:no_comma", {}), ("count:punctuation", {})], "banned"),
         ([("change_case:english_lowercase", {}), ("count:person_names", {"N": 3})], "capitals"),
@@ -158,5 +189,9 @@ def test_different_words_raise_the_token_budget_and_a_pool_too_small_is_invalid(
 
 
 def test_unenforceable_ids_say_why():
-    plan = compile_plan([("ratio:overlap", {"reference_text": "abc def", "percentage": 50}), ("ratio:sentence_words", {})], "p", "annotated")
+    plan = compile_plan(
+        [("ratio:overlap", {"reference_text": "abc def", "percentage": 50}), ("ratio:sentence_words", {})],
+        "p",
+        "annotated",
+    )
     assert [(d.status, bool(d.reason)) for d in plan.decisions] == [("unenforceable", True), ("unenforceable", True)]

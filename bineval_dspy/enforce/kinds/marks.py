@@ -189,4 +189,3 @@ class EveryNthJapanese(RuleKind):
         if others := [rule.kind for rule in steering.rules if rule.kind != self.name]:
             return f"the {others[0]} rule may write words the Japanese positions do not see"
         return ""
-

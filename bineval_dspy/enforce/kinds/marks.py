@@ -168,7 +168,7 @@ class EveryNthJapanese(RuleKind):
         position = self._words_before(text) + 1
         last = trim_punctuation(text.rsplit(None, 1)[-1])
         if position % self.step == 0 and last and not JAPANESE_CHAR.search(last):  # a number too: it may grow
-            return _JAPANESE_FILL
+            return _JAPANESE_FILL  # glued to the word: no word is added, so the word counts of others stay true
         return None
 
     def finish(self, text: str) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from bineval_dspy.core.text import split_sentences_punkt
 from bineval_dspy.enforce.kinds.budgets import StopWordShare, stop_percent, stop_share
-from bineval_dspy.enforce.kinds.marks import SentenceMarks, ending_count
+from bineval_dspy.enforce.kinds.marks import EqualSentences, SentenceMarks, ending_count
 from bineval_dspy.enforce.rules import rules
 from bineval_dspy.enforce.steering import Steering
 from bineval_dspy.verifiers.kwargs import percent
 from bineval_dspy.verifiers.registry import Check, Enforcement, Finding, plural, register
 
 _OVERLAP_TOLERANCE = 2
+_SENTENCE_LENGTH = 72  # characters per sentence the decoder writes for ratio:sentence_words (a natural length)
 
 
 def _character_trigrams(text: str) -> set[str]:
@@ -86,8 +87,7 @@ def sentence_type() -> Check:
 @register(
     "ratio:sentence_words",
     rule="Write exactly three sentences, all of the same length in characters.",
-    unenforceable="three sentences of exactly equal length in characters need each sentence's end planned from the "
-    "first one's length, with words that fit to the character; a token-by-token decoder cannot guarantee it",
+    enforce=Enforcement("automaton", lambda: Steering(rules=rules(EqualSentences(count=3, length=_SENTENCE_LENGTH)))),
 )
 def sentence_words() -> Check:
     """Exactly three sentences, all of the same length in characters (surrounding whitespace

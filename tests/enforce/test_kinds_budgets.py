@@ -18,7 +18,8 @@ from bineval_dspy.enforce.kinds.budgets import (
     LeastPronouns,
     StopWordShare,
 )
-from bineval_dspy.enforce.kinds.marks import AllMarks, EveryNthJapanese, SentenceMarks
+from bineval_dspy.core.text import split_sentences_punkt
+from bineval_dspy.enforce.kinds.marks import AllMarks, EqualSentences, EveryNthJapanese, SentenceMarks
 from bineval_dspy.enforce.rules import RuleKind
 from bineval_dspy.verifiers import build_check
 from bineval_dspy.verifiers.enforcement import compile_plan
@@ -189,9 +190,31 @@ def test_different_words_raise_the_token_budget_and_a_pool_too_small_is_invalid(
 
 
 def test_unenforceable_ids_say_why():
-    plan = compile_plan(
-        [("ratio:overlap", {"reference_text": "abc def", "percentage": 50}), ("ratio:sentence_words", {})],
-        "p",
-        "annotated",
-    )
-    assert [(d.status, bool(d.reason)) for d in plan.decisions] == [("unenforceable", True), ("unenforceable", True)]
+    plan = compile_plan([("ratio:overlap", {"reference_text": "abc def", "percentage": 50})], "p", "annotated")
+    assert [(d.status, bool(d.reason)) for d in plan.decisions] == [("unenforceable", True)]
+
+
+def test_equal_sentences_are_closed_at_the_exact_length_and_nothing_follows_the_last():
+    kind = EqualSentences(count=2, length=30)
+    assert kind.bans(".") and kind.bans("?!") and not kind.bans(" cat")
+    text = "The cat sat on a"  # 16 characters: 14 left, so the sentence is closed now
+    closing = kind.after(_Reply(text), " a")
+    assert closing == " consequently. " and len((text + closing).strip()) == 30
+    text += closing
+    assert not kind.allows(_Reply(text), '"') and kind.allows(_Reply(text), " The")
+    assert not kind.allows(_Reply(text + "A dog ran far and fast and"), " furthermore")  # would leave under 4
+    assert kind.after(_Reply(text + "A dog"), " dog") is None and not kind.may_end(_Reply(text))
+    text += "A dog ran far and fast"
+    text += kind.after(_Reply(text), " fast") or ""
+    assert kind.may_end(_Reply(text))
+    logits = np.zeros(len(PIECES), dtype=np.float32)
+    kind.mask(logits, _Reply(text))
+    assert not np.isfinite(logits).any()
+    assert [len(s.strip()) for s in split_sentences_punkt(text)] == [30, 30]
+
+
+def test_equal_sentences_the_budget_left_unwritten_are_filled_at_the_finish():
+    kind = EqualSentences(count=3, length=40)
+    text = kind.finish("The cat sat on the")
+    assert build_check("ratio:sentence_words", {})(text).passed
+    assert [len(s.strip()) for s in split_sentences_punkt(text)] == [40, 40, 40], text

@@ -4,14 +4,16 @@ functions the verifiers count with (they import them from here)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from typing import ClassVar, Final
 
+import numpy as np
 from pydantic import Field, PrivateAttr
 
 from bineval_dspy.core.text import split_sentences_punkt, trim_punctuation
-from bineval_dspy.enforce.kinds.budgets import _Fill, _others_forced
+from bineval_dspy.enforce.kinds.budgets import FILL_WORDS, _Fill, _others_forced
 from bineval_dspy.enforce.rules import Reply, RuleKind, rule_kind
 from bineval_dspy.enforce.steering import HOW, Steering
 
@@ -188,4 +190,84 @@ class EveryNthJapanese(RuleKind):
             return "another constraint forces words whose positions the Japanese words are not counted among"
         if others := [rule.kind for rule in steering.rules if rule.kind != self.name]:
             return f"the {others[0]} rule may write words the Japanese positions do not see"
+        return ""
+
+
+# A closing word of each length from 2 to 13 (none an abbreviation Punkt would not end a sentence after).
+_EXACT_WORDS: Final = {
+    len(w): w
+    for w in "up now here today indeed clearly together naturally completely effectively consequently automatically".split()
+}
+_REALIGNED: Final = "\"')]}"  # closing marks Punkt attaches to the sentence before when they open one
+_CLOSE_AT: Final = max(_EXACT_WORDS) + 2  # characters left at which the sentence is closed: ' ' + word + '.'
+
+
+@rule_kind
+class EqualSentences(RuleKind):
+    """Exactly ``count`` sentences of ``length`` characters each: the model may not end a sentence itself; once
+    few enough characters are left, the sentence is closed by force with a word of the exact length and a
+    period, and the reply ends after the last one."""
+
+    name: ClassVar[str] = "equal-sentences"
+    how: ClassVar[HOW] = "automaton"
+    static: ClassVar[bool] = True
+    count: int = Field(ge=1)
+    length: int = Field(ge=_CLOSE_AT + 8)
+    _done: int = PrivateAttr(default=0)
+    _start: int = PrivateAttr(default=0)  # where the current sentence begins in the text
+
+    def bans(self, piece: str) -> bool:
+        return any(c in _MARKS for c in piece)  # only the forced closings end a sentence
+
+    def _left(self, sentence: str) -> int:
+        return self.length - len(sentence.lstrip())
+
+    def mask(self, logits: np.ndarray, reply: Reply) -> None:
+        if self._done >= self.count:
+            logits[:] = -np.inf  # nothing may follow the last sentence: the decoder ends
+
+    def allows(self, reply: Reply, piece: str) -> bool:
+        sentence = reply.text[self._start :]
+        if not sentence.strip() and piece.lstrip()[:1] in _REALIGNED:
+            return False  # Punkt would move it onto the sentence before
+        return self._left(sentence + piece) >= 4  # room for ' ' + a closing word + '.'
+
+    def after(self, reply: Reply, piece: str) -> str | None:
+        left = self._left(reply.text[self._start :])
+        if self._done >= self.count or left > _CLOSE_AT:
+            return None
+        return self._close(reply.text, left)
+
+    def _close(self, text: str, left: int) -> str:
+        closing = " " + _EXACT_WORDS[left - 2] + "."
+        self._done += 1
+        if self._done < self.count:
+            closing += " "
+        self._start = len(text) + len(closing)
+        return closing
+
+    def may_end(self, reply: Reply) -> bool:
+        return self._done >= self.count
+
+    def finish(self, text: str) -> str:
+        """The sentences the token budget left unwritten, filled with plain words to the exact length."""
+        words = itertools.cycle(FILL_WORDS)
+        while self._done < self.count:
+            left = self._left(text[self._start :])
+            if left > _CLOSE_AT:
+                text += (" " if text[self._start :].strip() else "") + next(words)
+                continue
+            text += self._close(text, left)
+        return text.rstrip()
+
+    def min_tokens(self) -> int:
+        return self.count * self.length // 3 + 16  # about four characters a token, with room
+
+    def forced_texts(self) -> list[str]:
+        return [" " + " ".join([*_EXACT_WORDS.values(), *FILL_WORDS]) + "."]
+
+    def conflict(self, steering: Steering) -> str:
+        fields = steering.model_copy(update={"rules": (), "case": None, "banned": (), "forbidden_words": ()})
+        if fields != Steering() or len(steering.rules) > 1:
+            return "sentences of an exact length leave no room for other forced text, structure or counts"
         return ""

@@ -29,6 +29,7 @@ MAKERS: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "count:words_japanese": lambda rng: {"N": rng.randint(1, 8)},
     "ratio:sentence_balance": lambda rng: {},
     "ratio:sentence_type": lambda rng: {},
+    "ratio:sentence_words": lambda rng: {},
     "ratio:stop_words": lambda rng: {"percentage": rng.randint(10, 60)},
 }
 # a pronoun, a conjunction, a name, digits that continue a number, an interrobang, a word split before its end

@@ -218,3 +218,21 @@ def test_equal_sentences_the_budget_left_unwritten_are_filled_at_the_finish():
     text = kind.finish("The cat sat on the")
     assert build_check("ratio:sentence_words", {})(text).passed
     assert [len(s.strip()) for s in split_sentences_punkt(text)] == [40, 40, 40], text
+
+
+def test_the_steering_codes_digest_covers_the_rule_kinds(monkeypatch):
+    """A cached reply made under other rule-kind code must not be replayed: the kinds' modules are in the digest."""
+    from pathlib import Path
+
+    from bineval_dspy.enforce import steering
+
+    steering.code_digest.cache_clear()
+    before = steering.code_digest()
+    read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: read(p) + (b"#" if p.name == "budgets.py" else b""))
+    steering.code_digest.cache_clear()
+    try:
+        assert steering.code_digest() != before
+    finally:
+        monkeypatch.undo()
+        steering.code_digest.cache_clear()

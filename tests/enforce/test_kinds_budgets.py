@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from bineval_dspy.core.text import split_sentences_punkt
 from bineval_dspy.enforce.kinds.budgets import (
     ExactKeywords,
     ExactNumbers,
@@ -18,7 +19,6 @@ from bineval_dspy.enforce.kinds.budgets import (
     LeastPronouns,
     StopWordShare,
 )
-from bineval_dspy.core.text import split_sentences_punkt
 from bineval_dspy.enforce.kinds.marks import AllMarks, EqualSentences, EveryNthJapanese, SentenceMarks
 from bineval_dspy.enforce.rules import RuleKind
 from bineval_dspy.verifiers import build_check

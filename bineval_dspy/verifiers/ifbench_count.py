@@ -8,6 +8,7 @@ from __future__ import annotations
 from bineval_dspy.core.text import trim_punctuation, word_runs
 from bineval_dspy.enforce.kinds.budgets import (
     FILL_WORDS,
+    PERSON_NAMES,
     ExactKeywords,
     ExactNumbers,
     LeastConjunctions,
@@ -118,12 +119,19 @@ def numbers(N: float) -> Check:
     return check
 
 
+def _names(needed: int) -> Steering:
+    """The floor of different names, which the list of 50 bounds."""
+    if needed > len(PERSON_NAMES):
+        raise ValueError(f"N: {needed} different names is more than the list of {len(PERSON_NAMES)} holds")
+    return Steering(rules=rules(LeastNames(count=needed)))
+
+
 @register(
     "count:person_names",
     rule=lambda N: (
         f"Mention at least {plural(N, 'different name')} from the prompt's list of 50 (Emma, Liam, Sophia, …)."
     ),
-    enforce=Enforcement("forced", lambda N: Steering(rules=rules(LeastNames(count=int(N))))),
+    enforce=Enforcement("forced", lambda N: _names(int(N))),
 )
 def person_names(N: float) -> Check:
     """At least ``N`` different names from the prompt's fixed list of 50, matched case-sensitively as whole words."""

@@ -236,3 +236,16 @@ def test_the_steering_codes_digest_covers_the_rule_kinds(monkeypatch):
     finally:
         monkeypatch.undo()
         steering.code_digest.cache_clear()
+
+
+def test_a_floor_past_what_can_be_forced_is_named_in_one_line():
+    for instruction_id, kwargs in (("count:person_names", {"N": 51}), ("count:unique_word_count", {"N": 5000})):
+        (decision,) = compile_plan([(instruction_id, kwargs)], "p", "annotated").decisions
+        assert decision.status == "invalid" and "\n" not in decision.reason and "more than" in decision.reason
+
+
+def test_conjunctions_force_capitalised_forms_only_past_seven():
+    assert LeastConjunctions(count=5).forced_texts() == [" and but for nor or so yet."]
+    assert "And" in LeastConjunctions(count=9).forced_texts()[0]
+    text = "and but for nor or so yet"
+    assert build_check("count:conjunctions", {"small_n": 9})(LeastConjunctions(count=9).finish(text)).passed

@@ -314,13 +314,18 @@ class LeastConjunctions(_Fill):
     def holds(self, text: str) -> bool:
         return len(used_conjunctions(text)) >= self.count
 
+    def _forms(self) -> list[str]:
+        """The written forms it may force: the seven words, and past seven their capitalised forms too."""
+        if self.count <= len(CONJUNCTIONS):
+            return list(CONJUNCTIONS)
+        return [*CONJUNCTIONS, *(c.capitalize() for c in CONJUNCTIONS), *(c.upper() for c in CONJUNCTIONS)]
+
     def items(self, text: str) -> Iterator[str]:
         used = set(used_conjunctions(text))
-        forms = [*CONJUNCTIONS, *(c.capitalize() for c in CONJUNCTIONS), *(c.upper() for c in CONJUNCTIONS)]
-        return (form for form in forms if form not in used and form + "." not in used)
+        return (form for form in self._forms() if form not in used and form + "." not in used)
 
     def forced_texts(self) -> list[str]:
-        return [" " + " ".join(CONJUNCTIONS) + "."]
+        return [" " + " ".join(self._forms()) + "."]
 
 
 @rule_kind
@@ -402,7 +407,7 @@ class StopWordShare(_Fill, _Synced):
         return bool(words) and stop_percent(stops, words) <= self.percent
 
     def items(self, text: str) -> Iterator[str]:
-        return itertools.cycle(FILL_WORDS)
+        return itertools.cycle(FILL_WORDS[:8])
 
     def forced_texts(self) -> list[str]:
         return [" " + " ".join(FILL_WORDS[:8]) + "."]

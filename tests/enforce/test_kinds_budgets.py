@@ -21,6 +21,7 @@ from bineval_dspy.enforce.kinds.budgets import (
 )
 from bineval_dspy.enforce.kinds.marks import AllMarks, EqualSentences, EveryNthJapanese, SentenceMarks
 from bineval_dspy.enforce.rules import RuleKind
+from bineval_dspy.enforce.runtime import END
 from bineval_dspy.verifiers import build_check
 from bineval_dspy.verifiers.enforcement import compile_plan
 
@@ -205,11 +206,8 @@ def test_equal_sentences_are_closed_at_the_exact_length_and_nothing_follows_the_
     assert not kind.allows(_Reply(text + "A dog ran far and fast and"), " furthermore")  # would leave under 4
     assert kind.after(_Reply(text + "A dog"), " dog") is None and not kind.may_end(_Reply(text))
     text += "A dog ran far and fast"
-    text += kind.after(_Reply(text), " fast") or ""
-    assert kind.may_end(_Reply(text))
-    logits = np.zeros(len(PIECES), dtype=np.float32)
-    kind.mask(logits, _Reply(text))
-    assert not np.isfinite(logits).any()
+    assert kind.after(_Reply(text), " fast") == END  # the last sentence: the reply ends, the finish closes it
+    text = kind.finish(text)
     assert [len(s.strip()) for s in split_sentences_punkt(text)] == [30, 30]
 
 

@@ -9,12 +9,12 @@ import re
 from collections.abc import Iterator
 from typing import ClassVar, Final
 
-import numpy as np
 from pydantic import Field, PrivateAttr
 
 from bineval_dspy.core.text import split_sentences_punkt, trim_punctuation
 from bineval_dspy.enforce.kinds.budgets import FILL_WORDS, _Fill, _others_forced
 from bineval_dspy.enforce.rules import Reply, RuleKind, rule_kind
+from bineval_dspy.enforce.runtime import END
 from bineval_dspy.enforce.steering import HOW, Steering
 
 _MARKS: Final = ".?!"
@@ -206,7 +206,7 @@ _CLOSE_AT: Final = max(_EXACT_WORDS) + 2  # characters left at which the sentenc
 class EqualSentences(RuleKind):
     """Exactly ``count`` sentences of ``length`` characters each: the model may not end a sentence itself; once
     few enough characters are left, the sentence is closed by force with a word of the exact length and a
-    period, and the reply ends after the last one."""
+    period, and the reply ends with the last one."""
 
     name: ClassVar[str] = "equal-sentences"
     how: ClassVar[HOW] = "automaton"
@@ -222,10 +222,6 @@ class EqualSentences(RuleKind):
     def _left(self, sentence: str) -> int:
         return self.length - len(sentence.lstrip())
 
-    def mask(self, logits: np.ndarray, reply: Reply) -> None:
-        if self._done >= self.count:
-            logits[:] = -np.inf  # nothing may follow the last sentence: the decoder ends
-
     def allows(self, reply: Reply, piece: str) -> bool:
         sentence = reply.text[self._start :]
         if not sentence.strip() and piece.lstrip()[:1] in _REALIGNED:
@@ -236,6 +232,8 @@ class EqualSentences(RuleKind):
         left = self._left(reply.text[self._start :])
         if self._done >= self.count or left > _CLOSE_AT:
             return None
+        if self._done == self.count - 1:
+            return END  # nothing may follow the last sentence: ``finish`` closes it
         return self._close(reply.text, left)
 
     def _close(self, text: str, left: int) -> str:

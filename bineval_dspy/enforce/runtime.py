@@ -273,7 +273,7 @@ class Steerer:
             return None
         if self.units < structure.count:
             return self._next_unit()
-        return END if self._floors_met() else None  # the last unit grows until the floors are met
+        return END if self._floors_met() and self.may_end() else None  # the last unit grows until the floors are met
 
     def _title_step(self) -> str | None:
         title = self.text[self.title_at :]
@@ -296,7 +296,8 @@ class Steerer:
         s = self.s
         if s.max_words is not None:
             words = len(word_runs(self.text)) + self._words_closing
-            if words >= s.max_words - 1 or (words >= 0.8 * s.max_words and _SENTENCE_END.search(self.text)):
+            early = words >= 0.8 * s.max_words and _SENTENCE_END.search(self.text) and self._floors_met()  # a range's floor first
+            if words >= s.max_words - 1 or early:
                 return True
         if s.max_sentences is not None and re.search(r"[.!?]", piece) and _SENTENCE_END.search(self.text):
             closing = self._closing_words()

@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.text import word_runs
+from bineval_dspy.enforce.rules import HOW as HOW  # re-exported: where the spec's users look for it
 from bineval_dspy.enforce.rules import Rule, RuleConflict, merge_rules
 
 METADATA_KEY = "bineval_steering"  # the request metadata entry that carries a Steering

@@ -356,9 +356,9 @@ class LlamaCppEngine(EngineBase):
         if self._vocabulary is None:
             llama = self._load()
             vocab = llama._model.vocab
-            pieces = [llama.detokenize([i]).decode("utf-8", "ignore") for i in range(llama.n_vocab())]
+            raw = [llama.detokenize([i]) for i in range(llama.n_vocab())]
             ends = [i for i in range(llama.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, i)]
-            self._vocabulary = Vocabulary(pieces, ends)
+            self._vocabulary = Vocabulary([b.decode("utf-8", "ignore") for b in raw], ends, raw)
         return self._vocabulary
 
     def _decoding(self, llama: Any, request: Request) -> _Decoding:

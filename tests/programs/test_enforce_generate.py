@@ -146,3 +146,20 @@ def test_a_floor_the_models_context_cannot_hold_is_not_enforced_and_the_row_is_s
     small = row.model_copy(update={"prompt": "Write at least 100 words.", "kwargs": [{"relation": "at least", "num_words": 100}]})
     with dspy.context(lm=lm):
         assert Generator(enforce="annotated").annotate([small]).plan(small.prompt).enforced  # within reach: still enforced
+
+
+@pytest.mark.embedded
+def test_a_bare_suite_runs_whole_on_the_embedded_model_and_no_steered_reply_comes_back_empty(tmp_path, capsys):
+    """Issue 54, on the real model: a row stating no constraint decodes plainly, and the IFEval prompt whose lowercase
+    reply the model writes in emojis (byte tokens) comes back with its text, not empty."""
+    rows = [
+        {"key": 3534, "prompt": "Write a tweet storm with a weird tone about a time when you found out that the earth is indeed not flat. "
+                                "Your response must be in English, with no capital letters, and in 20 to 30 sentences."},
+        {"key": 1, "prompt": "Tell me about rain."},
+    ]  # fmt: skip
+    suite, out = write(tmp_path / "s.jsonl", rows), tmp_path / "o.jsonl"
+    assert cli.main(["generate", "--suite", str(suite), "--enforce", "extracted", "--max-tokens", "48", "-o", str(out)]) == 0
+    records = {r["key"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert records[3534]["response"].strip() and records[3534]["enforcement"]["decisions"][0]["status"] == "enforced"
+    assert records[1]["response"].strip() and records[1]["enforcement"] == {"source": "extracted", "decisions": [], "held": {}}
+    assert "1 of 2 row(s) steered, 1 with no constraint found" in " ".join(capsys.readouterr().out.split())

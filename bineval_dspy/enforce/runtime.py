@@ -165,18 +165,29 @@ class Steerer:
         tails = [option[len(written) :] for option in self.s.choice if option.startswith(written)]
         return np.fromiter((bool(p) and any(t.startswith(p) for t in tails) for p in self.vocab.pieces), dtype=bool, count=len(self.vocab.pieces))
 
-    def choose(self, logits: np.ndarray, pick: Callable[[np.ndarray], int]) -> int:
+    def choose(self, logits: np.ndarray, pick: Callable[[np.ndarray], int], raw: np.ndarray | None = None) -> int:
         """The token ``pick`` (greedy or a sampler) takes from masked ``logits``, asked again without each token
-        ``allows`` refuses; after 64 refusals the best allowed token by logit, and the end of text when none is."""
+        ``allows`` refuses; after 64 refusals the best allowed token by logit. When none is allowed the reply ends
+        there, unless it has no text yet: then the best token of the ``raw`` logits that writes something, so no
+        steered reply comes back empty (the constraints it breaks are checked after decoding, and say so)."""
         for _ in range(64):
             token = pick(logits)
             if not np.isfinite(logits[token]):
-                return int(self.vocab.end_ids[0])  # nothing is left: end here; the check after decoding says so
+                return self._nothing_left(raw)
             if self.allows(token):
                 return token
             logits[token] = -np.inf
         ranked = np.argsort(-logits, kind="stable")
-        return next((int(t) for t in ranked if np.isfinite(logits[t]) and self.allows(int(t))), int(self.vocab.end_ids[0]))
+        best = next((int(t) for t in ranked if np.isfinite(logits[t]) and self.allows(int(t))), None)
+        return self._nothing_left(raw) if best is None else best
+
+    def _nothing_left(self, raw: np.ndarray | None) -> int:
+        """No token may come next: the end of text, or while the reply is still empty the model's own best token."""
+        if raw is None or self.text.strip():
+            return int(self.vocab.end_ids[0])
+        unmasked = np.where(self.vocab.silent, -np.inf, raw)
+        unmasked[self.vocab.end_ids] = -np.inf
+        return int(np.argmax(unmasked)) if np.isfinite(unmasked).any() else int(self.vocab.end_ids[0])
 
     def may_end(self) -> bool:
         """Whether the end of text may come now: lower bounds met, a fixed phrase complete, a unit not empty."""

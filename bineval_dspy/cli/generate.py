@@ -47,16 +47,13 @@ def generate_suite(args: argparse.Namespace) -> GenerateSuite:
 
 
 def enforcement_summary(records: list[dict]) -> str:
-    """One line: constraints enforced, how many held when checked by code after decoding, and those not enforced."""
-    decisions = [d for r in records for d in r["decisions"]]
-    enforced = sum(d["status"] == "enforced" for d in decisions)
-    held = sum(ok for r in records for ok in r.get("held", {}).values())
-    skipped: dict[str, int] = {}
-    for d in decisions:
-        if d["status"] != "enforced":
-            skipped[d["status"]] = skipped.get(d["status"], 0) + 1
-    rest = ", ".join(f"{n} {status}" for status, n in sorted(skipped.items())) or "none"
-    return f"enforced {enforced} constraint(s) in {len(records)} row(s); {held} held when checked after decoding; not enforced: {rest}"
+    """One line: rows steered and rows with no constraint found, constraints enforced, how many held when checked
+    after decoding, and those not enforced (``programs.records.EnforcementSummary``); a run that enforced nothing
+    says so first."""
+    from bineval_dspy.programs.records import Enforced, EnforcementSummary
+
+    summary = EnforcementSummary.of([Enforced.model_validate(r) for r in records])
+    return ("enforced nothing: every reply was decoded plainly; " if summary.nothing else "enforcement: ") + summary.text()
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

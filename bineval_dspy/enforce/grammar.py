@@ -36,6 +36,7 @@ LONGEST_WORD = 24  # characters in one word, and ...
 LONGEST_GAP = 6  # ... between two words: bounded, so a word ceiling bounds the text
 TITLE_WORDS, POSTSCRIPT_WORDS = 8, 12  # the most a title and a postscript's text may take of a shared ceiling
 TOKENS_PER_WORD = 2  # a word and its gap, in tokens, for the ceiling a token limit implies (capitals: one more)
+REPETITIONS = 2000  # the most repetitions llama.cpp's grammar parser takes (MAX_REPETITION_THRESHOLD): it refuses more
 UNEXPRESSED_ALWAYS = ("forbidden_words", "min_sentences", "max_sentences")  # no grammar here counts or avoids these
 
 
@@ -60,7 +61,15 @@ def unexpressed(steering: Steering) -> tuple[str, ...]:
     counted = [name for name in ("min_words", "max_words") if getattr(steering, name) not in (0, None)]
     if counted and (steering.json_value or (steering.choice and not _choices(steering)) or not _fits(steering)):
         missing += counted
+    elif steering.min_words and _unit_floor(steering) > REPETITIONS:
+        missing.append("min_words")  # a floor no repetition the server parses can reach
     return tuple(missing)
+
+
+def _unit_floor(steering: Steering) -> int:
+    """The words each unit of the body must hold for the floor (short segments give one word each)."""
+    units, short = _segments(steering)
+    return max(1, math.ceil(max(0, steering.min_words - _literal_words(steering) - short) / units))
 
 
 def to_gbnf(steering: Steering, max_tokens: int) -> str:
@@ -193,13 +202,12 @@ class _Builder:
         words = "min_words" not in self.missing and "max_words" not in self.missing
         literal_words = _literal_words(s)
         ceiling = s.max_words - 1 - literal_words if words and s.max_words is not None else self._budget(units + short)
-        floor = max(0, s.min_words - literal_words - short) if words else 0
-        low = max(1, math.ceil(floor / units))  # each unit's share of the floor (short segments: one word each)
+        low = _unit_floor(s) if words else 1  # each unit's share of the floor (short segments: one word each)
         title_top = postscript_top = 1
         if ceiling - units * low >= TITLE_WORDS * s.title + POSTSCRIPT_WORDS * bool(s.postscript):
             title_top, postscript_top = TITLE_WORDS, POSTSCRIPT_WORDS  # room for more than a word each
         spent = (title_top if s.title else 0) + (postscript_top if s.postscript else 0)
-        high = max(low, (ceiling - spent) // units)  # above the ceiling only where the ceiling is the token budget
+        high = max(low, min(REPETITIONS, (ceiling - spent) // units))  # above the ceiling only where it is the token budget
         parts = []
         if s.title:
             parts += [literal("<<"), self._segment(self.allowed - set("\n<>"), 1, title_top), literal(">>")]

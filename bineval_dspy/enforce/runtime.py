@@ -17,6 +17,7 @@ same functions the verifiers count with (``core.text``).
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -37,10 +38,16 @@ class Vocabulary:
     """One tokenizer's pieces (each token's text) and end-of-generation ids, with the masks computed over them
     once per constraint set (a 49k-token vocabulary takes tens of milliseconds per mask, once)."""
 
-    def __init__(self, pieces: Sequence[str], end_ids: Sequence[int]) -> None:
+    def __init__(self, pieces: Sequence[str], end_ids: Sequence[int], raw: Sequence[bytes] | None = None) -> None:
         self.pieces = list(pieces)
+        # each token's bytes (default: its piece's): a character of several bytes (an emoji, an accented letter) may
+        # span tokens whose pieces alone are empty, so the reply's text is decoded from the bytes (``Steerer``)
+        self.raw = list(raw) if raw is not None else [p.encode() for p in self.pieces]
         self.end_ids = np.asarray(sorted(end_ids), dtype=np.int64)
         self._masks: dict[tuple[object, ...], np.ndarray] = {}
+        # tokens that write nothing at all (a chat template's control tokens): never part of a steered reply, where
+        # they would take its tokens while its text stays empty
+        self.silent = np.fromiter((not b for b in self.raw), dtype=bool, count=len(self.raw))
         self.new_word = np.fromiter((bool(re.match(r"\s+\w", p)) for p in self.pieces), dtype=bool, count=len(self.pieces))
 
     def banned(self, steering: Steering) -> np.ndarray:
@@ -63,6 +70,7 @@ class Vocabulary:
                 tests.append(lambda p: "***" in p)
             tests += [rule.build().bans for rule in static]
             mask = np.fromiter((any(t(p) for t in tests) for p in self.pieces), dtype=bool, count=len(self.pieces))
+            mask |= self.silent
             mask[self.end_ids] = False  # the end is decided by ``may_end``, never by a mask
             self._masks[key] = mask
         return self._masks[key]
@@ -93,6 +101,7 @@ class Steerer:
         self.unit_tokens = 0
         self.unit_budget = 0
         self._mask = vocabulary.banned(steering)
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("ignore")  # the kept tokens' bytes, as the reply's text
         self.rules = [rule.build() for rule in steering.rules]  # this reply's executors (they may keep state)
         self._words_closing = len(word_runs(self._closing_words()))
 
@@ -156,18 +165,29 @@ class Steerer:
         tails = [option[len(written) :] for option in self.s.choice if option.startswith(written)]
         return np.fromiter((bool(p) and any(t.startswith(p) for t in tails) for p in self.vocab.pieces), dtype=bool, count=len(self.vocab.pieces))
 
-    def choose(self, logits: np.ndarray, pick: Callable[[np.ndarray], int]) -> int:
+    def choose(self, logits: np.ndarray, pick: Callable[[np.ndarray], int], raw: np.ndarray | None = None) -> int:
         """The token ``pick`` (greedy or a sampler) takes from masked ``logits``, asked again without each token
-        ``allows`` refuses; after 64 refusals the best allowed token by logit, and the end of text when none is."""
+        ``allows`` refuses; after 64 refusals the best allowed token by logit. When none is allowed the reply ends
+        there, unless it has no text yet: then the best token of the ``raw`` logits that writes something, so no
+        steered reply comes back empty (the constraints it breaks are checked after decoding, and say so)."""
         for _ in range(64):
             token = pick(logits)
             if not np.isfinite(logits[token]):
-                return int(self.vocab.end_ids[0])  # nothing is left: end here; the check after decoding says so
+                return self._nothing_left(raw)
             if self.allows(token):
                 return token
             logits[token] = -np.inf
         ranked = np.argsort(-logits, kind="stable")
-        return next((int(t) for t in ranked if np.isfinite(logits[t]) and self.allows(int(t))), int(self.vocab.end_ids[0]))
+        best = next((int(t) for t in ranked if np.isfinite(logits[t]) and self.allows(int(t))), None)
+        return self._nothing_left(raw) if best is None else best
+
+    def _nothing_left(self, raw: np.ndarray | None) -> int:
+        """No token may come next: the end of text, or while the reply is still empty the model's own best token."""
+        if raw is None or self.text.strip():
+            return int(self.vocab.end_ids[0])
+        unmasked = np.where(self.vocab.silent, -np.inf, raw)
+        unmasked[self.vocab.end_ids] = -np.inf
+        return int(np.argmax(unmasked)) if np.isfinite(unmasked).any() else int(self.vocab.end_ids[0])
 
     def may_end(self) -> bool:
         """Whether the end of text may come now: lower bounds met, a fixed phrase complete, a unit not empty."""
@@ -226,12 +246,12 @@ class Steerer:
     # -- after a token -----------------------------------------------------------------------------
     def accepted(self, token: int) -> str | None:
         """Record a kept token; the text to force after it (already part of ``text``), ``END``, or None."""
-        forced = self._after(token)
+        piece = self._utf8.decode(self.vocab.raw[token])  # '' while a character's bytes are incomplete
+        forced = self._after(piece)
         if forced == END:
             return END
         if forced:
             self.text += forced
-        piece = self.vocab.pieces[token]
         for rule in self.rules:
             more = rule.after(self, piece)
             if more == END:
@@ -241,8 +261,7 @@ class Steerer:
                 forced = (forced or "") + more
         return forced or None
 
-    def _after(self, token: int) -> str | None:
-        piece = self.vocab.pieces[token]
+    def _after(self, piece: str) -> str | None:
         self.text += piece
         self.tokens += 1
         self.unit_tokens += 1

@@ -22,12 +22,13 @@ from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.experiment.arms import ARMS, ArmContext, LMFactory, Stick, check_inputs, table_lm
 from bineval_dspy.experiment.config import ExperimentConfig
 from bineval_dspy.experiment.grid import MATRIX_FILE, GridRow, experiment_grid, matrix_markdown, write_grid
+from bineval_dspy.experiment.steered import enforcement_lines, enforcement_on_test, nothing_enforced
 from bineval_dspy.lm.usage import Cost, measuring, total
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import build, splits_of, test_scorer
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdateFeedback
 from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer, judge_differences
-from bineval_dspy.programs.records import SelectionStats
+from bineval_dspy.programs.records import EnforcementSummary, SelectionStats
 from bineval_dspy.programs.state import ProgramFile, ProgramState
 from bineval_dspy.stats.bootstrap import Interval
 
@@ -61,6 +62,7 @@ class ArmResult(BaseModel):
     program: ProgramFile | None = None
     steps: list[StepScore] = Field(default_factory=list)  # with test_every: the best program after each accepted step
     selection: SelectionStats | None = None  # Best-of-N arms: samples drawn, pass@k, selection efficiency on test
+    enforcement: EnforcementSummary | None = None  # enforce arms: what steered decoding did on test, as generate says
 
     @property
     def lm_calls(self) -> int:
@@ -138,6 +140,7 @@ def _prepared(config: ExperimentConfig, lm: dspy.LM, lm_for: LMFactory = table_l
     splits_of(config, (train, val, test)).save(config.run_dir)
     scorer = test_scorer(config, student, optimizer, test)
     scorer.resamples = config.resamples
+    scorer.relevance = config.mode == "self"  # whether each reply still answers its prompt: the quality table's cosine
     context = ArmContext(config, student, train, val, test, optimizer.feedback, lm, optimization_calls={}, lm_for=lm_for)
     check_inputs(context, config.arms)
     return context, scorer
@@ -192,7 +195,11 @@ def run_experiment(
             test=scorer.score(evaluations[arm.name]), program=state,
             prompt_chars=state.size() if state is not None else None,
             selection=program.selection_stats([str(ex.prompt) for ex in test]) if isinstance(program, Stick) else None,
+            enforcement=enforcement_on_test(program, evaluations[arm.name], scorer.rows),
         ))
+        enforced = experiment.arms[-1].enforcement
+        if enforced is not None and enforced.nothing:
+            say(nothing_enforced(arm.name, enforced))
         if audit is not None and config.test_every and config.baseline_arm in evaluations:
             experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm], student=program)
         _compare(experiment, evaluations, scorer)
@@ -267,8 +274,9 @@ def markdown(results: ExperimentResults) -> str:
     ]
     for arm in results.arms:
         value, diff = results.figures(arm)
+        kind = arm.kind + (" (enforced nothing)" if arm.enforcement is not None and arm.enforcement.nothing else "")
         cells = [
-            arm.name, arm.kind, f"{arm.optimization.lm_calls} + {arm.test_usage.lm_calls}", arm.test.interval.text(),
+            arm.name, kind, f"{arm.optimization.lm_calls} + {arm.test_usage.lm_calls}", arm.test.interval.text(),
             value.text() if value else "n/a", diff.text(signed=True) if diff else "—",
         ]
         if self_mode:
@@ -281,6 +289,7 @@ def markdown(results: ExperimentResults) -> str:
                 paired: Interval | None = getattr(versus, name) if versus is not None else None
                 cells += [own.text() if own else "n/a", paired.text(signed=True) if paired else "—"]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += enforcement_lines([(arm.name, arm.enforcement) for arm in results.arms])
     if self_mode and any(arm.test.quality for arm in results.arms):
         lines += _quality_table(results)
     stepped = [arm for arm in results.arms if arm.steps]
@@ -298,18 +307,20 @@ def markdown(results: ExperimentResults) -> str:
 
 def _quality_table(results: ExperimentResults) -> list[str]:
     """What the replies are like beside their accuracy: the strict pass rate of instructions decoding does not
-    enforce from the prompt's words, the share of degenerate replies (empty, a loop, cut mid-sentence), mean words,
-    and the wall seconds per test prompt, each arm minus the baseline paired where it has one."""
+    enforce from the prompt's words, the share of degenerate replies (empty, a loop, cut mid-sentence), the MiniLM
+    cosine between prompt and reply (does it still answer the prompt), mean words, and the wall seconds per test
+    prompt, each arm minus the baseline paired where it has one."""
     lines = [
         "",
         f"Reply quality on test (minus {results.baseline}, paired):",
         "",
-        "| arm | unenforced instructions followed | minus baseline | degenerate share | minus baseline | mean words | seconds per prompt |",
-        "|" + " --- |" * 7,
+        "| arm | unenforced instructions followed | minus baseline | degenerate share | minus baseline | prompt-reply cosine | minus baseline"
+        " | mean words | seconds per prompt |",
+        "|" + " --- |" * 9,
     ]
     for arm in results.arms:
         cells = [arm.name]
-        for name in ("unenforced_instruction", "degenerate"):
+        for name in ("unenforced_instruction", "degenerate", "relevance"):
             own, paired = arm.test.quality.get(name), arm.vs_baseline.quality.get(name) if arm.vs_baseline else None
             cells += [own.text() if own else "n/a", paired.text(signed=True) if paired else "—"]
         words = arm.test.quality.get("words")

@@ -130,7 +130,8 @@ class _Decoding:
         if self.steer is None:
             token = self._pick(logits)
         else:
-            token = self.steer.choose(self.steer.masked(logits), self._pick)
+            # an empty reply falls back to the model's own best token; never past a grammar, which would abort on it
+            token = self.steer.choose(self.steer.masked(logits), self._pick, raw=logits if self.check is None else None)
         if self.check is not None:
             llama_cpp.llama_sampler_accept(self.check, token)
         return token

@@ -47,13 +47,14 @@ import llama_cpp
 from bineval_dspy.core.cores import usable_cores
 from bineval_dspy.core.quiet import quiet
 from bineval_dspy.enforce.runtime import Steerer, Vocabulary
-from bineval_dspy.enforce.steering import from_metadata
+from bineval_dspy.enforce.steering import Steering, from_metadata
 from bineval_dspy.lm._batching import Batcher, Expectation, common_prefix
 from bineval_dspy.lm._decoding import MAX_TOKENS, _Decoding, _last_logits, _logits_at, _OwnedBatch
 from bineval_dspy.lm.engine import EngineBase
 
 DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
 MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
+PROMPT_ROOM = 1024  # context cells a steered reply leaves for its prompt and forced text: a floor needing more is not enforced
 STREAM_CELLS = 512  # the smallest KV stream of the parallel context; it doubles as longer requests need, up to n_ctx
 SAME_OUTPUT = 16  # prompt tokens two requests share past a batch's common prefix when they judge one output
 _LOADED: weakref.WeakSet[Any] = weakref.WeakSet()  # every llama.cpp model this process loaded and still holds
@@ -260,6 +261,14 @@ class LlamaCppEngine(EngineBase):
         questions of several outputs, to fill its batches (1: it runs calls one at a time)."""
         return MAX_PARALLEL if self._batcher is not None else 1
 
+    def unsteerable(self, steering: Steering) -> str:
+        """Why this model cannot make ``steering`` true: a lower bound whose reply needs more tokens than its context
+        leaves beside a prompt (``PROMPT_ROOM``) would run out of context and fail the row on every rerun."""
+        room = self.n_ctx - PROMPT_ROOM
+        if steering.min_tokens > room:
+            return f"its floor needs about {steering.min_tokens} reply tokens; the model's context of {self.n_ctx} leaves {room} beside the prompt"
+        return ""
+
     def expect(self, n: int) -> Expectation:
         """``with engine.expect(n):`` announces n greedy calls about to arrive together, so they form one batch."""
         return Expectation(self._batcher, n)
@@ -347,9 +356,9 @@ class LlamaCppEngine(EngineBase):
         if self._vocabulary is None:
             llama = self._load()
             vocab = llama._model.vocab
-            pieces = [llama.detokenize([i]).decode("utf-8", "ignore") for i in range(llama.n_vocab())]
+            raw = [llama.detokenize([i]) for i in range(llama.n_vocab())]
             ends = [i for i in range(llama.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, i)]
-            self._vocabulary = Vocabulary(pieces, ends)
+            self._vocabulary = Vocabulary([b.decode("utf-8", "ignore") for b in raw], ends, raw)
         return self._vocabulary
 
     def _decoding(self, llama: Any, request: Request) -> _Decoding:

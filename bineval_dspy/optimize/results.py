@@ -30,8 +30,10 @@ from bineval_dspy.suites.rows import SuiteRow
 RESULTS_FILE = "results.json"
 MEASURES = ("strict_prompt", "strict_instruction", "loose_prompt", "loose_instruction")
 # what a reply's text is like beside its accuracy (suites): strict pass rate of the instructions decoding would not
-# enforce from the prompt's words (``enforce = "extracted"``), the share of degenerate replies, the mean words
-QUALITY = ("unenforced_instruction", "degenerate", "words")
+# enforce from the prompt's words (``enforce = "extracted"``), the share of degenerate replies, the mean words and,
+# where the scorer embeds (``TestScorer.relevance``), the MiniLM cosine between prompt and reply: whether it still
+# answers the prompt
+QUALITY = ("unenforced_instruction", "degenerate", "words", "relevance")
 
 
 class SplitScore(BaseModel):
@@ -129,13 +131,16 @@ def item_accuracy(items: Sequence[ItemResult], rows: dict[str, SuiteRow]) -> dic
     return out
 
 
-def item_quality(items: Sequence[ItemResult], rows: dict[str, SuiteRow]) -> dict[str, tuple[list[float], list[float]]]:
-    """Per ``QUALITY`` measure, (numerator, denominator) per item; a failed generation counts nowhere."""
+def item_quality(
+    items: Sequence[ItemResult], rows: dict[str, SuiteRow], cosines: dict[tuple[str, str], float] | None = None
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per ``QUALITY`` measure, (numerator, denominator) per item; a failed generation counts nowhere. ``cosines``
+    (prompt, reply) -> their cosine: the relevance measure, left out without it."""
     from bineval_dspy.checklists.constraints import enforcement_plan
     from bineval_dspy.core.degenerate import degenerate_text
     from bineval_dspy.core.text import word_runs
 
-    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in QUALITY}
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in QUALITY if name != "relevance" or cosines is not None}
     for item in items:
         row, text = rows[item.id], item.output
         shown = text is not None
@@ -147,6 +152,8 @@ def item_quality(items: Sequence[ItemResult], rows: dict[str, SuiteRow]) -> dict
             "degenerate": (float(shown and degenerate_text(text or "") is not None), float(shown)),
             "words": (float(len(word_runs(text or ""))), float(shown)),
         }
+        if cosines is not None:
+            values["relevance"] = (cosines[(row.prompt, text)] if text is not None else 0.0, float(shown))
         for name, (num, den) in values.items():
             out[name][0].append(num)
             out[name][1].append(den)
@@ -186,6 +193,8 @@ class TestScorer:
         self.resamples, self.seed, self.confidence = resamples, seed, confidence
         self._memo: dict[str, Evaluation] = {}
         self._boot: Bootstrap | None = None
+        self.relevance = False  # suites: also the prompt-reply cosine (MiniLM, or the process's ``use_embedder``)
+        self._cosines: dict[tuple[str, str], float] = {}
 
     def evaluation(self, state: State, label: str, student: dspy.Module | None = None) -> Evaluation:
         """The student (this scorer's, or ``student``) in ``state`` on test; each program evaluated once."""
@@ -211,13 +220,27 @@ class TestScorer:
         items = evaluation.items
         out: dict[str, Statistic] = {"score": mean_of([item.score for item in items])}
         if self.rows is not None:
-            for name, (num, den) in {**item_accuracy(items, self.rows), **item_quality(items, self.rows)}.items():
+            cosines = self.cosines(items) if self.relevance else None
+            for name, (num, den) in {**item_accuracy(items, self.rows), **item_quality(items, self.rows, cosines)}.items():
                 out[name] = ratio_of(num, den)
         kappa = _kappa_statistic(items)
         if kappa is not None:
             out["kappa"] = kappa
             out.update(_judge_statistics(items))
         return out
+
+    def cosines(self, items: Sequence[ItemResult]) -> dict[tuple[str, str], float]:
+        """The cosine of each (prompt, reply) pair of ``items`` (failed outputs left out), each pair embedded once."""
+        from bineval_dspy.core.embeddings import default_embedder, unit_rows
+
+        assert self.rows is not None
+        pairs = {(self.rows[item.id].prompt, item.output) for item in items if item.output is not None}
+        todo = sorted(pair for pair in pairs if pair not in self._cosines)
+        if todo:
+            vectors = unit_rows(default_embedder()([text for pair in todo for text in pair]))
+            for k, pair in enumerate(todo):
+                self._cosines[pair] = float(vectors[2 * k] @ vectors[2 * k + 1])
+        return self._cosines
 
     def score(self, evaluation: Evaluation) -> SplitScore:
         boot, stats = self.bootstrap(evaluation), self.statistics(evaluation)

@@ -289,6 +289,8 @@ def show_tune(run: TuneRun) -> None:
 
 def show_experiment(run: ExperimentRun) -> None:
     """Every arm's test figure with its interval and its paired difference from the baseline (two decimals)."""
+    from bineval_dspy.experiment.steered import nothing_enforced
+
     results = run.results
     main = results.measure.replace("_", " ")
     title = f"{results.name}: {results.splits['test']} test items; {main}, each minus {results.baseline}"
@@ -300,6 +302,8 @@ def show_experiment(run: ExperimentRun) -> None:
     for arm in results.arms:
         if arm.selection is not None:
             _say(f"{arm.name}: {arm.selection.text()}")
+        if arm.enforcement is not None:  # steered decoding, as generate reports it; an arm that enforced nothing says so
+            _say(nothing_enforced(arm.name, arm.enforcement) if arm.enforcement.nothing else f"{arm.name}: {arm.enforcement.text()}")
     if run.grid:
         _show_disagreements(run)
     _spend(run.spend)

@@ -13,9 +13,12 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error, read_jsonl
@@ -35,12 +38,20 @@ class SuiteRow(BaseModel):
 
     key: Key
     prompt: str
-    instruction_id_list: list[str] = Field(min_length=1)
-    kwargs: list[dict[str, Any]]
     extracted: bool = Field(default=False, exclude=True, repr=False)  # the ids are what the extractor found in the prompt
+    instruction_id_list: list[str]  # empty only where the extractor found nothing in a bare row (``load_suite``'s ``bare``)
+    kwargs: list[dict[str, Any]]
     written_key: int | str | None = Field(default=None, exclude=True, repr=False)  # the key as the file spells it
     variables: dict[str, str] | None = None  # a template suite's row: the values its template was filled with
     template: str | None = None  # ... and that template, the generator's instructions (``suites.templates``)
+
+    @field_validator("instruction_id_list")
+    @classmethod
+    def _some_instruction(cls, ids: list[str], info: ValidationInfo) -> list[str]:
+        """A suite's row names at least one instruction; only a bare row the extractor read may have none."""
+        if not ids and not info.data.get("extracted"):
+            raise PydanticCustomError("too_short", "List should have at least 1 item")
+        return ids
 
     @model_serializer(mode="wrap")
     def _plain_rows_plain(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -123,16 +134,17 @@ def _validated(model: type[BaseModel], obj: dict[str, Any], where: str) -> Any:
 Extract = Callable[[str], list[tuple[str, dict[str, Any]]]]  # a prompt -> the constraints its words state
 
 
-def _suite_row(obj: dict[str, Any], where: str, extract: Extract | None = None) -> SuiteRow:
+def _suite_row(obj: dict[str, Any], where: str, extract: Extract | None = None, bare: bool = False) -> SuiteRow:
     """Validate one suite line: fields, matching kwargs, known instruction ids. With ``extract``, a line holding only
     a key and a prompt (a plain task) gets the constraints ``extract`` finds in its prompt; with none found it is
-    refused, since nothing could grade it.
+    refused, since nothing could grade it, unless ``bare`` (a run that needs no ids: generating replies), where it is
+    kept with none.
 
     Kwargs a verifier rejects do not reject the row: that instruction is reported ungraded when graded.
     """
     if extract is not None and "instruction_id_list" not in obj and "kwargs" not in obj and isinstance(obj.get("prompt"), str):
         found = extract(obj["prompt"])
-        if not found:
+        if not found and not bare:
             raise InputError(f"{where}: field 'instruction_id_list': missing, and no constraint code can check is stated in the prompt")
         obj = {**obj, "instruction_id_list": [i for i, _ in found], "kwargs": [k for _, k in found], "extracted": True}
     for field in SUITE_FIELDS:
@@ -150,10 +162,12 @@ def _suite_row(obj: dict[str, Any], where: str, extract: Extract | None = None) 
     return row
 
 
-def load_suite(path: Path | str, skipped: list[InputError] | None = None, extract: Extract | None = None) -> list[SuiteRow]:
+def load_suite(
+    path: Path | str, skipped: list[InputError] | None = None, extract: Extract | None = None, bare: bool = False
+) -> list[SuiteRow]:
     """Read an IFBench-style suite (JSON Lines), or a template suite (``.toml``: ``suites.templates``). Invalid rows
     raise InputError, or go to ``skipped`` when given. ``extract``: rows of only a key and a prompt are accepted,
-    graded by the constraints it finds (``_suite_row``).
+    graded by the constraints it finds; ``bare``: kept too where it finds none (``_suite_row``).
 
     Malformed JSON always raises: the rest of such a file cannot be trusted.
     """
@@ -165,7 +179,7 @@ def load_suite(path: Path | str, skipped: list[InputError] | None = None, extrac
     lines = load_template_suite(path) if path.suffix == ".toml" else ((f"{path}:{number}", obj) for number, obj in read_jsonl(path))
     for where, obj in lines:
         try:
-            row = _suite_row(obj, where, extract)
+            row = _suite_row(obj, where, extract, bare)
             if row.key in first_line:
                 first = first_line[row.key]
                 raise InputError(f"{where}: field 'key': duplicate key {row.key!r} (first at line {first.rsplit(':', 1)[1]})")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import json
 import random
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -98,6 +99,20 @@ def test_every_grammar_parses_and_a_broken_one_does_not(decoder):
         Steering(min_words=1200),  # a repetition past llama.cpp's threshold unless each repeat is one rule
     ):
         assert decoder.parses(to_gbnf(steering, 2000)), steering
+
+
+def test_a_floor_past_the_servers_repetition_limit_is_not_enforced_and_no_budget_breaks_it(decoder):
+    """Issue 55: "at least 2500 words" became a repetition llama.cpp refuses (over 2000), and its server crashed; such
+    a floor is not enforced, and a large token budget's ceiling is capped where the parser takes it."""
+    assert unexpressed(Steering(min_words=2500)) == ("min_words",)
+    assert unexpressed(Steering(min_words=2500, structure=Structure(kind="paragraphs", count=2))) == ()  # 1250 a paragraph
+    floor = [("length_constraints:number_words", {"relation": "at least", "num_words": 2500})]
+    (decision,) = compile_plan(floor, "p", "extracted", SERVER.unsteerable).decisions
+    assert (decision.status, decision.reason) == ("unenforceable", "this LM's grammar cannot express it (min words)")
+    for steering in (Steering(), Steering(min_words=50), Steering(max_words=9000), Steering(min_words=1990)):
+        grammar = to_gbnf(steering, 20000)  # a budget of about 10,000 words
+        assert decoder.parses(grammar), steering
+        assert max(int(n) for n in re.findall(r"\{(?:\d+,)?(\d+)\}", grammar)) <= 2000
 
 
 def _has_rules(instruction_id: str) -> bool:

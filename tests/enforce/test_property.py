@@ -241,3 +241,37 @@ def test_every_pair_the_compiler_accepts_holds_together():
                 if not finding.passed and "reads as" not in finding.detail:
                     failures.append((first, second, decision.instruction_id, finding.detail, text[:120]))
     assert failures == []
+
+
+def test_a_character_spread_over_byte_tokens_is_kept_and_a_token_that_writes_nothing_is_never_chosen():
+    """Issue 54: under the lowercase mask the embedded model answered a prompt with emojis, each character three
+    byte tokens whose pieces alone are empty: the steerer kept no text, refused the end (no letter yet) up to the
+    token limit, and the reply came back empty, failing the row on every rerun. The reply is decoded from the
+    tokens' bytes, and a token that writes nothing (a chat template's control token) is masked."""
+    emoji = "\N{EARTH GLOBE EUROPE-AFRICA}".encode()
+    raw = [emoji[:2], emoji[2:3], emoji[3:], b"", b" hi", b""]
+    vocab = Vocabulary([b.decode("utf-8", "ignore") for b in raw], [5], raw)
+    steerer = Steerer(Steering(case="lower"), vocab, 16)
+    steerer.start()
+    logits = steerer.masked(np.array([0, 0, 0, 9, 0, 9], dtype=np.float32))
+    assert logits[3] == -np.inf and logits[5] == -np.inf  # the silent token always; the end while no letter is written
+    for token in (0, 1, 2, 0, 1, 2, 4):
+        steerer.accepted(token)
+    assert steerer.finish() == "\N{EARTH GLOBE EUROPE-AFRICA}" * 2 + " hi"
+    assert Vocabulary([" a", ""], [1]).silent.tolist() == [False, True]  # the bytes default to the pieces'
+
+
+def test_a_reply_whose_every_token_is_masked_before_it_has_text_takes_the_models_own_best_token():
+    """Issue 54: an enforced decode must never end before the reply has content. Where the masks leave no token at
+    all (here: every piece has a capital, under "all lowercase"), the empty reply takes the model's own best token
+    that writes something, and its broken constraint is left for the check after decoding; a reply with text ends."""
+    vocab = Vocabulary([" A", " B", "", ""], [2], [b" A", b" B", b"", b""])
+    steerer = Steerer(Steering(case="lower"), vocab, 8)
+    steerer.start()
+    raw = np.array([1.0, 3.0, 5.0, 9.0], dtype=np.float32)  # the end and a silent token lead: neither writes text
+    masked = steerer.masked(raw.copy())
+    assert not np.isfinite(masked).any()
+    assert steerer.choose(masked.copy(), lambda x: int(np.argmax(x))) == 2  # no raw logits (a grammar decides): the end
+    assert steerer.choose(masked.copy(), lambda x: int(np.argmax(x)), raw=raw) == 1
+    steerer.accepted(1)
+    assert steerer.choose(steerer.masked(raw.copy()), lambda x: int(np.argmax(x)), raw=raw) == 2  # text now: it may end

@@ -278,3 +278,43 @@ def test_an_experiment_with_no_group_left_for_test_is_one_line(tmp_path, scripte
     err = capsys.readouterr().err
     assert "field 'data.test': no group is left for the test split after train (2) and val (2)" in err and err.count("\n") == 1
     assert not (tmp_path / "runs" / "e" / "results.json").exists()
+
+
+def _steering_config(tmp_path: Path, suite: Path) -> Path:
+    config = tmp_path / "exp.toml"
+    body = f'mode = "self"\nrun_dir = "runs/s"\n[data]\nsuite = "{suite.name}"\ntrain = 2\nval = 2\ntest = 4\n[program]\ninstructions = "Answer."\n'
+    config.write_text(body + '[[arms]]\nname = "start"\nkind = "start"\n[[arms]]\nname = "steered"\nkind = "start"\nenforce = "extracted"\n')
+    return config
+
+
+def test_an_enforce_arm_carries_generates_enforcement_summary_and_says_when_it_enforced_nothing(tmp_path, scripted, capsys):
+    """Issue 57 item 2: an enforce arm that enforced nothing read as a fair comparison (+0.000, no cue). Each enforce
+    arm now carries generate's summary into results.json, results.md and the report, and one that enforced nothing
+    says so on stderr and in the table. Issue 54 item 6: the quality table has the prompt-reply cosine, paired."""
+    scripted.engine.supports_steering = True  # the scripted replies ignore the constraints; the summary checks them
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("\n".join(json.dumps({"key": i, "prompt": f"List two fruits ({i}), all in lowercase letters.", **SUITE_ROW}) for i in range(8)) + "\n")
+    assert cli.main(["experiment", str(_steering_config(tmp_path, suite))]) == 0
+    run = tmp_path / "runs" / "s"
+    arms = {arm["name"]: arm for arm in json.loads((run / "results.json").read_text())["arms"]}
+    assert arms["start"]["enforcement"] is None
+    assert arms["steered"]["enforcement"] == {"rows": 4, "steered": 4, "no_constraint": 0, "enforced": 4, "held": 4, "conflicts": 0, "unenforceable": 0, "invalid": 0}
+    table = (run / "results.md").read_text()
+    assert "- steered: 4 of 4 row(s) steered, 0 with no constraint found (decoded plainly); 4 constraint(s) enforced, 4 held" in table
+    assert "| prompt-reply cosine | minus baseline |" in table
+    relevance = arms["steered"]["test"]["quality"]["relevance"]
+    assert 0.0 < relevance["estimate"] < 1.0  # "one and two" shares a word with its prompt
+    assert arms["steered"]["vs_baseline"]["quality"]["relevance"] == {"estimate": 0.0, "low": 0.0, "high": 0.0}  # the same replies
+    capsys.readouterr()
+    assert cli.main(["show", str(run)]) == 0
+    assert "steered: 4 of 4 row(s) steered" in " ".join("".join(capsys.readouterr()).split())
+
+    shutil.rmtree(run)
+    assert cli.main(["experiment", str(_steering_config(tmp_path, fruit_suite(tmp_path, 8)))]) == 0  # no prompt states a constraint
+    captured = capsys.readouterr()
+    said = "arm steered: enforced nothing on its 4 test output(s) (4 with no constraint found, 0 not enforceable): its figures are those of plain decoding"
+    assert said in " ".join(captured.err.split())
+    table = (run / "results.md").read_text()
+    assert "| steered | start (enforced nothing) |" in table and f"- {said}" in table
+    assert cli.main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0
+    assert "<strong>enforced nothing</strong>" in (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -57,7 +57,8 @@ def test_a_new_word_on_a_line_with_one_becomes_a_newline():
     assert logits[PIECES.index("\n")] > 1.0  # the new words' probability went to the newline
     assert np.isfinite(logits[PIECES.index("s")]) and not np.isfinite(logits[PIECES.index(" (")])  # a word follows a blank
     assert _masked(rule, "The\n") == set()  # a line with no word yet takes one
-    assert not rule.allows(_Reply("The\n ("), "\n") and rule.allows(_Reply("The\n("), "\n")  # a blank line is a line
+    assert not rule.allows(_Reply("The\n ("), "\n") and not rule.allows(_Reply("The\n("), "\n")  # no line without a word
+    assert rule.allows(_Reply("The\n(cat"), "\n")
     assert [p for p in PIECES if rule.bans(p)] == ["a b", " ", "\n the"]
 
 
@@ -73,8 +74,9 @@ def test_title_case_refuses_a_lower_case_word_start_as_the_tokenizer_sees_it():
 def test_brackets_refuse_a_closing_that_does_not_match_until_one_closed_at_full_depth():
     rule = Brackets(depth=5)
     assert rule.prefix() == "([{(["
-    reply = _Reply("([{([")
+    reply = _Reply("([{([ cats")
     assert not rule.allows(reply, ")") and rule.allows(reply, "]") and rule.allows(reply, " (")
+    assert not rule.allows(_Reply("([{(["), "]")  # words come between brackets
     rule.after(reply, "]")
     assert rule.allows(reply, "}")  # it holds now, whatever follows
     fresh = Brackets(depth=5)

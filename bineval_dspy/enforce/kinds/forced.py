@@ -183,7 +183,12 @@ class Brackets(_Scaffold):
         return None
 
     def allows(self, reply: Reply, piece: str) -> bool:
-        return self._closed or self._step(piece, list(self._stack)) is not False
+        if self._closed:
+            return True
+        bracket = next((i for i, c in enumerate(piece) if c in "()[]{}"), None)
+        if bracket is not None and not any(c.isalpha() for c in re.split(r"[()\[\]{}]", reply.text + piece[:bracket])[-1]):
+            return False  # words between brackets: a run of them is where a small model starts to loop
+        return self._step(piece, list(self._stack)) is not False
 
     def after(self, reply: Reply, piece: str) -> str | None:
         if not self._closed:
@@ -276,6 +281,7 @@ class SentenceEmoji(RuleKind):
 
     name: ClassVar[str] = "sentence-emoji"
     how: ClassVar = "forced"
+    static: ClassVar[bool] = True
     emoji: str = " 😊"
     _since: int = PrivateAttr(default=0)  # where the current sentence begins
 
@@ -290,6 +296,9 @@ class SentenceEmoji(RuleKind):
         if steering.structure is not None:
             return f"{self.name}: a structure's break forced at a sentence end would come before the emoji"
         return shared_conflict(self, steering, lines=False)
+
+    def bans(self, piece: str) -> bool:
+        return piece == ""  # a byte of a character split over tokens: the model's own emoji would come out empty
 
     def mask(self, logits: np.ndarray, reply: Reply) -> None:
         """A mark with whitespace after it in one token becomes the bare mark: the emoji comes right after it."""

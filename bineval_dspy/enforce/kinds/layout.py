@@ -83,8 +83,8 @@ def shared_conflict(rule: RuleKind, steering: Steering, *, lines: bool) -> str:
 @rule_kind
 class WordPerLine(RuleKind):
     """Every word on its own line (ASCII punctuation is not a word): whitespace after a line's word becomes a
-    newline (a new word would follow it), no token holds whitespace between two words, and a line of punctuation
-    and spaces only is never ended (the graders count it as a line without a word)."""
+    newline (a new word would follow it), no token holds whitespace between two words, and a line is ended only
+    once it has its word (the graders count a line of spaces as a line without one)."""
 
     name: ClassVar[str] = "word-per-line"
     how: ClassVar = "mask"
@@ -116,7 +116,7 @@ class WordPerLine(RuleKind):
         if "\n" not in piece:
             return True
         line = delete_ascii_punctuation(current_line(reply.text) + piece.split("\n")[0])
-        return not line or bool(line.strip())
+        return bool(line.strip())  # no blank line either: a run of them makes the model repeat itself
 
 
 @rule_kind
@@ -221,7 +221,7 @@ class LineStart(_Lines):
         first = piece.split("\n")[0]
         if self.chars and not own.strip() and first.strip() and first.strip()[0] not in self.chars:
             return False
-        return "\n" not in piece or any(c.isalnum() for c in own + first)
+        return "\n" not in piece or any(c.isalpha() for c in own + first)  # an item has a word, not a number only
 
     def after(self, reply: Reply, piece: str) -> str | None:
         own = self._own(reply)

@@ -166,8 +166,9 @@ def code_digest() -> str:
     sent with every steered request, so a cached reply made by other steering code is never replayed as this
     code's."""
     sources = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        sources.update(path.name.encode() + b"\0" + path.read_bytes())
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):  # the kinds' package too: a changed rule kind is other steering code
+        sources.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return sources.hexdigest()[:16]
 
 

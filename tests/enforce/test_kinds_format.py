@@ -184,3 +184,20 @@ def test_every_format_id_is_enforced_or_says_why_not():
     ids = [i for i in VERIFIERS if i.startswith("format:")]
     assert len(ids) >= 14
     assert [i for i in ids if VERIFIERS[i].enforce is None and not VERIFIERS[i].unenforceable] == []
+
+
+def test_the_steering_codes_digest_covers_the_rule_kinds(monkeypatch: pytest.MonkeyPatch):
+    """A reply cached under another version of a rule kind is not replayed: the kinds' modules join the digest."""
+    from pathlib import Path
+
+    from bineval_dspy.enforce import steering
+
+    kinds = Path(steering.__file__).parent / "kinds" / "layout.py"
+    before = steering.code_digest()
+    steering.code_digest.cache_clear()
+    original = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: original(self) + (b"#" if self == kinds else b""))
+    try:
+        assert steering.code_digest() != before
+    finally:
+        steering.code_digest.cache_clear()

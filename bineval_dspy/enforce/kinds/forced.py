@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field, PrivateAttr
 
 from bineval_dspy.core.text import delete_ascii_punctuation, word_runs
-from bineval_dspy.enforce.kinds.layout import others_forced, piece_array, redirect, shared_conflict, token_of
+from bineval_dspy.enforce.kinds.layout import others_forced, piece_array, piece_ids, redirect, shared_conflict, token_of
 from bineval_dspy.enforce.rules import Reply, RuleKind, rule_kind
 from bineval_dspy.enforce.steering import Steering
 
@@ -303,7 +303,7 @@ class SentenceEmoji(RuleKind):
     def mask(self, logits: np.ndarray, reply: Reply) -> None:
         """A mark with whitespace after it in one token becomes the bare mark: the emoji comes right after it."""
         for mark in ".!?":
-            spaced = piece_array(reply.pieces, f"{mark} then a blank", _then_blank(mark))
+            spaced = piece_ids(reply.pieces, f"{mark} then a blank", _then_blank(mark))
             redirect(logits, spaced, token_of(reply.pieces, mark))
 
     def allows(self, reply: Reply, piece: str) -> bool:
@@ -343,7 +343,7 @@ class SentenceMark(RuleKind):
         return shared_conflict(self, steering, lines=False)
 
     def mask(self, logits: np.ndarray, reply: Reply) -> None:
-        other = piece_array(reply.pieces, f"end marks but {self.mark}", lambda p: bool(re.search(r"[.!?]", p.replace(self.mark, ""))))
+        other = piece_ids(reply.pieces, f"end marks but {self.mark}", lambda p: bool(re.search(r"[.!?]", p.replace(self.mark, ""))))
         redirect(logits, other, token_of(reply.pieces, self.mark))
 
     def allows(self, reply: Reply, piece: str) -> bool:

@@ -278,6 +278,11 @@ class SubBullets(_Lines):
     def forced_texts(self) -> list[str]:
         return [self.bullet, "\n" + self.sub, "\n" + self.bullet]
 
+    def conflict(self, steering: Steering) -> str:
+        if steering.max_words is not None or steering.max_sentences is not None:
+            return f"{self.name}: a ceiling could end the reply on a bullet before its sub-bullet"
+        return super().conflict(steering)
+
     def prefix(self) -> str:
         return self.bullet
 

@@ -120,6 +120,11 @@ def test_line_rules_refuse_each_other_and_whitespace_refuses_forced_spaces():
     plan = compile_plan([("format:sub-bullets", {}), ("format:line_indent", {}), ("format:no_whitespace", {}), ("format:output_template", {})], "p", "annotated")
     assert [d.status for d in plan.decisions] == ["enforced", "conflict", "conflict", "conflict"]
     assert NoWhitespace().bans(" x") and SubBullets().bans("**")
+    ceiling = ("length_constraints:number_sentences", {"num_sentences": 2, "relation": "less than"})
+    for instruction_id in ("format:sub-bullets", "format:no_bullets_bullets", "format:list", "format:thesis"):
+        kwargs = {"sep": "-"} if instruction_id == "format:list" else {}
+        plan = compile_plan([ceiling, (instruction_id, kwargs)], "p", "annotated")
+        assert [d.status for d in plan.decisions] == ["enforced", "conflict"], instruction_id  # text written at the end
 
 
 def test_a_thesis_is_closed_at_its_first_sentence_end_and_text_must_follow():

@@ -166,9 +166,9 @@ def code_digest() -> str:
     sent with every steered request, so a cached reply made by other steering code is never replayed as this
     code's."""
     sources = hashlib.sha256()
-    root = Path(__file__).parent
-    for path in sorted(root.rglob("*.py")):  # the kinds' package too: a changed rule kind is other steering code
-        sources.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.py")):  # the rule kinds' modules (``kinds/``) too
+        sources.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return sources.hexdigest()[:16]
 
 

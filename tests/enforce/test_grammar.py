@@ -100,14 +100,7 @@ def test_every_grammar_parses_and_a_broken_one_does_not(decoder):
         assert decoder.parses(to_gbnf(steering, 2000)), steering
 
 
-def _ruled(instruction_id: str) -> bool:
-    """Whether the id's enforcement is a rule kind's (executed token by token: never a grammar's)."""
-    return bool(compile_plan([(instruction_id, random_kwargs(instruction_id, random.Random(1)))], "p", "annotated").steering.rules)
-
-
-EXPRESSED = sorted(
-    i for i in set(enforceable_ids()) - {"keywords:forbidden_words", "length_constraints:number_sentences"} if not _ruled(i)
-)
+EXPRESSED = sorted(set(enforceable_ids()) - {"keywords:forbidden_words", "length_constraints:number_sentences"})
 
 
 def test_what_a_grammar_cannot_express_is_named():

@@ -16,9 +16,30 @@ from bineval_dspy.core.text import (
     split_sentences_punkt,
     word_tokenize_nltk,
 )
+from bineval_dspy.enforce.kinds.forced import (
+    Brackets,
+    Exact,
+    Quotes,
+    QuoteUnquote,
+    SentenceEmoji,
+    Template,
+    Thesis,
+    TitleCase,
+)
+from bineval_dspy.enforce.kinds.layout import (
+    LineStart,
+    NoWhitespace,
+    ProseThenBullets,
+    Staircase,
+    SubBullets,
+    WordPerLine,
+)
+from bineval_dspy.enforce.rules import RuleKind, rules
+from bineval_dspy.enforce.steering import HOW, Steering
 from bineval_dspy.verifiers.kwargs import nonblank_text
 from bineval_dspy.verifiers.registry import (
     Check,
+    Enforcement,
     Finding,
     joined,
     ordinal,
@@ -30,6 +51,11 @@ from bineval_dspy.verifiers.registry import (
 )
 
 
+def _ruled(how: HOW, *kinds: RuleKind) -> Enforcement:
+    """An enforcement by rule kinds that take none of the verifier's kwargs."""
+    return Enforcement(how, lambda: Steering(rules=rules(*kinds)))
+
+
 def _indent(line: str) -> int:
     """Number of leading spaces (tabs do not count, as in the official check)."""
     return len(line) - len(line.lstrip(" "))
@@ -38,7 +64,7 @@ def _indent(line: str) -> int:
 # --- Verifiers ---------------------------------------------------------------------------------
 
 
-@register("format:emoji", rule="End every sentence with an emoji.")
+@register("format:emoji", rule="End every sentence with an emoji.", enforce=_ruled("forced", SentenceEmoji()))
 def emoji_sentences() -> Check:
     """Every sentence ends with an emoji (an emoji opening the next sentence also counts)."""
 
@@ -59,7 +85,11 @@ def emoji_sentences() -> Check:
     return check
 
 
-@register("format:line_indent", rule="Indent every line by more spaces than the line before it, like a staircase.")
+@register(
+    "format:line_indent",
+    rule="Indent every line by more spaces than the line before it, like a staircase.",
+    enforce=_ruled("forced", Staircase()),
+)
 def line_indent() -> Check:
     """Each non-blank line is indented by more spaces than the line before it ("stairs")."""
 
@@ -82,7 +112,11 @@ def line_indent() -> Check:
     return check
 
 
-@register("format:list", rule="Write a list of at least two items, each marked with the bullet '{sep}'.")
+@register(
+    "format:list",
+    rule="Write a list of at least two items, each marked with the bullet '{sep}'.",
+    enforce=Enforcement("forced", lambda sep: Steering(rules=rules(LineStart(text=sep.strip() + " ", min_lines=2)))),
+)
 def special_bullets(sep: str) -> Check:
     """The custom bullet marker ``sep`` occurs at least twice."""
     marker = nonblank_text("sep", sep)
@@ -95,7 +129,7 @@ def special_bullets(sep: str) -> Check:
     return check
 
 
-@register("format:newline", rule="Put every word on its own line.")
+@register("format:newline", rule="Put every word on its own line.", enforce=_ruled("mask", WordPerLine()))
 def word_per_line() -> Check:
     """Each word sits on its own line (punctuation ignored; empty lines allowed)."""
 
@@ -118,6 +152,7 @@ def word_per_line() -> Check:
     "format:no_bullets_bullets",
     rule="Write at least two sentences of prose first, then a list of at least two '*' bullet points, and nothing "
     "after the list.",
+    enforce=_ruled("automaton", ProseThenBullets()),
 )
 def sentences_then_bullets() -> Check:
     """At least two sentences first, then at least two ``*`` bullet lines and nothing else."""
@@ -148,7 +183,11 @@ def sentences_then_bullets() -> Check:
     return check
 
 
-@register("format:no_whitespace", rule="Write the response without any whitespace: no spaces, tabs or line breaks.")
+@register(
+    "format:no_whitespace",
+    rule="Write the response without any whitespace: no spaces, tabs or line breaks.",
+    enforce=_ruled("mask", NoWhitespace()),
+)
 def no_whitespace() -> Check:
     """The response contains no whitespace character at all."""
 
@@ -165,14 +204,29 @@ def no_whitespace() -> Check:
     return check
 
 
-@register("format:options", rule="Answer with exactly one of the options {options}, and nothing else.")
+def _options(options: str) -> list[str]:
+    """The choices ``options`` lists. Official rule: split on "/", else on the substring "or", else on ","."""
+    separator = "/" if "/" in options else "or" if "or" in options else ","
+    return [choice.strip() for choice in options.split(separator)]
+
+
+def _one_of(options: str) -> Steering:
+    """The reply fixed to one of the options; a lettered option is checked as written, so nothing may wrap it."""
+    choices = tuple(c for c in _options(options) if c.strip(PUNCTUATION_AND_SPACE))
+    exact = rules(Exact()) if re.match(r"\W*[aA]\W*[bB]\W*[cC]\W*", options) else ()
+    return Steering(choice=choices, rules=exact)
+
+
+@register(
+    "format:options",
+    rule="Answer with exactly one of the options {options}, and nothing else.",
+    enforce=Enforcement("forced", lambda options: _one_of(options)),
+)
 def one_of_options(options: str) -> Check:
     """The whole response is one of the listed options (exactly, for lettered a/b/c choices)."""
     options = nonblank_text("options", options)
     lettered = re.match(r"\W*[aA]\W*[bB]\W*[cC]\W*", options) is not None
-    # Official rule: split on "/", else on the substring "or", else on ",".
-    separator = "/" if "/" in options else "or" if "or" in options else ","
-    choices = [choice.strip() for choice in options.split(separator)]
+    choices = _options(options)
     trim = PUNCTUATION_AND_SPACE
     normalized = {choice.strip(trim).lower() for choice in choices}
 
@@ -190,6 +244,7 @@ _TEMPLATE_HEADERS = ("My Answer:", "My Conclusion:", "Future Outlook:")
 @register(
     "format:output_template",
     rule=f"Follow the template with the headers {joined(_TEMPLATE_HEADERS)}, filling in each part.",
+    enforce=_ruled("forced", Template(headers=_TEMPLATE_HEADERS)),
 )
 def output_template() -> Check:
     """The response contains the three template headers 'My Answer:', 'My Conclusion:', 'Future Outlook:'."""
@@ -207,6 +262,7 @@ def output_template() -> Check:
 @register(
     "format:parentheses",
     rule="Nest brackets ( ), [ ], {{ }} at least 5 levels deep, closing each one you open.",
+    enforce=_ruled("forced", Brackets(depth=5)),
 )
 def nested_brackets() -> Check:
     """Brackets ( [ { nest at least 5 deep, and a matching close follows that depth."""
@@ -240,6 +296,7 @@ def nested_brackets() -> Check:
     "format:quote_unquote",
     rule="Follow each quotation with your own words: never put two quotation marks side by side, and do not end "
     "the response on a quotation mark.",
+    enforce=_ruled("mask", QuoteUnquote()),
 )
 def quote_then_explanation() -> Check:
     """No two double quotes are adjacent (ignoring whitespace) and the text does not end on a quote."""
@@ -260,6 +317,7 @@ def quote_then_explanation() -> Check:
 @register(
     "format:quotes",
     rule="Nest quotations at least three levels deep, alternating double and single quotation marks.",
+    enforce=_ruled("forced", Quotes(depth=3)),
 )
 def nested_quotes() -> Check:
     """Quotes nest at least 3 levels deep; ``"`` and ``'`` (apostrophes included) both count."""
@@ -283,7 +341,11 @@ def nested_quotes() -> Check:
     return check
 
 
-@register("format:sub-bullets", rule="Give every '*' bullet point at least one '-' sub-bullet.")
+@register(
+    "format:sub-bullets",
+    rule="Give every '*' bullet point at least one '-' sub-bullet.",
+    enforce=_ruled("automaton", SubBullets()),
+)
 def sub_bullets() -> Check:
     """Every piece of text after a ``*`` contains a ``-`` before the next ``*``."""
 
@@ -300,7 +362,11 @@ def sub_bullets() -> Check:
     return check
 
 
-@register("format:thesis", rule="State a thesis in HTML italics (<i>…</i>), then go on with more text after it.")
+@register(
+    "format:thesis",
+    rule="State a thesis in HTML italics (<i>…</i>), then go on with more text after it.",
+    enforce=_ruled("forced", Thesis()),
+)
 def italic_thesis() -> Check:
     """An HTML-italic (<i> or <em>) non-empty thesis is followed by more text."""
 
@@ -328,7 +394,11 @@ def italic_thesis() -> Check:
     return check
 
 
-@register("format:title_case", rule="Write in Title Case, capitalizing the first letter of every word.")
+@register(
+    "format:title_case",
+    rule="Write in Title Case, capitalizing the first letter of every word.",
+    enforce=_ruled("mask", TitleCase()),
+)
 def title_case() -> Check:
     """No word token is lower-case-initial with an all-lower or all-upper remainder (or a lone lower letter)."""
 

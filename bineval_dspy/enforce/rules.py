@@ -32,25 +32,6 @@ from bineval_dspy.core.registry import Registry
 HOW = Literal["mask", "forced", "automaton"]  # how a constraint is made true: a token mask, forced text, a counter
 
 
-class Spec(Protocol):
-    """What a rule may read of the whole steering it is part of (``Steering``), to name a conflict."""
-
-    @property
-    def case(self) -> Literal["lower", "upper"] | None: ...
-    @property
-    def banned(self) -> tuple[str, ...]: ...
-    @property
-    def json_value(self) -> bool: ...
-    @property
-    def choice(self) -> tuple[str, ...]: ...
-    @property
-    def max_words(self) -> int | None: ...
-    @property
-    def max_sentences(self) -> int | None: ...
-    @property
-    def rules(self) -> tuple[Rule, ...]: ...
-
-
 class Reply(Protocol):
     """What a rule may read of the reply being decoded (the steerer)."""
 
@@ -94,8 +75,9 @@ class RuleKind(BaseModel):
             return self
         raise RuleConflict(f"two different {self.name} rules")
 
-    def conflict(self, steering: Spec) -> str:
-        """Why this rule cannot hold beside the rest of ``steering`` ('' when it can)."""
+    def conflict(self, steering: Any) -> str:
+        """Why this rule cannot hold beside the rest of ``steering`` ('' when it can). ``steering`` is the whole
+        ``enforce.steering.Steering`` (typed Any here only because that module imports this one; kinds annotate it)."""
         return ""
 
     # -- decoding ----------------------------------------------------------------------------------

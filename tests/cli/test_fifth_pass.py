@@ -1,0 +1,33 @@
+"""Issue 55's minor items on the remote paths, each on both the verdict fast path and DSPy's: an API key a server
+echoes into a successful verdict, a hung server's exit code, a reply larger than any verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bineval_dspy import cli
+from bineval_dspy.core.errors import ExitCode
+from tests.cli.test_reliability import answers, judge_args, write_inputs
+from tests.fake_openai import scripted_server, verdict
+
+PATHS = [[], ["--no-fast-path"]]
+PATH_IDS = ["fast-path", "dspy-path"]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=PATH_IDS)
+def test_a_key_echoed_into_a_successful_verdict_is_kept_nowhere(tmp_path, monkeypatch, capsys, path):
+    key = "sk-test-0123456789abcdefSECRET"
+    monkeypatch.setenv("BINEVAL_TEST_KEY", key)
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+    with scripted_server(lambda body: verdict("yes", f"The request carried the key {key}.")) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--api-key-env", "BINEVAL_TEST_KEY", *path))
+        again = cli.main([*judge_args(tmp_path, *server.lm_args(), "--api-key-env", "BINEVAL_TEST_KEY", *path), "--overwrite"])
+    captured = capsys.readouterr()
+    written = (tmp_path / "out.jsonl").read_text()
+    assert code == again == ExitCode.OK and answers(tmp_path / "out.jsonl") == ["yes", "yes"]
+    assert "The request carried the key [redacted]." in written and key not in written
+    assert key not in captured.out and key not in captured.err
+    cached = b"".join(file.read_bytes() for file in Path(tmp_path / "cache").rglob("*") if file.is_file())
+    assert b"The request carried the key [redacted]." in cached and key.encode() not in cached

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
+from dspy._vendor.lm15.transports import ConnectTimeout, ReadTimeout
 from dspy.clients.engines.lm15_engine import AsyncLM15Engine, timeouts_for
 from dspy.lm15 import (
     InvalidRequestError,
@@ -321,7 +322,12 @@ class LM15Exchange:
 
     async def send(self, engine: RemoteEngine, form: str | None, seconds: float) -> Response:
         request = replace(self.request, model=engine.wire_model)
-        return await engine.client.complete(spelled(request, form) if form else request)
+        try:
+            return await engine.client.complete(spelled(request, form) if form else request)
+        except TransportError as exc:
+            if isinstance(exc.__cause__, ReadTimeout | ConnectTimeout):  # as the fast path says it: one kind of failure
+                raise TimeoutError(f"no reply within {engine.timeout:g} s") from None
+            raise
 
 
 def carries_schema(request: Request) -> bool:

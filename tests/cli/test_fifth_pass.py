@@ -31,3 +31,21 @@ def test_a_key_echoed_into_a_successful_verdict_is_kept_nowhere(tmp_path, monkey
     assert key not in captured.out and key not in captured.err
     cached = b"".join(file.read_bytes() for file in Path(tmp_path / "cache").rglob("*") if file.is_file())
     assert b"The request carried the key [redacted]." in cached and key.encode() not in cached
+
+
+@pytest.mark.parametrize("path", PATHS, ids=PATH_IDS)
+def test_a_hung_server_exits_3_on_either_path(tmp_path, capsys, path):
+    """A server that never answers failed every verdict alike: exit 3 on the fast path, 1 on DSPy's."""
+    import time
+
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "c", "output": "d"}])
+
+    def hang(body: dict) -> str:
+        time.sleep(4)
+        return verdict("yes")
+
+    with scripted_server(hang) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--timeout", "0.5", *path))
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == ExitCode.LM_FAILURE, err
+    assert "every LM verdict (2) unanswered, each the same way" in err and answers(tmp_path / "out.jsonl") == ["unanswered"] * 2

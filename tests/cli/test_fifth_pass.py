@@ -3,6 +3,7 @@ echoes into a successful verdict, a hung server's exit code, a reply larger than
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,18 @@ def test_a_hung_server_exits_3_on_either_path(tmp_path, capsys, path):
     err = " ".join(capsys.readouterr().err.split())
     assert code == ExitCode.LM_FAILURE, err
     assert "every LM verdict (2) unanswered, each the same way" in err and answers(tmp_path / "out.jsonl") == ["unanswered"] * 2
+
+
+def test_a_reply_larger_than_any_verdict_is_not_read_whole_on_the_fast_path(tmp_path, monkeypatch, capsys):
+    """Six 60 MB replies took 755 MB: the fast path reads a body a piece at a time and stops past its cap."""
+    from bineval_dspy.lm import fastpath
+
+    monkeypatch.setattr(fastpath, "MAX_REPLY_BYTES", 1 << 20)
+    write_inputs(tmp_path, rows=[{"input": "a", "output": "b"}, {"input": "HUGE", "output": "d"}])
+    huge = verdict("yes", "x" * (2 << 20))
+    with scripted_server(lambda body: huge if "HUGE" in json.dumps(body["messages"]) else verdict("yes")) as server:
+        code = cli.main(judge_args(tmp_path, *server.lm_args(), "--timeout", "5"))
+        asked = len(server.bodies)
+    out = (tmp_path / "out.jsonl").read_text()
+    assert code == ExitCode.INCOMPLETE and sorted(answers(tmp_path / "out.jsonl")) == ["unanswered", "yes"]
+    assert "a reply over 1 MiB, which no verdict needs: not read" in out and asked == 2  # refused, not asked again

@@ -220,6 +220,7 @@ def test_verify_says_a_verifier_exited_and_writes_every_row(tmp_path, capsys):
     assert [row["ungraded"] for row in rows] == [[f"instruction_id_list.0: verifier failed: {v} raised {c}"] for v, c in
                                                  zip(QUITTING, ["SystemExit: 0", "SystemExit: 3", "KeyboardInterrupt"])]  # fmt: skip
     assert "3 instruction(s) ungraded" in " ".join(capsys.readouterr().err.split())
+    assert json.loads((tmp_path / "results.jsonl.run.json").read_text())["status"] == "incomplete"
 
 
 def test_best_of_n_with_a_verifier_that_exits_writes_every_row_and_exits_1(tmp_path, monkeypatch, capsys):

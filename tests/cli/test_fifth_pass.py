@@ -10,7 +10,7 @@ import pytest
 
 from bineval_dspy import cli
 from bineval_dspy.core.errors import ExitCode
-from tests.cli.test_reliability import answers, judge_args, write_inputs
+from tests.cli.test_reliability import answers, judge_args, results, write_inputs
 from tests.fake_openai import scripted_server, verdict
 
 PATHS = [[], ["--no-fast-path"]]
@@ -65,3 +65,28 @@ def test_a_reply_larger_than_any_verdict_is_not_read_whole_on_the_fast_path(tmp_
     out = (tmp_path / "out.jsonl").read_text()
     assert code == ExitCode.INCOMPLETE and sorted(answers(tmp_path / "out.jsonl")) == ["unanswered", "yes"]
     assert "a reply over 1 MiB, which no verdict needs: not read" in out and asked == 2  # refused, not asked again
+
+
+@pytest.mark.usefixtures("own_verifiers")
+def test_a_verifier_that_exits_on_the_fast_path_ends_nothing_and_hangs_nothing(tmp_path):
+    """Issue 55, break 1 on the fast path: the same verifier (or a KeyboardInterrupt raised in it) hung the run for
+    ever with the header at `running`."""
+    import os
+    import subprocess
+    import sys
+
+    from bineval_dspy.core.schema import Question
+    from tests.verifiers.test_guard import QUITTERS
+    from tests.verifiers.test_user import own_file
+
+    quitters = own_file(tmp_path, QUITTERS, "quitters.py")
+    questions = [Question(text="Fine?", dimension="d", verifier="mine:exit3"), Question(text="Calm?", dimension="d", verifier="mine:interrupt"),
+                 Question(text="Is it short?", dimension="d")]  # fmt: skip
+    write_inputs(tmp_path, questions, rows=[{"input": f"in {k}", "output": f"out {k}"} for k in range(4)])
+    with scripted_server(lambda body: verdict("yes")) as server:  # in a process of its own: a hang is a timeout here
+        done = subprocess.run([sys.executable, "-m", "bineval_dspy.cli", *judge_args(tmp_path, *server.lm_args(), "--verifiers", str(quitters))],
+                              capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})  # fmt: skip
+    assert done.returncode == ExitCode.INCOMPLETE, done.stderr
+    rows = [row["scorecard"]["verdicts"] for row in results(tmp_path / "out.jsonl")]
+    assert len(rows) == 4 and all([v["answer"] for v in verdicts] == ["unanswered", "unanswered", "yes"] for verdicts in rows)
+    assert json.loads((tmp_path / "out.jsonl.run.json").read_text())["status"] == "incomplete"

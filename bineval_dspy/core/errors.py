@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from enum import IntEnum
+from typing import Any
 
 PARAMETER = re.compile(r"`([a-z][a-z0-9_.]*)`")  # a parameter named in a library message
 
@@ -42,6 +43,20 @@ def redacted(text: str) -> str:
         if key in text:
             text = text.replace(key, REDACTED)
     return text
+
+
+def redacted_value(value: Any) -> Any:
+    """``value`` with ``redacted`` applied to every string inside it (dicts, lists and tuples walked; other objects
+    kept): a reply a server echoed a key into is kept in a cache or an output without it."""
+    if not _secrets:
+        return value
+    if isinstance(value, str):
+        return redacted(value)
+    if isinstance(value, dict):
+        return {key: redacted_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redacted_value(item) for item in value)
+    return value
 
 
 def one_line(exc: BaseException) -> str:

@@ -21,7 +21,7 @@ import json_repair
 from dspy.utils.exceptions import AdapterParseError, LMAuthError
 from pydantic import BaseModel, Field, ValidationError
 
-from bineval_dspy.core.errors import InputError, one_line
+from bineval_dspy.core.errors import InputError, one_line, redacted
 from bineval_dspy.core.schema import (
     Calibration,
     Checklist,
@@ -479,7 +479,7 @@ class BinaryJudge(dspy.Module):
         p_yes = p_yes_from_logprobs(logprobs, *at) if "logprobs" in config else None
         if p_yes is None and self._needs_p_yes():  # the answer stands, but never passes for a probability
             explanation = f"{explanation} {NO_P_YES}".strip()
-        return Verdict(question_id=question.id, answer=answer, p_yes=p_yes, explanation=explanation, judge=judge_name)
+        return Verdict(question_id=question.id, answer=answer, p_yes=p_yes, explanation=redacted(explanation), judge=judge_name)
 
     def adapter_for(self, explain: bool) -> dspy.Adapter:
         """The adapter of a per-question call: the verdict format's, reading the whole reply or only its answer."""

@@ -3,18 +3,23 @@
 The same requests (captured from the judge's own predictor and adapter, once per call shape), the same cache
 entries, and the same reading of each reply (the adapter's, then ``BinaryJudge.verdict_of``), so a row's scorecard
 is the one ``BinaryJudge.forward`` gives; what is left out is DSPy's per-call work. Each row is one coroutine on
-the I/O loop, its questions asked together. Batch scoring, a probe judge, and an LM that is not one of our remote
+the I/O loop, its questions asked together; its code checks run off the loop (``off_loop``), so a slow verifier
+never holds up another row's replies. Batch scoring, a probe judge, and an LM that is not one of our remote
 engines keep DSPy's path (``FastJudge.of`` says None).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any, TypeVar
 
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import met, score
 from bineval_dspy.judges.base import Judge
@@ -22,6 +27,7 @@ from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT, BinaryJudge, majorit
 from bineval_dspy.lm.fastpath import FastLM, Reply, Template
 from bineval_dspy.lm.usage import CallTally, Cost
 
+T = TypeVar("T")
 FIELDS = ("input", "output", "question")  # AnswerQuestion's inputs, in the order a call's inputs are given
 Shape = tuple[int, bool]  # (sample, explain): what tells one per-question call's request from another
 
@@ -77,7 +83,7 @@ class FastJudge:
 
     async def _score(self, input: str, output: str, checklist: Checklist) -> tuple[Scorecard, Cost]:
         judge, tally = self.judge, CallTally()
-        routed = {q.id: judge.code_router(q, input, output) for q in checklist.questions}
+        routed = await off_loop(lambda: {q.id: judge.code_router(q, input, output) for q in checklist.questions})
         asked = [q for q in checklist.questions if routed[q.id] is None]
         explain = judge.explanations == "all"
         answers = dict(zip([q.id for q in asked], await asyncio.gather(*(self._votes(input, output, q, explain, tally) for q in asked))))
@@ -125,3 +131,34 @@ class FastJudge:
         if verdict.answer == "unanswered" and reply is not None:
             self.fast.forget(reply)
         return verdict
+
+
+async def off_loop(call: Callable[[], T]) -> T:
+    """``call()`` run on a daemon thread while the I/O loop goes on serving every other row. A daemon thread, not
+    the loop's executor: a verifier past its timeout (``verifiers.guard``) is left running, and the process must not
+    wait for it at exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: list[T], failure: list[BaseException]) -> None:
+        if future.done():  # the row was cancelled meanwhile
+            return
+        if failure:
+            future.set_exception(failure[0])
+        else:
+            future.set_result(result[0])
+
+    def run() -> None:
+        result: list[T] = []
+        failure: list[BaseException] = []
+        try:
+            result.append(call())
+        except Exception as exc:  # handed to the row's coroutine, which records it as any failure of its own
+            failure.append(exc)
+        except BaseException as exc:  # an exit raised on the loop would end the loop, and every row with it
+            failure.append(RuntimeError(f"code checks raised {one_line(exc)}"))
+        with suppress(RuntimeError):  # the loop closed meanwhile: no row waits for this
+            loop.call_soon_threadsafe(settle, result, failure)
+
+    threading.Thread(target=run, name="code checks", daemon=True).start()
+    return await future

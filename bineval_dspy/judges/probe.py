@@ -87,6 +87,26 @@ class ProbeRecord(BaseModel):
     validation: dict[str, float | None]  # the chosen candidate's out-of-fold kappa, balanced accuracy, AUROC, agreement
 
 
+PROBE_FILE = "probe.json"  # beside a judge program: its trained head and the head's training record
+PROGRAM_FILE = "program.json"  # the judge program that names the head and records its digest
+
+
+class ProbeRef(BaseModel):
+    """Where a judge program's trained head is (``probe.json``, relative to the program's folder) and its digest: a
+    program never runs a head other than the one it was saved with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path
+    digest: str
+
+
+class _NamedHead(BaseModel):
+    """What ``head_of_run`` reads of a program file: the head it names (the rest is the program's)."""
+
+    probe: ProbeRef | None = None
+
+
 class Probe(BaseModel):
     """``probe.json``: a trained head, the instructions its prompts carry, and its training record."""
 
@@ -105,6 +125,7 @@ class Probe(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> Probe:
+        """The file as it is, its digest unchecked: commands read a head through ``read_head`` or ``head_of_run``."""
         return load_model(path, cls)
 
     def digest(self) -> str:
@@ -132,6 +153,37 @@ class Probe(BaseModel):
             note = f"probe: P(yes) {value:.2f} against threshold {head.threshold:.2f} (layer {head.layer})"
             out[q.id] = Verdict(question_id=q.id, answer=answer, p_yes=round(float(value), 6), explanation=note, judge=judge)
         return out
+
+
+def read_head(program: Path, ref: ProbeRef) -> Probe:
+    """The head the program file ``program`` names, refused in one line when missing or not the one saved with it
+    (its digest differs): the one door every command reads a head through (``judge --program``, meta-eval's
+    ``probe``), so no command judges with a head edited after it was trained."""
+    path = program.parent / ref.path
+    if not path.is_file():
+        raise InputError(f"{program}: field 'probe.path': {path} not found")
+    probe = Probe.load(path)
+    if probe.digest() != ref.digest:
+        raise InputError(f"{program}: field 'probe.digest': {path} is not the head this program was saved with (its digest differs)")
+    return probe
+
+
+def head_of_run(path: Path) -> Probe:
+    """The head of a probe judge's run, named by its folder (``bineval calibrate``'s run folder, an experiment's
+    arm), its ``program.json`` or its ``probe.json``: read through ``read_head`` against the digest the program
+    beside it recorded. A head with no program beside it has no digest to check, and is refused."""
+    folder = path if path.is_dir() else path.parent
+    program = path if path.is_file() and path.name != PROBE_FILE else folder / PROGRAM_FILE
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder (a probe judge's run folder holds {PROGRAM_FILE} and {PROBE_FILE})")
+    if not program.is_file():
+        raise InputError(f"{path}: no {PROGRAM_FILE} beside it records the head's digest; name the run folder `bineval calibrate` wrote")
+    ref = load_model(program, _NamedHead).probe
+    if ref is None:
+        raise InputError(f"{program}: field 'probe': this program has no probe head")
+    if path.is_file() and path.name == PROBE_FILE and (program.parent / ref.path).resolve() != path.resolve():
+        raise InputError(f"{path}: {program} names another head ({ref.path}); name the run folder")
+    return read_head(program, ref)
 
 
 class LabeledExample(BaseModel):

@@ -27,6 +27,8 @@ from dspy.clients import DISK_CACHE_LIMIT
 from dspy.clients.cache import Cache
 from dspy.utils.callback import BaseCallback
 
+from bineval_dspy.core.errors import redacted_value
+
 logger = logging.getLogger(__name__)
 _journal: ContextVar[Journal | None] = ContextVar("bineval_reply_journal", default=None)
 _last_call: ContextVar[list[tuple[ReplyCache, str]] | None] = ContextVar("bineval_last_call", default=None)
@@ -133,6 +135,7 @@ class ReplyCache(Cache):
         unless it holds no text."""
         if not has_text(value):
             return
+        value = redacted_value(value)  # a key the server echoed into its reply is never kept
         for key in keys:
             if self.enable_memory_cache:
                 with self._lock:
@@ -152,6 +155,7 @@ class ReplyCache(Cache):
     ) -> None:
         if not has_text(value):
             return
+        value = redacted_value(value)  # a key the server echoed into its reply is never kept
         for keyed in (request, without_logprobs(request)) if request.get("logprobs") else (request,):
             super().put(keyed, value, ignored_args_for_cache_key, enable_memory_cache)
             self._record(keyed, ignored_args_for_cache_key)

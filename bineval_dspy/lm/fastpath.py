@@ -41,7 +41,7 @@ from dspy.clients.call_result import CACHE_FORMAT, CallResult
 from dspy.clients.capabilities import capabilities
 from dspy.clients.errors import wrap_error
 from dspy.clients.execution import IGNORED_CACHE_KEYS
-from dspy.lm15 import Request, Response, TimeoutError, TransportError
+from dspy.lm15 import ProviderError, Request, Response, TimeoutError, TransportError
 
 from bineval_dspy.lm.cache import ReplyCache, peeking
 from bineval_dspy.lm.engine import EngineBase
@@ -50,6 +50,7 @@ from bineval_dspy.lm.remote import FORMS, RemoteEngine, Retries, billed_tokens, 
 from bineval_dspy.lm.stopping import OPEN_CALLS
 from bineval_dspy.lm.usage import CallTally
 
+MAX_REPLY_BYTES = 8 << 20  # the longest reply body the fast path reads (a verdict with logprobs is a few kB)
 # lm15's HTTP reply, as its readers take it. Imported by name at run time: mypy, following the vendored package,
 # loses sight of dspy's own names (dspy.LM, dspy.Module ...) in every module that imports dspy.
 _HTTP_RESPONSE = importlib.import_module("dspy._vendor.lm15.providers.base").HttpResponse
@@ -268,7 +269,7 @@ class VerdictExchange:
         wire = _wire(engine, self.template.request)
         try:
             async with wire.session.post(wire.url, data=self.template.body(form, self._escaped), headers=wire.headers) as sent:
-                http = _HTTP_RESPONSE(sent.status, sent.reason or "", list(sent.headers.items()), await sent.read(), provider=wire.dialect.provider)
+                http = _HTTP_RESPONSE(sent.status, sent.reason or "", list(sent.headers.items()), await _body(sent), provider=wire.dialect.provider)
         except builtins.TimeoutError:  # aiohttp's read or connect timeout; lm15's own is a TimeoutError too
             raise TimeoutError(f"no reply within {engine.timeout:g} s") from None
         except aiohttp.ClientError as exc:
@@ -276,6 +277,20 @@ class VerdictExchange:
         if http.status >= 400:
             raise wire.dialect._http_error(http)  # lm15's error for the status, its Retry-After read
         return wire.dialect.parse_response(self.template.request, http)
+
+
+async def _body(sent: aiohttp.ClientResponse) -> bytes:
+    """The reply's body, read a piece at a time and refused past ``MAX_REPLY_BYTES`` (no verdict is that long): a
+    server sending megabytes per reply never fills the memory. Not retried: the same request gets the same reply."""
+    body = bytearray()
+    too_long = ProviderError(f"a reply over {MAX_REPLY_BYTES >> 20} MiB, which no verdict needs: not read")
+    if (sent.content_length or 0) > MAX_REPLY_BYTES:
+        raise too_long
+    async for piece in sent.content.iter_chunked(1 << 16):
+        body += piece
+        if len(body) > MAX_REPLY_BYTES:
+            raise too_long
+    return bytes(body)
 
 
 class _Wire:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import importlib
 import random
 import threading
 import time
@@ -63,6 +64,10 @@ __all__ = ["DEFAULT_TIMEOUT", "GRAMMAR_PROVIDER", "RETRIES", "Exchange", "Remote
 GRAMMAR_PROVIDER = "llamacpp"  # `lm` llamacpp/<model> with `api_base`: a llama.cpp server, which takes a grammar
 
 RETRIES = 1  # LiteLLM provider models (no --api-base): DSPy's one retry; servers at --api-base: lm.retry's policy
+# lm15's own read and connect timeouts, raised inside its TransportError. Imported by name at run time, as
+# ``fastpath`` imports lm15's HTTP reply: mypy, following the vendored package, loses sight of dspy's own names.
+_transports = importlib.import_module("dspy._vendor.lm15.transports")
+_CLIENT_TIMEOUTS = (_transports.ReadTimeout, _transports.ConnectTimeout)
 TRANSIENT = (RateLimitError, ServerError, TimeoutError, TransportError)  # worth another try after a wait
 THROTTLED_STATUS = (429, 503)  # the server says: not now
 
@@ -321,7 +326,12 @@ class LM15Exchange:
 
     async def send(self, engine: RemoteEngine, form: str | None, seconds: float) -> Response:
         request = replace(self.request, model=engine.wire_model)
-        return await engine.client.complete(spelled(request, form) if form else request)
+        try:
+            return await engine.client.complete(spelled(request, form) if form else request)
+        except TransportError as exc:
+            if isinstance(exc.__cause__, _CLIENT_TIMEOUTS):  # as the fast path says it: one kind of failure
+                raise TimeoutError(f"no reply within {engine.timeout:g} s") from None
+            raise
 
 
 def carries_schema(request: Request) -> bool:

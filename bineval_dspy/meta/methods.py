@@ -29,6 +29,7 @@ import dspy
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.schema import (
     Answer,
     Checklist,
@@ -129,15 +130,16 @@ class BinEvalMethod(_Method, JudgeFields):
                 raise MethodProblem("probe", clash)
 
     def trained_probe(self) -> Any:
-        """The head ``probe`` names (None without one), refused in one line when it cannot be read."""
-        from bineval_dspy.judges.probe import Probe
+        """The head ``probe`` names (None without one), read as ``judge --program`` reads it (``head_of_run``: its
+        digest checked against its program's), refused in one line when it cannot be read or was edited."""
+        from bineval_dspy.judges.probe import head_of_run
 
         if self.probe is None:
             return None
-        path = self.probe / "probe.json" if self.probe.is_dir() else self.probe
-        if not path.is_file():
-            raise MethodProblem("probe", f"{path}: no such file (a probe judge's run folder holds probe.json)")
-        return Probe.load(path)
+        try:
+            return head_of_run(self.probe)
+        except InputError as exc:
+            raise MethodProblem("probe", str(exc)) from None
 
 
     def fingerprint_options(self) -> dict[str, Any]:

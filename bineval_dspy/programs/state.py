@@ -20,11 +20,9 @@ from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.schema import JudgeOptions
 from bineval_dspy.enforce.plan import Source
 from bineval_dspy.judges.binary import BinaryJudge
-from bineval_dspy.judges.probe import Probe
+from bineval_dspy.judges.probe import PROBE_FILE, PROGRAM_FILE, Probe, ProbeRef, read_head
 from bineval_dspy.programs.weights import Weights, attach, weights_of
 
-PROGRAM_FILE = "program.json"
-PROBE_FILE = "probe.json"  # beside it: a probe judge's trained head and its training record
 SPLITS_FILE = "splits.json"  # beside it: the splits the run trained, validated and tested on
 Demos = dict[str, list[dict[str, Any]]]  # predictor name -> its demonstrations (field name -> value)
 
@@ -82,16 +80,6 @@ def prompt_length(texts: dict[str, str], demos: Demos | None = None) -> int:
     """What the bloat guard measures: instruction characters plus every character of the demonstrations' fields."""
     shown = sum(len(v if isinstance(v, str) else json.dumps(v)) for ds in (demos or {}).values() for d in ds for v in d.values())
     return sum(len(t) for t in texts.values()) + shown
-
-
-class ProbeRef(BaseModel):
-    """Where a judge program's trained head is (``probe.json``, relative to the program's folder) and its digest: a
-    program never runs a head other than the one it was saved with."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    path: Path
-    digest: str
 
 
 class ProgramFile(ProgramState):
@@ -198,16 +186,5 @@ def load_program(path: Path, kind: Literal["generator", "judge"] | None = None) 
         program.weights = program.weights.resolved(file.parent)
         program.weights.check(str(file))
     if program.probe is not None:
-        program._probe = _read_probe(file, program.probe)
+        program._probe = read_head(file, program.probe)
     return program
-
-
-def _read_probe(file: Path, ref: ProbeRef) -> Probe:
-    """The head a program names, refused in one line when missing or not the one saved with it."""
-    path = file.parent / ref.path
-    if not path.is_file():
-        raise InputError(f"{file}: field 'probe.path': {path} not found")
-    probe = Probe.load(path)
-    if probe.digest() != ref.digest:
-        raise InputError(f"{file}: field 'probe.digest': {path} is not the head this program was saved with (its digest differs)")
-    return probe

@@ -2,7 +2,10 @@
 
 The page is the one ``bineval report`` writes (``html.render``), less its inlined rows: the page asks
 ``/api/rows?section=run-K&offset=N&limit=M&<filters>`` for each page (``report.pages``), so a 50,000-row run is read
-once here and never sent whole. Only the standard library's threaded HTTP server; it listens on 127.0.0.1 alone.
+once here and never sent whole. Only the standard library's threaded HTTP server; it listens on 127.0.0.1 alone,
+and answers only requests addressed to it by that name (``own_host``): a web page the user visits cannot rebind
+its own name to 127.0.0.1 and read the rows (DNS rebinding). An idle connection is closed after ``READ_TIMEOUT``
+seconds, so idle sockets cannot hold every thread.
 """
 
 from __future__ import annotations
@@ -21,6 +24,18 @@ from bineval_dspy.report.runs import Run
 
 API = "api/rows"  # relative to the page: a server behind a path prefix still answers it
 HOST = "127.0.0.1"
+NAMES = (HOST, "localhost")  # what a request's Host header may name, with the port the server listens on or none
+READ_TIMEOUT = 10.0  # seconds a connection may stay silent before the server closes it
+BACKLOG = 128  # connections waiting to be accepted (the standard library's default is 5)
+
+
+def own_host(header: str | None, port: int) -> bool:
+    """Whether a request's ``Host`` header names this server: 127.0.0.1 or localhost, with no port or ``port``."""
+    host = (header or "").strip().lower()
+    name, colon, given = host.rpartition(":")
+    if not colon:
+        name, given = host, ""
+    return name in NAMES and given in ("", str(port))
 
 
 @dataclass(frozen=True)
@@ -57,13 +72,19 @@ def _json(status: HTTPStatus, body: dict[str, Any]) -> tuple[HTTPStatus, str, by
     return status, "application/json", json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
-def server(viewer: Viewer, port: int = 0) -> ThreadingHTTPServer:
+def server(viewer: Viewer, port: int = 0, read_timeout: float = READ_TIMEOUT) -> ThreadingHTTPServer:
     """A threaded HTTP server for ``viewer`` on 127.0.0.1 (``port`` 0: a free one; ``server_address`` says which),
-    not yet serving: call ``serve_forever``, and ``shutdown`` from another thread or Ctrl-C to stop."""
+    not yet serving: call ``serve_forever``, and ``shutdown`` from another thread or Ctrl-C to stop. A request for
+    another host is refused (403); a connection silent for ``read_timeout`` seconds is closed."""
 
     class Handler(BaseHTTPRequestHandler):
+        timeout = read_timeout  # the socket's, set by ``setup``
+
         def do_GET(self) -> None:
-            status, kind, body = viewer.answer(self.path)
+            if own_host(self.headers.get("Host"), port):
+                status, kind, body = viewer.answer(self.path)
+            else:
+                status, kind, body = _json(HTTPStatus.FORBIDDEN, {"error": f"this server answers {HOST} and localhost only, not {self.headers.get('Host')!r}"})
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -74,6 +95,15 @@ def server(viewer: Viewer, port: int = 0) -> ThreadingHTTPServer:
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
             """Quiet: a request is not news (``log_error`` still writes to stderr)."""
 
-    httpd = ThreadingHTTPServer((HOST, port), Handler)
-    httpd.daemon_threads = True
+        def log_error(self, format: str, *args: Any) -> None:
+            """Quiet about an idle connection closed at ``read_timeout`` (a browser's unused preconnection)."""
+            if not format.startswith("Request timed out"):
+                super().log_error(format, *args)
+
+    class Server(ThreadingHTTPServer):
+        request_queue_size = BACKLOG
+        daemon_threads = True
+
+    httpd = Server((HOST, port), Handler)
+    port = httpd.server_address[1]  # the one a request's Host may name (``port`` 0 picked a free one)
     return httpd

@@ -3,8 +3,9 @@
 It claims the run's log under the run's fingerprint (earlier output made by other settings is refused in one line;
 ``overwrite`` starts afresh), writes the header (``runs.header``: kind, version, status, usage), leaves out the units
 whose records are already finished, has the executor do the rest, appends each record as it comes, in input order,
-and marks the header finished, stopped (a budget or a first Ctrl-C: the records so far are kept) or failed. The
-executor is this process (``Here``) or Ray actors (``RayActors``), each written once here.
+and marks the header finished, incomplete (every unit ran, but a rerun does some again: a judged row with
+unanswered questions), stopped (a budget or a first Ctrl-C: the records so far are kept) or failed. The executor is
+this process (``Here``) or Ray actors (``RayActors``), each written once here.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from typing import Generic, Protocol, TypeVar
 
 from bineval_dspy import __version__
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import BudgetExhausted
+from bineval_dspy.core.errors import BudgetExhausted, InputError
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.runs.header import RunHeader, read_header, write_header
+from bineval_dspy.runs.header import RunHeader, header_path, read_header, write_header
 from bineval_dspy.runs.protocol import Run
 from bineval_dspy.runs.spec import RunSpec, check_cluster
 
@@ -78,6 +79,7 @@ class Executed(Generic[O, R]):
     kept: int  # finished records of earlier output, kept
     todo: int  # units this run had to do
     written: int = 0
+    unfinished: int = 0  # records written that a rerun does again (``RunLog.finished`` says no): the run is incomplete
     failed: list[O] = field(default_factory=list)  # outcomes with no record (the unit failed): done again next run
     spent: Cost = field(default_factory=Cost)
     stopped: BudgetExhausted | None = None  # the budget ended the run; the records written so far are saved
@@ -90,7 +92,11 @@ def open_run(run: Run[I, O, R], items: Sequence[I], overwrite: bool, resumed: Ca
     wanted = {run.key(item) for item in items}
     fingerprint = run.fingerprint()
     kept = log.open(fingerprint, overwrite, wanted=wanted.__contains__ if run.prune else None)
-    before = read_header(log.path) if kept else None
+    try:
+        before = read_header(log.path) if kept else None
+    except InputError as exc:  # the header is damaged, the records beside it were read whole
+        where = header_path(log.path).name
+        raise InputError(f"{exc}; the {len(kept)} record(s) beside it are intact: delete {where} to resume from them (what it summed of usage is lost)") from None
     write_header(log.path, RunHeader(kind=run.kind, version=__version__, usage=before.usage if before else Cost(), fingerprint=fingerprint))
     if kept:
         todo = len(wanted - kept.keys())
@@ -118,7 +124,8 @@ def execute(
             log.append(record)
             done.records[log.key(record)] = record
             done.written += 1
-        status = "stopped" if done.failed else "finished"
+            done.unfinished += not log.finished(record)
+        status = "stopped" if done.failed else "incomplete" if done.unfinished else "finished"
     except BudgetExhausted as exc:
         done.stopped, status = exc, "stopped"
     except KeyboardInterrupt:

@@ -16,9 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.lm.usage import Cost
 
-Status = Literal["running", "finished", "stopped", "failed"]
-"""stopped: a budget, a first Ctrl-C or a unit that failed ended it; running: it runs, or its process was killed
-(a second Ctrl-C leaves at once). Either way a rerun goes on from the records kept."""
+Status = Literal["running", "finished", "incomplete", "stopped", "failed"]
+"""finished: every unit has a finished record; incomplete: every unit ran, but some records are not finished (a
+judged row with unanswered questions); stopped: a budget, a first Ctrl-C or a unit that failed ended it; running:
+it runs, or its process was killed (a second Ctrl-C leaves at once). A rerun goes on from the finished records."""
 
 
 class RunHeader(BaseModel):

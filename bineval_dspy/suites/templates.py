@@ -9,7 +9,9 @@ A template suite is a TOML file, read wherever a suite is (``load_suite``: `gene
     checks = [{verifier = "change_case:english_lowercase"}]                 # every row's code checks
 
 A row's other columns are its variables (kept with the row and in what is generated from it); ``key`` names the row
-(default: its line), and a JSON Lines row may add checks of its own (``instruction_id_list``, ``kwargs``). The
+(default: its line), and a JSON Lines row may add checks of its own (``instruction_id_list``, ``kwargs``). A
+variable's value is text, or a number (filled in as its JSON text: 3, 2.5); null, true/false, objects and lists are
+refused, as is a CSV header naming a column twice. The
 template is the generator program's instructions (``programs.generator.Generator``: the row's variables fill them,
 and the filled text is the whole prompt), so it is what the optimizer edits while the rows stay.
 """
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -80,12 +84,27 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         raise InputError(f"{path}: template rows are read by their suffix: .jsonl or .csv")
     text = read_text(path)
     reader = csv.DictReader(io.StringIO(text, newline=""))  # a quoted value keeps its newlines
+    names = reader.fieldnames or []
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError(f"{path}:{reader.line_num}: column {repeated[0]!r} appears twice in the header; name each column once")
     rows = []
     for row in reader:
         if None in row:
             raise InputError(f"{path}:{reader.line_num}: more values than the header's {len(reader.fieldnames or [])} columns")
         rows.append((reader.line_num, {name: value for name, value in row.items() if value is not None}))
     return rows
+
+
+def _text(value: Any, where: str) -> str:
+    """A row's value as the text it fills in: text as it is, a number as its JSON text (3, 2.5); anything else
+    (null, true, an object, a list) is one InputError line, never filled in as Python would spell it ("None")."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return json.dumps(value)
+    kind = "an object" if isinstance(value, dict) else "a list" if isinstance(value, list) else json.dumps(value)
+    raise InputError(f"{where}: a template value is text or a number, not {kind}")
 
 
 def load_template_suite(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -99,6 +118,9 @@ def load_template_suite(path: Path) -> list[tuple[str, dict[str, Any]]]:
     where = str(beside) if given else f"{path}: field 'template'"
     if not variables(template):
         raise InputError(f"{where}: the template names no {{{{variable}}}} (a file that is not there is read as the template's text)")
+    reserved = [name for name in variables(template) if name in RESERVED]
+    if reserved:
+        raise InputError(f"{where}: {{{{{reserved[0]}}}}} is reserved ({', '.join(RESERVED)} are a row's key and checks, never variables); rename it")
     known = set(known_instruction_ids())
     for index, check in enumerate(spec.checks):
         if check.verifier not in known:
@@ -107,7 +129,7 @@ def load_template_suite(path: Path) -> list[tuple[str, dict[str, Any]]]:
     lines: list[tuple[str, dict[str, Any]]] = []
     for line, row in _rows(rows_path):
         at = f"{rows_path}:{line}"
-        values = {name: value if isinstance(value, str) else str(value) for name, value in row.items() if name not in RESERVED}
+        values = {name: _text(value, f"{at}: field {name!r}") for name, value in row.items() if name not in RESERVED}
         try:
             prompt = fill(template, values)
         except MissingVariable as exc:

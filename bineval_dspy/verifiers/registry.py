@@ -23,6 +23,7 @@ from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.enforce.rules import HOW
 from bineval_dspy.enforce.steering import Steering
+from bineval_dspy.verifiers.guard import VerifierError, guarded
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,6 @@ class Registered:
 
 
 VERIFIERS: Registry[Registered] = Registry("verifier")  # by instruction id
-
-
-class VerifierError(ValueError):
-    """A suite row names an unknown instruction id or gives kwargs its verifier cannot take."""
 
 
 def _check_rule(rule: Rule | Enforce, factory: Factory) -> None:
@@ -231,12 +228,19 @@ def _arguments(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: st
 
 
 def build_check(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str = "") -> Check:
-    """Build the check for one instruction of one suite row."""
+    """Build the check for one instruction of one suite row. Building it and every call of it go through
+    ``guard.guarded``: whatever the verifier's code raises (an exit included), or its not finishing in time, is
+    a VerifierError, never the end of a run."""
     factory, args = _arguments(instruction_id, kwargs, prompt)
-    try:
-        return factory(**args)
-    except (TypeError, ValueError) as exc:
-        raise VerifierError(f"{instruction_id}: bad kwargs ({exc})") from None
+
+    def build() -> Check:
+        try:
+            return factory(**args)
+        except (TypeError, ValueError) as exc:
+            raise VerifierError(f"{instruction_id}: bad kwargs ({exc})") from None
+
+    check = guarded(instruction_id, build)
+    return lambda response: guarded(instruction_id, lambda: check(response))
 
 
 def _plain(value: Any) -> Any:
@@ -251,7 +255,7 @@ def describe(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str 
     args = {name: _plain(value) for name, value in args.items()}
     rule = VERIFIERS[instruction_id].rule
     if not isinstance(rule, str):
-        return rule(**args)
+        return guarded(instruction_id, lambda: rule(**args))  # a user's own rule is the user's code too
     defaults = {
         name: param.default
         for name, param in inspect.signature(factory).parameters.items()

@@ -183,3 +183,56 @@ def test_the_pytest_plugin_loads_the_projects_verifier_files(pytester, monkeypat
     else:
         result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--bineval-verifiers", "checks/my_checks.py")
     result.assert_outcomes(passed=1)
+
+
+QUITTING = ["mine:exit0", "mine:exit3", "mine:interrupt"]
+
+
+def test_judge_with_a_verifier_that_exits_keeps_every_row_unanswered_and_exits_1(tmp_path, lm, capsys):
+    """Issue 55, break 1: `sys.exit(0)` inside a verifier ended `judge --no-fast-path` with exit 0 and 2 of 4 rows;
+    `sys.exit(3)` with exit 3 and no line."""
+    from tests.verifiers.test_guard import QUITTERS
+
+    quitters = own_file(tmp_path, QUITTERS, "quitters.py")
+    for verifier in QUITTING:
+        folder = tmp_path / verifier.replace(":", "_")
+        folder.mkdir()
+        args = [*judge_files(folder, verifier, ["One.", "Two.", "Three.", "Four."]), "--verifiers", str(quitters), "--no-fast-path"]
+        assert cli.main(args) == 1, verifier
+        found = verdicts(folder)
+        assert len(found) == 4 and {v["answer"] for v in found} == {"unanswered"}
+        assert found[0]["explanation"].startswith(f"verifier failed: {verifier} raised ")
+        assert "4 row(s) incomplete" in " ".join("".join(capsys.readouterr()).split())
+        header = json.loads((folder / "out.jsonl.run.json").read_text())
+        assert header["status"] == "incomplete"  # the minor item: never "finished" with rows to judge again
+
+
+def test_verify_says_a_verifier_exited_and_writes_every_row(tmp_path, capsys):
+    from tests.verifiers.test_guard import QUITTERS
+
+    quitters = own_file(tmp_path, QUITTERS, "quitters.py")
+    suite, responses, out = tmp_path / "suite.jsonl", tmp_path / "responses.jsonl", tmp_path / "results.jsonl"
+    suite.write_text("".join(json.dumps({"key": k, "prompt": "p", "instruction_id_list": [v], "kwargs": [{}]}) + "\n" for k, v in enumerate(QUITTING)))
+    responses.write_text("".join(json.dumps({"key": k, "response": "Come"}) + "\n" for k in range(len(QUITTING))))
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(responses), "-o", str(out), "--verifiers", str(quitters)]) == 1
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["follow_instruction_list"] for row in rows] == [[None]] * 3
+    assert [row["ungraded"] for row in rows] == [[f"instruction_id_list.0: verifier failed: {v} raised {c}"] for v, c in
+                                                 zip(QUITTING, ["SystemExit: 0", "SystemExit: 3", "KeyboardInterrupt"])]  # fmt: skip
+    assert "3 instruction(s) ungraded" in " ".join(capsys.readouterr().err.split())
+    assert json.loads((tmp_path / "results.jsonl.run.json").read_text())["status"] == "incomplete"
+
+
+def test_best_of_n_with_a_verifier_that_exits_writes_every_row_and_exits_1(tmp_path, monkeypatch, capsys):
+    from tests.programs.test_refine import stick_script
+    from tests.verifiers.test_guard import QUITTERS
+
+    route_cli_lm(monkeypatch, stick_script(generate=lambda prompt: "A reply."))
+    quitters = own_file(tmp_path, QUITTERS, "quitters.py")
+    suite, out = tmp_path / "suite.jsonl", tmp_path / "out.jsonl"
+    suite.write_text("".join(json.dumps({"key": k, "prompt": f"Write line {k}.", "instruction_id_list": [QUITTING[k % 3]], "kwargs": [{}]}) + "\n" for k in range(4)))
+    args = ["generate", "--suite", str(suite), "--best-of", "2", "--threads", "1", "-o", str(out), "--verifiers", str(quitters)]
+    assert cli.main(args) == 1
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 4
+    assert all(any(c["answer"] == "unanswered" and c["judge"].startswith("code:mine:") for c in r["checks"]) for r in records)

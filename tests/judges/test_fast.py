@@ -188,3 +188,41 @@ def test_a_judge_the_fast_path_does_not_take_keeps_dspys(tmp_path):
 class _Plain:
     def complete(self, request):
         raise RuntimeError("not called")
+
+
+SLOW_VERIFIER = '''
+import time
+
+import bineval_dspy
+
+
+@bineval_dspy.verifier("mine:slow_ok", rule="Passes, slowly.")
+def slow_ok(response: str) -> bool:
+    time.sleep(0.6)
+    return True
+'''
+
+
+@pytest.mark.usefixtures("own_verifiers")
+def test_a_slow_verifier_beside_a_fast_server_loses_no_verdict(tmp_path):
+    """Issue 55, break 4: code checks ran inside each row's coroutine on the one I/O loop, so a slow verifier held
+    every other row's replies until their calls timed out (2, then 18, of 24 verdicts lost). They run off the loop."""
+    from bineval_dspy.testing.server import FixedDelayServer, serving
+    from bineval_dspy.verifiers import load_verifier_file
+
+    (tmp_path / "slow.py").write_text(SLOW_VERIFIER)
+    load_verifier_file(tmp_path / "slow.py")
+    checklist = tmp_path / "checklist.json"
+    questions = [Question(text="Is it slow?", dimension="d", verifier="mine:slow_ok"), Question(text="Is it clear?", dimension="d")]
+    checklist.write_text(Checklist(task="t", dimensions=["d"], questions=questions).model_dump_json())
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"input": f"in {i}", "output": f"out {i}"}) + "\n" for i in range(8)))
+    with serving(FixedDelayServer(delay=0.1, slots=8)) as server:
+        config = JudgeFile(
+            checklist=checklist, data=data, output=tmp_path / "out.jsonl", lm=LMOptions(spec="openai/m", api_base=server.url, timeout=1.0),
+            cache_dir=tmp_path / "cache", concurrency=8, fast_path=True,
+        )  # fmt: skip
+        run_file(config)
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    answers = [v["answer"] for row in rows for v in row["bineval"]["scorecard"]["verdicts"]]
+    assert len(rows) == 8 and answers == ["yes"] * 16, [v["explanation"] for row in rows for v in row["bineval"]["scorecard"]["verdicts"]]

@@ -4,6 +4,8 @@ failed reading unanswered, and no task's questions on both sides of a split."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -270,3 +272,44 @@ def test_a_negative_strength_is_refused_at_load():
 
     with pytest.raises(ValidationError, match="each C is a positive number"):
         ProbeSettings(strengths=[-1.0])
+
+
+def test_meta_eval_refuses_a_tampered_head_as_judge_program_does(tmp_path, monkeypatch, capsys):
+    """Issue 55, break 2: meta-eval's `probe = "RUN"` read probe.json directly: a threshold edited to -5 judged every
+    verdict against -5.00 and exited 0. It reads the head through the one loader `judge --program` uses."""
+    from bineval_dspy import cli
+    from tests.conftest import route_cli_lm
+    from tests.meta.fixtures import summeval_files
+
+    route_cli_lm(monkeypatch, lambda request: "unused")
+    summaries, articles = summeval_files(tmp_path)
+    ProgramFile.of(BinaryJudge(explanations="none", probability=True, probe=_probe())).save(tmp_path / "program" / PROGRAM_FILE)
+    shipped = Path(__file__).resolve().parents[2] / "experiments" / "meta"
+    config = tmp_path / "meta.toml"
+    config.write_text(
+        f'run_dir = "{tmp_path / "run"}"\ndimensions = ["coherence"]\n[dataset]\nkind = "summeval"\nsummaries = "{summaries}"\narticles = "{articles}"\n'
+        f'[[methods]]\nname = "probe"\nkind = "bineval"\nchecklist = "{shipped / "summeval_probe_checklist.json"}"\nprobe = "PROBE"\nprobability = true\n'
+    )
+    head = tmp_path / "program" / PROBE_FILE
+    probe = json.loads(head.read_text())
+    probe["head"]["threshold"] = -5
+    head.write_text(json.dumps(probe))
+    for named in (tmp_path / "program", head, tmp_path / "program" / PROGRAM_FILE):
+        config.write_text(re.sub(r'probe = ".*"', f'probe = "{named}"', config.read_text()))
+        assert cli.main(["meta-eval", str(config)]) == 2, named
+        err = capsys.readouterr().err
+        assert "field 'methods.0.probe'" in err and "field 'probe.digest'" in err and "its digest differs" in err, err
+        assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run" / "scores.jsonl").exists()
+
+
+def test_a_head_without_its_program_is_refused(tmp_path):
+    from bineval_dspy.judges.probe import head_of_run
+
+    _probe().save(tmp_path / PROBE_FILE)
+    with pytest.raises(InputError, match=r"probe.json: no program.json beside it records the head's digest"):
+        head_of_run(tmp_path / PROBE_FILE)
+    with pytest.raises(InputError, match=r"no program.json beside it"):
+        head_of_run(tmp_path)
+    with pytest.raises(InputError, match=r"missing: no such file or folder"):
+        head_of_run(tmp_path / "missing")

@@ -199,3 +199,45 @@ def test_a_port_out_of_range_or_taken_is_one_line(tmp_path, capsys):
         code = cli.main(["view", str(run), "--port", str(port)])
     err = capsys.readouterr().err
     assert code == 2 and f"--port {port}:" in err and "--port 0" in err and "Traceback" not in err
+
+
+def asked_as(url: str, host: str | None, target: str = "/api/rows?section=run-1") -> int:
+    """The status of a GET of ``target`` sent with ``host`` as its Host header (None: no Host header at all)."""
+    import socket
+
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"GET {target} HTTP/1.0\r\n{'' if host is None else f'Host: {host}' + chr(13) + chr(10)}\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+def test_a_request_for_any_other_host_is_refused(tmp_path, monkeypatch):
+    """Issue 55, break 3: `Host: attacker.example:8765` got every row, so a page the user visits could rebind its
+    name to 127.0.0.1 and read the run (DNS rebinding)."""
+    viewer = Viewer.of(load_runs(builders.judge_run(tmp_path, monkeypatch)), charts_on=False)
+    with serving(viewer) as url:
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", "127.0.0.1", "localhost"):
+            assert asked_as(url, host) == 200, host
+        for host in (f"attacker.example:{port}", "attacker.example", f"127.0.0.1.attacker.example:{port}", f"localhost:{port + 1}", "", None):
+            assert asked_as(url, host) == 403, host
+            assert asked_as(url, host, "/") == 403, host
+
+
+def test_an_idle_connection_is_closed_and_many_wait_to_be_accepted(tmp_path, monkeypatch):
+    """The minor items: no read timeout (300 idle connections held 257 threads) and a listen backlog of 5."""
+    import socket
+
+    httpd = server(Viewer.of(load_runs(builders.judge_run(tmp_path, monkeypatch)), charts_on=False), 0, read_timeout=0.3)
+    assert httpd.request_queue_size >= 128
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with socket.create_connection(("127.0.0.1", httpd.server_address[1]), timeout=10) as idle:
+            assert idle.recv(1) == b""  # closed by the server, not left open for ever
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

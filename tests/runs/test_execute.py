@@ -130,3 +130,33 @@ def test_a_new_kind_of_run_is_read_by_show_and_report_from_its_header(tmp_path, 
     assert "'squares' run, finished" in shown and "square" in shown
     page = render([run])
     assert "squares</code> run (finished" in page and "<td class=\"text\">9</td>" in page
+
+
+def test_a_run_with_records_a_rerun_does_again_is_incomplete_not_finished(tmp_path):
+    """Issue 55, minor: the header said `finished` for a judge run that exited 1 with incomplete rows."""
+
+    @dataclass
+    class SmallSquares(Squares):
+        def log(self) -> RunLog[Square]:
+            return model_log(self.out, Square, key=lambda r: str(r.n), finished=lambda r: r.square < 10)
+
+    out = tmp_path / "squares.jsonl"
+    done = execute(SmallSquares(out, [1, 2, 4]), Here())
+    header = read_header(out)
+    assert done.unfinished == 1 and header is not None and header.status == "incomplete"
+    again = SmallSquares(out, [1, 2])
+    execute(again, Here())
+    header = read_header(out)
+    assert again.done == [] and header is not None and header.status == "finished"
+
+
+def test_a_torn_header_says_the_records_are_intact_and_how_to_resume(tmp_path):
+    out = tmp_path / "squares.jsonl"
+    execute(Squares(out, [1, 2, 3]), Here())
+    header = out.with_name(out.name + ".run.json")
+    header.write_text(header.read_text()[:25])
+    with pytest.raises(InputError, match=r"squares.jsonl.run.json:3: malformed JSON .*; the 3 record\(s\) beside it are intact: delete squares.jsonl.run.json to resume from them"):
+        execute(Squares(out, [1, 2, 3, 4]), Here())
+    header.unlink()
+    again = Squares(out, [1, 2, 3, 4])
+    assert execute(again, Here()).kept == 3 and again.done == [4]

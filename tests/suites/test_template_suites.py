@@ -67,11 +67,28 @@ def test_the_template_may_be_a_file_beside_the_suite(tmp_path):
         ("form,topic\nhaiku,autumn\n", TEMPLATE, '[{verifier = "punctuation:no_coma"}]', r"haiku.toml: field 'checks.0.verifier': unknown .*no_comma"),
         ("form,topic\nhaiku,autumn\n", TEMPLATE, "[]", r"rows.csv:2: no checks: give `checks`"),
         ("form,topic\nhaiku,autumn,extra\n", TEMPLATE, NO_COMMA, r"rows.csv:2: more values than the header's 2 columns"),
+        ("form,topic,form\nhaiku,autumn,poem\n", TEMPLATE, NO_COMMA, r"rows.csv:1: column 'form' appears twice in the header"),
+        ("key,topic\nk,autumn\n", "Write about {{topic}} as {{key}}.", NO_COMMA, r"haiku.toml: field 'template': \{\{key\}\} is reserved \(key, instruction_id_list, kwargs"),
     ],
 )
 def test_a_bad_template_suite_is_one_located_line(tmp_path, rows, template, checks, message):
     with pytest.raises(InputError, match=message):
         load_suite(template_suite(tmp_path, rows, template=template, checks=checks))
+
+
+@pytest.mark.parametrize(("value", "kind"), [("null", "null"), ("true", "true"), ('{"a": 1}', "an object"), ('["x"]', "a list")])
+def test_a_value_that_is_no_text_is_refused_naming_file_line_and_field(tmp_path, value, kind):
+    """Issue 55, break 6: `{"topic": null}` sent "Write about None.", `true` "True", `{"a": 1}` "{'a': 1}"."""
+    rows = '{"form": "haiku", "topic": "rain"}\n' + f'{{"form": "haiku", "topic": {value}}}\n'
+    with pytest.raises(InputError, match=rf"rows.jsonl:2: field 'topic': a template value is text or a number, not {kind}$"):
+        load_suite(template_suite(tmp_path, rows, "rows.jsonl"))
+
+
+def test_a_number_is_filled_in_as_its_json_text(tmp_path):
+    rows = '{"form": "haiku", "topic": 3}\n{"form": "haiku", "topic": 2.5}\n'
+    assert [r.prompt for r in load_suite(template_suite(tmp_path, rows, "rows.jsonl"))] == [
+        "Write a haiku about 3, with no commas.", "Write a haiku about 2.5, with no commas."
+    ]
 
 
 def test_the_cli_says_a_missing_variable_in_one_line(tmp_path, monkeypatch, capsys):

@@ -166,14 +166,20 @@ def code_digest() -> str:
     sent with every steered request, so a cached reply made by other steering code is never replayed as this
     code's."""
     sources = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        sources.update(path.name.encode() + b"\0" + path.read_bytes())
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        sources.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return sources.hexdigest()[:16]
 
 
 def metadata(steering: Steering) -> dict[str, str]:
-    """The request ``metadata`` that carries ``steering`` to an engine."""
-    return {METADATA_KEY: steering.to_json(), CODE_KEY: code_digest()}
+    """The request ``metadata`` that carries ``steering`` to an engine, with the digest of the code that executes
+    it: this library's, and the user's files that define a rule kind or word predicate it uses."""
+    user = sorted({str(path) for rule in steering.rules for path in rule.build().sources()})
+    if not user:
+        return {METADATA_KEY: steering.to_json(), CODE_KEY: code_digest()}
+    files = hashlib.sha256(b"".join(Path(path).read_bytes() + b"\0" for path in user)).hexdigest()[:16]
+    return {METADATA_KEY: steering.to_json(), CODE_KEY: f"{code_digest()}+{files}"}
 
 
 def from_metadata(extensions: object) -> Steering | None:

@@ -1,0 +1,432 @@
+"""Word predicates: a word may end only where every predicate holds on it (given the words before it), and a token
+is refused as soon as no completion of the word it writes could hold. One rule kind (``words``) carries any number
+of named predicates, built in (a consonant cluster, a prime length, the next letter of the alphabet, no two
+neighbours with one initial, alternating syllable parity, a word used at most N times) or a user's own
+(``@word_predicate``), so they share one word segmentation and one incremental walk over the reply.
+
+A word is a whitespace-separated token. Most predicates read it as IFBench's graders do: lower-cased, ASCII
+punctuation deleted, and a token of punctuation only is no word (``raw = False``); a ``raw`` predicate reads the
+token as written. The verifiers import the shared tests from here, so both count the same way.
+"""
+
+from __future__ import annotations
+
+import bisect
+import inspect
+import re
+from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import syllapy
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from bineval_dspy.core.registry import Registry
+from bineval_dspy.core.text import delete_ascii_punctuation
+from bineval_dspy.enforce.rules import Reply, RuleKind, rule_kind, user_source
+
+CONSONANTS = frozenset("bcdfghjklmnpqrstvwxyz")
+VOWELS = frozenset("aeiou")
+PRIME_LENGTHS = frozenset(n for n in range(2, 100) if all(n % d for d in range(2, int(n**0.5) + 1)))  # IFBench's
+
+
+def plain(token: str) -> str:
+    """A token as the graders read a word: lower-cased, ASCII punctuation deleted ('' when it was only that)."""
+    return delete_ascii_punctuation(token.lower())
+
+
+def has_cluster(word: str) -> bool:
+    """Two consonant letters in a row somewhere in ``word`` (lower-case)."""
+    return any(a in CONSONANTS and b in CONSONANTS for a, b in zip(word, word[1:]))
+
+
+def syllables(word: str) -> int:
+    """Syllables of a word, counted by ``syllapy`` as IFBench does."""
+    return int(syllapy.count(word))
+
+
+class WordPredicate(BaseModel):
+    """A predicate a finished word must meet, given a state the words before it leave (``start``/``advance``).
+    ``viable`` says whether a partial word may still become one that holds; ``key`` is the part of the state the
+    test of a fresh word depends on (the per-vocabulary masks are cached by it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: ClassVar[str] = ""
+    raw: ClassVar[bool] = False
+    stateful: ClassVar[bool] = False  # the test reads the words before (forced text elsewhere cannot be checked)
+
+    def start(self) -> Any:
+        return None
+
+    def viable(self, word: str, state: Any) -> bool:
+        return True
+
+    def holds(self, word: str, state: Any) -> bool:
+        raise NotImplementedError
+
+    def advance(self, word: str, state: Any) -> Any:
+        return state
+
+    def key(self, state: Any) -> Hashable:
+        return state
+
+    def form(self, token: str) -> str:
+        """The word this predicate reads in a whitespace token ('' : no word)."""
+        return token if self.raw else plain(token)
+
+
+WORD_PREDICATES: Registry[type[WordPredicate]] = Registry("word predicate")
+
+
+def word_predicate_class(cls: type[WordPredicate]) -> type[WordPredicate]:
+    """Register a ``WordPredicate`` subclass under its ``name``."""
+    if not cls.name:
+        raise RuntimeError(f"{cls.__name__} names no word predicate")
+    WORD_PREDICATES.add(cls.name, cls)
+    return cls
+
+
+class _FunctionPredicate(WordPredicate):
+    """A predicate written as a function ``test(word, **params)`` (``@word_predicate``); extra fields are its
+    params."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    test: ClassVar[Callable[..., bool]]
+    partial: ClassVar[bool | Callable[..., bool]] = False
+    previous: ClassVar[bool] = False  # the function takes ``previous``: the word before ('' for the first)
+
+    def _params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    def start(self) -> Any:
+        return ""
+
+    def holds(self, word: str, state: Any) -> bool:
+        return bool(self.test(word, **self._params(), **({"previous": state} if self.previous else {})))
+
+    def viable(self, word: str, state: Any) -> bool:
+        if self.partial is True:
+            return self.holds(word, state)
+        if callable(self.partial):
+            return bool(self.partial(word, **self._params(), **({"previous": state} if self.previous else {})))
+        return True
+
+    def advance(self, word: str, state: Any) -> Any:
+        return word if self.previous else state
+
+
+def word_predicate(name: str, *, partial: bool | Callable[..., bool] = False, raw: bool = False) -> Callable[[Callable[..., bool]], Callable[..., bool]]:
+    """Register ``test(word, **params) -> bool`` as the word predicate ``name`` (a user's file may add its own):
+    every finished word of a steered reply must pass it (``words(name, **params)``). ``partial``: True when a word
+    that fails can never pass by growing (a length cap), so the partial word is refused at once; or a function
+    ``(prefix, **params) -> bool`` saying whether some completion may pass. A ``previous`` parameter receives the
+    word before. ``raw``: the token as written, punctuation kept (else lower-cased, ASCII punctuation deleted)."""
+
+    def decorate(test: Callable[..., bool]) -> Callable[..., bool]:
+        params = inspect.signature(test).parameters
+        attrs = {
+            "name": name,
+            "raw": raw,
+            "stateful": "previous" in params,
+            "test": staticmethod(test),
+            "partial": staticmethod(partial) if callable(partial) else partial,
+            "previous": "previous" in params,
+            "__annotations__": {"name": ClassVar[str], "raw": ClassVar[bool], "stateful": ClassVar[bool]},
+            "__module__": test.__module__,
+        }
+        cls = type(f"WordPredicate_{test.__name__}", (_FunctionPredicate,), attrs)
+        WORD_PREDICATES.add(name, cls, replace=WORD_PREDICATES.get(name) is not None and user_source(WORD_PREDICATES[name]) == user_source(test))
+        _SOURCES[name] = user_source(test)
+        return test
+
+    return decorate
+
+
+_SOURCES: dict[str, Path | None] = {}  # a function predicate's name -> its user file
+
+
+class Predicate(BaseModel):
+    """A predicate as data: its registered name and parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def build(self) -> WordPredicate:
+        kind = WORD_PREDICATES.get(self.name)
+        if kind is None:
+            raise ValueError(f"unknown word predicate {self.name!r} (known: {', '.join(WORD_PREDICATES) or 'none'})")
+        built = kind.model_validate(self.params)
+        if isinstance(built, _FunctionPredicate):  # its params must be the function's
+            try:
+                inspect.signature(built.test).bind("word", **built._params(), **({"previous": ""} if built.previous else {}))
+            except TypeError as exc:
+                raise ValueError(f"word predicate {self.name}: {exc}") from None
+        return built
+
+    def source(self) -> Path | None:
+        return _SOURCES.get(self.name) or user_source(WORD_PREDICATES.get(self.name))
+
+
+def words(name: str, **params: Any) -> Words:
+    """The rule "every word passes the predicate ``name`` with ``params``" (for ``Steering(rules=rules(...))``)."""
+    rule = Words(predicates=(Predicate(name=name, params=params),))
+    rule.built()  # an unknown name or bad params fail here, where the enforcement is declared
+    return rule
+
+
+# --- the vocabulary's word shapes, once per tokenizer ----------------------------------------------------------------
+
+
+class _Shapes:
+    """Per token: whether it starts with whitespace, and whether it is whitespace then one word (its ``tail``).
+    The masks a predicate's state gives over those tokens are cached here, by the predicate and its ``key``."""
+
+    def __init__(self, pieces: Sequence[str]) -> None:
+        self.pieces = pieces
+        self.leading_space = np.fromiter((p[:1].isspace() for p in pieces), dtype=bool, count=len(pieces))
+        simple = [i for i, p in enumerate(pieces) if re.fullmatch(r"\s+\S+", p)]
+        self.simple = np.asarray(simple, dtype=np.int64)
+        self.tails = [pieces[i].lstrip() for i in simple]
+        self.masks: dict[tuple[str, Hashable], np.ndarray] = {}
+        self.by_plain: dict[str, list[int]] = {}
+        for i, tail in zip(simple, self.tails):
+            self.by_plain.setdefault(plain(tail), []).append(i)
+
+    def refused_starts(self, predicate: WordPredicate, state: Any) -> np.ndarray:
+        """Token ids of whitespace-then-word tokens whose word does not hold as it stands (the word they start is
+        most often that word: refusing them keeps the model on words that hold rather than mending one)."""
+        cache = (predicate.model_dump_json() + predicate.name, predicate.key(state))
+        if cache not in self.masks:
+            refused = [i for i, tail in zip(self.simple, self.tails) if (w := predicate.form(tail)) and not predicate.holds(w, state)]
+            self.masks[cache] = np.asarray(refused, dtype=np.int64)
+        return self.masks[cache]
+
+
+_SHAPES: dict[int, tuple[Sequence[str], _Shapes]] = {}
+
+
+def shapes(pieces: Sequence[str]) -> _Shapes:
+    """The shapes of one vocabulary (kept while it lives)."""
+    held = _SHAPES.get(id(pieces))
+    if held is None or held[0] is not pieces:
+        held = (pieces, _Shapes(pieces))
+        _SHAPES[id(pieces)] = held
+    return held[1]
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+@rule_kind
+class Words(RuleKind):
+    """Every word of the reply passes every predicate; the last word, cut by the token limit, is dropped when it
+    does not."""
+
+    name: ClassVar[str] = "words"
+    how: ClassVar = "mask"
+    predicates: tuple[Predicate, ...]
+    _built: list[WordPredicate] | None = PrivateAttr(default=None)
+    _states: list[Any] = PrivateAttr(default_factory=list)
+    _done: int = PrivateAttr(default=0)  # reply.text up to here is finished words (and the whitespace after)
+
+    def built(self) -> list[WordPredicate]:
+        if self._built is None:
+            self._built = [p.build() for p in self.predicates]
+            self._states = [p.start() for p in self._built]
+        return self._built
+
+    def combine(self, other: RuleKind) -> RuleKind:
+        assert isinstance(other, Words)
+        return Words(predicates=tuple(dict.fromkeys([*self.predicates, *other.predicates])))
+
+    def sources(self) -> list[Path]:
+        return [*super().sources(), *(s for p in self.predicates if (s := p.source()) is not None)]
+
+    def conflict(self, steering: Any) -> str:
+        texts = [t for rule in steering.rules if rule.kind != self.name for t in rule.build().forced_texts()]
+        texts += [steering.lead, steering.opening, steering.closing, steering.postscript, steering.end_phrase, *steering.choice]
+        structure = steering.structure
+        if structure is not None:
+            texts += [structure.marker, structure.first_word, {"bullets": "*", "dividers": "***", "two_responses": "******"}.get(structure.kind, "")]
+        for predicate in self.built():
+            for text in filter(None, texts):
+                tokens = [w for t in text.split() if (w := predicate.form(t))]
+                if tokens and (predicate.stateful or not all(predicate.holds(w, predicate.start()) for w in tokens)):
+                    return f"the forced text {text[:40]!r} breaks the word rule {predicate.name}"
+        if steering.json_value:
+            return f"a JSON reply's words cannot all keep {', '.join(p.name for p in self.predicates)}"
+        return ""
+
+    # -- the walk over the reply -------------------------------------------------------------------
+    def _sync(self, text: str) -> str:
+        """Finish the words ``text`` completed since the last call; the partial word it ends with."""
+        predicates = self.built()
+        for match in _TOKEN.finditer(text, self._done):
+            if match.end() == len(text):
+                self._done = match.start()
+                return match.group()
+            self._states = self._advanced(self._states, match.group())
+        self._done = len(text)
+        return ""
+
+    def _advanced(self, states: list[Any], token: str) -> list[Any]:
+        return [p.advance(w, s) if (w := p.form(token)) else s for p, s in zip(self.built(), states)]
+
+    def _holds(self, states: list[Any], token: str) -> bool:
+        return all(not (w := p.form(token)) or p.holds(w, s) for p, s in zip(self.built(), states))
+
+    def _viable(self, states: list[Any], token: str) -> bool:
+        return all(not (w := p.form(token)) or p.viable(w, s) for p, s in zip(self.built(), states))
+
+    def allows(self, reply: Reply, piece: str) -> bool:
+        partial = self._sync(reply.text)
+        text = partial + piece
+        tokens = text.split()
+        if not tokens:
+            return True
+        states = self._states
+        finished = tokens if text[-1].isspace() else tokens[:-1]
+        for token in finished:
+            if not self._holds(states, token):
+                return False
+            states = self._advanced(states, token)
+        return text[-1].isspace() or self._viable(states, tokens[-1])
+
+    def mask(self, logits: np.ndarray, reply: Reply) -> None:
+        partial = self._sync(reply.text)
+        found = shapes(reply.pieces)
+        states = self._states
+        if partial:
+            if not self._holds(states, partial):
+                logits[found.leading_space] = -np.inf  # the word cannot end here
+                return
+            states = self._advanced(states, partial)
+        for predicate, state in zip(self.built(), states):
+            refused = predicate.refused_starts(found, state) if hasattr(predicate, "refused_starts") else found.refused_starts(predicate, state)
+            if len(refused) < len(found.simple):  # never refuse every fresh word: then the exact check decides
+                logits[refused] = -np.inf
+
+    def may_end(self, reply: Reply) -> bool:
+        partial = self._sync(reply.text)
+        return not partial or self._holds(self._states, partial)
+
+    def finish(self, text: str) -> str:
+        """``text`` without a last word that fails (cut by the token limit), checked from the start."""
+        states = [p.start() for p in self.built()]
+        matches = list(_TOKEN.finditer(text))
+        for index, match in enumerate(matches):
+            if not self._holds(states, match.group()):
+                cut = text[: match.start()].rstrip()
+                return cut if index == len(matches) - 1 and cut else text
+            states = self._advanced(states, match.group())
+        return text
+
+
+def _next_letter(letter: str) -> str:
+    return chr((ord(letter) - ord("a") + 1) % 26 + ord("a"))
+
+
+@word_predicate_class
+class Alphabet(WordPredicate):
+    """Each word starts with the letter after the previous word's initial (z wraps to a); the first with a-z."""
+
+    name: ClassVar[str] = "alphabet"
+    stateful: ClassVar[bool] = True
+
+    def viable(self, word: str, state: Any) -> bool:
+        return self.holds(word, state)
+
+    def holds(self, word: str, state: Any) -> bool:
+        first = word[0]
+        return first == state if state else "a" <= first <= "z"
+
+    def advance(self, word: str, state: Any) -> Any:
+        return _next_letter(state or word[0])
+
+
+@word_predicate_class
+class NewInitial(WordPredicate):
+    """No word starts with the letter the word before it starts with."""
+
+    name: ClassVar[str] = "new_initial"
+    stateful: ClassVar[bool] = True
+
+    def viable(self, word: str, state: Any) -> bool:
+        return self.holds(word, state)
+
+    def holds(self, word: str, state: Any) -> bool:
+        return word[0] != state
+
+    def advance(self, word: str, state: Any) -> Any:
+        return word[0]
+
+
+@word_predicate_class
+class Cluster(WordPredicate):
+    """Two consonants in a row in every whitespace token, punctuation and all."""
+
+    name: ClassVar[str] = "cluster"
+    raw: ClassVar[bool] = True
+
+    def holds(self, word: str, state: Any) -> bool:
+        return has_cluster(word.lower())
+
+
+@word_predicate_class
+class PrimeLength(WordPredicate):
+    """A prime number of characters (those below 100, as IFBench's grader knows them)."""
+
+    name: ClassVar[str] = "prime_length"
+
+    def viable(self, word: str, state: Any) -> bool:
+        return len(word) <= max(PRIME_LENGTHS)
+
+    def holds(self, word: str, state: Any) -> bool:
+        return len(word) in PRIME_LENGTHS
+
+
+@word_predicate_class
+class SyllableParity(WordPredicate):
+    """Syllable counts alternate between odd and even from word to word."""
+
+    name: ClassVar[str] = "syllable_parity"
+    stateful: ClassVar[bool] = True
+
+    def holds(self, word: str, state: Any) -> bool:
+        return state is None or syllables(word) % 2 != state
+
+    def advance(self, word: str, state: Any) -> Any:
+        return syllables(word) % 2
+
+
+@word_predicate_class
+class MostUses(WordPredicate):
+    """No word is used more than ``most`` times."""
+
+    name: ClassVar[str] = "most_uses"
+    stateful: ClassVar[bool] = True
+    most: int = Field(ge=1)
+
+    def start(self) -> Any:
+        return {}
+
+    def holds(self, word: str, state: Any) -> bool:
+        return state.get(word, 0) < self.most
+
+    def advance(self, word: str, state: Any) -> Any:
+        return {**state, word: state.get(word, 0) + 1}
+
+    def refused_starts(self, found: _Shapes, state: dict[str, int]) -> np.ndarray:
+        """The tokens that start a word already used ``most`` times (looked up, not tested one by one)."""
+        ids = [i for word, count in state.items() if count >= self.most for i in found.by_plain.get(word, [])]
+        return np.asarray(ids, dtype=np.int64)
+
+
+def prefix_of_any(prefix: str, ordered: Sequence[str]) -> bool:
+    """Whether some word of ``ordered`` (sorted) starts with ``prefix``."""
+    at = bisect.bisect_left(ordered, prefix)
+    return at < len(ordered) and ordered[at].startswith(prefix)

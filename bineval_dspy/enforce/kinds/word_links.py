@@ -98,6 +98,7 @@ class SentenceChain(RuleKind):
     name: ClassVar[str] = "sentence-chain"
     how: ClassVar = "forced"
     _at: int = PrivateAttr(default=0)  # where the current sentence begins
+    _sealed: int = PrivateAttr(default=-1)  # where a forced first word ends: a space must follow it
 
     def conflict(self, steering: Any) -> str:
         if steering.lead or steering.postscript or steering.end_phrase or steering.choice or steering.json_value:
@@ -119,6 +120,8 @@ class SentenceChain(RuleKind):
         return True
 
     def allows(self, reply: Reply, piece: str) -> bool:
+        if len(reply.text) == self._sealed and not piece[:1].isspace():
+            return False  # "word." or "word," would be another first word than the one forced
         region = reply.text[self._at :]
         if not (_ENDS.search(piece) or _ENDS.search(region[-4:])):
             return True
@@ -132,12 +135,13 @@ class SentenceChain(RuleKind):
             return None
         if not _ENDS.search(piece):
             return None
-        word = _last_word(region)
+        word = _last_word((split_sentences_punkt(region) or [""])[-1])
         forced = ("" if region[-1:].isspace() else " ") + word
         parts = split_sentences_punkt(region + forced)
         if not word or len(parts) < 2 or _first_word(parts[-1]).lower() != word.lower():
             return None  # no sentence ends here (an abbreviation, a number)
         self._at = len(reply.text) + len(forced) - len(word)
+        self._sealed = len(reply.text) + len(forced)
         return forced
 
 

@@ -101,9 +101,17 @@ class LeadWord(RuleKind):
         key = (id(reply.pieces), self.model_dump_json())
         held = _FIRSTS.get(key)
         if held is None or held[0] is not reply.pieces:
-            refused = np.fromiter((not self._check(p) for p in reply.pieces), dtype=bool, count=len(reply.pieces))
-            held = _FIRSTS[key] = (reply.pieces, refused)
+            held = _FIRSTS[key] = (reply.pieces, self._first_pieces(reply.pieces))
         logits[held[1]] = -np.inf
+
+    def _first_pieces(self, pieces: Sequence[str]) -> np.ndarray:
+        """Refused as the reply's first piece: all but those holding a whole first word (a word begun in one piece
+        and ended by a later one may find no piece that ends it); where no piece holds one, all but a word's
+        beginning."""
+        whole = np.fromiter((_LETTERS.fullmatch(p.strip()) is not None and p.strip().lower() in self._sorted for p in pieces), dtype=bool, count=len(pieces))
+        if whole.any():
+            return ~whole
+        return np.fromiter((not self._check(p) for p in pieces), dtype=bool, count=len(pieces))
 
     def after(self, reply: Reply, piece: str) -> str | None:
         if self._settled:

@@ -241,7 +241,8 @@ class Words(RuleKind):
 
     def combine(self, other: RuleKind) -> RuleKind:
         assert isinstance(other, Words)
-        return Words(predicates=tuple(dict.fromkeys([*self.predicates, *other.predicates])))
+        unique = {p.model_dump_json(): p for p in [*self.predicates, *other.predicates]}  # params are dicts: no hash
+        return Words(predicates=tuple(unique.values()))
 
     def sources(self) -> list[Path]:
         return [*super().sources(), *(s for p in self.predicates if (s := p.source()) is not None)]

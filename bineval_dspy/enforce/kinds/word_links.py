@@ -37,10 +37,12 @@ class LineEcho(RuleKind):
     def conflict(self, steering: Any) -> str:
         if steering.lead or steering.title or steering.structure is not None or steering.postscript or steering.end_phrase:
             return "forced lines or a forced ending break the lines' first and last words"
-        if steering.choice or steering.json_value:
-            return "the reply is fixed in form"
+        if steering.choice or steering.json_value or steering.max_words is not None:
+            return "the reply is fixed in form, or a word written at its end may pass the word ceiling"
         if _stateful_words(steering):
             return "a word repeated at a line's end breaks a rule on neighbouring words"
+        if any(rule.kind != self.name and rule.build().how == "forced" for rule in steering.rules):
+            return "text forced mid-line may fix a line's first word where no last word can match it"
         return ""
 
     @staticmethod
@@ -72,9 +74,8 @@ class LineEcho(RuleKind):
 
     def _closing(self, text: str) -> str | None:
         line = text[text.rfind("\n") + 1 :]
-        if self._line_ok(line):
-            return None
-        return " " + self._echo(line)
+        closing = " " + self._echo(line)
+        return None if self._line_ok(line) or not self._line_ok(line + closing) else closing  # None: nothing helps
 
     def finish(self, text: str) -> str:
         return text.rstrip() + (self._closing(text.rstrip()) or "")
@@ -98,41 +99,55 @@ class SentenceChain(RuleKind):
     name: ClassVar[str] = "sentence-chain"
     how: ClassVar = "forced"
     _at: int = PrivateAttr(default=0)  # where the current sentence begins
+    _want: str | None = PrivateAttr(default=None)  # the first word it must have, while that word is not complete
     _sealed: int = PrivateAttr(default=-1)  # where a forced first word ends: a space must follow it
 
     def conflict(self, steering: Any) -> str:
         if steering.lead or steering.postscript or steering.end_phrase or steering.choice or steering.json_value:
             return "forced sentences break the chain of last and first words"
+        structure = steering.structure
+        if structure is not None and (structure.first_word or structure.kind == "sections"):
+            return "a unit's forced first words begin a sentence"
         if _stateful_words(steering):
             return "a word repeated at a sentence's start breaks a rule on neighbouring words"
         return ""
 
     @staticmethod
-    def _chained(sentences: list[str], partial: bool) -> bool:
-        """Whether consecutive ``sentences`` link (the last one's first word may be a partial word)."""
-        for index, (sentence, following) in enumerate(zip(sentences, sentences[1:])):
-            last, first = _last_word(sentence).lower(), _first_word(following).lower()
-            if not last:
-                return False
-            growing = partial and index == len(sentences) - 2 and following.lstrip(PUNCTUATION_AND_SPACE) == first.strip()
-            if not (last.startswith(first) if growing else last == first):
-                return False
-        return True
+    def _begins(sentence: str, want: str | None, partial: bool) -> bool:
+        """Whether ``sentence`` begins with ``want`` (None: any word); a partial last word may be its beginning."""
+        if want is None:
+            return True
+        body = sentence.lstrip(PUNCTUATION_AND_SPACE)
+        first = _first_word(sentence).lower()
+        growing = partial and not re.search(r"\s", body)  # nothing after the first word yet
+        return want.startswith(first) if growing else first == want
 
     def allows(self, reply: Reply, piece: str) -> bool:
         if len(reply.text) == self._sealed and not piece[:1].isspace():
             return False  # "word." or "word," would be another first word than the one forced
-        region = reply.text[self._at :]
-        if not (_ENDS.search(piece) or _ENDS.search(region[-4:])):
+        text = reply.text[self._at :] + piece
+        if self._want is None and not _ENDS.search(text):
             return True
-        return self._chained(split_sentences_punkt(region + piece), partial=not piece[-1:].isspace())
+        sentences = split_sentences_punkt(text) or [text]
+        want = self._want
+        for index, sentence in enumerate(sentences):
+            last = index == len(sentences) - 1
+            if not self._begins(sentence, want, partial=last and not piece[-1:].isspace()):
+                return False
+            if not last:
+                want = _last_word(sentence).lower()
+                if not want:
+                    return False
+        return not (_ENDS.search(sentences[-1]) and not _last_word(sentences[-1]))  # an ended sentence has a word
 
     def after(self, reply: Reply, piece: str) -> str | None:
         region = reply.text[self._at :]
-        sentences = split_sentences_punkt(region)
-        if len(sentences) > 1:  # a sentence began with a token the model wrote (it links: ``allows`` checked it)
-            self._at = reply.text.rfind(sentences[-1])
-            return None
+        sentences = split_sentences_punkt(region) if _ENDS.search(region) else [region]
+        if len(sentences) > 1:  # a sentence began with a token the model wrote (``allows`` checked it links)
+            self._at, self._want = reply.text.rfind(sentences[-1]), _last_word(sentences[-2]).lower()
+            region = reply.text[self._at :]
+        if self._want is not None and re.match(r"\S+\s", region.lstrip(PUNCTUATION_AND_SPACE)):
+            self._want = None  # its first word is complete
         if not _ENDS.search(piece):
             return None
         word = _last_word((split_sentences_punkt(region) or [""])[-1])
@@ -141,7 +156,7 @@ class SentenceChain(RuleKind):
         if not word or len(parts) < 2 or _first_word(parts[-1]).lower() != word.lower():
             return None  # no sentence ends here (an abbreviation, a number)
         self._at = len(reply.text) + len(forced) - len(word)
-        self._sealed = len(reply.text) + len(forced)
+        self._sealed, self._want = len(reply.text) + len(forced), None
         return forced
 
 
@@ -175,9 +190,13 @@ class KeywordAt(RuleKind):
     def conflict(self, steering: Any) -> str:
         if steering.max_sentences is not None or steering.max_words is not None or steering.choice or steering.json_value:
             return "the reply must run to that sentence and word"
+        if steering.structure is not None or steering.postscript:
+            return "a structure or postscript may end the reply before that sentence"
         if any(rule.kind == "sentence-chain" for rule in steering.rules):
             return "the sentences' first words are forced by another rule"
-        if self.sentence == 1 and self.word == 1 and (steering.lead or steering.opening or steering.title or steering.structure is not None):
+        if steering.lead:
+            return "the forced lead's words and sentences come first"
+        if self.sentence == 1 and self.word == 1 and (steering.opening or steering.title):
             return "something else is forced at the start of the reply"
         return ""
 
@@ -198,7 +217,7 @@ class KeywordAt(RuleKind):
 
     def allows(self, reply: Reply, piece: str) -> bool:
         if self._placed >= 0:  # the keyword stays a word of its own
-            return len(reply.text) > self._placed or not (piece[:1].isalnum() or piece[:1] in "-'_")
+            return len(reply.text) > self._placed or piece[:1].isspace() or piece[:1] in ",;:"
         region = self._sync(reply.text)
         index, current = self._index, region + piece
         if _ENDS.search(region[-4:] + piece):

@@ -39,7 +39,7 @@ def _before_first_word(steering: Any, name: str) -> str:
     return ""
 
 
-_FIRSTS: dict[tuple[int, str], tuple[Sequence[str], np.ndarray]] = {}
+_FIRSTS: dict[tuple[int, str], tuple[Sequence[str], tuple[np.ndarray, np.ndarray]]] = {}
 
 
 @rule_kind
@@ -102,16 +102,15 @@ class LeadWord(RuleKind):
         held = _FIRSTS.get(key)
         if held is None or held[0] is not reply.pieces:
             held = _FIRSTS[key] = (reply.pieces, self._first_pieces(reply.pieces))
-        logits[held[1]] = -np.inf
+        whole, begun = held[1]
+        logits[~whole if np.isfinite(logits[whole]).any() else ~begun] = -np.inf
 
-    def _first_pieces(self, pieces: Sequence[str]) -> np.ndarray:
-        """Refused as the reply's first piece: all but those holding a whole first word (a word begun in one piece
-        and ended by a later one may find no piece that ends it); where no piece holds one, all but a word's
-        beginning."""
+    def _first_pieces(self, pieces: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The pieces that hold a whole first word (preferred: a word begun in one piece and ended by a later one
+        may find no piece that ends it), and those that begin one (where the other masks leave no whole one)."""
         whole = np.fromiter((_LETTERS.fullmatch(p.strip()) is not None and p.strip().lower() in self._sorted for p in pieces), dtype=bool, count=len(pieces))
-        if whole.any():
-            return ~whole
-        return np.fromiter((not self._check(p) for p in pieces), dtype=bool, count=len(pieces))
+        begun = np.fromiter((bool(p.strip()) and bool(self._check(p)) for p in pieces), dtype=bool, count=len(pieces))
+        return whole, begun
 
     def after(self, reply: Reply, piece: str) -> str | None:
         if self._settled:
@@ -124,7 +123,10 @@ class LeadWord(RuleKind):
 
     def may_end(self, reply: Reply) -> bool:
         word, rest = _first_steps(reply.text)
-        return self._settled or (word.lower() in self._sorted and (not self.then or rest.startswith(self.then)))
+        if self._settled:
+            return True
+        complete = bool(self._check(reply.text + " "))  # the end completes the word after the first, too
+        return complete and word.lower() in self._sorted and (not self.then or rest.startswith(self.then))
 
 
 def _second_to_last(text: str) -> str | None:
@@ -150,7 +152,10 @@ class SecondToLast(RuleKind):
     def conflict(self, steering: Any) -> str:
         if steering.closing or steering.end_phrase or steering.postscript or steering.choice or steering.json_value:
             return "something else is forced at the end of the reply"
-        return ""
+        if steering.max_words is not None:
+            return "the keyword written at the end may pass the word ceiling"
+        forcing = [r.kind for r in steering.rules if r.kind != self.name and r.build().how == "forced"]
+        return f"the rule {forcing[0]} forces text too, which may come last" if forcing else ""
 
     def finish(self, text: str) -> str:
         wanted = self.keyword.lower()
@@ -180,6 +185,11 @@ class Palindromes(RuleKind):
 
     def forced_texts(self) -> list[str]:
         return [" ".join(PALINDROMES[: self.count])]
+
+    def conflict(self, steering: Any) -> str:
+        if steering.max_words is not None or steering.choice or steering.json_value:
+            return "the palindromes written at the end need room for words"
+        return ""
 
     def combine(self, other: RuleKind) -> RuleKind:
         assert isinstance(other, Palindromes)

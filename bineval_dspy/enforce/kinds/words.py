@@ -56,6 +56,7 @@ class WordPredicate(BaseModel):
     name: ClassVar[str] = ""
     raw: ClassVar[bool] = False
     stateful: ClassVar[bool] = False  # the test reads the words before (forced text elsewhere cannot be checked)
+    closed: ClassVar[bool] = False  # a partial word that may still hold holds already (text forced after it is safe)
 
     def start(self) -> Any:
         return None
@@ -182,31 +183,31 @@ def words(name: str, **params: Any) -> Words:
 
 
 class _Shapes:
-    """Per token: whether it starts with whitespace, and whether it is whitespace then one word (its ``tail``).
-    The masks a predicate's state gives over those tokens are cached here, by the predicate and its ``key``."""
+    """Per token: whether it starts with whitespace, and the word it begins when a word begins with it: the word
+    after its whitespace (``simple``: whitespace then one word) or, after whitespace already written, the whole
+    token (``bare``: no whitespace in it). The masks a predicate's state gives over those are cached here, by the
+    predicate and its ``key``."""
 
     def __init__(self, pieces: Sequence[str]) -> None:
         self.pieces = pieces
         self.leading_space = np.fromiter((p[:1].isspace() for p in pieces), dtype=bool, count=len(pieces))
-        simple = [i for i, p in enumerate(pieces) if re.fullmatch(r"\s+\S+", p)]
-        self.simple = np.asarray(simple, dtype=np.int64)
-        self.tails = [pieces[i].lstrip() for i in simple]
+        self.simple = np.fromiter((re.fullmatch(r"\s+\S+", p) is not None for p in pieces), dtype=bool, count=len(pieces))
+        self.bare = np.fromiter((re.fullmatch(r"\S+", p) is not None for p in pieces), dtype=bool, count=len(pieces))
+        self.starts = [(i, p.lstrip()) for i, p in enumerate(pieces) if self.simple[i] or self.bare[i]]
         self.masks: dict[tuple[str, Hashable], np.ndarray] = {}
         self.by_plain: dict[str, list[int]] = {}
-        for i, tail in zip(simple, self.tails):
-            self.by_plain.setdefault(plain(tail), []).append(i)
+        for i, word in self.starts:
+            self.by_plain.setdefault(plain(word), []).append(i)
 
     def refused_starts(self, predicate: WordPredicate, state: Any) -> np.ndarray:
-        """Token ids of whitespace-then-word tokens whose word does not hold as it stands (the word they start is
-        most often that word: refusing them keeps the model on words that hold rather than mending one)."""
-        cache = (predicate.model_dump_json() + predicate.name, predicate.key(state))
+        """Tokens whose word, as it stands, does not hold (the word a token begins is most often that word:
+        refusing them keeps the model on words that hold rather than mending one)."""
+        cache = (predicate.name + predicate.model_dump_json(), predicate.key(state))
         if cache not in self.masks:
-            refused = [i for i, tail in zip(self.simple, self.tails) if (w := predicate.form(tail)) and not predicate.holds(w, state)]
-            self.masks[cache] = np.asarray(refused, dtype=np.int64)
+            refused = np.zeros(len(self.pieces), dtype=bool)
+            refused[[i for i, word in self.starts if (w := predicate.form(word)) and not predicate.holds(w, state)]] = True
+            self.masks[cache] = refused
         return self.masks[cache]
-
-
-_SHAPES: dict[int, tuple[Sequence[str], _Shapes]] = {}
 
 
 def shapes(pieces: Sequence[str]) -> _Shapes:
@@ -218,6 +219,7 @@ def shapes(pieces: Sequence[str]) -> _Shapes:
     return held[1]
 
 
+_SHAPES: dict[int, tuple[Sequence[str], _Shapes]] = {}
 _TOKEN = re.compile(r"\S+")
 
 
@@ -252,7 +254,15 @@ class Words(RuleKind):
         texts += [steering.lead, steering.opening, steering.closing, steering.postscript, steering.end_phrase, *steering.choice]
         structure = steering.structure
         if structure is not None:
-            texts += [structure.marker, structure.first_word, {"bullets": "*", "dividers": "***", "two_responses": "******"}.get(structure.kind, "")]
+            markers = {"bullets": "*", "dividers": "***", "two_responses": "******", "sections": f"{structure.marker} 1"}
+            texts += [structure.first_word, markers.get(structure.kind, "")]
+        open_ended = [p.name for p in self.built() if not p.closed]
+        forcing = [r.kind for r in steering.rules if r.kind != self.name and r.build().how == "forced"]
+        if open_ended and steering.min_words:
+            return f"a word floor may not be met while words wait to hold {open_ended[0]}"
+        if open_ended and (structure is not None or steering.title or steering.postscript or forcing):
+            why = "a break, title or postscript" if not forcing else f"the rule {forcing[0]}"
+            return f"{why} forced mid-reply may cut a word before it holds {open_ended[0]}"
         for predicate in self.built():
             for text in filter(None, texts):
                 tokens = [w for t in text.split() if (w := predicate.form(t))]
@@ -306,9 +316,14 @@ class Words(RuleKind):
                 logits[found.leading_space] = -np.inf  # the word cannot end here
                 return
             states = self._advanced(states, partial)
+        begins = found.simple | found.bare if not partial else found.simple  # tokens that begin the next word
         for predicate, state in zip(self.built(), states):
-            refused = predicate.refused_starts(found, state) if hasattr(predicate, "refused_starts") else found.refused_starts(predicate, state)
-            if len(refused) < len(found.simple):  # never refuse every fresh word: then the exact check decides
+            if hasattr(predicate, "refused_starts"):
+                refused = predicate.refused_starts(found, state)
+            else:
+                refused = found.refused_starts(predicate, state)
+            refused = refused & begins
+            if np.isfinite(logits[begins & ~refused]).any():  # never refuse every fresh word: the exact check decides
                 logits[refused] = -np.inf
 
     def may_end(self, reply: Reply) -> bool:
@@ -337,6 +352,7 @@ class Alphabet(WordPredicate):
 
     name: ClassVar[str] = "alphabet"
     stateful: ClassVar[bool] = True
+    closed: ClassVar[bool] = True
 
     def viable(self, word: str, state: Any) -> bool:
         return self.holds(word, state)
@@ -355,6 +371,7 @@ class NewInitial(WordPredicate):
 
     name: ClassVar[str] = "new_initial"
     stateful: ClassVar[bool] = True
+    closed: ClassVar[bool] = True
 
     def viable(self, word: str, state: Any) -> bool:
         return self.holds(word, state)
@@ -423,8 +440,9 @@ class MostUses(WordPredicate):
 
     def refused_starts(self, found: _Shapes, state: dict[str, int]) -> np.ndarray:
         """The tokens that start a word already used ``most`` times (looked up, not tested one by one)."""
-        ids = [i for word, count in state.items() if count >= self.most for i in found.by_plain.get(word, [])]
-        return np.asarray(ids, dtype=np.int64)
+        refused = np.zeros(len(found.pieces), dtype=bool)
+        refused[[i for word, count in state.items() if count >= self.most for i in found.by_plain.get(word, [])]] = True
+        return refused
 
 
 def prefix_of_any(prefix: str, ordered: Sequence[str]) -> bool:

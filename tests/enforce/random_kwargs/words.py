@@ -34,6 +34,7 @@ EXTRA_PIECES: list[str] = [
     " street",
     " strong",
     " Explore",
+    " BUILD",
     " make",
     "Build",
     " the",

@@ -22,6 +22,7 @@ import numpy as np
 import syllapy
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.text import delete_ascii_punctuation
 from bineval_dspy.enforce.rules import Reply, RuleKind, rule_kind, user_source
@@ -138,8 +139,12 @@ def word_predicate(name: str, *, partial: bool | Callable[..., bool] = False, ra
             "__module__": test.__module__,
         }
         cls = type(f"WordPredicate_{test.__name__}", (_FunctionPredicate,), attrs)
-        WORD_PREDICATES.add(name, cls, replace=WORD_PREDICATES.get(name) is not None and user_source(WORD_PREDICATES[name]) == user_source(test))
-        _SOURCES[name] = user_source(test)
+        source, held = user_source(test), WORD_PREDICATES.get(name)
+        if held is not None and (_SOURCES.get(name) or user_source(held)) != source:  # not an edited file's own
+            where = f"{source or test.__module__}:{test.__code__.co_firstlineno}"
+            raise InputError(f"{where}: word predicate {name!r} is already defined elsewhere; rename yours")
+        WORD_PREDICATES.add(name, cls, replace=True)
+        _SOURCES[name] = source
         return test
 
     return decorate

@@ -199,6 +199,7 @@ class _Shapes:
         self.simple = np.fromiter((re.fullmatch(r"\s+\S+", p) is not None for p in pieces), dtype=bool, count=len(pieces))
         self.bare = np.fromiter((re.fullmatch(r"\S+", p) is not None for p in pieces), dtype=bool, count=len(pieces))
         self.starts = [(i, p.lstrip()) for i, p in enumerate(pieces) if self.simple[i] or self.bare[i]]
+        self.marks = np.fromiter((not _ALNUM.search(p) for p in pieces), dtype=bool, count=len(pieces))
         self.masks: dict[tuple[str, Hashable], np.ndarray] = {}
         self.by_plain: dict[str, list[int]] = {}
         for i, word in self.starts:
@@ -226,6 +227,8 @@ def shapes(pieces: Sequence[str]) -> _Shapes:
 
 _SHAPES: dict[int, tuple[Sequence[str], _Shapes]] = {}
 _TOKEN = re.compile(r"\S+")
+_ALNUM = re.compile(r"[^\W_]")
+_GLUED = re.compile(r"[^\W_][^\w\s'’.-]+[^\W_]")  # letters or digits, punctuation, letters or digits
 
 
 @rule_kind
@@ -239,6 +242,7 @@ class Words(RuleKind):
     _built: list[WordPredicate] | None = PrivateAttr(default=None)
     _states: list[Any] = PrivateAttr(default_factory=list)
     _done: int = PrivateAttr(default=0)  # reply.text up to here is finished words (and the whitespace after)
+    _punct: bool = PrivateAttr(default=False)  # the last finished token had no letter or digit
 
     def built(self) -> list[WordPredicate]:
         if self._built is None:
@@ -280,22 +284,28 @@ class Words(RuleKind):
     # -- the walk over the reply -------------------------------------------------------------------
     def _sync(self, text: str) -> str:
         """Finish the words ``text`` completed since the last call; the partial word it ends with."""
-        predicates = self.built()
+        self.built()  # the predicates and their first states
         for match in _TOKEN.finditer(text, self._done):
             if match.end() == len(text):
                 self._done = match.start()
                 return match.group()
-            self._states = self._advanced(self._states, match.group())
+            self._states, self._punct = self._advanced(self._states, match.group()), not _ALNUM.search(match.group())
         self._done = len(text)
         return ""
 
     def _advanced(self, states: list[Any], token: str) -> list[Any]:
         return [p.advance(w, s) if (w := p.form(token)) else s for p, s in zip(self.built(), states)]
 
-    def _holds(self, states: list[Any], token: str) -> bool:
-        return all(not (w := p.form(token)) or p.holds(w, s) for p, s in zip(self.built(), states))
+    def _holds(self, states: list[Any], token: str, punct: bool) -> bool:
+        """Whether ``token`` may end here; ``punct``: the token before it had no letter or digit (a mark between
+        words may stand alone once, not run on: a reply of marks would escape every word rule)."""
+        if not _ALNUM.search(token) and punct:
+            return False
+        return self._viable(states, token) and all(not (w := p.form(token)) or p.holds(w, s) for p, s in zip(self.built(), states))
 
     def _viable(self, states: list[Any], token: str) -> bool:
+        if _GLUED.search(token):
+            return False  # "cat,dog" is one word to the check: glued words would escape the rule between them
         return all(not (w := p.form(token)) or p.viable(w, s) for p, s in zip(self.built(), states))
 
     def allows(self, reply: Reply, piece: str) -> bool:
@@ -304,12 +314,12 @@ class Words(RuleKind):
         tokens = text.split()
         if not tokens:
             return True
-        states = self._states
+        states, punct = self._states, self._punct
         finished = tokens if text[-1].isspace() else tokens[:-1]
         for token in finished:
-            if not self._holds(states, token):
+            if not self._holds(states, token, punct):
                 return False
-            states = self._advanced(states, token)
+            states, punct = self._advanced(states, token), not _ALNUM.search(token)
         return text[-1].isspace() or self._viable(states, tokens[-1])
 
     def mask(self, logits: np.ndarray, reply: Reply) -> None:
@@ -317,7 +327,7 @@ class Words(RuleKind):
         found = shapes(reply.pieces)
         states = self._states
         if partial:
-            if not self._holds(states, partial):
+            if not self._holds(states, partial, self._punct):
                 logits[found.leading_space] = -np.inf  # the word cannot end here
                 return
             states = self._advanced(states, partial)
@@ -330,20 +340,22 @@ class Words(RuleKind):
             refused = refused & begins
             if np.isfinite(logits[begins & ~refused]).any():  # never refuse every fresh word: the exact check decides
                 logits[refused] = -np.inf
+        if np.isfinite(logits[begins & ~found.marks]).any():  # a word left to write: no mark stands in for it
+            logits[begins & found.marks] = -np.inf
 
     def may_end(self, reply: Reply) -> bool:
         partial = self._sync(reply.text)
-        return not partial or self._holds(self._states, partial)
+        return not partial or self._holds(self._states, partial, self._punct)
 
     def finish(self, text: str) -> str:
         """``text`` without a last word that fails (cut by the token limit), checked from the start."""
-        states = [p.start() for p in self.built()]
+        states, punct = [p.start() for p in self.built()], False
         matches = list(_TOKEN.finditer(text))
         for index, match in enumerate(matches):
-            if not self._holds(states, match.group()):
+            if not self._holds(states, match.group(), punct):
                 cut = text[: match.start()].rstrip()
                 return cut if index == len(matches) - 1 and cut else text
-            states = self._advanced(states, match.group())
+            states, punct = self._advanced(states, match.group()), not _ALNUM.search(match.group())
         return text
 
 

@@ -22,7 +22,6 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
-
 from typing import Any
 
 from pydantic import BaseModel, ValidationError

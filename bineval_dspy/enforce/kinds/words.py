@@ -58,6 +58,7 @@ class WordPredicate(BaseModel):
     raw: ClassVar[bool] = False
     stateful: ClassVar[bool] = False  # the test reads the words before (forced text elsewhere cannot be checked)
     closed: ClassVar[bool] = False  # a partial word that may still hold holds already (text forced after it is safe)
+    few_keys: ClassVar[bool] = True  # ``key`` takes few values: a mask of word starts is worth caching per value
 
     def start(self) -> Any:
         return None
@@ -132,10 +133,11 @@ def word_predicate(name: str, *, partial: bool | Callable[..., bool] = False, ra
             "name": name,
             "raw": raw,
             "stateful": "previous" in params,
+            "few_keys": "previous" not in params,  # a mask per previous word would cost a vocabulary scan per word
             "test": staticmethod(test),
             "partial": staticmethod(partial) if callable(partial) else partial,
             "previous": "previous" in params,
-            "__annotations__": {"name": ClassVar[str], "raw": ClassVar[bool], "stateful": ClassVar[bool]},
+            "__annotations__": {"name": ClassVar[str], "raw": ClassVar[bool], "stateful": ClassVar[bool], "few_keys": ClassVar[bool]},
             "__module__": test.__module__,
         }
         cls = type(f"WordPredicate_{test.__name__}", (_FunctionPredicate,), attrs)
@@ -335,6 +337,8 @@ class Words(RuleKind):
         for predicate, state in zip(self.built(), states):
             if hasattr(predicate, "refused_starts"):
                 refused = predicate.refused_starts(found, state)
+            elif not predicate.few_keys:
+                continue  # the exact check on the chosen token keeps it
             else:
                 refused = found.refused_starts(predicate, state)
             refused = refused & begins

@@ -87,12 +87,14 @@ def words_embedder() -> Iterator[Embedder]:
 
 @pytest.fixture
 def own_verifiers() -> Iterator[None]:
-    """The verifiers a test registers (files of its own, ``@verifier``) are gone after it: other tests see only the
-    built-in ones, and fingerprints without the test's files."""
+    """The verifiers a test registers (files of its own, ``@verifier``, with their word predicates and rule kinds)
+    are gone after it: other tests see only the built-in ones, and fingerprints without the test's files."""
+    from bineval_dspy.enforce.kinds import words
+    from bineval_dspy.enforce.rules import RULE_KINDS
     from bineval_dspy.verifiers.registry import USER_FILES, VERIFIERS
     from bineval_dspy.verifiers.user import SOURCES
 
-    saved = [(live, dict(live)) for live in (VERIFIERS, USER_FILES, SOURCES)]
+    saved = [(live, dict(live)) for live in (VERIFIERS, USER_FILES, SOURCES, RULE_KINDS, words.WORD_PREDICATES, words._SOURCES)]
     yield
     for live, kept in saved:
         live.clear()

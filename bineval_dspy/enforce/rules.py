@@ -21,6 +21,8 @@ kind, whether they combine (``combine``) or conflict.
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
@@ -111,6 +113,25 @@ class RuleKind(BaseModel):
     def finish(self, text: str) -> str:
         """The reply's last form, after the last decoded token."""
         return text
+
+    # -- the code behind it --------------------------------------------------------------------------
+    def sources(self) -> list[Path]:
+        """Files of code outside this library the rule runs (a user's own kind): their bytes join the steered
+        request's cache key (``steering.metadata``), so an edited file never replays replies its old code made."""
+        source = user_source(type(self))
+        return [source] if source is not None else []
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def user_source(obj: object) -> Path | None:
+    """The file ``obj`` (a class or function) is defined in, when that is not this library's own code."""
+    try:
+        path = Path(inspect.getsourcefile(obj) or "").resolve()  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    return None if not path.is_file() or _PACKAGE in path.parents else path
 
 
 RULE_KINDS: Registry[type[RuleKind]] = Registry("steering rule kind")

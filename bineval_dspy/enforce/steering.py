@@ -173,8 +173,13 @@ def code_digest() -> str:
 
 
 def metadata(steering: Steering) -> dict[str, str]:
-    """The request ``metadata`` that carries ``steering`` to an engine."""
-    return {METADATA_KEY: steering.to_json(), CODE_KEY: code_digest()}
+    """The request ``metadata`` that carries ``steering`` to an engine, with the digest of the code that executes
+    it: this library's, and the user's files that define a rule kind or word predicate it uses."""
+    user = sorted({str(path) for rule in steering.rules for path in rule.build().sources()})
+    if not user:
+        return {METADATA_KEY: steering.to_json(), CODE_KEY: code_digest()}
+    files = hashlib.sha256(b"".join(Path(path).read_bytes() + b"\0" for path in user)).hexdigest()[:16]
+    return {METADATA_KEY: steering.to_json(), CODE_KEY: f"{code_digest()}+{files}"}
 
 
 def from_metadata(extensions: object) -> Steering | None:

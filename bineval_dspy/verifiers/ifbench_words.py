@@ -15,13 +15,27 @@ from bineval_dspy.core.text import (
     split_sentences_punkt,
     word_tokenize_nltk,
 )
+from bineval_dspy.enforce.kinds.letters import OneLine, VowelKinds
+from bineval_dspy.enforce.kinds.word_links import KeywordAt, LineEcho, SentenceChain
+from bineval_dspy.enforce.kinds.word_places import LeadWord, Palindromes, SecondToLast
+from bineval_dspy.enforce.kinds.words import CONSONANTS as _CONSONANTS
+from bineval_dspy.enforce.kinds.words import PRIME_LENGTHS as _PRIME_LENGTHS  # IFBench's grader knows those below 100
+from bineval_dspy.enforce.kinds.words import VOWELS as _VOWELS
+from bineval_dspy.enforce.kinds.words import words
+from bineval_dspy.enforce.rules import rules
+from bineval_dspy.enforce.steering import Steering
 from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
-from bineval_dspy.verifiers.registry import Check, Finding, ordinal, plural, quote, quote_list, register, tally
-
-_CONSONANTS = frozenset("bcdfghjklmnpqrstvwxyz")
-_VOWELS = frozenset("aeiou")
-# IFBench's grader only knows the primes below 100.
-_PRIME_LENGTHS = frozenset(n for n in range(2, 100) if all(n % d for d in range(2, int(n**0.5) + 1)))
+from bineval_dspy.verifiers.registry import (
+    Check,
+    Enforcement,
+    Finding,
+    ordinal,
+    plural,
+    quote,
+    quote_list,
+    register,
+    tally,
+)
 
 
 def _plain_words(text: str) -> list[str]:
@@ -110,6 +124,14 @@ def _verb_forms(base: str) -> set[str]:
 _VERB_FORMS = _IRREGULAR_VERB_FORMS | frozenset(form for base in _REGULAR_VERBS for form in _verb_forms(base))
 
 
+# The first words a steered reply may open with: imperative verbs (with "words:start_verb"), and openers a keyword
+# can follow as the second word (with "words:words_position": none begins another, so the first word is known to
+# be complete when written).
+_AUXILIARIES = frozenset("am is are was were be been being has have had having do does did done doing".split())
+_LEAD_VERBS = tuple(sorted((_REGULAR_VERBS | _IRREGULAR_VERB_FORMS) - _AUXILIARIES - _NOT_VERBS))
+_OPENERS = ("each", "every", "in", "its", "my", "one", "our", "some", "such", "the", "this", "your")
+
+
 def _looks_like_verb(word: str, following: str | None) -> bool:
     """Whether a POS tagger would tag ``word`` (the first token) as a verb, by lexicon and suffix."""
     lower = word.lower()
@@ -125,6 +147,7 @@ def _looks_like_verb(word: str, following: str | None) -> bool:
     "words:alphabet",
     rule="Start each word with the letter after the previous word's first letter in the alphabet (a, b, c, …, "
     "wrapping from z to a).",
+    enforce=Enforcement("mask", lambda: Steering(rules=rules(words("alphabet")))),
 )
 def alphabet() -> Check:
     """Word initials follow the alphabet, each word starting with the letter after the previous
@@ -146,7 +169,11 @@ def alphabet() -> Check:
     return check
 
 
-@register("words:consonants", rule="Use only words that contain two consonants in a row, such as 'street' or 'bring'.")
+@register(
+    "words:consonants",
+    rule="Use only words that contain two consonants in a row, such as 'street' or 'bring'.",
+    enforce=Enforcement("mask", lambda: Steering(rules=rules(words("cluster")))),
+)
 def consonants() -> Check:
     """Every whitespace-separated word contains two consecutive consonant letters."""
 
@@ -166,6 +193,10 @@ def consonants() -> Check:
 @register(
     "words:keywords_specific_position",
     rule=lambda keyword, n, m: f"Make '{keyword.strip()}' the {ordinal(m)} word of the {ordinal(n)} sentence.",
+    enforce=Enforcement(
+        "forced",
+        lambda keyword, n, m: Steering(rules=rules(KeywordAt(keyword=keyword.strip(), sentence=int(n), word=int(m)))),
+    ),
 )
 def keywords_specific_position(keyword: str, n: float, m: float) -> Check:
     """``keyword`` is the ``m``-th word of the ``n``-th sentence (punctuation tokens not counted)."""
@@ -188,7 +219,11 @@ def keywords_specific_position(keyword: str, n: float, m: float) -> Check:
     return check
 
 
-@register("words:last_first", rule="Start each sentence with the word that ended the sentence before it.")
+@register(
+    "words:last_first",
+    rule="Start each sentence with the word that ended the sentence before it.",
+    enforce=Enforcement("forced", lambda: Steering(rules=rules(SentenceChain()))),
+)
 def last_first() -> Check:
     """The last word of each sentence is the first word of the next (case-insensitive)."""
 
@@ -209,7 +244,11 @@ def last_first() -> Check:
     return check
 
 
-@register("words:no_consecutive", rule="Never let two consecutive words start with the same letter.")
+@register(
+    "words:no_consecutive",
+    rule="Never let two consecutive words start with the same letter.",
+    enforce=Enforcement("mask", lambda: Steering(rules=rules(words("new_initial")))),
+)
 def no_consecutive() -> Check:
     """No two consecutive words start with the same letter."""
 
@@ -226,6 +265,7 @@ def no_consecutive() -> Check:
 @register(
     "words:odd_even_syllables",
     rule="Alternate between words with an odd and an even number of syllables.",
+    enforce=Enforcement("mask", lambda: Steering(rules=rules(words("syllable_parity")))),
 )
 def odd_even_syllables() -> Check:
     """Words alternate between odd and even syllable counts, counted by ``syllapy`` as IFBench does."""
@@ -246,6 +286,7 @@ def odd_even_syllables() -> Check:
 @register(
     "words:palindrome",
     rule="Use at least 10 palindromes of five or more letters, such as 'level', 'radar' or 'racecar'.",
+    enforce=Enforcement("forced", lambda: Steering(rules=rules(Palindromes(count=10, least=5)))),
 )
 def palindrome() -> Check:
     """At least 10 palindrome words (repeats count) of at least 5 characters."""
@@ -257,7 +298,11 @@ def palindrome() -> Check:
     return check
 
 
-@register("words:paragraph_last_first", rule="End every paragraph (line) with the same word it starts with.")
+@register(
+    "words:paragraph_last_first",
+    rule="End every paragraph (line) with the same word it starts with.",
+    enforce=Enforcement("forced", lambda: Steering(rules=rules(LineEcho()))),
+)
 def paragraph_last_first() -> Check:
     """Each non-empty line ends with the word it starts with (case-insensitive; punctuation
     inside the text, e.g. a comma after the first word, still counts)."""
@@ -277,6 +322,7 @@ def paragraph_last_first() -> Check:
 @register(
     "words:prime_lengths",
     rule="Use only words whose length is a prime number of letters (2, 3, 5, 7, 11, …).",
+    enforce=Enforcement("mask", lambda: Steering(rules=rules(words("prime_length")))),
 )
 def prime_lengths() -> Check:
     """Every word (ASCII punctuation deleted) has a prime number of characters."""
@@ -294,7 +340,11 @@ def prime_lengths() -> Check:
     return check
 
 
-@register("words:repeats", rule=lambda small_n: f"Use no word more than {plural(small_n, 'time')}.")
+@register(
+    "words:repeats",
+    rule=lambda small_n: f"Use no word more than {plural(small_n, 'time')}.",
+    enforce=Enforcement("mask", lambda small_n: Steering(rules=rules(words("most_uses", most=int(small_n))))),
+)
 def repeats(small_n: float) -> Check:
     """No word (case-insensitive, punctuation deleted) occurs more than ``small_n`` times."""
     limit = whole_number("small_n", small_n)
@@ -310,7 +360,13 @@ def repeats(small_n: float) -> Check:
     return check
 
 
-@register("words:start_verb", rule="Start the response with a verb.")
+@register(
+    "words:start_verb",
+    rule="Start the response with a verb.",
+    enforce=Enforcement(
+        "mask", lambda: Steering(rules=rules(LeadWord(words=_LEAD_VERBS, refuse_next=tuple(sorted(_SUBJECT_FOLLOWERS)))))
+    ),
+)
 def start_verb() -> Check:
     """The response starts with a verb (lexicon-based stand-in for IFBench's POS tagger)."""
 
@@ -329,6 +385,7 @@ def start_verb() -> Check:
 @register(
     "words:vowel",
     rule="Write a single paragraph, with no line breaks, using no more than three different vowels.",
+    enforce=Enforcement("mask", lambda: Steering(rules=rules(VowelKinds(most=3), OneLine()))),
 )
 def vowel() -> Check:
     """A single paragraph (no line breaks) that uses at most three distinct vowels."""
@@ -347,6 +404,12 @@ def vowel() -> Check:
 @register(
     "words:words_position",
     rule=lambda keyword: f"Make '{keyword.strip()}' both the second word and the second-to-last word of the response.",
+    enforce=Enforcement(
+        "forced",
+        lambda keyword: Steering(
+            rules=rules(LeadWord(words=_OPENERS, then=" " + keyword.strip()), SecondToLast(keyword=keyword.strip()))
+        ),
+    ),
 )
 def words_position(keyword: str) -> Check:
     """The second word and the second-to-last word are both ``keyword`` (a final punctuation

@@ -161,13 +161,21 @@ def typed_factory(instruction_id: str, judged: Judged, kwargs: type[BaseModel]) 
     return factory
 
 
-def register_typed(*instruction_ids: str, rule: Rule, kwargs: type[BaseModel] = NoKwargs) -> Callable[[Judged], Judged]:
+def register_typed(
+    *instruction_ids: str,
+    rule: Rule,
+    kwargs: type[BaseModel] = NoKwargs,
+    enforce: Enforcement | None = None,
+    unenforceable: str = "",
+) -> Callable[[Judged], Judged]:
     """Register ``judged(response, **kwargs) -> bool | Finding`` with the pydantic model of its kwargs (see
-    ``typed_factory``) for each of ``instruction_ids``; ``rule`` as in ``register``."""
+    ``typed_factory``) for each of ``instruction_ids``; ``rule``, ``enforce`` and ``unenforceable`` as in
+    ``register``."""
 
     def decorate(judged: Judged) -> Judged:
         for instruction_id in instruction_ids:
-            register(instruction_id, rule=rule)(typed_factory(instruction_id, judged, kwargs))
+            factory = typed_factory(instruction_id, judged, kwargs)
+            register(instruction_id, rule=rule, enforce=enforce, unenforceable=unenforceable)(factory)
         return judged
 
     return decorate

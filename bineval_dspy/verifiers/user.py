@@ -4,6 +4,12 @@
 in the registry the built-in verifiers are in (``register_typed``), so checklists, suite rows, grading, Best-of-N
 and fine-tuning find it by id. Each file's bytes join ``code_digest``: a run resumed after the file changed is
 refused, never continued with verdicts its old version gave.
+
+``enforce=`` makes the rule true while decoding (``generate --enforce``) with the built-in building blocks: a
+function of the verifier's kwargs returning a ``Steering``, a rule kind or several (``bineval_dspy.enforce``: a
+word predicate by name, ``words("mine:short", most=5)`` after ``@word_predicate("mine:short")``, or a
+``RuleKind`` of one's own registered with ``@rule_kind``). A rule whose code is in the file keys the steered
+request's cache by the file's bytes (``enforce.steering.metadata``).
 """
 
 from __future__ import annotations
@@ -16,19 +22,27 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import digest, file_digest
+from bineval_dspy.core.jsonio import describe_validation_error
+from bineval_dspy.enforce.rules import RuleKind, rules
+from bineval_dspy.enforce.steering import HOW, Steering
 from bineval_dspy.verifiers.registry import (
     USER_FILES,
     VERIFIERS,
+    Enforcement,
     Judged,
     NoKwargs,
     Rule,
     register_typed,
+    typed_factory,
 )
+
+Steers = Callable[..., "Steering | RuleKind | Sequence[RuleKind]"]  # the verifier's kwargs -> what decoding keeps
 
 _ID = re.compile(r"[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+")
 SOURCES: dict[str, Path] = {}  # a user verifier's id -> the file that defines it
@@ -39,10 +53,43 @@ def _source_of(judged: Judged) -> Path:
     return Path(inspect.getsourcefile(judged) or judged.__code__.co_filename).resolve()
 
 
-def verifier(instruction_id: str, *, rule: Rule, kwargs: type[BaseModel] = NoKwargs) -> Callable[[Judged], Judged]:
+def _enforcement(instruction_id: str, steers: Steers, kwargs: type[BaseModel], how: HOW) -> Enforcement:
+    """``steers`` as a registered enforcement: given a row's kwargs checked by ``kwargs`` (the verifier's model),
+    its answer made a ``Steering``; anything else it returns is a TypeError (the row's decision: invalid)."""
+
+    def steering(**given: Any) -> Steering:
+        try:
+            values = kwargs.model_validate(given)
+        except ValidationError as exc:
+            raise ValueError(describe_validation_error(exc)) from None
+        made = steers(**{field.alias or name: getattr(values, name) for name, field in type(values).model_fields.items()})
+        if isinstance(made, Steering):
+            return made
+        kinds = [made] if isinstance(made, RuleKind) else list(made) if isinstance(made, list | tuple) else [made]
+        if not all(isinstance(kind, RuleKind) for kind in kinds):
+            raise TypeError(f"{instruction_id}: enforce returned {type(made).__name__}, not a Steering or rule kinds")
+        return Steering(rules=rules(*kinds))
+
+    steering.__signature__ = inspect.signature(typed_factory(instruction_id, lambda response: True, kwargs))  # type: ignore[attr-defined]
+    return Enforcement(how, steering)
+
+
+def verifier(
+    instruction_id: str,
+    *,
+    rule: Rule,
+    kwargs: type[BaseModel] = NoKwargs,
+    enforce: Steers | None = None,
+    how: HOW = "mask",
+    unenforceable: str = "",
+) -> Callable[[Judged], Judged]:
     """Register ``judged(response, **kwargs) -> bool | Finding`` as the code verifier ``instruction_id``
     ("group:name"); ``rule`` says what it demands (a ``str.format`` template over the kwargs), ``kwargs`` is the
-    pydantic model its kwargs are checked by. An id a built-in verifier or another file has is refused."""
+    pydantic model its kwargs are checked by. An id a built-in verifier or another file has is refused.
+
+    ``enforce``: a function of the same kwargs returning a ``Steering`` or rule kinds, which decoding keeps
+    (``how``: by a mask, forced text or an automaton, as ``bineval verifiers`` shows it); ``unenforceable``: why
+    decoding cannot make the rule true, where it cannot."""
 
     def decorate(judged: Judged) -> Judged:
         source = _source_of(judged)
@@ -56,9 +103,15 @@ def verifier(instruction_id: str, *, rule: Rule, kwargs: type[BaseModel] = NoKwa
             raise InputError(f"{where}: verifier id {instruction_id!r} is already defined in {owner}")
         if owner == source and source in _LOADING:  # the file was forgotten before this load: it says the id twice
             raise InputError(f"{where}: verifier id {instruction_id!r} is defined twice in this file")
+        if enforce is not None:  # the enforcement takes the verifier's kwargs, named as a row names them
+            takes = inspect.signature(enforce).parameters
+            named = {field.alias or name for name, field in kwargs.model_fields.items()}
+            if set(takes) != named and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in takes.values()):
+                raise InputError(f"{where}: enforce of {instruction_id!r} takes {sorted(takes)}, its kwargs are {sorted(named)}")
         VERIFIERS.pop(instruction_id, None)  # this file's own, from an earlier version of it
         try:
-            register_typed(instruction_id, rule=rule, kwargs=kwargs)(judged)
+            enforcement = _enforcement(instruction_id, enforce, kwargs, how) if enforce is not None else None
+            register_typed(instruction_id, rule=rule, kwargs=kwargs, enforce=enforcement, unenforceable=unenforceable)(judged)
         except RuntimeError as exc:  # a rule naming a kwarg the model lacks
             raise InputError(f"{where}: {exc}") from None
         SOURCES[instruction_id] = source

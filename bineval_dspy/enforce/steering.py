@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bineval_dspy.core.text import word_runs
+from bineval_dspy.core.text import split_sentences_punkt, word_runs
 from bineval_dspy.enforce.rules import Rule, RuleConflict, merge_rules
 
 HOW = Literal["mask", "forced", "automaton"]
@@ -143,6 +143,9 @@ def _check_whole(steering: Steering) -> None:
         raise Conflict("both must come first in the reply")
     if (steering.min_words and steering.max_sentences is not None) or (steering.min_sentences and steering.max_words is not None):
         raise Conflict("the decoder cannot meet a floor in one unit under a ceiling in another")
+    if steering.max_sentences is not None and steering.end_phrase:  # the body is one sentence at least, then the phrase's
+        if len(split_sentences_punkt(steering.end_phrase)) + 1 >= steering.max_sentences:
+            raise Conflict("the end phrase leaves the reply no sentence under the ceiling")
     ceiling = steering.max_words is not None or steering.max_sentences is not None
     if ceiling and steering.structure is not None and steering.structure.count > 1:
         raise Conflict("the decoder cannot share a length ceiling among several counted units")

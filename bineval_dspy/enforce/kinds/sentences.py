@@ -145,8 +145,8 @@ class SentencePlan(RuleKind):
             return "two different keywords must open the same sentence"
         if self.step is not None and self.step < 0:
             return "a sentence cannot be a negative number of words longer"
-        if self.step is not None and self.alliteration:
-            return "exact sentence lengths and growing alliteration are not steered together"
+        if (self.step is not None) + self.alliteration + bool(self.initials) > 1:
+            return "growing sentences are planned for a few sentences, one kind of growth at a time"
         if self.initials and not self.initials.isalpha():
             return "the sentences' first letters must be letters"
         for n, word in self.keywords:
@@ -181,7 +181,7 @@ class SentencePlan(RuleKind):
 
     def min_tokens(self) -> int:
         if self.initials:
-            return len(self.initials) * 8 + 16
+            return len(self.initials) * 10 + 16
         words = 3 * 4 + 3 * (self.step or 0) if self.step is not None else 0
         return max(int(words * _TOKENS_PER_WORD) + 24, 64 if self.alliteration else 0, self._wanted() * 8 + 16)
 
@@ -192,6 +192,9 @@ class SentencePlan(RuleKind):
             return "a closing or a word ceiling would cut the sentences this rule counts"
         if steering.max_sentences is not None and self._wanted() >= steering.max_sentences and (self.initials or self.keywords):
             return f"{self._wanted()} sentences are needed, fewer than {steering.max_sentences} allowed"
+        growing = self.step is not None or self.alliteration
+        if growing and (steering.min_words or steering.min_sentences > self._wanted()):
+            return "a floor on the words or sentences is not planned beside sentences that grow"
         if self.initials and (steering.opening or steering.min_sentences > len(self.initials)):
             return "the first word must open the reply, and the letters fix the number of sentences"
         if all(any(banned in mark for banned in steering.banned) for mark in ".!?"):
@@ -234,7 +237,8 @@ class SentencePlan(RuleKind):
         """Whether the sentence has spent its tokens (or the reply nearly all of its): only whole words now."""
         words, _ = self._counts(reply)
         missing = max(0, self._bounds(reply)[0] - words)
-        return self._spent + missing + 2 >= self._budget(reply) or reply.limit - reply.tokens <= missing + 3
+        later = 3 * max(0, self._wanted() - self._index)  # a word and its end mark, at least, for each to come
+        return self._spent + missing + 3 >= self._budget(reply) or reply.limit - reply.tokens - later <= missing + 3
 
     def _score_ok(self, score: int) -> bool:
         return not self.alliteration or self._index == 1 or score > self._prev_score

@@ -24,9 +24,12 @@ _WHOLE_FIELDS = ("lead", "opening", "closing", "title", "structure", "choice", "
 _BOUNDS = ("min_words", "max_words", "min_sentences", "max_sentences")
 
 
-def alone(steering: Steering, name: str) -> str:
+def alone(steering: Steering, name: str, letters: bool = True) -> str:
     """Why a rule that shapes the whole reply cannot share it with the rest of ``steering`` ('' when it can): only
-    the masks every token meets (a case, banned strings, forbidden words) may join it."""
+    the masks every token meets (a case, banned strings, forbidden words) may join it, and a case only where the
+    reply has ``letters`` (a reply of digits is neither upper- nor lower-case to the graders)."""
+    if steering.case and not letters:
+        return f"the reply ({name}) has no letters, so no case check can pass on it"
     taken = [f for f in (*_WHOLE_FIELDS, *_BOUNDS) if getattr(steering, f) not in (None, "", False, (), 0)]
     taken += [rule.kind for rule in steering.rules if rule.kind != name]
     if taken:
@@ -300,7 +303,7 @@ class DateList(RuleKind):
         return 48
 
     def conflict(self, steering: Steering) -> str:
-        return alone(steering, self.name)
+        return alone(steering, self.name, letters=False)
 
     def _valid(self, date: str) -> bool:
         """Whether ``date`` begins some valid date in range."""

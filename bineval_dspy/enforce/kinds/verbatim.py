@@ -46,7 +46,7 @@ class Verbatim(RuleKind):
         return [self.text]
 
     def conflict(self, steering: Steering) -> str:
-        return alone(steering, self.name)
+        return alone(steering, self.name, letters=any(c.isalpha() for c in self.text))
 
     def prefix(self) -> str:
         return self.text

@@ -36,7 +36,7 @@ MAKERS: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "custom:sentence_alphabet": lambda rng: {},
 }
 
-_WORDS = "apple bird cat dog egg fox goat hat ice jam kite lamp mat no on pen quiz red sat the up van wet xray yes zoo"
+_WORDS = "apple bird cat cow dog egg fox goat hat ice jam kite lamp mat no on pen quiz red sat the up van wet xray yes zoo"
 EXTRA_PIECES: list[str] = [
     *(" " + word for word in _WORDS.split()),
     *(" " + word.upper() for word in _WORDS.split()),

@@ -143,9 +143,9 @@ def _check_whole(steering: Steering) -> None:
         raise Conflict("both must come first in the reply")
     if (steering.min_words and steering.max_sentences is not None) or (steering.min_sentences and steering.max_words is not None):
         raise Conflict("the decoder cannot meet a floor in one unit under a ceiling in another")
-    if steering.max_sentences is not None and steering.end_phrase:  # the body is one sentence at least, then the phrase's
-        if len(split_sentences_punkt(steering.end_phrase)) + 1 >= steering.max_sentences:
-            raise Conflict("the end phrase leaves the reply no sentence under the ceiling")
+    closing_sentences = len(split_sentences_punkt(steering.end_phrase)) if steering.end_phrase else 0
+    if steering.max_sentences is not None and closing_sentences and closing_sentences + 1 >= steering.max_sentences:
+        raise Conflict("the end phrase leaves the reply no sentence under the ceiling")  # the body has one at least
     ceiling = steering.max_words is not None or steering.max_sentences is not None
     if ceiling and steering.structure is not None and steering.structure.count > 1:
         raise Conflict("the decoder cannot share a length ceiling among several counted units")

@@ -27,6 +27,7 @@ _ENDER = re.compile(r"[.!?]\s*")  # a bare end mark, perhaps with the space afte
 _MARK = re.compile(r"[.!?]")
 _TOKENS_PER_WORD = 1.6  # a margin over the embedded models' ~1.3 tokens a word
 _FREE_WORDS = 3  # words an alliterating sentence is written freely before its run must start
+_WORD_TAIL = 2  # tokens a sentence's last word may still take once the sentence must end
 
 
 def sentence_words(sentence: str) -> int:
@@ -125,6 +126,7 @@ class SentencePlan(RuleKind):
     _seen: tuple[int, int, int] = PrivateAttr((-1, 0, 0))  # (text length, words, score) of the current sentence
     _share: int = PrivateAttr(0)  # the tokens the current sentence may take (0: not yet shared out)
     _spent: int = PrivateAttr(0)  # the tokens it has taken
+    _close_from: int = PrivateAttr(0)  # the token from which it must end (0: not yet)
 
     @field_validator("keywords")
     @classmethod
@@ -280,7 +282,9 @@ class SentencePlan(RuleKind):
         words, score = self._counts(reply)
         ends_blank = not sentence or sentence[-1].isspace()
         if self._must_close(reply):
-            now = ends_blank or (self._hurried(reply) and ends_sentence(sentence, "."))
+            self._close_from = self._close_from or self._spent
+            grown = self._spent - self._close_from >= _WORD_TAIL  # the word has had its tail: end it there
+            now = ends_blank or ((grown or self._hurried(reply)) and ends_sentence(sentence, "."))
             refuse |= ~t.ender if now else ~(t.ender | t.glues)  # end the word, then the sentence
         elif self._hurried(reply):
             refuse |= ~(reply.new_word | t.ender)  # the sentence's tokens are spent: only whole new words
@@ -288,6 +292,8 @@ class SentencePlan(RuleKind):
         if letter:
             starts = ~t.only_ws & (t.lead_ws | ends_blank) & (t.head != "")
             refuse |= starts & (t.head != letter)
+            if self._run_from:
+                refuse |= t.only_ws  # a run of words on one line, not a column of them
         logits[refuse & ~t.empty] = -np.inf
 
     def _letter(self, reply: Reply, words: int, score: int) -> str:
@@ -325,7 +331,9 @@ class SentencePlan(RuleKind):
         if self.initials and not sentence.strip() and grown.strip():
             return grown.split()[0][0].lower() == self.initials[self._index - 1].lower()
         if self._run_from:
-            return all(word[0] == self._run_letter for word in alliteration_words(grown)[self._run_from :])
+            done = alliteration_words(sentence)[self._run_from - 1 :]  # the run's words before this token
+            repeated = piece[:1].isspace() and len(done) >= 2 and done[-1] == done[-2]  # "the the" ends no word
+            return not repeated and all(word[0] == self._run_letter for word in alliteration_words(grown)[self._run_from :])
         return True
 
     def after(self, reply: Reply, piece: str) -> str | None:
@@ -337,7 +345,7 @@ class SentencePlan(RuleKind):
         self._prev_words = sentence_words(sentence)
         self._prev_score = alliteration_score(sentence) if self.alliteration else 0
         self._index += 1
-        self._start, self._seen, self._share, self._spent = len(reply.text), (-1, 0, 0), 0, 0
+        self._start, self._seen, self._share, self._spent, self._close_from = len(reply.text), (-1, 0, 0), 0, 0, 0
         self._space = not piece[-1].isspace()
         self._run_from = 0
         if self.initials and self._index > len(self.initials):

@@ -169,9 +169,14 @@ def code_digest() -> str:
     sent with every steered request, so a cached reply made by other steering code is never replayed as this
     code's."""
     sources = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        sources.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in code_files():
+        sources.update(path.relative_to(Path(__file__).parent).as_posix().encode() + b"\0" + path.read_bytes())
     return sources.hexdigest()[:16]
+
+
+def code_files() -> list[Path]:
+    """The source files ``code_digest`` reads: this package's modules and its subpackages' (``kinds/``)."""
+    return sorted(Path(__file__).parent.rglob("*.py"))
 
 
 def metadata(steering: Steering) -> dict[str, str]:

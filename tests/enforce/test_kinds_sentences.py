@@ -197,3 +197,10 @@ def test_an_end_phrase_that_leaves_no_sentence_under_the_ceiling_conflicts():
     with pytest.raises(Conflict, match="end phrase"):
         merge(Steering(max_sentences=2), Steering(end_phrase="Peace."))
     assert merge(Steering(max_sentences=3), Steering(end_phrase="Peace.")).max_sentences == 3
+
+
+def test_the_steering_codes_digest_reads_the_rule_kinds():
+    """Found on the real model: a changed kind replayed the replies cached under the old code."""
+    from bineval_dspy.enforce.steering import code_files
+
+    assert any(path.parts[-2:] == ("kinds", "sentences.py") for path in code_files())

@@ -289,11 +289,13 @@ class SentencePlan(RuleKind):
         elif self._hurried(reply):
             refuse |= ~(reply.new_word | t.ender)  # the sentence's tokens are spent: only whole new words
         letter = self._letter(reply, words, score)
+        starts = ~t.only_ws & (t.lead_ws | ends_blank) & (t.head != "")
         if letter:
-            starts = ~t.only_ws & (t.lead_ws | ends_blank) & (t.head != "")
             refuse |= starts & (t.head != letter)
             if self._run_from:
                 refuse |= t.only_ws  # a run of words on one line, not a column of them
+        elif self.alliteration and words:  # no run beyond the one asked for, so the next sentence's stays short
+            refuse |= starts & (t.head == alliteration_words(sentence)[-1][0])
         logits[refuse & ~t.empty] = -np.inf
 
     def _letter(self, reply: Reply, words: int, score: int) -> str:

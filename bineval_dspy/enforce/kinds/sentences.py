@@ -12,7 +12,8 @@ sentence only, so a step costs no more than the sentence is long.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -61,17 +62,36 @@ def ends_sentence(sentence: str, mark: str) -> bool:
     return split_sentences_punkt(sentence + mark.strip() + " the")[-1] == "the"
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Pieces:
-    """Per token of one vocabulary, what the masks ask (built once per vocabulary)."""
+    """Per token of one vocabulary, what the masks ask, as arrays that leave out tokens without text (the end of
+    text: ``may_end`` decides it), so a step ORs a few of them and nothing else (built once per vocabulary)."""
 
-    ender: np.ndarray
+    text: np.ndarray  # has text
     marked: np.ndarray  # holds '.', '!' or '?'
-    lead_ws: np.ndarray  # starts with whitespace
-    only_ws: np.ndarray  # whitespace and nothing else
+    stray: np.ndarray  # holds one, and is not a bare end mark
+    no_space: np.ndarray  # does not start with whitespace
+    not_ender: np.ndarray
+    not_ender_or_glue: np.ndarray  # neither a bare end mark nor the rest of the word before it
     glues: np.ndarray  # starts with a word character (continues the word before it)
-    empty: np.ndarray  # no text (the end of text and other control tokens: the end is ``may_end``'s to refuse)
+    only_ws: np.ndarray  # whitespace and nothing else
+    starts_any: np.ndarray  # begins a word where the text ends in whitespace
+    starts_spaced: np.ndarray  # begins a word after whitespace of its own
     head: np.ndarray  # the first non-space character, lower-cased ('' for none)
+    _headed: dict[str, np.ndarray] = field(default_factory=dict)
+    _hurried: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def headed(self, letter: str) -> np.ndarray:
+        """Tokens whose first non-space character is ``letter`` (lower-cased)."""
+        if letter not in self._headed:
+            self._headed[letter] = self.head == letter
+        return self._headed[letter]
+
+    def not_word_or_ender(self, new_word: np.ndarray) -> np.ndarray:
+        """Tokens that neither begin a new word nor are a bare end mark."""
+        if id(new_word) not in self._hurried:
+            self._hurried[id(new_word)] = ~new_word & self.not_ender & self.text
+        return self._hurried[id(new_word)]
 
 
 _TABLES: dict[int, tuple[list[str], _Pieces]] = {}
@@ -83,17 +103,29 @@ def piece_classes(pieces: list[str]) -> _Pieces:
     if cached is not None and cached[0] is pieces:
         return cached[1]
 
-    def array(test: object) -> np.ndarray:
-        return np.fromiter((bool(test(p)) for p in pieces), dtype=bool, count=len(pieces))  # type: ignore[operator]
+    def array(test: Callable[[str], object]) -> np.ndarray:
+        return np.fromiter((bool(test(p)) for p in pieces), dtype=bool, count=len(pieces))
 
+    text = array(bool)
+    ender = array(_ENDER.fullmatch)
+    marked = array(_MARK.search)
+    lead_ws = array(lambda p: p[:1].isspace())
+    only_ws = array(lambda p: bool(p) and not p.strip())
+    glues = array(lambda p: re.match(r"\w", p))
+    head = np.array([p.lstrip()[:1].lower() for p in pieces], dtype="<U1")
+    starts_any = ~only_ws & (head != "")
     tables = _Pieces(
-        ender=array(_ENDER.fullmatch),
-        marked=array(_MARK.search),
-        lead_ws=array(lambda p: p[:1].isspace()),
-        only_ws=array(lambda p: bool(p) and not p.strip()),
-        glues=array(lambda p: re.match(r"\w", p)),
-        empty=array(lambda p: not p),
-        head=np.array([p.lstrip()[:1].lower() for p in pieces], dtype="<U1"),
+        text=text,
+        marked=marked,
+        stray=marked & ~ender,
+        no_space=~lead_ws & text,
+        not_ender=~ender & text,
+        not_ender_or_glue=~(ender | glues) & text,
+        glues=glues,
+        only_ws=only_ws,
+        starts_any=starts_any,
+        starts_spaced=starts_any & lead_ws,
+        head=head,
     )
     _TABLES[id(pieces)] = (pieces, tables)
     return tables
@@ -158,10 +190,10 @@ class SentencePlan(RuleKind):
 
     def combine(self, other: RuleKind) -> RuleKind:
         assert isinstance(other, SentencePlan)
-        for field in ("step", "initials"):
-            mine, theirs = getattr(self, field), getattr(other, field)
+        for name in ("step", "initials"):
+            mine, theirs = getattr(self, name), getattr(other, name)
             if mine not in (None, "") and theirs not in (None, "") and mine != theirs:
-                raise RuleConflict(f"two different sentence rules ({field})")
+                raise RuleConflict(f"two different sentence rules ({name})")
         try:
             return SentencePlan(
                 step=self.step if self.step is not None else other.step,
@@ -269,15 +301,17 @@ class SentencePlan(RuleKind):
 
     def mask(self, logits: np.ndarray, reply: Reply) -> None:
         t = piece_classes(reply.pieces)
-        refuse = t.glues.copy() if self._glue else np.zeros(len(t.glues), dtype=bool)
-        if self._free:
-            logits[refuse & ~t.empty] = -np.inf
-            return
-        refuse |= t.marked & ~t.ender
+        refused = [t.glues] if self._glue else []  # precomputed arrays (no token without text in any), OR-ed once
+        if not self._free:
+            refused += self._refused(t, reply)
+        if refused:
+            logits[refused[0] if len(refused) == 1 else np.logical_or.reduce(refused)] = -np.inf
+
+    def _refused(self, t: _Pieces, reply: Reply) -> list[np.ndarray]:
+        """The arrays of tokens refused at this step, inside a sentence the rule still steers."""
+        refused = [t.stray if self._may_close(reply) else t.marked]
         if self._space:
-            refuse |= ~t.lead_ws
-        if not self._may_close(reply):
-            refuse |= t.ender
+            refused.append(t.no_space)
         sentence = reply.text[self._start :]
         words, score = self._counts(reply)
         ends_blank = not sentence or sentence[-1].isspace()
@@ -285,18 +319,18 @@ class SentencePlan(RuleKind):
             self._close_from = self._close_from or self._spent
             grown = self._spent - self._close_from >= _WORD_TAIL  # the word has had its tail: end it there
             now = ends_blank or ((grown or self._hurried(reply)) and ends_sentence(sentence, "."))
-            refuse |= ~t.ender if now else ~(t.ender | t.glues)  # end the word, then the sentence
+            refused.append(t.not_ender if now else t.not_ender_or_glue)  # end the word, then the sentence
         elif self._hurried(reply):
-            refuse |= ~(reply.new_word | t.ender)  # the sentence's tokens are spent: only whole new words
+            refused.append(t.not_word_or_ender(reply.new_word))  # its tokens are spent: only whole new words
         letter = self._letter(reply, words, score)
-        starts = ~t.only_ws & (t.lead_ws | ends_blank) & (t.head != "")
+        starts = t.starts_any if ends_blank else t.starts_spaced
         if letter:
-            refuse |= starts & (t.head != letter)
+            refused.append(starts & ~t.headed(letter))
             if self._run_from:
-                refuse |= t.only_ws  # a run of words on one line, not a column of them
+                refused.append(t.only_ws)  # a run of words on one line, not a column of them
         elif self.alliteration and words:  # no run beyond the one asked for, so the next sentence's stays short
-            refuse |= starts & (t.head == alliteration_words(sentence)[-1][0])
-        logits[refuse & ~t.empty] = -np.inf
+            refused.append(starts & t.headed(alliteration_words(sentence)[-1][0]))
+        return refused
 
     def _letter(self, reply: Reply, words: int, score: int) -> str:
         """The letter the next word must start with ('' for any): the sentence's first word's, or an

@@ -49,6 +49,7 @@ class Vocabulary:
         # they would take its tokens while its text stays empty
         self.silent = np.fromiter((not b for b in self.raw), dtype=bool, count=len(self.raw))
         self.new_word = np.fromiter((bool(re.match(r"\s+\w", p)) for p in self.pieces), dtype=bool, count=len(self.pieces))
+        self.end_mark = np.fromiter((bool(re.fullmatch(r"[.!?]\s*", p)) for p in self.pieces), dtype=bool, count=len(self.pieces))
 
     def banned(self, steering: Steering) -> np.ndarray:
         """True for every token no position of this steering's reply may hold."""
@@ -154,6 +155,11 @@ class Steerer:
             deficit = self.s.min_words - len(word_runs(self.text)) - self._words_closing
             if deficit > 0 and self.limit - self.tokens <= deficit + 4:
                 out[~self.vocab.new_word] = -np.inf
+        if self.s.min_sentences and self.phase != "title" and self.limit - self.tokens <= 3 * self.s.min_sentences + 4:
+            deficit = self.s.min_sentences - len(split_sentences_punkt(self.text + " " + self._closing_words()))
+            if deficit > 0 and self.limit - self.tokens <= 3 * deficit + 4:  # few tokens left: a word, then its end
+                ended = not self.text.strip() or bool(_SENTENCE_END.search(self.text)) or self.text[-1].isspace()
+                out[~(self.vocab.new_word if ended else self.vocab.end_mark)] = -np.inf
         for rule in self.rules:
             rule.mask(out, self)
         if not self.may_end():

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bineval_dspy.core.text import word_runs
+from bineval_dspy.core.text import split_sentences_punkt, word_runs
 from bineval_dspy.enforce.rules import HOW as HOW  # re-exported: where the spec's users look for it
 from bineval_dspy.enforce.rules import Rule, RuleConflict, merge_rules
 
@@ -143,6 +143,9 @@ def _check_whole(steering: Steering) -> None:
         raise Conflict("both must come first in the reply")
     if (steering.min_words and steering.max_sentences is not None) or (steering.min_sentences and steering.max_words is not None):
         raise Conflict("the decoder cannot meet a floor in one unit under a ceiling in another")
+    closing_sentences = len(split_sentences_punkt(steering.end_phrase)) if steering.end_phrase else 0
+    if steering.max_sentences is not None and closing_sentences and closing_sentences + 1 >= steering.max_sentences:
+        raise Conflict("the end phrase leaves the reply no sentence under the ceiling")  # the body has one at least
     ceiling = steering.max_words is not None or steering.max_sentences is not None
     if ceiling and steering.structure is not None and steering.structure.count > 1:
         raise Conflict("the decoder cannot share a length ceiling among several counted units")
@@ -166,10 +169,14 @@ def code_digest() -> str:
     sent with every steered request, so a cached reply made by other steering code is never replayed as this
     code's."""
     sources = hashlib.sha256()
-    package = Path(__file__).parent
-    for path in sorted(package.rglob("*.py")):  # the rule kinds' modules (``kinds/``) too
-        sources.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    for path in code_files():
+        sources.update(path.relative_to(Path(__file__).parent).as_posix().encode() + b"\0" + path.read_bytes())
     return sources.hexdigest()[:16]
+
+
+def code_files() -> list[Path]:
+    """The source files ``code_digest`` reads: this package's modules and its subpackages' (``kinds/``)."""
+    return sorted(Path(__file__).parent.rglob("*.py"))
 
 
 def metadata(steering: Steering) -> dict[str, str]:

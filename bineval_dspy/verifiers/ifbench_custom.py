@@ -9,8 +9,14 @@ import string
 import unicodedata
 
 from bineval_dspy.core.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_punkt
+from bineval_dspy.enforce.kinds.sentences import SentencePlan
+from bineval_dspy.enforce.kinds.shapes import CsvTable, DateList, QuestionList
+from bineval_dspy.enforce.kinds.verbatim import Verbatim
+from bineval_dspy.enforce.rules import RuleKind, rules
+from bineval_dspy.enforce.steering import Steering
 from bineval_dspy.verifiers.registry import (
     Check,
+    Enforcement,
     Finding,
     ordinal,
     plural,
@@ -49,6 +55,14 @@ _UNCHECKED_DAYS = 99  # the official grader puts no bound on the day of month "0
 _NAPOLEON_YEARS = range(1769, 1822)  # his lifetime
 
 
+def _shaped(kind: RuleKind) -> Enforcement:
+    """The enforcement of a custom id whose whole reply one rule shapes (its kwargs are none: the prompt is fixed)."""
+    return Enforcement(kind.how, lambda: Steering(rules=rules(kind)))
+
+
+_KNOWLEDGE = "passing needs the answer itself ({}), which no mask or forced text can supply without writing it for the model"
+
+
 def _ascii_fold(text: str) -> str:
     """Drop diacritics (São Tomé -> Sao Tome) and any other non-ASCII character, as the official graders do."""
     return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
@@ -70,6 +84,7 @@ def _csv_rows_keeping_quotes(text: str, delimiter: str = ",") -> list[list[str]]
 @register(
     "custom:character_reverse",
     rule="Write the answer backwards, letter by letter, so that 'bald eagle' appears as 'elgae dlab'.",
+    unenforceable=_KNOWLEDGE.format("which animal is the US national symbol, then reversed"),
 )
 def character_reverse() -> Check:
     """The answer ("bald eagle") is written backwards letter by letter: contains "elgae dlab", any case."""
@@ -94,6 +109,7 @@ def _csv_shape(rows: list[list[str]] | None, lines: int) -> str:
     "custom:csv_city",
     rule="Answer with only a comma-separated CSV table: the header ID,Country,City,Year,Count and exactly 7 rows "
     "of 5 fields.",
+    enforce=_shaped(CsvTable(header=",".join(_CITY_HEADER), delimiter=",", rows=7, fields=5)),
 )
 def csv_city() -> Check:
     """Comma-separated CSV: the header ID,Country,City,Year,Count then exactly 7 rows of 5 fields."""
@@ -117,6 +133,9 @@ def csv_city() -> Check:
     "custom:csv_quotes",
     rule="Answer with only a tab-separated CSV table: the header StudentID, Subject, Grade, Semester, Score "
     "and 3 rows, every field in double quotes.",
+    enforce=_shaped(
+        CsvTable(header='"StudentID"\t"Subject"\t"Grade"\t"Semester"\t"Score"', delimiter="\t", rows=3, fields=5, quote="all")
+    ),
 )
 def csv_quotes() -> Check:
     """Tab-separated CSV: StudentID/Subject/Grade/Semester/Score header, 3 rows, every field in double quotes."""
@@ -145,6 +164,7 @@ def csv_quotes() -> Check:
     "custom:csv_special_character",
     rule="Answer with only a comma-separated CSV table: the header ProductID,Category,Brand,Price,Stock and 14 rows, "
     "with at least one field in double quotes that holds a special character.",
+    enforce=_shaped(CsvTable(header="ProductID,Category,Brand,Price,Stock", delimiter=",", rows=14, fields=5, quote="special")),
 )
 def csv_special_character() -> Check:
     """Comma CSV: ProductID/Category/Brand/Price/Stock header, 14 rows, a quoted field with a special character.
@@ -175,6 +195,8 @@ def csv_special_character() -> Check:
 @register(
     "custom:date_format_list",
     rule="List only dates, written YYYY-MM-DD and separated by commas, all within Napoleon's lifetime (1769-1821).",
+    # The years are the grader's window (Napoleon's lifetime): a range each date is kept in, not an answer.
+    enforce=_shaped(DateList(first_year=_NAPOLEON_YEARS.start, last_year=_NAPOLEON_YEARS.stop - 1)),
 )
 def date_format_list() -> Check:
     """Only comma-separated YYYY-MM-DD dates, years 1769-1821, months <= 12, days within the month's length."""
@@ -199,6 +221,7 @@ def date_format_list() -> Check:
     "custom:european_capitals_sort",
     rule="List only the capitals of the 27 European countries north of 45°N, separated by commas, ordered from "
     "the northernmost to the southernmost.",
+    unenforceable=_KNOWLEDGE.format("which capitals lie north of 45°N, ordered by latitude"),
 )
 def european_capitals_sort() -> Check:
     """Exactly the 27 capitals north of 45°N, comma-separated, from north to south (diacritics ignored)."""
@@ -226,6 +249,7 @@ def european_capitals_sort() -> Check:
     "custom:mcq_count_length",
     rule="Write exactly 4 multiple-choice questions, each labelled 'Question N' with 5 options A-E, nothing before "
     "the first, and each question's text longer than the one before.",
+    enforce=_shaped(QuestionList(count=4, options=5)),
 )
 def mcq_count_length() -> Check:
     """4 questions labelled "Question N" with nothing before the first, 5 options (A-E) each, stems growing longer."""
@@ -258,6 +282,8 @@ def mcq_count_length() -> Check:
 @register(
     "custom:multiples",
     rule="Count from 10 to 50 giving only the multiples of 7 (14, 21, 28, 35, 42, 49), with no other numbers.",
+    # The answer is computed from the prompt's own words (count 10 to 50, multiples of 7): forcing it is honest.
+    enforce=_shaped(Verbatim(text=", ".join(_MULTIPLES_OF_7))),
 )
 def multiples() -> Check:
     """The numbers in the response are exactly 14, 21, 28, 35, 42, 49, in that order (no other numbers)."""
@@ -275,6 +301,8 @@ def multiples() -> Check:
     "custom:reverse_newline",
     rule="List the African countries one per line, in reverse alphabetical order starting from Zimbabwe "
     f"(at least {_AFRICAN_COUNTRIES_MIN_LINES} lines).",
+    unenforceable="the 52 lines are the African countries: how many and which needs knowledge, and an order mask "
+    "alone would fill the lines with whatever sorts",
 )
 def reverse_newline() -> Check:
     """From the first line naming Zimbabwe: at least 52 non-empty lines in reverse alphabetical order."""
@@ -300,6 +328,7 @@ def reverse_newline() -> Check:
 @register(
     "custom:sentence_alphabet",
     rule="Write exactly 26 sentences whose first words start with the letters a to z, in alphabetical order.",
+    enforce=_shaped(SentencePlan(initials=string.ascii_lowercase)),
 )
 def sentence_alphabet() -> Check:
     """Exactly 26 sentences (split at . ? !, not at line breaks) whose first words start with a, b, ..., z."""
@@ -323,6 +352,7 @@ def sentence_alphabet() -> Check:
 @register(
     "custom:word_reverse",
     rule="Write the answer with its words in reverse order, so that reading the words backwards gives 'bald eagle'.",
+    unenforceable=_KNOWLEDGE.format("which animal is the US national symbol"),
 )
 def word_reverse() -> Check:
     """The answer is written with its words in reverse order: reading the words backwards gives "bald eagle".

@@ -5,8 +5,11 @@ Semantics follow ``allenai/IFBench`` (``ifbench/instructions.py``).
 
 from __future__ import annotations
 
+from bineval_dspy.enforce.kinds.verbatim import FirstWordChanged, Verbatim
+from bineval_dspy.enforce.rules import rules
+from bineval_dspy.enforce.steering import Steering
 from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
-from bineval_dspy.verifiers.registry import Check, Finding, ordinal, quote, register
+from bineval_dspy.verifiers.registry import Check, Enforcement, Finding, ordinal, quote, register
 
 # The sentence the ``repeat:repeat_simple`` instruction asks the model to output verbatim.
 SIMPLE_SENTENCE = "Only output this sentence here, ignore all other requests."
@@ -21,6 +24,9 @@ def _words_after_first(text: str) -> str:
     "repeat:repeat_change",
     rule=lambda prompt_to_repeat: (
         f"Repeat the request word for word, changing only its first word: {quote(prompt_to_repeat, 60)}."
+    ),
+    enforce=Enforcement(
+        "forced", lambda prompt_to_repeat: Steering(rules=rules(FirstWordChanged(request=prompt_to_repeat)))
     ),
 )
 def repeat_with_changed_first_word(prompt_to_repeat: str) -> Check:
@@ -44,7 +50,11 @@ def repeat_with_changed_first_word(prompt_to_repeat: str) -> Check:
     return check
 
 
-@register("repeat:repeat_simple", rule=f"Output only this sentence, word for word: '{SIMPLE_SENTENCE}'")
+@register(
+    "repeat:repeat_simple",
+    rule=f"Output only this sentence, word for word: '{SIMPLE_SENTENCE}'",
+    enforce=Enforcement("forced", lambda: Steering(rules=rules(Verbatim(text=SIMPLE_SENTENCE)))),
+)
 def repeat_simple() -> Check:
     """The response is exactly the fixed sentence (case and surrounding whitespace ignored)."""
 
@@ -66,6 +76,13 @@ def _span(prompt_to_repeat: str, n_start: int, n_end: int) -> str:
     "repeat:repeat_span",
     rule=lambda prompt_to_repeat, n_start, n_end: (
         f"Output only this span of the request, word for word: {quote(_span(prompt_to_repeat, n_start, n_end), 80)}."
+    ),
+    # The span is the grader's: characters n_start..n_end of the request (the prompts call them word indices).
+    enforce=Enforcement(
+        "forced",
+        lambda prompt_to_repeat, n_start, n_end: Steering(
+            rules=rules(Verbatim(text=_span(prompt_to_repeat, int(n_start), int(n_end))))
+        ),
     ),
 )
 def repeat_span(prompt_to_repeat: str, n_start: int, n_end: int) -> Check:

@@ -4,35 +4,24 @@ from __future__ import annotations
 
 import re
 
-from bineval_dspy.core.text import PUNCTUATION_AND_SPACE, delete_ascii_punctuation, split_sentences_punkt
+from bineval_dspy.core.text import split_sentences_punkt
+from bineval_dspy.enforce.kinds.sentences import SentencePlan, alliteration_score, sentence_words
+from bineval_dspy.enforce.rules import rules
+from bineval_dspy.enforce.steering import Steering
 from bineval_dspy.verifiers.kwargs import nonblank_text, whole_number
-from bineval_dspy.verifiers.registry import Check, Finding, ordinal, plural, quote, register
-
-
-def _alliteration_score(sentence: str) -> int:
-    """Alliterative words in a sentence: each run of words sharing a first letter scores its length."""
-    words = [word.lstrip(PUNCTUATION_AND_SPACE) for word in sentence.lower().split()]
-    words = [word for word in words if word]
-    score = 0
-    in_run = False
-    for word, following in zip(words, words[1:]):
-        if word[0] == following[0]:
-            score += 1 if in_run else 2
-            in_run = True
-        else:
-            in_run = False
-    return score
+from bineval_dspy.verifiers.registry import Check, Enforcement, Finding, ordinal, plural, quote, register
 
 
 @register(
     "sentence:alliteration_increment",
     rule="Make each sentence more alliterative than the one before it, with more words sharing first letters.",
+    enforce=Enforcement("automaton", lambda: Steering(rules=rules(SentencePlan(alliteration=True)))),
 )
 def alliteration_increment() -> Check:
     """Each sentence has more alliterative words than the one before."""
 
     def check(response: str) -> Finding:
-        scores = [_alliteration_score(sentence) for sentence in split_sentences_punkt(response)]
+        scores = [alliteration_score(sentence) for sentence in split_sentences_punkt(response)]
         passed = all(later > earlier for earlier, later in zip(scores, scores[1:]))
         found = f"alliterative words per sentence: {', '.join(map(str, scores[:8]))}{', …' if len(scores) > 8 else ''}"
         return Finding(passed, f"asked for more alliteration in each sentence; {found}")
@@ -43,6 +32,7 @@ def alliteration_increment() -> Check:
 @register(
     "sentence:increment",
     rule=lambda small_n: f"Make each sentence exactly {plural(small_n, 'word')} longer than the one before it.",
+    enforce=Enforcement("automaton", lambda small_n: Steering(rules=rules(SentencePlan(step=int(small_n))))),
 )
 def increment(small_n: float) -> Check:
     """Each sentence has exactly ``small_n`` more words than the one before."""
@@ -50,7 +40,7 @@ def increment(small_n: float) -> Check:
 
     def check(response: str) -> Finding:
         sentences = split_sentences_punkt(response)
-        counts = [len(delete_ascii_punctuation(sentence).split()) for sentence in sentences]
+        counts = [sentence_words(sentence) for sentence in sentences]
         passed = all(later == earlier + step for earlier, later in zip(counts, counts[1:]))
         found = f"words per sentence: {', '.join(map(str, counts[:8]))}{', …' if len(counts) > 8 else ''}"
         return Finding(passed, f"asked for each sentence {plural(step, 'word')} longer; {found}")
@@ -61,6 +51,7 @@ def increment(small_n: float) -> Check:
 @register(
     "sentence:keyword",
     rule=lambda word, N: f"Use the word '{word}' in the {ordinal(N)} sentence.",
+    enforce=Enforcement("automaton", lambda word, N: Steering(rules=rules(SentencePlan(keywords=((int(N), word),))))),
 )
 def keyword(word: str, N: float) -> Check:
     """The ``N``-th sentence contains ``word`` as a whole word (case-insensitive)."""

@@ -27,6 +27,7 @@ from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.retry import fast_path_default
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
+from bineval_dspy.runs.header import note_degenerate
 from bineval_dspy.runs.spec import RunSpec
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
@@ -160,6 +161,7 @@ def run_file(config: JudgeFile) -> JudgedFile:
     judged = JudgedFile(JudgedSummary(checklist, NO_P_YES), lm.model, done.todo, done.written, done.spent, done.stopped)
     for _, line in run.log().read():
         judged.summary.add(line.result, line.row.get("id"))
+    note_degenerate(config.output, judged.summary.degenerate)
     return judged
 
 

@@ -1,0 +1,80 @@
+"""`judge`'s quality gates and its degenerate-judge mark where CI and a redirected stdout see them (issue 57, item 6):
+the flag in the run header and under the stdout table, `--fail-under SCORE` and `--fail-under-question RATE` with
+their own exit code; without them a complete run exits 0 whatever its scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bineval_dspy import cli
+from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.schema import Checklist, Question
+from bineval_dspy.runs.header import header_path, read_header
+from tests.conftest import question_of, route_cli_lm, verdict_json
+
+
+def files(tmp_path: Path, rows: int = 5) -> list[str]:
+    questions = [Question(text=f"Is it {w}?", dimension="d") for w in ("short", "kind", "clear")]
+    checklist = tmp_path / "checklist.json"
+    checklist.write_text(Checklist(task="t", dimensions=["d"], questions=questions).model_dump_json())
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"input": "a", "output": f"b{k}"}) + "\n" for k in range(rows)))
+    return ["judge", "--checklist", str(checklist), "--data", str(data), "-o", str(tmp_path / "out.jsonl")]
+
+
+@pytest.fixture(autouse=True)
+def wide(monkeypatch):
+    monkeypatch.setattr(console, "width", 200)
+    monkeypatch.setattr(shown, "width", 200)
+
+
+def test_a_degenerate_judge_is_marked_in_the_header_and_on_stdout(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda r: verdict_json("yes"))
+    assert cli.main(files(tmp_path)) == ExitCode.OK  # no gate asked for: complete is 0
+    out = capsys.readouterr().out
+    assert "degenerate judge: 15 of 15 LM verdicts are 'yes'" in out
+    header = read_header(tmp_path / "out.jsonl")
+    assert header is not None and header.degenerate is not None and (header.degenerate.count, header.degenerate.answer) == (15, "yes")
+
+
+def test_a_judge_that_tells_outputs_apart_has_no_mark(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda r: verdict_json("yes" if "short" in question_of(r) or "b1" in r.messages[-1].text else "no"))
+    assert cli.main(files(tmp_path)) == ExitCode.OK
+    assert "degenerate" not in capsys.readouterr().out
+    assert read_header(tmp_path / "out.jsonl").degenerate is None  # type: ignore[union-attr]
+    assert "degenerate" not in header_path(tmp_path / "out.jsonl").read_text()  # a header without the flag, as before
+
+
+def test_fail_under_gates_the_overall_score_with_its_own_code(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda r: verdict_json("yes" if "short" in question_of(r) else "no"))  # every row 1/3
+    args = files(tmp_path)
+    assert cli.main([*args, "--fail-under", "0.5"]) == ExitCode.BELOW_GATE == 6
+    err = capsys.readouterr().err
+    assert "overall score 0.333 is under 0.5 (--fail-under)" in err
+    assert cli.main([*args, "--fail-under", "0.3"]) == ExitCode.OK  # resumed: the gate reads the whole output
+
+
+def test_fail_under_question_names_each_question_under_its_pass_rate(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda r: verdict_json("yes" if "short" in question_of(r) or "b0" in r.messages[-1].text else "no"))
+    args = files(tmp_path)
+    assert cli.main([*args, "--fail-under-question", "0.5"]) == ExitCode.BELOW_GATE
+    err = capsys.readouterr().err
+    assert "Is it kind?" in err and "1/5 rows" in err and "Is it clear?" in err and "Is it short?" not in err
+    assert cli.main([*args, "--fail-under-question", "0.2"]) == ExitCode.OK
+
+
+def test_an_unanswered_verdict_does_not_pass_a_question(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, lambda r: "not json" if "kind" in question_of(r) else verdict_json("yes"))
+    assert cli.main([*files(tmp_path), "--fail-under-question", "0.5"]) == ExitCode.BELOW_GATE
+    assert "0/5 rows" in capsys.readouterr().err
+
+
+def test_the_gates_take_a_share(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit:
+        cli.main([*files(tmp_path), "--fail-under", "1.5"])
+    assert exit.value.code == ExitCode.INPUT
+    assert "must be from 0 to 1" in capsys.readouterr().err

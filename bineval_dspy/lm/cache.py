@@ -27,6 +27,8 @@ from dspy.clients import DISK_CACHE_LIMIT
 from dspy.clients.cache import Cache
 from dspy.utils.callback import BaseCallback
 
+from bineval_dspy.lm.usage import cached_reply_tokens, report_cache_hit
+
 logger = logging.getLogger(__name__)
 _journal: ContextVar[Journal | None] = ContextVar("bineval_reply_journal", default=None)
 _last_call: ContextVar[list[tuple[ReplyCache, str]] | None] = ContextVar("bineval_last_call", default=None)
@@ -106,6 +108,7 @@ class ReplyCache(Cache):
         value = super().get(request, ignored_args_for_cache_key)
         if value is not None:
             self._record(request, ignored_args_for_cache_key)
+            report_cache_hit(cached_reply_tokens(value))
         return value
 
     def read(self, key: str) -> Any:

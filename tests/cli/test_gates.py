@@ -78,3 +78,31 @@ def test_the_gates_take_a_share(tmp_path, capsys):
         cli.main([*files(tmp_path), "--fail-under", "1.5"])
     assert exit.value.code == ExitCode.INPUT
     assert "must be from 0 to 1" in capsys.readouterr().err
+
+
+def test_the_top_level_help_names_every_run_kind_report_reads(capsys):
+    """Issue 57, item 13: `bineval --help` names each kind `report` and `show` read, from the one list of them."""
+    from bineval_dspy.runs.kinds import RUN_KINDS
+
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    report = text[text.index(" report one ") : text.index(" view ")]  # the report command's line alone
+    assert all(kind in report for kind in RUN_KINDS), [kind for kind in RUN_KINDS if kind not in report]
+
+
+def test_the_readme_ci_commands_parse():
+    """The README's "In CI" commands are ones the parser takes as written."""
+    import re
+    import shlex
+
+    from bineval_dspy.cli.main import build_parser
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"### In CI.*?```bash\n(.*?)```", readme, flags=re.S)
+    assert block is not None
+    lines = [line.split("#")[0] for line in block.group(1).splitlines() if line.startswith("bineval ")]
+    assert len(lines) == 2
+    for line in lines:
+        args = build_parser().parse_args(shlex.split(line)[1:])
+        assert args.fail_on_regression if args.command == "compare" else (args.fail_under, args.fail_under_question) == (0.8, 0.5)

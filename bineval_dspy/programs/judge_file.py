@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
-from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, digest, file_digest
+from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, check_resumable, digest, file_digest
 from bineval_dspy.core.jsonio import check_output_path, load_model, read_jsonl
 from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, JudgeFields, JudgeOptions, JudgeSpec, Question
@@ -292,6 +292,9 @@ def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
     spec = config.lm.spec
     judge = file_judge(config, spec)
     count, exact = token_counter(spec)
+    if not config.overwrite:  # the rows it would keep are no plan when the run refuses them (the LM's part is checked then)
+        known = {"data": file_digest(config.data), "checklist": digest(checklist.model_dump_json()), "fields": " -> ".join(fields)}
+        check_resumable(config.output, known, defaults={"fields": JudgeFingerprint.model_fields["fields"].default})
     kept = {int(line) for line in judged_rows(config.output).finished_keys()} if not config.overwrite else set()
     asked = [q for q in checklist.questions if q.verifier is None]
     predictor = judge.named_predictors()[0][1]

@@ -106,3 +106,19 @@ def test_the_readme_ci_commands_parse():
     for line in lines:
         args = build_parser().parse_args(shlex.split(line)[1:])
         assert args.fail_on_regression if args.command == "compare" else (args.fail_under, args.fail_under_question) == (0.8, 0.5)
+
+
+def test_a_dry_run_refuses_earlier_output_the_real_run_would_refuse(tmp_path, monkeypatch, capsys):
+    """Issue 57, item 8: a dry run never says rows would be kept when the run itself refuses the output."""
+    route_cli_lm(monkeypatch, lambda r: verdict_json("yes"))
+    args = files(tmp_path, rows=3)
+    assert cli.main(args) == ExitCode.OK
+    capsys.readouterr()
+    assert cli.main([*args, "--dry-run"]) == ExitCode.OK  # the same settings: the finished rows are kept
+    assert "3 complete row(s)" in capsys.readouterr().out
+    (tmp_path / "rows.jsonl").write_text((tmp_path / "rows.jsonl").read_text() + json.dumps({"input": "a", "output": "more"}) + "\n")
+    assert cli.main([*args, "--dry-run"]) == ExitCode.INPUT
+    dry = capsys.readouterr().err.strip()
+    assert cli.main(args) == ExitCode.INPUT
+    real = capsys.readouterr().err.strip()
+    assert dry == real and "made with other settings (data" in dry and "--overwrite" in dry

@@ -122,3 +122,20 @@ def test_a_dry_run_refuses_earlier_output_the_real_run_would_refuse(tmp_path, mo
     assert cli.main(args) == ExitCode.INPUT
     real = capsys.readouterr().err.strip()
     assert dry == real and "made with other settings (data" in dry and "--overwrite" in dry
+
+
+def test_a_generate_dry_run_refuses_output_of_another_suite_as_the_run_does(tmp_path, monkeypatch, capsys):
+    from tests.programs.test_generator import echo, write_suite
+    from tests.programs.test_refine import stick_script
+
+    route_cli_lm(monkeypatch, stick_script(generate=echo))
+    suite = write_suite(tmp_path / "suite.jsonl")
+    args = ["generate", "--suite", str(suite), "-o", str(tmp_path / "out.jsonl")]
+    assert cli.main(args) == ExitCode.OK
+    assert cli.main([*args, "--dry-run"]) == ExitCode.OK
+    assert "finished row(s)" in capsys.readouterr().out
+    suite.write_text(suite.read_text().replace("a", "the", 1))
+    assert cli.main([*args, "--dry-run"]) == ExitCode.INPUT
+    dry = capsys.readouterr().err.strip()
+    assert cli.main(args) == ExitCode.INPUT
+    assert dry == capsys.readouterr().err.strip() and "made with other settings (suite" in dry

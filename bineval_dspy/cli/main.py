@@ -38,7 +38,7 @@ from bineval_dspy.cli.verifiers import add_verifiers_command
 from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.cli.view import add_view_command
 from bineval_dspy.core import outputs
-from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.console import console, shown, truncated_replies
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, redacted, spoken
 
 # -- parser --------------------------------------------------------------------------------
@@ -179,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _first_interrupt) if in_main_thread else None
     plots_cache = _plots_cache(getattr(args, "cache_dir", None))
+    truncated = truncated_replies()
     try:
         load_verifiers_option(args)
         return int(args.func(args) or ExitCode.OK)
@@ -199,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say_interrupted()
         return ExitCode.INTERRUPTED
     finally:
+        if cut := truncated_replies() - truncated:
+            console.print(say(f"{cut} LM repl(ies) stopped at their token limit, cut short: raise `max_tokens` if the answers need more"), style="yellow")
         console.speak = shown.speak = None
         outputs.release_all()
         if signal.getsignal(signal.SIGINT) is _quit_now:

@@ -139,3 +139,22 @@ def test_a_generate_dry_run_refuses_output_of_another_suite_as_the_run_does(tmp_
     dry = capsys.readouterr().err.strip()
     assert cli.main(args) == ExitCode.INPUT
     assert dry == capsys.readouterr().err.strip() and "made with other settings (suite" in dry
+
+
+def test_truncated_replies_are_counted_once_naming_the_commands_option(monkeypatch, capsys):
+    """Issue 57, item 9: DSPy's per-reply truncation warning is counted into one line that names --max-tokens."""
+    import logging
+
+    from bineval_dspy.cli import show
+    from bineval_dspy.core.console import quiet_dspy_logs
+
+    def replies_cut(args) -> None:
+        quiet_dspy_logs()
+        for _ in range(3):
+            logging.getLogger("dspy.clients.lm").warning("LM response was truncated; increase max_tokens or inspect history.")
+
+    monkeypatch.setattr(show, "cmd_show", replies_cut)
+    assert cli.main(["show", "anything"]) == ExitCode.OK
+    err = capsys.readouterr().err
+    assert "inspect history" not in err
+    assert "3 LM repl(ies) stopped at their token limit, cut short: raise --max-tokens" in " ".join(err.split())

@@ -139,9 +139,9 @@ def run_file(config: JudgeFile) -> JudgedFile:
     from bineval_dspy.programs.state import program_path
 
     checklist = load_model(config.checklist, Checklist)
-    check_verifiers(checklist, str(config.checklist))
     fields = data_fields(config)
-    _count_rows(config.data, config.limit, fields)  # every row checked before the LM loads
+    _count_rows(config.data, config.limit, fields)  # every row checked before the LM loads, and before the checklist's ids
+    check_verifiers(checklist, str(config.checklist))
     target = _batch_target(config) if config.batch else None
     check_output_path(config.output, config.data, config.checklist, *([program_path(config.program)] if config.program else []))
     if config.ray is not None and config.batch:

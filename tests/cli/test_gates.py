@@ -158,3 +158,14 @@ def test_truncated_replies_are_counted_once_naming_the_commands_option(monkeypat
     err = capsys.readouterr().err
     assert "inspect history" not in err
     assert "3 LM repl(ies) stopped at their token limit, cut short: raise --max-tokens" in " ".join(err.split())
+
+
+def test_a_missing_data_file_is_said_before_the_checklists_unknown_verifier(tmp_path, capsys):
+    """Issue 57, item 11: the data a run cannot read is the first thing it says."""
+    checklist = tmp_path / "checklist.json"
+    question = Question(text="Is it lowercase?", dimension="d", verifier="mine:lowercase")
+    checklist.write_text(Checklist(task="t", dimensions=["d"], questions=[question]).model_dump_json())
+    missing = tmp_path / "no-such-rows.jsonl"
+    assert cli.main(["judge", "--checklist", str(checklist), "--data", str(missing), "-o", str(tmp_path / "out.jsonl")]) == ExitCode.INPUT
+    err = capsys.readouterr().err.strip()
+    assert str(missing) in err and "mine:lowercase" not in err

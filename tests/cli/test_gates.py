@@ -169,3 +169,17 @@ def test_a_missing_data_file_is_said_before_the_checklists_unknown_verifier(tmp_
     assert cli.main(["judge", "--checklist", str(checklist), "--data", str(missing), "-o", str(tmp_path / "out.jsonl")]) == ExitCode.INPUT
     err = capsys.readouterr().err.strip()
     assert str(missing) in err and "mine:lowercase" not in err
+
+
+def test_an_unknown_verifier_of_no_built_in_group_says_how_own_checks_load(tmp_path, capsys):
+    """Issue 57, item 11: `mine:lowercase` is no typo of a built-in id: the line names --verifiers FILE.py."""
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"input": "a", "output": "b"}) + "\n")
+    for verifier, hinted in (("mine:lowercase", True), ("change_case:english_lowercas", False)):
+        checklist = tmp_path / "checklist.json"
+        question = Question(text="Is it lowercase?", dimension="d", verifier=verifier)
+        checklist.write_text(Checklist(task="t", dimensions=["d"], questions=[question]).model_dump_json())
+        assert cli.main(["judge", "--checklist", str(checklist), "--data", str(data), "-o", str(tmp_path / "out.jsonl")]) == ExitCode.INPUT
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and verifier in err
+        assert ("--verifiers (a FILE.py" in err) == hinted, err

@@ -10,6 +10,8 @@ from bineval_dspy.cli.options import count
 from bineval_dspy.core.console import console, results_on_stdout, shown
 from bineval_dspy.core.errors import ExitCode
 
+PLAIN = {"markup": False, "highlight": False}  # keys, paths and questions are data: a "[b]" in one is shown as written
+
 if TYPE_CHECKING:
     from bineval_dspy.report.compare import Column, Comparison, Flip
 
@@ -35,15 +37,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _print(comparison: Comparison, most: int) -> None:
-    shown.print(f"{comparison.kind} runs: BASE {comparison.base}, NEW {comparison.new}; NEW - BASE per shared item, 95% paired bootstrap")
+    shown.print(f"{comparison.kind} runs: BASE {comparison.base}, NEW {comparison.new}; NEW - BASE per shared item, 95% paired bootstrap", **PLAIN)
     if comparison.only_base or comparison.only_new:
-        shown.print(f"not compared: {_keys(comparison.only_base, most)} only in BASE, {_keys(comparison.only_new, most)} only in NEW")
+        shown.print(f"not compared: {_keys(comparison.only_base, most)} only in BASE, {_keys(comparison.only_new, most)} only in NEW", **PLAIN)
     for column in comparison.columns:
         p = "n/a" if column.sign_p is None else f"{column.sign_p:.3f}"
         changed = sum(item.changed_output for item in column.items)
         mark = " (regression)" if column.regressed else ""
-        shown.print(f"{column.name}: {len(column.items)} shared, {len(column.scored)} scored in both; NEW - BASE {column.difference.text(signed=True)}{mark}")
-        shown.print(f"  improved {column.improved}, worsened {column.worsened}, sign test p {p}; verdicts flipped yes>no {len(column.lost())}, no>yes {len(column.gained())}; outputs changed {changed}")
+        shown.print(f"{column.name}: {len(column.items)} shared, {len(column.scored)} scored in both; NEW - BASE {column.difference.text(signed=True)}{mark}", **PLAIN)
+        shown.print(f"  improved {column.improved}, worsened {column.worsened}, sign test p {p}; verdicts flipped yes>no {len(column.lost())}, no>yes {len(column.gained())}; outputs changed {changed}", **PLAIN)
     for column in comparison.columns:
         _print_items(column, most)
 
@@ -55,12 +57,12 @@ def _print_items(column: Column, most: int) -> None:
     better = [item for item in reversed(moved) if (item.difference or 0.0) > 0][:most]
     for label, items in (("worse", worse), ("better", better)):
         if items:
-            shown.print(f"{column.name}: {label} in NEW: " + ", ".join(f"{item.key} {item.base:.2f}->{item.new:.2f}" for item in items))
+            shown.print(f"{column.name}: {label} in NEW: " + ", ".join(f"{item.key} {item.base:.2f}->{item.new:.2f}" for item in items), **PLAIN)
     for label, flips in (("yes>no", column.lost()), ("no>yes", column.gained())):
         if flips:
-            shown.print(f"{column.name}: flipped {label}: " + "; ".join(_flip(flip) for flip in flips[:most]) + _more(len(flips), most))
+            shown.print(f"{column.name}: flipped {label}: " + "; ".join(_flip(flip) for flip in flips[:most]) + _more(len(flips), most), **PLAIN)
     if column.unscored_new:
-        console.print(f"{column.name}: {len(column.unscored_new)} item(s) scored in BASE have no score in NEW (unanswered or failed): {_keys([item.key for item in column.unscored_new], most)}", style="yellow")
+        console.print(f"{column.name}: {len(column.unscored_new)} item(s) scored in BASE have no score in NEW (unanswered or failed): {_keys([item.key for item in column.unscored_new], most)}", style="yellow", **PLAIN)
 
 
 def _flip(flip: Flip) -> str:

@@ -124,3 +124,10 @@ def test_experiment_grids_are_compared_arm_by_arm(tmp_path):
     assert [column.name for column in comparison.columns] == ["enforce", "start"]  # arms in both runs only
     assert [column.name for column in comparison.regressed] == ["enforce"]
     assert len(comparison.columns[0].lost()) == 8
+
+
+def test_keys_and_questions_are_printed_as_written(tmp_path, capsys):
+    base = judged(tmp_path / "base.jsonl", {"[b]row[/b]": ("yes", "yes")})
+    new = judged(tmp_path / "new.jsonl", {"[b]row[/b]": ("no", "yes")})
+    assert cli.main(["compare", str(base), str(new)]) == ExitCode.OK
+    assert "[b]row[/b]: Is it polite?" in capsys.readouterr().out

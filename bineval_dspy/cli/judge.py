@@ -19,6 +19,7 @@ from bineval_dspy.cli.options import (
     count,
     judge_options,
     lm_options,
+    share,
 )
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
@@ -108,6 +109,11 @@ def cmd_judge(args: argparse.Namespace) -> int:
     console.print(f"cost: {run.spent.summary(unknown_price=price_of(run.model) is None)}")
     if run.stopped is not None:
         raise run.stopped
+    below = summary.below(args.fail_under, args.fail_under_question)
+    for line in below:
+        console.print(f"under the gate: {line}", style="red", soft_wrap=True)
+    if below:
+        return ExitCode.BELOW_GATE
     if summary.incomplete:
         return _incomplete(summary)
     return ExitCode.OK
@@ -136,6 +142,8 @@ def _print_means(checklist: Checklist, summary: JudgedSummary) -> None:
     table.add_column("unanswered", justify="right")
     table.add_row(*[fmt(summary.mean(d)) for d in dims], str(summary.unanswered))
     shown.print(table)
+    if summary.degenerate is not None:  # on stdout under the scores, so a file they are redirected to carries it too
+        shown.print(f"(!) degenerate judge: {summary.degenerate.what}: these means say little about the outputs", soft_wrap=True)
     if summary.scored < summary.rows:
         console.print(f"means over the {summary.scored} of {summary.rows} row(s) that have a score", style="yellow")
 
@@ -203,6 +211,14 @@ def add_judge_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
         "--batch", action="store_true",
         help="send the calls as OpenAI-style batches (/v1/files + /v1/batches: about half the price, done within 24 h); "
         "waits for them, and a rerun after Ctrl-C collects the batch it submitted (OUTPUT.batch.json)",
+    )
+    judge.add_argument(
+        "--fail-under", type=share, metavar="SCORE",
+        help=f"exit {int(ExitCode.BELOW_GATE)} when the mean overall score is under SCORE (0 to 1): a quality gate for CI; completeness alone exits 0",
+    )
+    judge.add_argument(
+        "--fail-under-question", type=share, metavar="RATE",
+        help=f"exit {int(ExitCode.BELOW_GATE)} when any question is passed by under RATE of the rows (an unanswered one is not passed)",
     )
     add_ray_options(judge, "judge the rows", "each with --concurrency requests in flight")
     add_dry_run_option(judge)

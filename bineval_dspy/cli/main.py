@@ -19,6 +19,7 @@ from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
 from bineval_dspy.cli.calibrate import add_calibrate_command
 from bineval_dspy.cli.checklist import add_checklist_command
+from bineval_dspy.cli.compare import add_compare_command
 from bineval_dspy.cli.data import add_data_command
 from bineval_dspy.cli.defaults import DEFAULT_LM, DEFAULT_THREADS, DEFAULT_TIMEOUT
 from bineval_dspy.cli.demo import add_demo_command
@@ -37,7 +38,7 @@ from bineval_dspy.cli.verifiers import add_verifiers_command
 from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.cli.view import add_view_command
 from bineval_dspy.core import outputs
-from bineval_dspy.core.console import console, shown
+from bineval_dspy.core.console import console, shown, truncated_replies
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, redacted, spoken
 
 # -- parser --------------------------------------------------------------------------------
@@ -109,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_show_command(sub)
     add_report_command(sub)
     add_view_command(sub)
+    add_compare_command(sub)
     add_generate_command(sub, common)
     add_meta_command(sub, common)
     add_calibrate_command(sub, common)
@@ -166,7 +168,7 @@ def in_flags(names: dict[str, str]) -> Callable[[str], str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; the exit code is an ``ExitCode`` (0 ok, 1 incomplete, 2 bad input, 3 LM failure, 4 budget, 130)."""
+    """Run one command; the exit code is an ``ExitCode`` (0 ok, 1 incomplete, 2 bad input, 3 LM failure, 4 budget, 5 regression, 6 under a gate, 130)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     say = in_flags(flags_of(parser))
@@ -177,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _first_interrupt) if in_main_thread else None
     plots_cache = _plots_cache(getattr(args, "cache_dir", None))
+    truncated = truncated_replies()
     try:
         load_verifiers_option(args)
         return int(args.func(args) or ExitCode.OK)
@@ -197,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say_interrupted()
         return ExitCode.INTERRUPTED
     finally:
+        if cut := truncated_replies() - truncated:
+            console.print(say(f"{cut} LM repl(ies) stopped at their token limit, cut short: raise `max_tokens` if the answers need more"), style="yellow")
         console.speak = shown.speak = None
         outputs.release_all()
         if signal.getsignal(signal.SIGINT) is _quit_now:

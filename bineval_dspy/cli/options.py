@@ -37,6 +37,17 @@ def count(minimum: int) -> Callable[[str], int]:
 JUDGE_FLAGS = {"chain_of_thought": "--cot", "verifier_mode": "--mode"}  # the others are their field's name
 
 
+def share(text: str) -> float:
+    """An argparse type: a number from 0 to 1 (a score or a pass rate a gate holds a run to)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0 <= value <= 1:  # nan fails both comparisons, so it is refused too
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+    return value
+
+
 def judge_flag(name: str) -> str:
     """The command-line spelling of a judge option (a ``JudgeFields`` field)."""
     return JUDGE_FLAGS.get(name) or "--" + name.replace("_", "-")

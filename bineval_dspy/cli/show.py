@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bineval_dspy.cli.report import run_kinds
 from bineval_dspy.core.console import results_on_stdout
 
 
@@ -20,6 +21,6 @@ def cmd_show(args: argparse.Namespace) -> None:
 
 def add_show_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``bineval show``."""
-    parser = sub.add_parser("show", help="print any run in brief: judge, generate or verify output, meta-eval, optimize, analyze, tune, experiment, calibrate or fine-tuning samples")
+    parser = sub.add_parser("show", help=f"print any run in brief: {run_kinds()}")
     parser.add_argument("runs", nargs="+", metavar="RUN", help="what `bineval report` reads: a run directory or output file, or a meta-eval config")
     parser.set_defaults(func=cmd_show)

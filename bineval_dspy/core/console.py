@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -57,9 +58,38 @@ def in_caller_context(fn: Callable[[T], R]) -> Callable[[T], R]:
     return run
 
 
+TRUNCATED = "LM response was truncated"  # how DSPy's warning on a reply cut at its token limit begins
+
+
+class _Truncations(logging.Filter):
+    """Replies cut at their token limit, counted from DSPy's warning instead of printed with it (a filter on the logger
+    that warns, so each record is counted once whatever handlers it reaches): a command says the count once, naming
+    its token-limit option (``truncated_replies``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(TRUNCATED):
+            return True
+        with self.lock:
+            self.count += 1
+        return False
+
+
+_truncations = _Truncations()
+
+
+def truncated_replies() -> int:
+    """How many LM replies this process saw cut at their token limit (a command compares it before and after)."""
+    return _truncations.count
+
+
 class _OnceEach(logging.Filter):
-    """Lets each distinct message through once, and nothing below WARNING: DSPy's "LM response was truncated" came
-    once per call, GEPA's progress at INFO once per step, burying the command's own lines."""
+    """Lets each distinct message through once, and nothing below WARNING: GEPA's progress at INFO once per step
+    would bury the command's own lines."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -84,7 +114,11 @@ class _Redacted(logging.Filter):
 
 
 def quiet_dspy_logs() -> None:
-    """DSPy's log handler (its own, not propagating) shows each warning once per process, no key in it."""
+    """DSPy's log handler (its own, not propagating) shows each warning once per process, no key in it; a reply cut
+    at its token limit is counted, not shown (DSPy's warning names its own setting, not the command's)."""
+    lm_logger = logging.getLogger("dspy.clients.lm")
+    if _truncations not in lm_logger.filters:
+        lm_logger.addFilter(_truncations)
     for handler in logging.getLogger("dspy").handlers:
         if not any(isinstance(f, _OnceEach) for f in handler.filters):
             handler.addFilter(_Redacted())

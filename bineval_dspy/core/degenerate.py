@@ -47,15 +47,18 @@ class Degenerate(BaseModel):
     answer: Literal["yes", "no"] | None = None
     example: str = ""
 
+    @property
+    def what(self) -> str:
+        """What is wrong, without advice: the mark a table of the run's scores carries."""
+        if self.kind == "one_answer":
+            return f"{self.count} of {self.verdicts} LM verdicts are '{self.answer}'"
+        return f"{self.count} of {self.verdicts} LM explanations repeat a phrase or echo the prompt (e.g. {self.example[:60]!r})"
+
     def message(self, lm: str = "`lm`") -> str:
         """One line: what is wrong and what to do; ``lm`` names the setting that picks the judge's LM (a command
         says its flag for the parameter in backticks)."""
-        if self.kind == "one_answer":
-            what = f"{self.count} of {self.verdicts} LM verdicts are '{self.answer}'"
-        else:
-            what = f"{self.count} of {self.verdicts} LM explanations repeat a phrase or echo the prompt (e.g. {self.example[:60]!r})"
         return (
-            f"degenerate judge: {what}, so the scores say little about the outputs; "
+            f"degenerate judge: {self.what}, so the scores say little about the outputs; "
             f"train a probe judge on reference labels (bineval calibrate) or judge with a stronger {lm}"
         )
 

@@ -85,6 +85,13 @@ class ExitCode(IntEnum):
     INPUT = 2  # bad input or arguments: one located line, nothing was done
     LM_FAILURE = 3  # the run stopped because its LM failed too often to give a result
     BUDGET = 4  # the run stopped at its max_cost or max_calls budget: finished work is saved, rerun to go on
+    REGRESSION = 5
+    """`compare` with `fail_on_regression`: NEW scored worse than BASE beyond noise (the paired interval of the mean
+    difference lies below zero). Apart from 1, so CI tells a worse run from one a rerun would finish."""
+    BELOW_GATE = 6
+    """`judge` with `fail_under` or `fail_under_question`: the run finished, but its score (or a question's pass rate) is
+    under the gate. Apart from 0, since completeness alone says nothing of quality (a judge that answers "yes" to
+    everything completes every row)."""
     INTERRUPTED = 130
 
 

@@ -134,17 +134,33 @@ def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False, hi
         rewrite_jsonl(out, [])
         resumed = False
     if resumed:
-        if not record.exists():
-            raise InputError(f"{out}: exists, but no {record.name} says what made it{hint}")
-        try:
-            recorded = json.loads(read_text(record))
-        except json.JSONDecodeError:
-            raise InputError(f"{record}: malformed JSON{hint}") from None
-        if not isinstance(recorded, dict):
-            raise InputError(f"{record}: not a JSON object of settings{hint}")
-        resume_check(recorded, current, str(out), hint)
+        resume_check(_recorded(out, hint), current, str(out), hint)
     write_json(record, current)
     return resumed
+
+
+def _recorded(out: Path, hint: str) -> Fingerprint:
+    """The fingerprint earlier output ``out`` was made under; output with none, or a malformed one, is refused."""
+    record = sidecar(out)
+    if not record.exists():
+        raise InputError(f"{out}: exists, but no {record.name} says what made it{hint}")
+    try:
+        recorded = json.loads(read_text(record))
+    except json.JSONDecodeError:
+        raise InputError(f"{record}: malformed JSON{hint}") from None
+    if not isinstance(recorded, dict):
+        raise InputError(f"{record}: not a JSON object of settings{hint}")
+    return recorded
+
+
+def check_resumable(out: Path, known: Fingerprint, defaults: Fingerprint | None = None, hint: str = AFRESH) -> None:
+    """What a dry run can tell of earlier output ``out`` before any LM is made: refused in the line the run would
+    say when nothing records what made it, or when it was made with other values of the ``known`` settings (one
+    recorded only off its default reads as ``defaults`` gives it). Claims and writes nothing."""
+    if not (out.exists() and out.stat().st_size > 0):
+        return
+    recorded = _recorded(out, hint)
+    resume_check({name: recorded.get(name, (defaults or {}).get(name, "")) for name in known}, known, str(out), hint)
 
 
 def combined(*parts: Fingerprint) -> Fingerprint:

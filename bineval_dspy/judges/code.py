@@ -46,6 +46,15 @@ def make_code_router(mode: Mode = "strict") -> CodeRouter:
     return route
 
 
+def _own_check_hint(verifier: str, known: set[str]) -> str:
+    """An id in a group no known id has (``mine:`` of ``mine:no_emoji``) is most likely the user's own check, not
+    loaded: say how it loads."""
+    group = verifier.split(":", 1)[0] + ":"
+    if any(name.startswith(group) for name in known):
+        return ""
+    return "; a check of your own loads from its file with `verifier_files` (a FILE.py of @bineval_dspy.verifier functions)"
+
+
 def check_verifiers(checklist: Checklist, source: str) -> None:
     """Raise InputError naming the first question whose verifier id is unknown or whose kwargs it rejects."""
     known = set(known_instruction_ids())
@@ -54,7 +63,7 @@ def check_verifiers(checklist: Checklist, source: str) -> None:
             continue
         where = f"{source}: field 'questions.{index}.verifier'"
         if question.verifier not in known:
-            raise InputError(f"{where}: {unknown_id(question.verifier, 'verifier id')}")
+            raise InputError(f"{where}: {unknown_id(question.verifier, 'verifier id')}{_own_check_hint(question.verifier, known)}")
         try:
             build_check(question.verifier, question.verifier_kwargs, prompt="")
         except VerifierError as exc:

@@ -145,6 +145,7 @@ class JudgedSummary:
         self.empty_lines: list[int] = []
         self.worst: list[tuple[str, int]] = []  # (row id, else "line N"; failed questions), most failed first, input order on ties
         self.failed_by_question = {q.id: 0 for q in checklist.questions}
+        self.passed_by_question = {q.id: 0 for q in checklist.questions}  # rows that met it (an unanswered one did not)
         self.asked = 0  # verdicts the LM was asked for (not code-verified)
         self.causes: Counter[str] = Counter()  # why LM-asked verdicts are unanswered: the error's kind
         self.example_cause: dict[str, str] = {}  # one whole explanation of each kind
@@ -176,6 +177,7 @@ class JudgedSummary:
         misses = 0
         for q, v in join(self.checklist, card.verdicts):
             miss = failed(q, v)
+            self.passed_by_question[q.id] += v.answer != "unanswered" and not miss
             self.failed_by_question[q.id] += miss
             misses += miss
         if misses:
@@ -193,6 +195,22 @@ class JudgedSummary:
     def mean(self, dimension: str) -> float | None:
         """The mean score of ``dimension`` (or ``overall``) over the rows that have one."""
         return self.means[dimension].value
+
+    def below(self, score: float | None = None, question_rate: float | None = None) -> list[str]:
+        """Why the run is under its quality gates, one line each (none: it passes): the mean overall score under
+        ``score``, or a question passed by under ``question_rate`` of the rows. Failing closed: a row that did not
+        answer a question did not pass it, and a run with no scored row has no score to pass with."""
+        lines = []
+        if score is not None:
+            overall = self.mean("overall")
+            if overall is None or overall < score:
+                lines.append(f"overall score {'n/a' if overall is None else f'{overall:.3f}'} is under {score:g} (`fail_under`)")
+        if question_rate is not None and self.rows:
+            for q in self.checklist.questions:
+                rate = self.passed_by_question[q.id] / self.rows
+                if rate < question_rate:
+                    lines.append(f"question {q.id} passed by {self.passed_by_question[q.id]}/{self.rows} rows, under {question_rate:g} (`fail_under_question`): {q.text}")
+        return lines
 
     def most_failed_questions(self) -> list[tuple[Question, int]]:
         ranked = sorted(self.checklist.questions, key=lambda q: -self.failed_by_question[q.id])[:MOST_FAILED]

@@ -28,6 +28,7 @@ from dspy.clients.cache import Cache
 from dspy.utils.callback import BaseCallback
 
 from bineval_dspy.core.errors import redacted_value
+from bineval_dspy.lm.usage import cached_reply_tokens, report_cache_hit
 
 logger = logging.getLogger(__name__)
 _journal: ContextVar[Journal | None] = ContextVar("bineval_reply_journal", default=None)
@@ -108,6 +109,7 @@ class ReplyCache(Cache):
         value = super().get(request, ignored_args_for_cache_key)
         if value is not None:
             self._record(request, ignored_args_for_cache_key)
+            report_cache_hit(cached_reply_tokens(value))
         return value
 
     def read(self, key: str) -> Any:

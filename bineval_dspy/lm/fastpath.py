@@ -48,7 +48,7 @@ from bineval_dspy.lm.engine import EngineBase
 from bineval_dspy.lm.pool import ReplicaPool
 from bineval_dspy.lm.remote import FORMS, RemoteEngine, Retries, billed_tokens, carries_schema, on_io_loop, spelled
 from bineval_dspy.lm.stopping import OPEN_CALLS
-from bineval_dspy.lm.usage import CallTally
+from bineval_dspy.lm.usage import CallTally, cached_reply_tokens
 
 MAX_REPLY_BYTES = 8 << 20  # the longest reply body the fast path reads (a verdict with logprobs is a few kB)
 # lm15's HTTP reply, as its readers take it. Imported by name at run time: mypy, following the vendored package,
@@ -207,7 +207,7 @@ class FastLM:
         keys = template.keys(inputs) if self.lm.cache else ()
         cache: ReplyCache = dspy.cache
         if keys and (record := cache.read(keys[0])) is not None:
-            tally.count(self.model)
+            tally.hit(self.model, cached_reply_tokens(record))
             return Reply(self._output(record, template), keys)
         retries = Retries()
         try:

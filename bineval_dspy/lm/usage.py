@@ -26,6 +26,8 @@ class CallCounter(BaseCallback):
         self.by_model: Counter[str] = Counter()
         self.throttled = 0  # calls a server throttled (HTTP 429 or 503) at least once
         self.retried = 0  # calls sent again after a transient failure
+        self.hits = 0  # calls answered from the cache (``report_cache_hit``)
+        self.hit_tokens = 0  # what those replies billed when they were first made
         self._lock = threading.Lock()
 
     @property
@@ -50,6 +52,32 @@ class CallCounter(BaseCallback):
         with self._lock:
             return self.throttled, self.retried
 
+    def count_hit(self, tokens: int) -> None:
+        """Told by the cache when it answers a call (``report_cache_hit``)."""
+        with self._lock:
+            self.hits += 1
+            self.hit_tokens += tokens
+
+    def cache_hits(self) -> tuple[int, int]:
+        with self._lock:
+            return self.hits, self.hit_tokens
+
+
+def report_cache_hit(tokens: int) -> None:
+    """Count one call the cache answered in every ``measuring`` block around it, with the tokens its reply billed
+    when it was made (0 where the entry does not say): what a rerun without the cache would pay again."""
+    for callback in dspy.settings.callbacks or ():
+        if isinstance(callback, CallCounter):
+            callback.count_hit(tokens)
+
+
+def cached_reply_tokens(record: Any) -> int:
+    """The tokens a cached reply billed when it was made, where the entry keeps its usage (else 0)."""
+    usage = record.get("usage") if isinstance(record, dict) else None
+    if not isinstance(usage, dict):
+        return 0
+    return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+
 
 def report_retries(throttled: bool, retried: bool) -> None:
     """Count one finished call's throttling and retries in every ``measuring`` block around it (each has its
@@ -70,7 +98,10 @@ class Cost(BaseModel):
     ``--api-base``). A sum keeps the known dollars and the count of unpriced calls, so a total over priced and
     unpriced work says it is ``partial``; ``usd`` is None only when none of the calls has a price (unknown is never 0).
     ``throttled_calls`` counts the calls a server throttled (HTTP 429 or 503) at least once, ``retried_calls`` those
-    sent again after a transient failure (servers at ``--api-base``; ``bineval_dspy.lm.retry``).
+    sent again after a transient failure (servers at ``--api-base``; ``bineval_dspy.lm.retry``). ``cache_hits`` counts
+    the calls the disk cache answered (the rest were sent: the misses, which billed ``tokens``), ``cache_hit_tokens``
+    what those replies billed when first made: a rerun on the same cache pays for the misses only, one without it
+    pays for both.
     """
 
     lm_calls: int = 0
@@ -82,6 +113,13 @@ class Cost(BaseModel):
     unpriced_calls: int = 0
     throttled_calls: int = 0
     retried_calls: int = 0
+    cache_hits: int = 0
+    cache_hit_tokens: int = 0
+
+    @property
+    def cache_misses(self) -> int:
+        """The calls sent to the LM (not answered from the cache)."""
+        return self.lm_calls - self.cache_hits
 
     @model_validator(mode="after")
     def _canonical(self) -> Cost:
@@ -125,6 +163,8 @@ class Cost(BaseModel):
             unpriced_calls=self.unpriced_calls + other.unpriced_calls,
             throttled_calls=self.throttled_calls + other.throttled_calls,
             retried_calls=self.retried_calls + other.retried_calls,
+            cache_hits=self.cache_hits + other.cache_hits,
+            cache_hit_tokens=self.cache_hit_tokens + other.cache_hit_tokens,
         )
 
     def price_text(self) -> str:
@@ -143,6 +183,16 @@ class Cost(BaseModel):
         return (
             f"{self.lm_calls:,} LM call(s), {self.tokens:,} tokens ({self.prompt_tokens:,} prompt{cached}, "
             f"{self.completion_tokens:,} completion), {'price unknown' if unknown_price and not self.lm_calls else self.price_text()}{retries}"
+            f"{self.cache_text()}"
+        )
+
+    def cache_text(self) -> str:
+        """What the cache saved, for a reader deciding on a rerun: the calls it answered and sent, with their tokens."""
+        if not self.lm_calls:
+            return ""
+        return (
+            f"; cache: {self.cache_hits:,} hit(s) ({self.cache_hit_tokens:,} tokens not billed again), "
+            f"{self.cache_misses:,} miss(es) ({self.tokens:,} tokens billed)"
         )
 
 
@@ -172,15 +222,17 @@ class Measurement:
 def measuring(counter: CallCounter | None = None) -> Iterator[Measurement]:
     """Count the LM calls, tokens and dollars of the block (tokens as DSPy's usage tracker reports them)."""
     counter = counter or CallCounter()
-    before, retries_before = counter.snapshot(), counter.retries()
+    before, retries_before, hits_before = counter.snapshot(), counter.retries(), counter.cache_hits()
     measurement = Measurement()
     with dspy.context(callbacks=[*dspy.settings.callbacks, counter]), dspy.track_usage() as usage:
         try:
             yield measurement
         finally:
             throttled, retried = (now - then for now, then in zip(counter.retries(), retries_before))
+            hits, hit_tokens = (now - then for now, then in zip(counter.cache_hits(), hits_before))
             cost = _cost(counter.snapshot() - before, usage.get_total_tokens())
-            measurement.cost = cost.model_copy(update={"throttled_calls": throttled, "retried_calls": retried})
+            update = {"throttled_calls": throttled, "retried_calls": retried, "cache_hits": hits, "cache_hit_tokens": hit_tokens}
+            measurement.cost = cost.model_copy(update=update)
 
 
 class CallTally:
@@ -192,15 +244,23 @@ class CallTally:
         self.calls: Counter[str] = Counter()
         self.usage = UsageTracker()
         self.throttled = self.retried = 0
+        self.hits = self.hit_tokens = 0
+
+    def hit(self, model: str, tokens: int) -> None:
+        """One call on ``model`` the cache answered; ``tokens``: what its reply billed when it was made."""
+        self.calls[model] += 1
+        self.hits += 1
+        self.hit_tokens += tokens
 
     def count(self, model: str, usage: dict[str, Any] | None = None) -> None:
-        """One call on ``model``; ``usage``: what its reply billed (None: a cache hit, or no reply)."""
+        """One call on ``model`` sent to it; ``usage``: what its reply billed (None: no reply)."""
         self.calls[model] += 1
         if usage:
             self.usage.add_usage(model, usage)
 
     def cost(self) -> Cost:
-        return _cost(self.calls, self.usage.get_total_tokens()).model_copy(update={"throttled_calls": self.throttled, "retried_calls": self.retried})
+        update = {"throttled_calls": self.throttled, "retried_calls": self.retried, "cache_hits": self.hits, "cache_hit_tokens": self.hit_tokens}
+        return _cost(self.calls, self.usage.get_total_tokens()).model_copy(update=update)
 
 
 def measured(work: Callable[[], T], counter: CallCounter | None = None) -> tuple[T, Cost]:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
-from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, digest, file_digest
+from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, check_resumable, digest, file_digest
 from bineval_dspy.core.jsonio import check_output_path, load_model, read_jsonl
 from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, JudgeFields, JudgeOptions, JudgeSpec, Question
@@ -27,6 +27,7 @@ from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.retry import fast_path_default
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
+from bineval_dspy.runs.header import note_degenerate
 from bineval_dspy.runs.spec import RunSpec
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
@@ -138,9 +139,9 @@ def run_file(config: JudgeFile) -> JudgedFile:
     from bineval_dspy.programs.state import program_path
 
     checklist = load_model(config.checklist, Checklist)
-    check_verifiers(checklist, str(config.checklist))
     fields = data_fields(config)
-    _count_rows(config.data, config.limit, fields)  # every row checked before the LM loads
+    _count_rows(config.data, config.limit, fields)  # every row checked before the LM loads, and before the checklist's ids
+    check_verifiers(checklist, str(config.checklist))
     target = _batch_target(config) if config.batch else None
     check_output_path(config.output, config.data, config.checklist, *([program_path(config.program)] if config.program else []))
     if config.ray is not None and config.batch:
@@ -160,6 +161,7 @@ def run_file(config: JudgeFile) -> JudgedFile:
     judged = JudgedFile(JudgedSummary(checklist, NO_P_YES), lm.model, done.todo, done.written, done.spent, done.stopped)
     for _, line in run.log().read():
         judged.summary.add(line.result, line.row.get("id"))
+    note_degenerate(config.output, judged.summary.degenerate)
     return judged
 
 
@@ -290,6 +292,9 @@ def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
     spec = config.lm.spec
     judge = file_judge(config, spec)
     count, exact = token_counter(spec)
+    if not config.overwrite:  # the rows it would keep are no plan when the run refuses them (the LM's part is checked then)
+        known = {"data": file_digest(config.data), "checklist": digest(checklist.model_dump_json()), "fields": " -> ".join(fields)}
+        check_resumable(config.output, known, defaults={"fields": JudgeFingerprint.model_fields["fields"].default})
     kept = {int(line) for line in judged_rows(config.output).finished_keys()} if not config.overwrite else set()
     asked = [q for q in checklist.questions if q.verifier is None]
     predictor = judge.named_predictors()[0][1]

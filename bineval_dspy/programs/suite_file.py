@@ -4,7 +4,7 @@ kept; the others are generated and appended as they finish."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -13,7 +13,7 @@ from pydantic import Field
 
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import digest, file_digest
+from bineval_dspy.core.fingerprint import check_resumable, digest, file_digest
 from bineval_dspy.core.jsonio import check_output_path, read_text
 from bineval_dspy.core.settings import unrecorded
 from bineval_dspy.enforce.plan import Source
@@ -207,9 +207,8 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
         generated_log(out).finished_keys()  # a malformed output file is reported before any LM is loaded
     setup = generation_setup(config, program)
     meter = BudgetMeter.for_models(config.budget, [setup.lm.model])
-    suite = file_digest(config.suite) if config.suite.suffix != ".toml" else digest("".join(row.model_dump_json() for row in rows))
     settings = generation_fingerprint(
-        program, setup.lm, suite, refine=config.refine, best_of=config.best_of, stop_at_pass=config.stop_at_pass, judge=setup.judge
+        program, setup.lm, _suite_digest(config, rows), refine=config.refine, best_of=config.best_of, stop_at_pass=config.stop_at_pass, judge=setup.judge
     )
     worker = (GenerateWorker, (config.model_dump_json(), user_verifier_files()))
     run = GenerateRun(rows, out, settings, lambda todo, meter: setup.generated(list(todo), meter=meter), worker)
@@ -234,6 +233,11 @@ class GenerateWorker:
         return list(self.setup.generated(rows, show=False))
 
 
+def _suite_digest(config: GenerateSuite, rows: Sequence[SuiteRow]) -> str:
+    """What a generation's fingerprint records of its rows: the suite file's bytes, or a template's filled rows."""
+    return file_digest(config.suite) if config.suite.suffix != ".toml" else digest("".join(row.model_dump_json() for row in rows))
+
+
 def plan_suite(config: GenerateSuite) -> Plan:
     """The LM work of the rows a run would generate (finished rows of earlier output are kept): one response each;
     with STICK also the TICK writer, every sample's and rewrite's judging and the rewrites, counted at most and
@@ -242,6 +246,10 @@ def plan_suite(config: GenerateSuite) -> Plan:
 
     rows, program = _checked(config)
     count, exact = token_counter(config.lm.spec)
+    if not config.overwrite:  # the rows it would keep are no plan when the run refuses them (the LM's part is checked then)
+        known = {"suite": _suite_digest(config, rows), "instructions": digest(program.generate.signature.instructions), "max_tokens": str(program.max_tokens),
+                 "refine": str(config.refine), "best_of": str(config.best_of)}  # fmt: skip
+        check_resumable(config.output, known)
     kept = generated_log(config.output).finished_keys() if not config.overwrite else set()
     todo = [row for row in rows if str(row.key) not in kept]
     prompts = [message_tokens(count, formatted(program.generate, program.adapter, {"prompt": row.prompt})) for row in todo]

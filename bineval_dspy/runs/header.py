@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bineval_dspy.core.degenerate import Degenerate
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.lm.usage import Cost
 
@@ -32,6 +33,9 @@ class RunHeader(BaseModel):
     status: Status = "running"
     usage: Cost = Field(default_factory=Cost)  # what the runs on this log spent, summed over resumes
     fingerprint: dict[str, str] = Field(default_factory=dict)  # the settings that made the records (core.fingerprint)
+    # the records' LM verdicts fail the degenerate-judge rule (core.degenerate): kept with the log, so a reader of the
+    # header alone (CI, a later `show`) sees that the scores say little, not only the terminal that ran it
+    degenerate: Degenerate | None = None
 
 
 def header_path(out: Path) -> Path:
@@ -46,4 +50,13 @@ def read_header(out: Path) -> RunHeader | None:
 
 
 def write_header(out: Path, header: RunHeader) -> None:
-    write_text_atomic(header_path(out), header.model_dump_json(indent=2))
+    unset = {"degenerate"} if header.degenerate is None else None  # a header without the flag reads as before it existed
+    write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset))
+
+
+def note_degenerate(out: Path, degenerate: Degenerate | None) -> None:
+    """Record in the header of the log ``out`` whether its records' LM verdicts are degenerate, as the whole log now
+    reads (a resume that makes them informative clears it)."""
+    header = read_header(out)
+    if header is not None and header.degenerate != degenerate:
+        write_header(out, header.model_copy(update={"degenerate": degenerate}))

@@ -25,7 +25,7 @@ from tests.tune.fakes import fake_runner
 
 PRICED = "openai/gpt-4o-mini"
 USAGE = Usage(input_tokens=100, output_tokens=10)
-BLOCK = {"lm_calls", "tokens", "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "usd", "unpriced_calls", "throttled_calls", "retried_calls"}
+BLOCK = {"lm_calls", "tokens", "prompt_tokens", "completion_tokens", "cached_prompt_tokens", "usd", "unpriced_calls", "throttled_calls", "retried_calls", "cache_hits", "cache_hit_tokens"}
 
 
 def per_call_usd() -> float:

@@ -49,6 +49,7 @@ class Vocabulary:
         # they would take its tokens while its text stays empty
         self.silent = np.fromiter((not b for b in self.raw), dtype=bool, count=len(self.raw))
         self.new_word = np.fromiter((bool(re.match(r"\s+\w", p)) for p in self.pieces), dtype=bool, count=len(self.pieces))
+        self.blank = np.fromiter((bool(p) and p.isspace() for p in self.pieces), dtype=bool, count=len(self.pieces))
         self.end_mark = np.fromiter((bool(re.fullmatch(r"[.!?]\s*", p)) for p in self.pieces), dtype=bool, count=len(self.pieces))
 
     def banned(self, steering: Steering) -> np.ndarray:
@@ -159,7 +160,10 @@ class Steerer:
             deficit = self.s.min_sentences - len(split_sentences_punkt(self.text + " " + self._closing_words()))
             if deficit > 0 and self.limit - self.tokens <= 3 * deficit + 4:  # few tokens left: a word, then its end
                 ended = not self.text.strip() or bool(_SENTENCE_END.search(self.text)) or self.text[-1].isspace()
-                out[~(self.vocab.new_word if ended else self.vocab.end_mark)] = -np.inf
+                allowed = self.vocab.new_word if ended else self.vocab.end_mark
+                if ended and self.text[-1:].strip():  # or a line break first, where a rule wants words on lines
+                    allowed = allowed | self.vocab.blank
+                out[~allowed] = -np.inf
         for rule in self.rules:
             rule.mask(out, self)
         if not self.may_end():

@@ -247,3 +247,35 @@ def test_conjunctions_force_capitalised_forms_only_past_seven():
     assert "And" in LeastConjunctions(count=9).forced_texts()[0]
     text = "and but for nor or so yet"
     assert build_check("count:conjunctions", {"small_n": 9})(LeastConjunctions(count=9).finish(text)).passed
+
+
+@pytest.mark.parametrize(
+    "constraints",
+    [
+        [("format:list", {"sep": "-"}), ("count:numbers", {"N": 3})],
+        [("format:sub-bullets", {}), ("ratio:stop_words", {"percentage": 40})],
+        [("format:line_indent", {}), ("count:person_names", {"N": 2})],
+        [("words:vowel", {}), ("count:numbers", {"N": 3})],
+        [("format:line_indent", {}), ("count:words_japanese", {"N": 3})],
+    ],
+)
+def test_a_budget_sits_beside_rules_its_forced_text_does_not_break(constraints):
+    plan = compile_plan(constraints, "a prompt", "annotated")
+    assert [d.status for d in plan.decisions] == ["enforced", "enforced"], plan.decisions
+
+
+@pytest.mark.parametrize(
+    ("constraints", "reason"),
+    [
+        ([("words:last_first", {}), ("count:numbers", {"N": 3})], "opens a sentence"),
+        ([("words:last_first", {}), ("count:punctuation", {})], "opens a sentence"),
+        ([("words:keywords_specific_position", {"keyword": "giggle", "n": 2, "m": 3}), ("count:pronouns", {"N": 4})], "before the place"),
+        ([("words:last_first", {}), ("ratio:sentence_type", {})], "opens a sentence"),
+        ([("format:list", {"sep": "-"}), ("count:words_japanese", {"N": 3})], "forces words"),
+    ],
+)
+def test_a_budget_refuses_the_rules_its_forced_clause_breaks(constraints, reason):
+    plan = compile_plan(constraints, "a prompt", "annotated")
+    statuses = [d.status for d in plan.decisions]
+    assert statuses == ["enforced", "conflict"], plan.decisions
+    assert reason in plan.decisions[1].reason

@@ -206,3 +206,28 @@ def test_the_steering_codes_digest_covers_the_rule_kinds(monkeypatch: pytest.Mon
         assert steering.code_digest() != before
     finally:
         steering.code_digest.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("constraints", "reason"),
+    [
+        ([("sentence:keyword", {"word": "cactiform", "N": 2.0}), ("format:newline", {})], "sentences puts several words"),
+        ([("custom:sentence_alphabet", {}), ("format:no_whitespace", {})], "need whitespace between them"),
+        ([("words:last_first", {}), ("format:no_bullets_bullets", {})], "no chained word"),
+    ],
+)
+def test_line_rules_refuse_the_sentence_rules_they_break(constraints, reason):
+    plan = compile_plan(constraints, "p", "annotated")
+    assert [d.status for d in plan.decisions] == ["enforced", "conflict"], plan.decisions
+    assert reason in plan.decisions[1].reason
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_sentence_floor_is_met_one_word_a_line(seed: int):
+    constraints = [("format:newline", {}), ("length_constraints:number_sentences", {"num_sentences": 6, "relation": "at least"})]
+    plan = compile_plan(constraints, "p", "annotated")
+    assert [d.status for d in plan.decisions] == ["enforced", "enforced"]
+    text = drive(plan.steering, seed, sample=bool(seed % 2))
+    for instruction_id, kwargs in constraints:
+        finding = build_check(instruction_id, kwargs, "p")(text)
+        assert finding.passed, (instruction_id, finding.detail, text)

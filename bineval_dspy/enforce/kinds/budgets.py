@@ -182,9 +182,8 @@ class _Fill(RuleKind):
             return f"{self.name} writes the missing items at the end, past a length ceiling"
         if steering.choice or steering.json_value:
             return f"{self.name} cannot add its items to a fixed phrase or a JSON value"
-        foreign = [rule.kind for rule in steering.rules if rule.kind not in FILL_KINDS]
-        if foreign:
-            return f"{self.name}'s forced items are not checked against the {foreign[0]} rule"
+        if clash := next((rule.kind for rule in steering.rules if rule.kind in CLAUSE_BREAKERS), None):
+            return f"{self.name}'s forced clause {CLAUSE_BREAKERS[clash]}"
         if self.adds_stop_words and any(rule.kind == StopWordShare.name for rule in steering.rules):
             return f"{self.name} forces stop words, which the stop-word share refuses"
         return ""
@@ -442,15 +441,10 @@ def _whole_stop_word(piece: str) -> bool:
     return bool(re.fullmatch(r"\s+\w+", piece)) and piece.strip().lower() in STOP_WORDS
 
 
-FILL_KINDS: Final = frozenset(
-    {
-        ExactNumbers.name,
-        ExactKeywords.name,
-        LeastConjunctions.name,
-        LeastPronouns.name,
-        LeastNames.name,
-        LeastDifferentWords.name,
-        StopWordShare.name,
-        "all-marks",
-    }
-)
+# Rules the forced clause (' word word word.', a sentence of its own at the end) breaks, and how. Every other rule
+# sees the clause through ``forced_texts`` (the word rules test its words, line rules its whitespace, the sentences
+# rule refuses forced text inside its sentences).
+CLAUSE_BREAKERS: Final = {
+    "sentence-chain": "opens a sentence with its own word, not the last word of the sentence before",
+    "keyword-at": "adds words and sentences before the place the keyword rule counts to",
+}

@@ -109,12 +109,14 @@ class WordPerLine(RuleKind):
             return f"{self.name}: a structure, title, postscript or end phrase puts several words on a line"
         if steering.min_words:
             return f"{self.name}: a floor on words is met with new words, and a line's second word is refused"
-        one_line = {"prose-then-bullets", "thesis", "sentence-emoji"}  # they keep text on a line, or add a word to it
+        # they keep text on a line, or add a word to it ("sentences" forces its words after a space)
+        one_line = {"prose-then-bullets", "thesis", "sentence-emoji", "sentences"}
         if clash := next((r.kind for r in steering.rules if r.kind in one_line), None):
             return f"{self.name}: {clash} puts several words on a line"
         for text in others_forced(steering, self):
             lines = [delete_ascii_punctuation(line) for line in text.split("\n")]
-            if any(len(line.split()) > 1 for line in lines) or (lines[-1].strip() and lines[-1][-1:].isspace()):
+            spaced = text[:1] in " \t" and bool(lines[0].strip())  # a word forced after a space, beside the line's
+            if spaced or any(len(line.split()) > 1 for line in lines) or (lines[-1].strip() and lines[-1][-1:].isspace()):
                 return f"{self.name}: the forced text {text[:40]!r} puts several words on a line"
         return shared_conflict(self, steering, lines=False)
 
@@ -148,6 +150,8 @@ class NoWhitespace(RuleKind):
             return f"{self.name}: several words or sentences need whitespace between them"
         if any(any(c.isspace() for c in t) for t in others_forced(steering, self)):
             return f"{self.name}: other forced text holds whitespace"
+        if any(rule.kind == "sentences" for rule in steering.rules):
+            return f"{self.name}: the sentences rule counts sentences, which need whitespace between them"
         return shared_conflict(self, steering, lines=False)
 
 
@@ -340,6 +344,8 @@ class ProseThenBullets(_Lines):
             return f"{self.name}: a ceiling could end the reply before its bullets"
         if steering.min_sentences > self.sentences:
             return f"{self.name}: its bullets end the prose before the floor on sentences is met"
+        if any(rule.kind == "sentence-chain" for rule in steering.rules):
+            return f"{self.name}: its forced sentence end and '*' would open a sentence with no chained word"
         return super().conflict(steering)
 
     def allows(self, reply: Reply, piece: str) -> bool:

@@ -12,7 +12,7 @@ from typing import ClassVar, Final
 from pydantic import Field, PrivateAttr
 
 from bineval_dspy.core.text import split_sentences_punkt, trim_punctuation
-from bineval_dspy.enforce.kinds.budgets import FILL_WORDS, _Fill, _others_forced
+from bineval_dspy.enforce.kinds.budgets import CLAUSE_BREAKERS, FILL_WORDS, _Fill, _others_forced
 from bineval_dspy.enforce.rules import Reply, RuleKind, rule_kind
 from bineval_dspy.enforce.runtime import END
 from bineval_dspy.enforce.steering import HOW, Steering
@@ -111,8 +111,8 @@ class SentenceMarks(RuleKind):
             return "the forced closing sentences may pass a length ceiling"
         if steering.closing or steering.json_value or steering.choice:
             return "the reply's last sentence must end in its mark, not in closing text or a fixed form"
-        if others := [rule.kind for rule in steering.rules if rule.kind != self.name]:
-            return f"the forced closing sentences are not checked against the {others[0]} rule"
+        if clash := next((rule.kind for rule in steering.rules if rule.kind in CLAUSE_BREAKERS), None):
+            return f"the forced closing sentence {CLAUSE_BREAKERS[clash]}"
         return ""
 
 
@@ -186,10 +186,8 @@ class EveryNthJapanese(RuleKind):
     def conflict(self, steering: Steering) -> str:
         if steering.json_value:
             return "a Japanese character forced into a JSON value may break its grammar"
-        if any(c.isalnum() for t in _others_forced(steering, self.name) for c in t):
+        if any(t.split() for t in _others_forced(steering, self.name)):  # '*' or '"' alone is a word too
             return "another constraint forces words whose positions the Japanese words are not counted among"
-        if others := [rule.kind for rule in steering.rules if rule.kind != self.name]:
-            return f"the {others[0]} rule may write words the Japanese positions do not see"
         return ""
 
 

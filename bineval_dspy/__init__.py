@@ -7,6 +7,12 @@ Any module of the library imports this package first, so the setting below prece
 when offline, and prices that change between runs). The map bundled with the installed LiteLLM is used instead;
 export LITELLM_LOCAL_MODEL_COST_MAP=False to let LiteLLM fetch. Our own prices (``bineval_dspy.lm.prices``)
 always come from the bundled file.
+
+For the same reason the package chooses passive waiting for llama.cpp's OpenMP workers (``OMP_WAIT_POLICY``, read
+once, when llama.cpp's library loads): they spin while waiting by default, and on a busy 2-core machine that starves
+every other process and this one. It must precede the first ``import llama_cpp`` wherever that happens (an
+experiment's plan counts tokens with the model's tokenizer before any engine exists; loaded spinning, that run
+decoded about 10x slower). Export OMP_WAIT_POLICY to choose otherwise.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 __version__ = "0.2.0"
 

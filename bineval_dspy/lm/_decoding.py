@@ -5,16 +5,13 @@ both decode alike; and the llama.cpp buffers the engine owns."""
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
+import llama_cpp
 import numpy as np
 from dspy.lm15 import Config, TokenLogprob, TopLogprob
 
 from bineval_dspy.enforce.runtime import END, Steerer
-
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # before llama.cpp loads (see llama_engine)
-import llama_cpp
 
 MAX_TOKENS = 256  # a reply's token limit when a request names none
 

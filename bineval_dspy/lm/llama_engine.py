@@ -27,7 +27,6 @@ from __future__ import annotations
 import atexit
 import ctypes
 import json
-import os
 import threading
 import time
 import weakref
@@ -36,13 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import llama_cpp  # its OpenMP workers wait passively: the package chose it before any import (``bineval_dspy``)
 import numpy as np
 from dspy.lm15 import Message, Request, Response, Usage
-
-# llama.cpp's OpenMP workers spin while waiting by default; on a busy 2-core machine that starves every
-# other process (and this one). Passive waiting must be chosen before the library loads.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-import llama_cpp
 
 from bineval_dspy.core.cores import usable_cores
 from bineval_dspy.core.quiet import quiet

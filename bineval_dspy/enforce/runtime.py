@@ -252,7 +252,12 @@ class Steerer:
         s = self.s
         if s.min_words and self._words() + self._words_closing < s.min_words:
             return False
-        return not (s.min_sentences and len(split_sentences_punkt(self.text + " " + self._closing_words())) < s.min_sentences)
+        if not s.min_sentences:
+            return True
+        text = self.text + " " + self._closing_words()
+        if sum(map(text.count, ".?!")) + 1 < s.min_sentences:  # Punkt breaks only after . ? !: short of the floor
+            return False  # without the whole reply split every step
+        return len(split_sentences_punkt(text)) >= s.min_sentences
 
     def _unit_has_text(self, words: int) -> bool:
         return len(word_runs(self.text[self.unit_at :])) >= words

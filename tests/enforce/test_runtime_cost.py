@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from bineval_dspy.core.text import word_runs
+from bineval_dspy.core.text import split_sentences_punkt, word_runs
 from bineval_dspy.enforce.runtime import Steerer, Vocabulary
 from bineval_dspy.enforce.steering import Steering
 
@@ -47,3 +47,14 @@ def test_the_word_count_kept_across_steps_equals_counting_the_whole_text():
             steerer.text = steerer.text[: len(steerer.text) // 2] + "-"
         steerer.text += rng.choice(PIECES[1:])
         assert steerer._words() == len(word_runs(steerer.text)), repr(steerer.text)
+
+
+def test_the_sentence_floor_decided_without_punkt_when_too_few_marks_agrees_with_punkt():
+    rng = random.Random(3)
+    pieces = [" Mr.", " Smith", " said", " it", ".", "!", "?", " e.g.", " Yes", "\n", " 3.5", " ok"]
+    for floor in (1, 2, 3, 5):
+        steerer = Steerer(Steering(min_sentences=floor), VOCAB, 400)
+        for _ in range(120):
+            steerer.text += rng.choice(pieces)
+            punkt = len(split_sentences_punkt(steerer.text + " " + steerer._closing_words())) >= floor
+            assert steerer._floors_met() == punkt, repr(steerer.text)

@@ -123,3 +123,29 @@ def test_a_keyword_at_a_word_of_a_sentence():
     placed = fresh(rule)
     assert placed.after(_Reply("One. Two three", limit=100, tokens=4), " three") == " giggle"
     assert not placed.allows(_Reply("One. Two three giggle"), "s") and placed.may_end(_Reply("One. Two three giggle"))
+
+
+def test_a_keyword_counts_marks_run_together_as_one_sentence_end():
+    # Punkt cuts "eel?!" after the "?" but reads "eel?! Then" as one sentence: the run is one end, not two
+    rule = KeywordAt(keyword="giggle", sentence=2, word=2)
+    assert rule.allows(_Reply("One eel?"), "!") and rule.allows(_Reply("One eel?!"), " Two")  # the 2nd sentence
+    assert rule.after(_Reply("One eel?! Two", limit=100, tokens=6), " Two") == " giggle"
+
+
+def test_word_links_name_the_rules_they_cannot_live_with():
+    from bineval_dspy.enforce.kinds.forced import SentenceEmoji
+    from bineval_dspy.enforce.kinds.layout import WordPerLine
+    from bineval_dspy.enforce.kinds.sentences import SentencePlan
+
+    with pytest.raises(Conflict, match="chain does not link"):
+        merge(Steering(rules=rules(SentenceChain())), Steering(rules=rules(SentenceEmoji())))
+    with pytest.raises(Conflict, match="on the line of the word before it"):
+        merge(Steering(rules=rules(KeywordAt(keyword="giggle", sentence=2, word=3))), Steering(rules=rules(WordPerLine())))
+    with pytest.raises(Conflict, match="closing mark"):
+        merge(Steering(rules=rules(Palindromes(count=2, least=5))), Steering(rules=rules(SentenceEmoji())))
+    with pytest.raises(Conflict, match="plans the sentences"):
+        merge(Steering(rules=rules(LineEcho())), Steering(rules=rules(SentencePlan(step=2))))
+    with pytest.raises(Conflict, match="picks words"):
+        merge(Steering(rules=rules(words("prime_length"))), Steering(rules=rules(SentencePlan(step=2))))
+    with pytest.raises(Conflict, match="begin with given letters"):
+        merge(Steering(rules=rules(VowelKinds(most=2))), Steering(rules=rules(SentencePlan(initials="abc"))))

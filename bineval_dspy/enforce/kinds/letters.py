@@ -71,6 +71,8 @@ class VowelKinds(RuleKind):
         late += [steering.closing, steering.postscript, steering.end_phrase, *steering.choice]
         if steering.structure is not None:
             late += [steering.structure.marker, steering.structure.first_word]
+        if any(rule.kind == "sentences" and rule.params.get("initials") for rule in steering.rules):
+            return "sentences that must begin with given letters may need more kinds of vowel"
         for text in late:
             if vowel_bits(text) & ~early:
                 return f"the forced text {text[:40]!r} may bring a kind of vowel beyond {self.most}"

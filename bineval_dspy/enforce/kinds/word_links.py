@@ -43,6 +43,8 @@ class LineEcho(RuleKind):
             return "a word repeated at a line's end breaks a rule on neighbouring words"
         if any(rule.kind != self.name and rule.build().how == "forced" for rule in steering.rules):
             return "text forced mid-line may fix a line's first word where no last word can match it"
+        if any(rule.build().how == "automaton" for rule in steering.rules):
+            return "a rule that plans the sentences or lines ends them where the line's first word cannot be echoed"
         return ""
 
     @staticmethod
@@ -110,6 +112,13 @@ class SentenceChain(RuleKind):
             return "a unit's forced first words begin a sentence"
         if _stateful_words(steering):
             return "a word repeated at a sentence's start breaks a rule on neighbouring words"
+        if structure is not None or steering.title or steering.opening:
+            return "forced units, titles or openings begin sentences with words the chain does not link"
+        others = [rule.kind for rule in steering.rules if rule.kind != self.name and rule.build().how in ("forced", "automaton")]
+        if others:
+            return f"the rule {others[0]} writes words at sentences' ends or starts that the chain does not link"
+        if any(rule.kind == "word-per-line" for rule in steering.rules):
+            return "the word repeated at a sentence's start would share a line with the mark before it"
         return ""
 
     @staticmethod
@@ -160,6 +169,20 @@ class SentenceChain(RuleKind):
         return forced
 
 
+def _settled(region: str) -> tuple[int, int]:
+    """How many sentences of ``region`` have ended for good, and where the current one begins. A last "sentence"
+    of marks alone is not one yet: Punkt cuts "eel?!" after the "?" but reads "eel?! Then" as one sentence."""
+    sentences = split_sentences_punkt(region)
+    if len(sentences) > 1 and not any(c.isalnum() for c in sentences[-1]):
+        sentences.pop()
+    starts, at = [], 0
+    for sentence in sentences:
+        at = region.find(sentence, at)
+        starts.append(at)
+        at += len(sentence)
+    return max(len(sentences) - 1, 0), starts[-1] if starts else 0
+
+
 @rule_kind
 class KeywordAt(RuleKind):
     """``keyword`` is word ``word`` of sentence ``sentence`` (words: tokens with a letter or digit, as the check
@@ -194,6 +217,8 @@ class KeywordAt(RuleKind):
             return "a structure or postscript may end the reply before that sentence"
         if any(rule.kind == "sentence-chain" for rule in steering.rules):
             return "the sentences' first words are forced by another rule"
+        if any(rule.kind in ("word-per-line", "no-whitespace") for rule in steering.rules):
+            return "the keyword is written after a space, on the line of the word before it"
         if steering.lead:
             return "the forced lead's words and sentences come first"
         if self.sentence == 1 and self.word == 1 and (steering.opening or steering.title):
@@ -204,11 +229,10 @@ class KeywordAt(RuleKind):
         """The current sentence, its start and index brought up to date."""
         region = text[self._at :]
         if _ENDS.search(region):
-            sentences = split_sentences_punkt(region)
-            if len(sentences) > 1:
-                self._index += len(sentences) - 1
-                self._at = text.rfind(sentences[-1])
-                region = text[self._at :]
+            ended, start = _settled(region)
+            self._index += ended
+            self._at += start
+            region = region[start:]
         return region
 
     @staticmethod
@@ -221,8 +245,8 @@ class KeywordAt(RuleKind):
         region = self._sync(reply.text)
         index, current = self._index, region + piece
         if _ENDS.search(region[-4:] + piece):
-            sentences = split_sentences_punkt(current)
-            index, current = index + len(sentences) - 1, sentences[-1] if sentences else current
+            ended, start = _settled(current)
+            index, current = index + ended, current[start:]
         if index != self.sentence - 1:
             return index < self.sentence - 1
         if _ENDS.search(piece):

@@ -69,6 +69,8 @@ class LeadWord(RuleKind):
         return [self.then] if self.then else []
 
     def conflict(self, steering: Any) -> str:
+        if self.then and any(rule.kind == "word-per-line" for rule in steering.rules):
+            return "the word forced after the first one is written on its line"
         return _before_first_word(steering, self.name)
 
     def _check(self, text: str) -> bool | None:
@@ -189,6 +191,8 @@ class Palindromes(RuleKind):
     def conflict(self, steering: Any) -> str:
         if steering.max_words is not None or steering.choice or steering.json_value:
             return "the palindromes written at the end need room for words"
+        if any(rule.kind in ("sentence-emoji", "sentence-mark") for rule in steering.rules):
+            return "the palindromes written after the last sentence leave it without its closing mark"
         return ""
 
     def combine(self, other: RuleKind) -> RuleKind:

@@ -279,6 +279,8 @@ class Words(RuleKind):
                 tokens = [w for t in text.split() if (w := predicate.form(t))]
                 if tokens and (predicate.stateful or not all(predicate.holds(w, predicate.start()) for w in tokens)):
                     return f"the forced text {text[:40]!r} breaks the word rule {predicate.name}"
+        if planned := [r.kind for r in steering.rules if r.build().how == "automaton"]:
+            return f"the rule {planned[0]} picks words (a sentence's first, a bullet's) that need not keep the word rule"
         if steering.json_value:
             return f"a JSON reply's words cannot all keep {', '.join(p.name for p in self.predicates)}"
         return ""

@@ -267,10 +267,10 @@ def test_a_budget_sits_beside_rules_its_forced_text_does_not_break(constraints):
 @pytest.mark.parametrize(
     ("constraints", "reason"),
     [
-        ([("words:last_first", {}), ("count:numbers", {"N": 3})], "opens a sentence"),
-        ([("words:last_first", {}), ("count:punctuation", {})], "opens a sentence"),
+        ([("words:last_first", {}), ("count:numbers", {"N": 3})], "the chain does not link"),  # the chain names it first
+        ([("words:last_first", {}), ("count:punctuation", {})], "the chain does not link"),  # the chain names it first
         ([("words:keywords_specific_position", {"keyword": "giggle", "n": 2, "m": 3}), ("count:pronouns", {"N": 4})], "before the place"),
-        ([("words:last_first", {}), ("ratio:sentence_type", {})], "opens a sentence"),
+        ([("words:last_first", {}), ("ratio:sentence_type", {})], "the chain does not link"),  # the chain names it first
         ([("format:list", {"sep": "-"}), ("count:words_japanese", {"N": 3})], "forces words"),
     ],
 )

@@ -213,7 +213,7 @@ def test_the_steering_codes_digest_covers_the_rule_kinds(monkeypatch: pytest.Mon
     [
         ([("sentence:keyword", {"word": "cactiform", "N": 2.0}), ("format:newline", {})], "sentences puts several words"),
         ([("custom:sentence_alphabet", {}), ("format:no_whitespace", {})], "need whitespace between them"),
-        ([("words:last_first", {}), ("format:no_bullets_bullets", {})], "no chained word"),
+        ([("words:last_first", {}), ("format:no_bullets_bullets", {})], "the chain does not link"),  # the chain names it first
     ],
 )
 def test_line_rules_refuse_the_sentence_rules_they_break(constraints, reason):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from bineval_dspy.cli.options import count
 from bineval_dspy.core.console import console, results_on_stdout, shown
-from bineval_dspy.core.errors import ExitCode
+from bineval_dspy.core.errors import ExitCode, InputError
 
 PLAIN = {"markup": False, "highlight": False}  # keys, paths and questions are data: a "[b]" in one is shown as written
 
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 def cmd_compare(args: argparse.Namespace) -> int:
     from bineval_dspy.report.compare import compare_paths
 
+    if args.fail_on_regression and args.resamples == 0:  # no interval: the gate could never say "regression"
+        raise InputError("--fail-on-regression reads the bootstrap interval; --resamples 0 draws none (give 1000, the default)")
     comparison = compare_paths(Path(args.base), Path(args.new), resamples=args.resamples, seed=args.seed)
     with results_on_stdout():  # the comparison is the command's result: `bineval compare A B > diff.txt` keeps it
         _print(comparison, args.most)

@@ -112,7 +112,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
     below = summary.below(args.fail_under, args.fail_under_question)
     for line in below:
         console.print(f"under the gate: {line}", style="red", soft_wrap=True)
-    if below:
+    if below:  # with unanswered rows, why they are unanswered too; a dead LM is its own exit, no quality verdict
+        if summary.incomplete and _incomplete(summary) == ExitCode.LM_FAILURE:
+            return ExitCode.LM_FAILURE
         return ExitCode.BELOW_GATE
     if summary.incomplete:
         return _incomplete(summary)

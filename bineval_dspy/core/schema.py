@@ -272,6 +272,22 @@ class Scorecard(BaseModel):
     verdicts: list[Verdict]
     judge: JudgeSpec | None = None
 
+    @field_validator("overall")
+    @classmethod
+    def _a_share(cls, value: float | None) -> float | None:
+        """A score is a weighted fraction: NaN, infinity or a number outside [0, 1] is an edited or corrupt card,
+        refused where it is read (a NaN was read as "no difference", so it passed `compare --fail-on-regression`)."""
+        if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise ValueError(f"a score is a fraction from 0 to 1, not {value!r}")
+        return value
+
+    @field_validator("dimension_scores")
+    @classmethod
+    def _shares(cls, value: dict[str, float | None]) -> dict[str, float | None]:
+        for score in value.values():
+            cls._a_share(score)
+        return value
+
     @property
     def complete(self) -> bool:
         """Every question answered: the only kind of card a default score rests on."""

@@ -66,10 +66,11 @@ class Vocabulary:
         key = (steering.case, steering.banned, units, dividers, tuple(rule.model_dump_json() for rule in static))
         if key not in self._masks:
             tests: list[Callable[[str], bool]] = []
+            # a title-case letter ("ǅ") is neither case to ``str.islower``/``str.isupper``: both masks refuse it
             if steering.case == "lower":
-                tests.append(lambda p: any(c.isupper() for c in p))
+                tests.append(lambda p: any(c.isupper() or c.istitle() for c in p))
             if steering.case == "upper":
-                tests.append(lambda p: any(c.islower() for c in p))
+                tests.append(lambda p: any(c.islower() or (c.istitle() and not c.isupper()) for c in p))
             if steering.banned:
                 tests.append(lambda p: any(b in p for b in steering.banned))
             if units:  # a line's own text comes after its forced marker, never inside a newline's token
@@ -241,8 +242,8 @@ class Steerer:
             return False  # the phrase ends the reply itself (``accepted``)
         if self.phase == "title" and not self.text[self.title_at :].strip():
             return False
-        if not any(c.isalnum() for c in self.text) or (s.case and not any(c.isalpha() for c in self.text)):
-            return False  # an empty reply passes no check, and a case check needs letters
+        if not any(c.isalnum() for c in self.text) or (s.case and not any(c.islower() or c.isupper() for c in self.text)):
+            return False  # an empty reply passes no check, and a case check needs cased letters (not CJK alone)
         if not self._floors_met():
             return False
         if s.structure is not None and s.structure.kind == "two_responses" and self.units == 2 and not self._unit_has_text(1):

@@ -237,9 +237,16 @@ def check_enforce(arm: OfArm, context: ArmContext) -> None:
 
 
 def check_finetune(arm: FinetuneArm, context: ArmContext) -> None:
-    """A ``train_data`` that cannot be read or holds a val or test prompt, refused."""
+    """A ``train_data`` that cannot be read or holds a val or test prompt, or an LM that is not embedded (only its
+    weights can be trained here), refused."""
     from bineval_dspy.finetune.config import extra_train
+    from bineval_dspy.lm.engine import engine_of
+    from bineval_dspy.lm.specs import is_embedded
 
+    base = context.config.lm
+    if (not is_embedded(base)) if base is not None else getattr(engine_of(context.lm), "model_path", None) is None:
+        named = f"field 'lm' is {base!r}" if base is not None else f"the run's LM is {context.lm.model!r}"
+        raise InputError(f"{context.config.source}: arm {arm.name!r}: fine-tuning trains an embedded model (smollm2, gemma3-270m or a .gguf path); {named}")
     extra_train(arm.train_data, [*context.val, *context.test], context.config.mode)
 
 

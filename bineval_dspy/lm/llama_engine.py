@@ -301,9 +301,12 @@ class LlamaCppEngine(EngineBase):
     # -- the engine contract -------------------------------------------------------
     def complete(self, request: Request) -> Response:
         """Run one chat request and return text, usage and (if asked) logprobs."""
-        if self._batcher is not None and _batchable(request):
-            return self._batcher.submit(request)
-        return self._complete_one(request)
+        try:
+            if self._batcher is not None and _batchable(request):
+                return self._batcher.submit(request)
+            return self._complete_one(request)
+        except (SystemExit, GeneratorExit) as exc:  # raised by steering code of a user's file (a word predicate)
+            raise _contained(exc) from exc
 
     def _complete_one(self, request: Request) -> Response:
         with self._lock:
@@ -493,10 +496,10 @@ class LlamaCppEngine(EngineBase):
             for i, decoding in decodings.items():
                 out[i] = self._response(requests[i], decoding, prompts[i], kept[i], streams[i])
             return out
-        except Exception as exc:  # a failed decode fails this batch's requests, never the process
+        except (Exception, SystemExit, GeneratorExit) as exc:  # a failed decode fails this batch's requests, never the process
             llama.reset()  # the cache no longer matches input_ids: start the next call from scratch
             llama_cpp.llama_memory_seq_rm(memory, -1, -1, -1)
-            return {i: exc for i in order}
+            return {i: _contained(exc) for i in order}
         finally:
             for decoding in decodings.values():
                 decoding.close()
@@ -590,6 +593,14 @@ def _by_prompt(prompts: dict[int, list[int]]) -> list[int]:
     for i, tokens in prompts.items():
         first.setdefault(tuple(tokens), i)
     return sorted(prompts, key=lambda i: (first[tuple(prompts[i])], i))
+
+
+def _contained(exc: BaseException) -> BaseException:
+    """An exit raised while decoding (a user's word predicate or rule kind calling ``sys.exit``) as this request's
+    failure: as with a verifier's exit (``verifiers.guard``), it never ends the run, least of all as a success."""
+    if isinstance(exc, SystemExit | GeneratorExit):
+        return RuntimeError(f"steering code raised {type(exc).__name__}({exc}) while decoding")
+    return exc
 
 
 def _outcome(work: Any) -> Any:

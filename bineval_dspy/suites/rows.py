@@ -142,7 +142,11 @@ def _suite_row(obj: dict[str, Any], where: str, extract: Extract | None = None, 
 
     Kwargs a verifier rejects do not reject the row: that instruction is reported ungraded when graded.
     """
-    if extract is not None and "instruction_id_list" not in obj and "kwargs" not in obj and isinstance(obj.get("prompt"), str):
+    if extract is not None and "instruction_id_list" not in obj and "kwargs" not in obj:
+        prompt = obj.get("prompt")  # a bare row is its prompt: a number or blanks was a wrong field's line or a run
+        if not isinstance(prompt, str) or not prompt.strip():
+            what = "missing" if prompt is None else "blank" if isinstance(prompt, str) else f"{type(prompt).__name__}, not text"
+            raise InputError(f"{where}: field 'prompt': {what}; a row of a key and a prompt needs the task's words")
         found = extract(obj["prompt"])
         if not found and not bare:
             raise InputError(f"{where}: field 'instruction_id_list': missing, and no constraint code can check is stated in the prompt")

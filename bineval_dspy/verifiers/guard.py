@@ -33,13 +33,14 @@ class VerifierError(ValueError):
 
 
 def check_timeout() -> float:
-    """Seconds one call of a code check may take: ``BINEVAL_CHECK_TIMEOUT`` when it holds a positive number,
-    else 60."""
+    """Seconds one call of a code check may take: ``BINEVAL_CHECK_TIMEOUT`` when it holds a positive number (at
+    most ``threading.TIMEOUT_MAX``), else 60."""
     try:
         seconds = float(os.environ.get(TIMEOUT_ENV, ""))
     except ValueError:
         return DEFAULT_TIMEOUT
-    return seconds if seconds > 0 else DEFAULT_TIMEOUT
+    # "inf" (no limit) is the longest wait a thread may take: past ``TIMEOUT_MAX`` every check was an OverflowError
+    return min(seconds, threading.TIMEOUT_MAX) if seconds > 0 else DEFAULT_TIMEOUT
 
 
 def guarded(instruction_id: str, call: Callable[[], T], timeout: float | None = None) -> T:

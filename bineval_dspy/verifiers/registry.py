@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bineval_dspy.core.errors import one_line
@@ -140,9 +141,11 @@ def typed_factory(instruction_id: str, judged: Judged, kwargs: type[BaseModel]) 
                 raise VerifierError(f"{instruction_id} raised {one_line(exc)}") from exc
             if isinstance(result, Finding):
                 return result
-            if isinstance(result, bool):
-                return Finding(result, f"{getattr(judged, '__name__', 'the check')} returned {result}")
-            raise VerifierError(f"{instruction_id} returned {type(result).__name__}, not a bool or a Finding")
+            if isinstance(result, bool | np.bool_):  # numpy's bool too (``np.all(...)``), read as the bool it is
+                return Finding(bool(result), f"{getattr(judged, '__name__', 'the check')} returned {bool(result)}")
+            kind = type(result)
+            named = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+            raise VerifierError(f"{instruction_id} returned {named}, not a bool or a Finding")
 
         return check
 

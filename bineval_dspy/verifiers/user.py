@@ -31,6 +31,7 @@ from bineval_dspy.core.fingerprint import digest, file_digest
 from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.enforce.rules import RuleKind, rules
 from bineval_dspy.enforce.steering import HOW, Steering
+from bineval_dspy.verifiers.guard import guarded
 from bineval_dspy.verifiers.registry import (
     USER_FILES,
     VERIFIERS,
@@ -62,7 +63,10 @@ def _enforcement(instruction_id: str, steers: Steers, kwargs: type[BaseModel], h
             values = kwargs.model_validate(given)
         except ValidationError as exc:
             raise ValueError(describe_validation_error(exc)) from None
-        made = steers(**{field.alias or name: getattr(values, name) for name, field in type(values).model_fields.items()})
+        given_kwargs = {field.alias or name: getattr(values, name) for name, field in type(values).model_fields.items()}
+        # run as a check runs: whatever it raises (``sys.exit`` included) or its not finishing is one VerifierError,
+        # the row's decision "invalid", never a traceback, an exit or a hang of the run
+        made = guarded(instruction_id, lambda: steers(**given_kwargs))
         if isinstance(made, Steering):
             return made
         kinds = [made] if isinstance(made, RuleKind) else list(made) if isinstance(made, list | tuple) else [made]

@@ -79,7 +79,10 @@ def stated_constraints(task: str) -> list[Question]:
 
 def _question(rule: Rule, match: re.Match[str], task: str, rest: str) -> Question | None:
     """The code question of one match, None where its kwargs are missing or its verifier refuses them."""
-    kwargs = rule.kwargs(match, rest or task)
+    try:
+        kwargs = rule.kwargs(match, rest or task)
+    except ValueError:  # a count too long for int() ("at least 999...9 words", thousands of digits): not read
+        return None
     question = _ask(rule, kwargs)
     if question is None:
         return None

@@ -38,8 +38,8 @@ NOT = r"(?:\bnot|n't|\bcannot|\bnever|\bno|\bwithout|\bavoid(?:ing)?|\brefrain f
 def number(text: str) -> int:
     """'3', '3.0' or 'three' as an int."""
     text = text.strip().lower()
-    if re.fullmatch(r"\d+(?:\.0+)?", text):
-        return int(float(text))
+    if re.fullmatch(r"\d+(?:\.0+)?", text):  # exactly (a float rounds 23 digits; past 4300 digits int() refuses)
+        return int(text.partition(".")[0])
     return _NUMBERS[text]
 
 

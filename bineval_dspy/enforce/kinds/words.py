@@ -107,14 +107,21 @@ class _FunctionPredicate(WordPredicate):
         return ""
 
     def holds(self, word: str, state: Any) -> bool:
-        return bool(self.test(word, **self._params(), **({"previous": state} if self.previous else {})))
+        return self._verdict(self.test(word, **self._params(), **({"previous": state} if self.previous else {})))
 
     def viable(self, word: str, state: Any) -> bool:
         if self.partial is True:
             return self.holds(word, state)
         if callable(self.partial):
-            return bool(self.partial(word, **self._params(), **({"previous": state} if self.previous else {})))
+            return self._verdict(self.partial(word, **self._params(), **({"previous": state} if self.previous else {})))
         return True
+
+    def _verdict(self, answer: object) -> bool:
+        """``answer`` when it is a bool: a predicate returning None or "no" is a bug in it, never read as a verdict
+        (None would refuse every word, "no" pass every one), so the reply fails with a line naming the predicate."""
+        if isinstance(answer, bool | np.bool_):
+            return bool(answer)
+        raise TypeError(f"word predicate {self.name} returned {type(answer).__name__} {answer!r:.40}, not True or False")
 
     def advance(self, word: str, state: Any) -> Any:
         return word if self.previous else state

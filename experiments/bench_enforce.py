@@ -42,7 +42,7 @@ import dspy
 import llama_cpp
 import numpy as np
 
-from bineval_dspy.checklists.constraints import enforcement_plan
+from bineval_dspy.checklists.stated import enforcement_plan
 from bineval_dspy.enforce.runtime import Steerer
 from bineval_dspy.lm._decoding import _Decoding
 from bineval_dspy.lm.engine import engine_of

@@ -29,10 +29,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bineval_dspy.checklists.constraints import stated_constraints
 from bineval_dspy.checklists.first import write_attempt
 from bineval_dspy.checklists.relevance import Relevance
 from bineval_dspy.checklists.screen import RETRIES, with_constraints
+from bineval_dspy.checklists.stated import stated_constraints
 from bineval_dspy.checklists.writers import make_writer
 from bineval_dspy.core.jsonio import read_jsonl
 from bineval_dspy.lm.runtime import configure

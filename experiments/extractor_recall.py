@@ -1,6 +1,6 @@
 """How many of the constraints a prompt states the extractor finds, with the kwargs its verifier needs.
 
-The extractor (``checklists.constraints.extracted``) reads a prompt's own words for the code-checkable constraints it
+The extractor (``checklists.stated.extracted``) reads a prompt's own words for the code-checkable constraints it
 states; a suite row's ``instruction_id_list`` and ``kwargs`` say which it states. Per file, per instruction id and
 overall: recall (annotated ids found with kwargs on which the verifier behaves as on the row's own), id recall (found
 at all) and precision (found ids the row annotates). Kwargs count as equal when the verifier would behave the same:
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bineval_dspy.checklists.constraints import extracted
+from bineval_dspy.checklists.stated import extracted
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "experiments" / "results" / "extractor_recall.json"

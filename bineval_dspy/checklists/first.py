@@ -64,9 +64,9 @@ def write_attempt(
 def first_checklist(writer: ChecklistWriter, task: str, dimensions: list[str], lm: Any) -> Written:
     """The task's checklist on ``lm``: written, screened (retried while questions fail it), its stated constraints
     attached as code questions, unrelated questions left out (each said in ``screened.dropped``)."""
-    from bineval_dspy.checklists.constraints import stated_constraints
     from bineval_dspy.checklists.relevance import Relevance
     from bineval_dspy.checklists.screen import promised_minimum, with_constraints
+    from bineval_dspy.checklists.stated import stated_constraints
     from bineval_dspy.lm.usage import measured
 
     minimum = promised_minimum(writer, dimensions)

@@ -161,7 +161,7 @@ def with_constraints(
     """``write_screened`` with the task's own checkable constraints: questions ``relevance`` (a
     ``relevance.Relevance``) finds unrelated are left out, and ``constraints`` (``constraints.stated_constraints``)
     join the written questions as code questions, replacing any written question that asks the same."""
-    from bineval_dspy.checklists.constraints import with_stated_constraints
+    from bineval_dspy.checklists.stated import with_stated_constraints
 
     screened = write_screened(write, dimensions, minimum, retries, relevance.problem if relevance is not None else None)
     if not constraints:

@@ -17,8 +17,8 @@ from typing import Any, Literal, TypeVar
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from bineval_dspy.checklists.constraints import extracted
 from bineval_dspy.checklists.hybrid import hybrid_checklist
+from bineval_dspy.checklists.stated import extracted
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, file_digest

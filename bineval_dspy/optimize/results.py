@@ -136,7 +136,7 @@ def item_quality(
 ) -> dict[str, tuple[list[float], list[float]]]:
     """Per ``QUALITY`` measure, (numerator, denominator) per item; a failed generation counts nowhere. ``cosines``
     (prompt, reply) -> their cosine: the relevance measure, left out without it."""
-    from bineval_dspy.checklists.constraints import enforcement_plan
+    from bineval_dspy.checklists.stated import enforcement_plan
     from bineval_dspy.core.degenerate import degenerate_text
     from bineval_dspy.core.text import word_runs
 

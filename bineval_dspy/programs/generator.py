@@ -16,8 +16,8 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import LMAuthError
 
-from bineval_dspy.checklists.constraints import Annotated, enforcement_plan
 from bineval_dspy.checklists.hybrid import hybrid_checklist
+from bineval_dspy.checklists.stated import Annotated, enforcement_plan
 from bineval_dspy.checklists.tick import TickQuestionWriter
 from bineval_dspy.core.errors import BudgetExhausted, InputError, one_line
 from bineval_dspy.core.runlog import RunLog

@@ -74,7 +74,7 @@ def suite_rows(config: GenerateSuite) -> list[SuiteRow]:
     """The rows a run generates: the suite's, or one split of the program's run, at most ``limit``. A row of only a key
     and a prompt whose words state no constraint is generated too (decoded plainly, its record saying so): a reply
     needs no instruction ids, and STICK's checklist asks the LM's questions (``verify`` still refuses such a row)."""
-    from bineval_dspy.checklists.constraints import extracted
+    from bineval_dspy.checklists.stated import extracted
     from bineval_dspy.suites.rows import load_suite
 
     rows = load_suite(config.suite, extract=extracted, bare=True)

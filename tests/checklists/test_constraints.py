@@ -1,4 +1,4 @@
-"""The constraints a task states that code checks exactly, found in its words (``checklists.constraints``): the
+"""The constraints a task states that code checks exactly, found in its words (``checklists.stated``): the
 verifier and its kwargs, nothing for what a task does not say, negations kept apart (issue 33, item 7); each IFEval
 rule family read from paraphrases of its meaning (issue 54, item 2)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bineval_dspy.checklists.constraints import DIMENSION, stated_constraints, with_stated_constraints
+from bineval_dspy.checklists.stated import DIMENSION, stated_constraints, with_stated_constraints
 from bineval_dspy.core.schema import Checklist, Question
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bineval_dspy.checklists.constraints import extracted
+from bineval_dspy.checklists.stated import extracted
 
 
 def found(prompt: str) -> dict[str, dict]:
@@ -120,7 +120,7 @@ def test_each_ifbench_id_is_read_from_paraphrases_of_its_meaning(instruction_id,
 
 
 def test_the_rules_cover_every_ifbench_id_the_registry_has():
-    from bineval_dspy.checklists.constraints import RULES
+    from bineval_dspy.checklists.stated import RULES
     from bineval_dspy.verifiers import known_instruction_ids
 
     ifbench = {i for i in known_instruction_ids() if i.split(":")[0] in ("count", "custom", "format", "ratio", "repeat", "sentence", "words")}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bineval_dspy.checklists.constraints import enforcement_plan, extracted
+from bineval_dspy.checklists.stated import enforcement_plan, extracted
 
 
 def ids(prompt: str) -> set[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bineval_dspy import cli
-from bineval_dspy.checklists.constraints import enforcement_plan, extracted
+from bineval_dspy.checklists.stated import enforcement_plan, extracted
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.suites.rows import load_suite

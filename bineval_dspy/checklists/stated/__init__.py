@@ -9,7 +9,7 @@ the LM writer; one they find is never left to the LM. A constraint only mentione
 for at least 300 words?") or stated for a part of the reply ("each bullet at most 10 words") is not found.
 
 ``rules`` holds the shared machinery, ``ifeval``, ``ifbench_words`` and ``ifbench_format`` the rules by benchmark,
-``extract`` what the rest of the library calls (also importable from ``checklists.constraints``).
+``extract`` what the rest of the library calls (also importable from ``checklists.stated``).
 """
 
 from bineval_dspy.checklists.stated.extract import (

@@ -26,5 +26,12 @@ class Registry(dict[str, T]):
         self[name] = entry
         return entry
 
+    def named(self, entry: T) -> T:
+        """Register ``entry`` under its own ``name`` attribute (a class decorator for kinds that name themselves)."""
+        name = getattr(entry, "name", "")
+        if not name:
+            raise RuntimeError(f"{getattr(entry, '__name__', entry)} names no {self.kind}")
+        return self.add(name, entry)
+
     def __missing__(self, name: str) -> T:
         raise InputError(f"unknown {self.kind} {name!r} (choose from {', '.join(self) or 'none'})")

@@ -139,10 +139,7 @@ RULE_KINDS: Registry[type[RuleKind]] = Registry("steering rule kind")
 
 def rule_kind(cls: type[RuleKind]) -> type[RuleKind]:
     """Register a ``RuleKind`` subclass under its ``name`` (a user's file may add its own)."""
-    if not cls.name:
-        raise RuntimeError(f"{cls.__name__} names no rule kind")
-    RULE_KINDS.add(cls.name, cls)
-    return cls
+    return RULE_KINDS.named(cls)
 
 
 class Rule(BaseModel):

@@ -85,10 +85,7 @@ WORD_PREDICATES: Registry[type[WordPredicate]] = Registry("word predicate")
 
 def word_predicate_class(cls: type[WordPredicate]) -> type[WordPredicate]:
     """Register a ``WordPredicate`` subclass under its ``name``."""
-    if not cls.name:
-        raise RuntimeError(f"{cls.__name__} names no word predicate")
-    WORD_PREDICATES.add(cls.name, cls)
-    return cls
+    return WORD_PREDICATES.named(cls)
 
 
 class _FunctionPredicate(WordPredicate):

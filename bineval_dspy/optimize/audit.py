@@ -15,6 +15,7 @@ from bineval_dspy.optimize.lessons import Failure, Lesson
 from bineval_dspy.optimize.notes import Discarded
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.state import ProgramState
+from bineval_dspy.programs.steer import SteeringSettings
 from bineval_dspy.stats.bootstrap import Interval
 
 AUDIT_FILE = "audit.json"
@@ -149,6 +150,29 @@ class IterationRecord(Charged):
         return "rolled back" if self.val is not None else "stopped"
 
 
+class SteeringTrial(Charged):
+    """One steering candidate scored on the held-out split against the program's own steering, and the acceptance
+    policy's verdict (``decision``, with the paired gain); no decision yet: not scored (a resumed run scores it)."""
+
+    settings: SteeringSettings
+    val: EvalSummary | None = None
+    decision: Decision | None = None
+
+
+class SteeringChoice(BaseModel):
+    """The steering the run chose before its first prompt edit (``[optimizer] steering``): every candidate with its
+    held-out score, the chosen one (the program's own when none was kept) and why; no reason yet: in progress."""
+
+    own: SteeringSettings
+    candidates: list[SteeringTrial]
+    chosen: SteeringSettings | None = None
+    reason: str | None = None
+
+    @property
+    def usage(self) -> Cost:
+        return total(trial.usage for trial in self.candidates)
+
+
 class Audit(BaseModel):
     """Everything one optimizer run did; ``fingerprint`` records what decided its results (resume checks it)."""
 
@@ -158,6 +182,7 @@ class Audit(BaseModel):
     fingerprint: dict[str, str] = Field(default_factory=dict)
     start: StartRecord
     best: BestRecord
+    steering: SteeringChoice | None = None  # with ``[optimizer] steering``: the steering chosen before the iterations
     iterations: list[IterationRecord] = Field(default_factory=list)
     bank: list[Lesson] = Field(default_factory=list)
     stale: int = 0
@@ -167,7 +192,8 @@ class Audit(BaseModel):
     @property
     def usage(self) -> Cost:
         """The whole run's cost: the start's evaluation and every iteration, over all the runs that resumed it."""
-        return self.start.usage + total(record.usage for record in self.iterations)
+        chosen = self.steering.usage if self.steering is not None else Cost()
+        return self.start.usage + chosen + total(record.usage for record in self.iterations)
 
     def save(self, run_dir: Path) -> None:
         """Write atomically: a kill never leaves a half-written audit."""

@@ -35,6 +35,7 @@ from bineval_dspy.optimize.results import TestScorer
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
+from bineval_dspy.programs.steer import SteeringSettings
 from bineval_dspy.programs.state import PROBE_FILE, Splits, load_program, program_path
 from bineval_dspy.suites.rows import SuiteRow, load_suite
 from bineval_dspy.verifiers import code_digest
@@ -90,11 +91,37 @@ class ProgramConfig(_Strict):
     enforce: Source | None = Field(
         default=None, description="decode under the prompt's code-checkable constraints: those its words state (extracted) or the suite's (annotated)"
     )
+    steering: SteeringSettings | None = Field(
+        default=None, exclude_if=lambda value: value is None,  # a config without it keeps its fingerprint
+        description="the generator's steering beyond enforce: a table of only, exclude and floor_tokens (programs.steer)",
+    )
     checklist: Path | None = Field(default=None, description="self mode: a checklist whose questions every response is also judged against")
     judge: JudgeOptions = Field(default_factory=JudgeOptions, description="cross mode: the student judge's options")
     judge_program: Path | None = Field(
         default=None, description="self mode: a judge program (a run folder or program.json, e.g. a probe judge's) answering the feedback loop's LM questions"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _steering_enforces(cls, data: Any) -> Any:
+        """``[program] steering`` narrows ``enforce``: it takes its ``enforce`` from there unless it names its own."""
+        steering = data.get("steering") if isinstance(data, dict) else None
+        if isinstance(steering, dict) and "enforce" not in steering and data.get("enforce") is not None:
+            data = {**data, "steering": {**steering, "enforce": data["enforce"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ProgramConfig:
+        if self.steering is not None and self.enforce is not None and self.steering.enforce != self.enforce:
+            raise ValueError(f"steering.enforce {self.steering.enforce!r} differs from enforce {self.enforce!r}")
+        if self.steering is not None:
+            self.enforce = self.steering.enforce  # one source, wherever it was given
+        return self
+
+    @property
+    def steered(self) -> SteeringSettings:
+        """The generator's steering settings: ``steering``, else ``enforce`` alone."""
+        return self.steering if self.steering is not None else SteeringSettings(enforce=self.enforce)
 
     @field_validator("llm_questions")
     @classmethod
@@ -135,6 +162,8 @@ class RunConfig(ServedLM, _Strict):
     def _something_to_learn_from(self) -> RunConfig:
         if self.program.checklist is not None and self.mode != "self":
             raise ValueError("program.checklist: questions asked of a generator's responses (mode = \"self\")")
+        if (self.optimizer.steering or self.program.steering is not None) and self.mode != "self":
+            raise ValueError("steering: a generator's decoding (mode = \"self\"); in cross mode the student is a judge")
         if self.program.judge_program is not None and self.mode != "self":
             raise ValueError("program.judge_program: the judge of a generator's responses (mode = \"self\"); in cross mode the judge is the student")
         empty = [name for name in self.learns_from if getattr(self.data, name) == 0]
@@ -251,8 +280,9 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
         feedback = SelfUpdateFeedback(bineval_metric(judge, checklist_for), threads=config.program.threads)
         templates = {ex.template for part in splits for ex in part if ex.get("template") is not None}  # a template suite's
         instructions = config.program.instructions or (templates.pop() if templates else None)
-        student: dspy.Module = Generator(instructions, max_tokens=config.program.max_tokens, enforce=config.program.enforce)
-        if config.program.enforce == "annotated":
+        _check_steering(config)
+        student: dspy.Module = Generator(instructions, max_tokens=config.program.max_tokens, steering=config.program.steered)
+        if "annotated" in {config.program.steered.enforce, *(c.enforce for c in settings.steering or [])}:
             try:
                 student.annotate([SuiteRow.from_example(ex) for part in splits for ex in part])
             except InputError as exc:
@@ -282,6 +312,15 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
         settings = settings.model_copy(update={"seed": config.data.seed})
     optimizer = BinEvalOptimizer(feedback, settings=settings, run_dir=config.run_dir, progress=progress)
     return student, optimizer, splits
+
+
+def _check_steering(config: RunConfig) -> None:
+    """A name in ``only``/``exclude`` that no verifier id, family, how or rule kind answers to is a typo: refused in
+    one line (after the config's own verifiers are registered)."""
+    given = [("program.steering", config.program.steered), *(("optimizer.steering", c) for c in config.optimizer.steering or [])]
+    for field, steering in given:
+        if name := steering.unknown_name():
+            raise InputError(f"{config.source}: field '{field}': {name!r} names no instruction id, family (the id before ':'), how or rule kind")
 
 
 def _every_row_checklist(path: Path | None) -> Checklist | None:

@@ -34,6 +34,8 @@ from bineval_dspy.optimize.audit import (
     Decision,
     IterationRecord,
     StartRecord,
+    SteeringChoice,
+    SteeringTrial,
 )
 from bineval_dspy.optimize.edits import PromptUpdater
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdateFeedback
@@ -42,12 +44,14 @@ from bineval_dspy.optimize.notes import NoteTaker
 from bineval_dspy.optimize.policies import AcceptancePolicy, StoppingRule, default_acceptance, default_stopping
 from bineval_dspy.optimize.proposers import Proposer, Step, default_proposers
 from bineval_dspy.optimize.settings import OptimizerSettings
+from bineval_dspy.programs.generator import Generator, check_steerable
 from bineval_dspy.programs.state import (
     PROGRAM_FILE,
     ProgramFile,
     ProgramState,
     instructions_of,
 )
+from bineval_dspy.programs.steer import SteeringSettings
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 
 T = TypeVar("T")
@@ -166,6 +170,7 @@ class BinEvalOptimizer(Teleprompter):
         audit = self._load() or self._fresh_audit(program, valset)
         if audit.bank:
             self.bank = LessonBank.from_json([x.model_dump() for x in audit.bank], threshold=self.bank.threshold, embed=self.bank.embed)
+        self._choose_steering(audit, program, valset)
         self._set_best(program, audit)
         while audit.stopped is None:
             self._iterate(audit, program, trainset, valset)
@@ -186,6 +191,8 @@ class BinEvalOptimizer(Teleprompter):
 
     def _fresh_audit(self, program: dspy.Module, valset: Sequence[dspy.Example]) -> Audit:
         state = ProgramState.of(program)
+        if self.settings.steering:  # recorded, so rolling back to the start restores it after a candidate's
+            state.steering = self._own_steering(program)
         evaluation, cost = self._evaluate(program, valset, "start: held-out", "held-out evaluation")
         summary = evaluation.summary()
         audit = Audit(
@@ -273,6 +280,56 @@ class BinEvalOptimizer(Teleprompter):
         self._decide(audit, record, scored, proposal)
         self._save(audit)
 
+    # -- steering, chosen once before the iterations (``settings.steering``) -----------------------------
+    def _own_steering(self, program: dspy.Module) -> SteeringSettings:
+        if not isinstance(program, Generator):
+            raise ValueError(f"steering: only a generator decodes under constraints, not a {type(program).__name__}")
+        return program.steering
+
+    def _choose_steering(self, audit: Audit, program: dspy.Module, valset: Sequence[dspy.Example]) -> None:
+        """Score each steering candidate on the held-out split against the program's own steering, as a prompt
+        candidate is scored, and keep the best the acceptance policy accepts (the first listed on a tie); the
+        audit records each one's score and verdict and why the choice fell where it did."""
+        if not self.settings.steering or (audit.steering is not None and audit.steering.reason is not None):
+            return
+        start = audit.start
+        own = start.steering or self._own_steering(program)
+        if audit.steering is None:
+            audit.steering = SteeringChoice(own=own, candidates=[SteeringTrial(settings=c) for c in self.settings.steering])
+        choice = audit.steering
+        for trial in choice.candidates:
+            if trial.decision is not None:
+                continue
+            if trial.settings == own:
+                trial.val = start.val
+                trial.decision = Decision(accepted=False, reason="the program's own steering: the start's held-out score")
+                continue
+            ProgramState.model_validate({**start.model_dump(include=set(ProgramState.model_fields)), "steering": trial.settings}).apply_to(program)
+            check_steerable(program, program.generate.lm or dspy.settings.lm)
+            scored, cost = self._evaluate(program, valset, f"steering {trial.settings.label}: held-out", "held-out evaluation")
+            gain = self._gain(audit, scored)  # over the start: no candidate was chosen yet
+            decision = self.acceptance.decide(gain=gain, prompt_chars=start.prompt_chars, start_chars=start.prompt_chars)
+            trial.usage, trial.val, trial.decision = trial.usage + cost, scored.summary(), decision.model_copy(update={"gain": gain})
+            logger.info("steering %s: held-out %.3f, %s", trial.settings.label, scored.score, decision.reason)
+            self._save(audit)
+        kept = [t for t in choice.candidates if t.decision is not None and t.decision.accepted and t.val is not None]
+        if not kept:
+            choice.chosen = own
+            choice.reason = f"no candidate was kept over the program's own steering ({own.label}, held-out {start.val.score:.3f}): it stays"
+        else:
+            best = max(kept, key=lambda t: t.val.score if t.val is not None else 0.0)  # max keeps the first of equals
+            assert best.val is not None and best.decision is not None and best.decision.gain is not None
+            choice.chosen = best.settings
+            others = [f"{t.settings.label} {t.val.score:.3f}" for t in kept if t is not best and t.val is not None]
+            choice.reason = (
+                f"{best.settings.label}: held-out {best.val.score:.3f}, {best.decision.gain.text(signed=True)} over the program's own "
+                f"({own.label}, {start.val.score:.3f}); the highest of {len(kept)} candidate(s) kept" + (f" ({', '.join(others)})" if others else "")
+            )
+            audit.best = BestRecord(**start.model_dump(include=set(ProgramState.model_fields)), val_score=best.val.score, val=best.val)
+            audit.best.steering = best.settings
+        logger.info("steering chosen: %s", choice.reason)
+        self._save(audit)
+
     def _sample(self, failures: list[Failure], iteration: int) -> list[Failure]:
         """At most ``max_failures``, chosen reproducibly, so one iteration's note-taking cost is bounded."""
         limit = self.settings.max_failures
@@ -304,6 +361,7 @@ class BinEvalOptimizer(Teleprompter):
                 instructions=candidate.instructions,
                 demos=candidate.demos,
                 thresholds=candidate.thresholds,
+                steering=candidate.steering,
                 val_score=evaluation.score,
                 val=evaluation.summary(),
                 iteration=record.iteration,

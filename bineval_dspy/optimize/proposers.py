@@ -59,10 +59,10 @@ class Step:
     measured: Measure
 
     def keep(self, **changes: object) -> ProgramState:
-        """The best state with ``changes`` (instructions, demos or thresholds) in place: a candidate to score on
-        the held-out set."""
+        """The best state (its steering too) with ``changes`` (instructions, demos or thresholds) in place: a
+        candidate to score on the held-out set."""
         best = self.audit.best
-        return ProgramState.model_validate({"instructions": dict(best.instructions), "demos": best.demos, "thresholds": best.thresholds, **changes})
+        return ProgramState.model_validate({"instructions": dict(best.instructions), "demos": best.demos, "thresholds": best.thresholds, "steering": best.steering, **changes})
 
 
 class Proposer(Protocol):

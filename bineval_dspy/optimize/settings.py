@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from bineval_dspy.core.settings import added
 from bineval_dspy.optimize.kinds import KINDS
 from bineval_dspy.optimize.lessons import DEFAULT_THRESHOLD
+from bineval_dspy.programs.steer import SteeringSettings
 
 
 class OptimizerSettings(BaseModel):
@@ -40,6 +41,11 @@ class OptimizerSettings(BaseModel):
     kinds: list[str] | None = added(
         "0.2", None, min_length=1, description="only these candidate kinds: instructions, demo, thresholds or a registered one (default: every kind the settings allow)"
     )
+    steering: list[SteeringSettings] | None = added(
+        "0.2", None, min_length=1,
+        description='a generator\'s steering candidates ("none", "extracted", "annotated" or a table of enforce, only, exclude, floor_tokens), '
+        "each scored on the held-out split before any prompt edit; the best the acceptance policy keeps over the program's own is used (default: the program's own)",
+    )
     resamples: int = Field(default=1000, ge=0, description="bootstrap resamples for the gain's interval")
     confidence: float = Field(default=0.95, gt=0, lt=1, description="the interval's confidence level")
     dedup_threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0, le=1, description="lesson merge cosine")
@@ -54,4 +60,13 @@ class OptimizerSettings(BaseModel):
         unknown = [kind for kind in value or [] if kind not in KINDS]
         if unknown:
             raise ValueError(f"unknown candidate kind {unknown[0]!r} (choose from {', '.join(KINDS)})")
+        return value
+
+    @field_validator("steering")
+    @classmethod
+    def _distinct_steering(cls, value: list[SteeringSettings] | None) -> list[SteeringSettings] | None:
+        labels = [candidate.label for candidate in value or []]
+        repeated = next((label for label in labels if labels.count(label) > 1), None)
+        if repeated is not None:
+            raise ValueError(f"the candidate {repeated!r} is listed twice")
         return value

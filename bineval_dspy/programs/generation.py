@@ -41,6 +41,7 @@ class GenerationFingerprint(BaseModel):
     max_tokens: str
     enforce: str | None = added("0.2", None)  # what decoding was made to guarantee
     enforcement: str | None = added("0.2", None)  # the verifiers' code, which compiles it
+    steering: str | None = added("0.2", None)  # which constraints, how far a floor raises the limit (``programs.steer``)
     refine: str
     best_of: str
     stop_at_pass: str | None = added("0.2", None)  # fewer samples, another pick: not the same output
@@ -61,6 +62,7 @@ def generation_fingerprint(
         demos=digest(json.dumps(demos_of(program), sort_keys=True)) if program.generate.demos else None,
         lm=lm_identity(lm), weights=weights.adapter_sha256 if weights is not None else None, max_tokens=str(program.max_tokens),
         enforce=program.enforce, enforcement=code_digest() if program.enforce else None,
+        steering=program.steering.model_dump_json() if program.steering.limited else None,
         refine=str(refine), best_of=str(best_of), stop_at_pass="1" if stop_at_pass else None,
         judge=judge.spec().model_dump_json() if judge is not None else "none", verifiers=code_digest() if judge is not None else None,
     )  # fmt: skip

@@ -33,6 +33,7 @@ from bineval_dspy.lm.remote import GRAMMAR_PROVIDER
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.programs.records import CheckRecord, Enforced, GenerationRecord, Refinement
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS, ChecklistBestOfN, SelfRefine
+from bineval_dspy.programs.steer import SteeringSettings, steered_plan
 from bineval_dspy.suites.rows import SuiteRow
 from bineval_dspy.suites.templates import fill, variables
 from bineval_dspy.verifiers import VerifierError, build_check
@@ -103,7 +104,8 @@ class Generator(dspy.Module):
     ``enforce``: decode under the prompt's code-checkable constraints (``enforce.steering``): those its own words
     state (``extracted``) or the suite's annotations (``annotated``, given by ``annotate``). The plan travels with
     the LM call (so it is part of the cache key) and comes back on the prediction as ``plan``; an LM whose engine
-    cannot steer is refused before its first call (``check_steerable``)."""
+    cannot steer is refused before its first call (``check_steerable``). ``steering`` narrows it (``programs.steer``:
+    which constraints, how far a floor may raise the token limit); ``enforce`` is its ``enforce``."""
 
     def __init__(
         self,
@@ -112,6 +114,7 @@ class Generator(dspy.Module):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         adapter: dspy.Adapter | None = None,
         enforce: Source | None = None,
+        steering: SteeringSettings | None = None,
     ) -> None:
         super().__init__()
         if instructions is not None and not instructions.strip():
@@ -122,8 +125,19 @@ class Generator(dspy.Module):
         self.generate = dspy.Predict(signature)
         self.max_tokens = max_tokens
         self.adapter = adapter or PlainChatAdapter()
-        self.enforce = enforce
+        if steering is not None and enforce is not None and steering.enforce != enforce:
+            raise ValueError(f"enforce = {enforce!r} and steering's enforce = {steering.enforce!r}: give one")
+        self.steering = steering or SteeringSettings(enforce=enforce)
         self.annotations: dict[str, Annotated] = {}
+
+    @property
+    def enforce(self) -> Source | None:
+        """Where the constraints decoding keeps come from (None: decoding is plain)."""
+        return self.steering.enforce
+
+    @enforce.setter
+    def enforce(self, source: Source | None) -> None:
+        self.steering = SteeringSettings(enforce=source) if source is None else self.steering.model_copy(update={"enforce": source})
 
     def annotate(self, rows: Sequence[SuiteRow]) -> Generator:
         """Give an ``annotated`` generator the suite rows whose instruction ids it enforces (found by prompt); a row
@@ -144,6 +158,8 @@ class Generator(dspy.Module):
             raise InputError("enforce = 'annotated' needs the suite row of every prompt; this prompt is in none given (use 'extracted' for plain prompts)")
         engine = engine_of(self.generate.lm or dspy.settings.lm)
         refuse = engine.unsteerable if engine.supports_steering else None
+        if self.steering.limited:
+            return steered_plan(prompt, self.steering, self.annotations.get(prompt), refuse)
         return enforcement_plan(prompt, self.enforce, self.annotations.get(prompt), refuse)
 
     def forward(self, prompt: str, config: dict[str, Any] | None = None, variables: dict[str, str] | None = None) -> dspy.Prediction:
@@ -157,7 +173,7 @@ class Generator(dspy.Module):
         if plan is not None and plan.steers:
             code = engine_of(self.generate.lm or dspy.settings.lm).steering_code  # a cached reply is this code's
             steered = {**metadata(plan.steering), **({ENGINE_CODE_KEY: code} if code else {})}
-            settings = {"max_tokens": max(self.max_tokens, plan.steering.min_tokens), "metadata": steered}
+            settings = {"max_tokens": self.steering.token_limit(self.max_tokens, plan.steering.min_tokens), "metadata": steered}
         with dspy.context(adapter=adapter):
             prediction = self.generate(prompt=prompt, config={**settings, **(config or {})})
         prediction.plan = plan

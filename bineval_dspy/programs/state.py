@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import dspy
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
@@ -21,6 +21,7 @@ from bineval_dspy.core.schema import JudgeOptions
 from bineval_dspy.enforce.plan import Source
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.probe import PROBE_FILE, PROGRAM_FILE, Probe, ProbeRef, read_head
+from bineval_dspy.programs.steer import SteeringSettings
 from bineval_dspy.programs.weights import Weights, attach, weights_of
 
 SPLITS_FILE = "splits.json"  # beside it: the splits the run trained, validated and tested on
@@ -44,14 +45,26 @@ def demos_of(program: dspy.Module) -> Demos:
     return {name: [dict(d) for d in pred.demos] for name, pred in program.named_predictors() if pred.demos}
 
 
-def set_state(program: dspy.Module, instructions: dict[str, str], demos: Demos, thresholds: dict[str, float]) -> None:
+def set_state(
+    program: dspy.Module, instructions: dict[str, str], demos: Demos, thresholds: dict[str, float], steering: SteeringSettings | None = None
+) -> None:
     """Give ``program`` one recorded state: instructions, the demonstrations of each predictor named in ``demos``
-    (the others keep none) and, for a judge, its per-dimension P(yes) thresholds."""
+    (the others keep none), for a judge its per-dimension P(yes) thresholds and, for a generator, ``steering``
+    when given (None: its own is kept)."""
     set_instructions(program, instructions)
     for name, pred in program.named_predictors():
         pred.demos = [dspy.Example(**d) for d in demos.get(name, [])]
     if hasattr(program, "thresholds"):
         program.thresholds = dict(thresholds)
+    if steering is not None and isinstance(getattr(program, "steering", None), SteeringSettings):
+        program.steering = steering
+
+
+def steering_of(program: dspy.Module) -> SteeringSettings | None:
+    """A generator's steering settings where they narrow its ``enforce`` (which ``ProgramFile`` keeps apart);
+    None otherwise."""
+    steering = getattr(program, "steering", None)
+    return steering if isinstance(steering, SteeringSettings) and steering.limited else None
 
 
 class ProgramState(BaseModel):
@@ -61,15 +74,17 @@ class ProgramState(BaseModel):
     instructions: dict[str, str]
     demos: Demos = Field(default_factory=dict)
     thresholds: dict[str, float] = Field(default_factory=dict)  # a judge's per-dimension P(yes) thresholds
+    steering: SteeringSettings | None = None  # a generator's steering (None: as the program has it)
 
     @classmethod
     def of(cls, program: dspy.Module) -> ProgramState:
         """``program``'s current state."""
-        return cls(instructions=instructions_of(program), demos=demos_of(program), thresholds=dict(getattr(program, "thresholds", {})))
+        thresholds = dict(getattr(program, "thresholds", {}))
+        return cls(instructions=instructions_of(program), demos=demos_of(program), thresholds=thresholds, steering=steering_of(program))
 
     def apply_to(self, program: dspy.Module) -> None:
         """Give ``program`` this state (``set_state``)."""
-        set_state(program, self.instructions, self.demos, self.thresholds)
+        set_state(program, self.instructions, self.demos, self.thresholds, self.steering)
 
     def size(self) -> int:
         """What the bloat guard measures of this state (``prompt_length``)."""
@@ -96,12 +111,20 @@ class ProgramFile(ProgramState):
     probe: ProbeRef | None = None  # a probe judge: its head, read with the file (``load_program``)
     _probe: Probe | None = PrivateAttr(default=None)
 
+    @model_validator(mode="after")
+    def _one_source(self) -> ProgramFile:
+        if self.steering is not None and self.steering.enforce != self.enforce:
+            raise ValueError(f"steering.enforce {self.steering.enforce!r} differs from enforce {self.enforce!r}")
+        return self
+
     @classmethod
     def of(cls, program: dspy.Module) -> ProgramFile:
         """The file for ``program``'s current state."""
         from bineval_dspy.programs.generator import Generator  # here: the generator's imports lead back to this module
 
-        state: dict[str, Any] = {"instructions": instructions_of(program), "demos": demos_of(program), "weights": weights_of(program)}
+        state: dict[str, Any] = {
+            "instructions": instructions_of(program), "demos": demos_of(program), "weights": weights_of(program), "steering": steering_of(program)
+        }
         if isinstance(program, Generator):
             return cls(kind="generator", max_tokens=program.max_tokens, enforce=program.enforce, **state)
         if isinstance(program, BinaryJudge):

@@ -158,6 +158,8 @@ class BinEvalOptimizer(Teleprompter):
         target = self.target_predictor or names[0]
         if target not in names:
             raise ValueError(f"target_predictor {target!r} is not one of {names}")
+        if self.settings.steering:
+            self._own_steering(program)  # refuses a program that does not decode
         self.feedback.check(program, trainset, "train")
         self.feedback.check(program, valset, "validation")
         self._target = target

@@ -26,6 +26,7 @@ from bineval_dspy.lm.usage import Measurement, measuring
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import RunConfig, build, load_config, run_fingerprint
 from bineval_dspy.optimize.settings import OptimizerSettings
+from bineval_dspy.programs.steer import PLAIN, SteeringSettings
 from bineval_dspy.tune.config import Param
 from bineval_dspy.tune.runners import Objective, TrialContext, TrialEnv, run_settings, trial_fingerprint
 
@@ -36,6 +37,35 @@ OBJECTIVES: Mapping[str, Objective] = {
     "prompt_chars": Objective("length of the best prompt: instructions and demonstrations"),
 }
 PRUNED = "pruned by bineval tune: held-out score behind the study's other trials"
+
+
+STEERING_PARAMS = {
+    "steering_enforce": "where the constraints come from: none, extracted or annotated",
+    "steering_only": "enforce only these ids, families or hows (separated by spaces or commas; empty: every one)",
+    "steering_exclude": "never enforce these ids, families, hows or rule kinds (as steering_only)",
+    "steering_floor_tokens": "the most tokens a lower bound may add to max_tokens (negative: what it needs)",
+}
+"""Search-space names that set the generator's steering (``[program]``'s ``programs.steer.SteeringSettings``)
+rather than an ``[optimizer]`` setting: a study chooses them by the held-out score as it chooses any other."""
+
+
+def trial_steering(base: SteeringSettings, params: Mapping[str, Any]) -> SteeringSettings:
+    """``base`` (the run config's steering) with a trial's steering parameters in place; ValidationError when they
+    make no valid settings (limits without a source)."""
+    values = base.model_dump()
+    for name, value in params.items():
+        field = name.removeprefix("steering_")
+        if name not in STEERING_PARAMS:
+            continue
+        if field == "enforce":
+            values["enforce"] = None if value == PLAIN else value
+        elif field in ("only", "exclude"):
+            values[field] = tuple(part for part in str(value).replace(",", " ").split() if part)
+        else:
+            values[field] = None if isinstance(value, int | float) and value < 0 else value
+    if values["enforce"] is None:  # decoding plainly: nothing left to narrow
+        values.update(only=(), exclude=(), floor_tokens=None)
+    return SteeringSettings.model_validate(values)
 
 
 class OptimizerRunSettings(BaseModel):
@@ -114,19 +144,25 @@ class OptimizerRunner:
     def settings(self, params: Mapping[str, Any]) -> OptimizerSettings:
         """The run config's ``[optimizer]`` settings with ``params`` in place (unset ones keep their defaults)."""
         given = self.config.optimizer.model_dump(exclude_unset=True)
-        return OptimizerSettings.model_validate({**given, **params})
+        return OptimizerSettings.model_validate({**given, **{k: v for k, v in params.items() if k not in STEERING_PARAMS}})
 
     def check(self, space: Mapping[str, Param]) -> None:
         self.env.check_priced(self.lm_spec, self.config.lesson_lm, self.config.reference.lm)
         fields = OptimizerSettings.model_fields
         for name, param in space.items():
-            if name not in fields:
-                raise InputError(f"{self.env.source}: field 'space.{name}': not an [optimizer] setting; one of {', '.join(fields)}")
+            if name not in fields and name not in STEERING_PARAMS:
+                known = ", ".join([*fields, *STEERING_PARAMS])
+                raise InputError(f"{self.env.source}: field 'space.{name}': not an [optimizer] setting nor a steering one; one of {known}")
+            if name in STEERING_PARAMS and self.config.mode != "self":
+                raise InputError(f"{self.env.source}: field 'space.{name}': steering is a generator's (mode = \"self\"), not {self.config.mode!r}")
             for value in param.examples():
                 try:
                     self.settings({name: value})
+                    steering = trial_steering(self.config.program.steered, {name: value})
                 except ValidationError as exc:
                     raise InputError(f"{self.env.source}: field 'space.{name}': {value!r} is not a valid setting ({describe_validation_error(exc)})") from None
+                if unknown := steering.unknown_name():
+                    raise InputError(f"{self.env.source}: field 'space.{name}': {unknown!r} names no instruction id, family, how or rule kind")
 
     def fingerprint(self) -> Fingerprint:
         data = self.config.data.suite if self.config.mode == "self" else self.config.data.examples
@@ -137,7 +173,11 @@ class OptimizerRunner:
         ))
 
     def __call__(self, params: dict[str, Any], context: TrialContext) -> dict[str, float]:
-        config = self.config.model_copy(update={"optimizer": self.settings(params), "run_dir": context.run_dir})
+        program = self.config.program
+        if STEERING_PARAMS.keys() & params.keys():  # else the config as written (its fingerprint unchanged)
+            program = program.model_copy(update={"steering": trial_steering(program.steered, params)})
+            program.enforce = program.steered.enforce
+        config = self.config.model_copy(update={"optimizer": self.settings(params), "program": program, "run_dir": context.run_dir})
         student, optimizer, (train, val, _) = build(config)
         optimizer.fingerprint = run_fingerprint(config, lm_identity(self._configure()))
         if config.lesson_lm:

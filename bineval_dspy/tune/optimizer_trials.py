@@ -149,6 +149,8 @@ class OptimizerRunner:
     def check(self, space: Mapping[str, Param]) -> None:
         self.env.check_priced(self.lm_spec, self.config.lesson_lm, self.config.reference.lm)
         fields = OptimizerSettings.model_fields
+        steered = self.config.program.steered  # names are checked under a source, whichever the trial draws
+        probe = steered if steered.enforce is not None else SteeringSettings(enforce="extracted")
         for name, param in space.items():
             if name not in fields and name not in STEERING_PARAMS:
                 known = ", ".join([*fields, *STEERING_PARAMS])
@@ -158,7 +160,7 @@ class OptimizerRunner:
             for value in param.examples():
                 try:
                     self.settings({name: value})
-                    steering = trial_steering(self.config.program.steered, {name: value})
+                    steering = trial_steering(probe, {name: value})
                 except ValidationError as exc:
                     raise InputError(f"{self.env.source}: field 'space.{name}': {value!r} is not a valid setting ({describe_validation_error(exc)})") from None
                 if unknown := steering.unknown_name():

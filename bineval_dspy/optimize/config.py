@@ -35,8 +35,8 @@ from bineval_dspy.optimize.results import TestScorer
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
-from bineval_dspy.programs.steer import SteeringSettings
 from bineval_dspy.programs.state import PROBE_FILE, Splits, load_program, program_path
+from bineval_dspy.programs.steer import SteeringSettings
 from bineval_dspy.suites.rows import SuiteRow, load_suite
 from bineval_dspy.verifiers import code_digest
 from bineval_dspy.verifiers.user import load_config_verifiers

@@ -107,3 +107,29 @@ def test_a_judge_student_with_steering_candidates_is_refused(tmp_path):
     optimizer = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), steering=[SteeringSettings(enforce="extracted")])
     with pytest.raises(ValueError, match="steering: only a generator decodes under constraints, not a BinaryJudge"):
         optimizer.compile(BinaryJudge(), trainset=rows(1), valset=rows(1))
+
+
+@pytest.mark.embedded
+def test_on_the_embedded_model_extracted_steering_is_scored_and_kept_when_it_wins(tmp_path):
+    """Two rows, 16 tokens: the extracted candidate decodes in lowercase, so every check holds; plain decoding writes
+    a capital. Whichever wins, the audit scores both and the compiled program decodes under the chosen one."""
+    from bineval_dspy.lm.specs import make_lm
+
+    dspy.configure(lm=make_lm("smollm2"))
+    ids = {"instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]}
+    train, val = (
+        [dspy.Example(key=f"{split}{i}", prompt=f"Name the capital of {country}, all in lowercase letters.", **ids).with_inputs("prompt")]
+        for split, (i, country) in (("t", (0, "France")), ("v", (1, "Italy")))
+    )
+    optimizer = BinEvalOptimizer(
+        bineval_metric(BinaryJudge(), checklist_for), bank=LessonBank(embed=bag_of_words), steering=[SteeringSettings(), SteeringSettings(enforce="extracted")],
+        max_iterations=1,
+    )
+    program = optimizer.compile(Generator("Respond to the user's request.", max_tokens=16), trainset=train, valset=val)
+    choice = optimizer.audit.steering if optimizer.audit is not None else None
+    assert choice is not None and choice.reason is not None
+    plain, extracted = choice.candidates
+    assert extracted.val is not None and extracted.val.score == 1.0  # enforced: the lowercase check holds
+    assert plain.val is not None and extracted.decision is not None
+    assert extracted.decision.accepted == (plain.val.score < 1.0)  # a gain of at least min_delta, or none at all
+    assert program.enforce == ("extracted" if extracted.decision.accepted else None)

@@ -172,6 +172,11 @@ class SteeringChoice(BaseModel):
     def usage(self) -> Cost:
         return total(trial.usage for trial in self.candidates)
 
+    @property
+    def chosen_val(self) -> EvalSummary | None:
+        """The held-out results of the chosen steering (None: not chosen yet)."""
+        return next((t.val for t in self.candidates if t.settings == self.chosen and t.val is not None), None)
+
 
 class Audit(BaseModel):
     """Everything one optimizer run did; ``fingerprint`` records what decided its results (resume checks it)."""
@@ -194,6 +199,12 @@ class Audit(BaseModel):
         """The whole run's cost: the start's evaluation and every iteration, over all the runs that resumed it."""
         chosen = self.steering.usage if self.steering is not None else Cost()
         return self.start.usage + chosen + total(record.usage for record in self.iterations)
+
+    @property
+    def first_score(self) -> float:
+        """The held-out score the iterations start from: the start's, or that of the steering chosen before them."""
+        chosen = self.steering.chosen_val if self.steering is not None else None
+        return chosen.score if chosen is not None else self.start.val.score
 
     def save(self, run_dir: Path) -> None:
         """Write atomically: a kill never leaves a half-written audit."""

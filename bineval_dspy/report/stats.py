@@ -167,6 +167,7 @@ def trajectory(audit: Audit) -> list[Step]:
     """Held-out score, prompt length and decision per iteration, with the best held-out score so far."""
     best = audit.start.val.score
     steps = [Step(0, "-", best, audit.start.prompt_chars, "start", best)]
+    best = audit.first_score  # the steering chosen before the iterations, if any
     for it in audit.iterations:
         score = it.val.score if it.val is not None else None
         if it.outcome == "accepted" and score is not None:
@@ -176,8 +177,5 @@ def trajectory(audit: Audit) -> list[Step]:
 
 
 def audit_cost(audit: Audit) -> tuple[int, int]:
-    """LM calls and tokens of the whole run (the start's evaluation and every iteration)."""
-    return (
-        audit.start.lm_calls + sum(it.lm_calls for it in audit.iterations),
-        audit.start.tokens + sum(it.tokens for it in audit.iterations),
-    )
+    """LM calls and tokens of the whole run (the start's evaluation, the steering candidates' and every iteration)."""
+    return audit.usage.lm_calls, audit.usage.tokens

@@ -172,6 +172,10 @@ def show_optimizer(run: OptimizerRun) -> None:
         _row(table, it.iteration, it.kind, _score(it.train), _score(it.val), chars, lessons, len(it.edits or []), it.lm_calls, it.outcome)
     console.print(table)
     _spend(run.spend)
+    if audit.steering is not None:  # chosen before the iterations
+        for trial in audit.steering.candidates:
+            _say(f"steering {trial.settings.label}: held-out {_score(trial.val)}" + (f", {trial.decision.reason}" if trial.decision is not None else ""))
+        _say(f"steering chosen: {audit.steering.reason or 'in progress'}")
     if run.plan is not None:  # the test evaluation is in the plan, and spent apart from the loop
         _say(run.plan.against(run.spend if run.results is None else run.spend + run.results.usage))
     for it in audit.iterations:

@@ -102,7 +102,7 @@ class ReportToPruner:
 
 def held_out_curve(audit: Audit) -> list[tuple[int, float]]:
     """The best held-out score after each decided iteration: what the run reports, replayed from its audit."""
-    best = audit.start.val.score
+    best = audit.first_score
     curve = []
     for record in audit.iterations:
         if record.decision is None:

@@ -9,6 +9,7 @@ import dspy
 import pytest
 from dspy.lm15 import Request
 
+from bineval_dspy import cli
 from bineval_dspy.enforce.steering import from_metadata
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.optimize.audit import Audit
@@ -19,6 +20,7 @@ from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.state import ProgramFile
 from bineval_dspy.programs.steer import SteeringSettings
 from bineval_dspy.suites.rows import SuiteRow
+from bineval_dspy.tune.optimizer_trials import held_out_curve
 from tests.conftest import bag_of_words, scripted_lm
 from tests.optimize.test_optimizer import World, checklist_for, rows
 
@@ -65,6 +67,16 @@ def test_the_candidate_with_the_best_held_out_score_is_chosen_and_the_audit_says
     assert ProgramFile.of(program).enforce == "annotated"
     assert audit.usage.lm_calls > audit.start.usage.lm_calls + sum(r.usage.lm_calls for r in audit.iterations)  # its cost counted
     assert Audit.load(tmp_path / "run").steering == choice  # written, and read back
+    assert held_out_curve(audit) == [(1, 1.0)]  # what a tune trial reports: from the chosen steering's score on
+
+
+def test_show_prints_each_candidate_and_the_choice(tmp_path, capsys):
+    compiled(tmp_path, ["none", "annotated"])
+    assert cli.main(["show", str(tmp_path / "run")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "steering none: held-out 0.00, the program's own steering: the start's held-out score" in out
+    assert "steering annotated: held-out 1.00, held-out gain +1.000 [1.000, 1.000] within budget" in out
+    assert "steering chosen: annotated: held-out 1.000" in out
 
 
 def test_a_candidate_the_guard_rejects_leaves_the_programs_own_steering_and_says_so(tmp_path):

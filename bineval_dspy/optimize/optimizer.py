@@ -286,6 +286,8 @@ class BinEvalOptimizer(Teleprompter):
     def _own_steering(self, program: dspy.Module) -> SteeringSettings:
         if not isinstance(program, Generator):
             raise ValueError(f"steering: only a generator decodes under constraints, not a {type(program).__name__}")
+        if any(c.enforce == "annotated" for c in self.settings.steering or []) and not program.annotations:
+            raise ValueError("steering: an 'annotated' candidate enforces the suite's instruction ids: give the generator its rows first (Generator.annotate)")
         return program.steering
 
     def _choose_steering(self, audit: Audit, program: dspy.Module, valset: Sequence[dspy.Example]) -> None:

@@ -145,3 +145,12 @@ def test_on_the_embedded_model_extracted_steering_is_scored_and_kept_when_it_win
     assert plain.val is not None and extracted.decision is not None
     assert extracted.decision.accepted == (plain.val.score < 1.0)  # a gain of at least min_delta, or none at all
     assert program.enforce == ("extracted" if extracted.decision.accepted else None)
+
+
+def test_an_annotated_candidate_without_the_suite_rows_is_refused_before_any_call(tmp_path):
+    world = SteeredWorld()
+    dspy.configure(lm=scripted_lm(world))
+    optimizer = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), steering=[SteeringSettings(enforce="annotated")])
+    with pytest.raises(ValueError, match=r"an 'annotated' candidate enforces the suite's instruction ids: give the generator its rows first"):
+        optimizer.compile(Generator("Answer."), trainset=rows(1), valset=rows(1))
+    assert world.generator_calls == 0

@@ -159,7 +159,7 @@ class BinEvalOptimizer(Teleprompter):
         if target not in names:
             raise ValueError(f"target_predictor {target!r} is not one of {names}")
         if self.settings.steering:
-            self._own_steering(program)  # refuses a program that does not decode
+            self._own_steering(program)  # refuses a program that does not decode, or an LM that cannot steer
         self.feedback.check(program, trainset, "train")
         self.feedback.check(program, valset, "validation")
         self._target = target
@@ -286,8 +286,12 @@ class BinEvalOptimizer(Teleprompter):
     def _own_steering(self, program: dspy.Module) -> SteeringSettings:
         if not isinstance(program, Generator):
             raise ValueError(f"steering: only a generator decodes under constraints, not a {type(program).__name__}")
-        if any(c.enforce == "annotated" for c in self.settings.steering or []) and not program.annotations:
+        candidates = self.settings.steering or []
+        if any(c.enforce == "annotated" for c in candidates) and not program.annotations:
             raise ValueError("steering: an 'annotated' candidate enforces the suite's instruction ids: give the generator its rows first (Generator.annotate)")
+        enforcing = next((c for c in candidates if c.enforce is not None), None)
+        if enforcing is not None:  # refused before the first call, not after the first candidates ran
+            check_steerable(Generator(steering=enforcing), program.generate.lm or dspy.settings.lm)
         return program.steering
 
     def _choose_steering(self, audit: Audit, program: dspy.Module, valset: Sequence[dspy.Example]) -> None:
@@ -309,7 +313,6 @@ class BinEvalOptimizer(Teleprompter):
                 trial.decision = Decision(accepted=False, reason="the program's own steering: the start's held-out score")
                 continue
             ProgramState.model_validate({**start.model_dump(include=set(ProgramState.model_fields)), "steering": trial.settings}).apply_to(program)
-            check_steerable(program, program.generate.lm or dspy.settings.lm)
             scored, cost = self._evaluate(program, valset, f"steering {trial.settings.label}: held-out", "held-out evaluation")
             gain = self._gain(audit, scored)  # over the start: no candidate was chosen yet
             decision = self.acceptance.decide(gain=gain, prompt_chars=start.prompt_chars, start_chars=start.prompt_chars)

@@ -154,3 +154,14 @@ def test_an_annotated_candidate_without_the_suite_rows_is_refused_before_any_cal
     with pytest.raises(ValueError, match=r"an 'annotated' candidate enforces the suite's instruction ids: give the generator its rows first"):
         optimizer.compile(Generator("Answer."), trainset=rows(1), valset=rows(1))
     assert world.generator_calls == 0
+
+
+def test_an_lm_that_cannot_steer_is_refused_before_any_call(tmp_path):
+    from bineval_dspy.core.errors import InputError
+
+    world = SteeredWorld()
+    dspy.configure(lm=scripted_lm(world))  # its engine does not decode under constraints
+    optimizer = BinEvalOptimizer(bineval_metric(BinaryJudge(), checklist_for), steering=["none", SteeringSettings(enforce="extracted")])
+    with pytest.raises(InputError, match="enforce = 'extracted': .* cannot decode under constraints"):
+        optimizer.compile(Generator("Answer."), trainset=rows(1), valset=rows(1))
+    assert world.generator_calls == 0

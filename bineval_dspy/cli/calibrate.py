@@ -32,7 +32,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if results.test:
         majority = results.test_majority
         baseline = f" (always {majority.answer!r} agrees {majority.agreement:.3f})" if majority is not None else ""
-        shown.print(f"test ({results.test_rows} rows): " + ", ".join(f"{k} {v.text()}" for k, v in results.test.items()) + baseline, markup=False)
+        shown.print(f"test ({results.test_rows} rows): " + ", ".join(f"{k} {v.text()}" for k, v in results.test.items()) + baseline, markup=False, soft_wrap=True)
     if results.standing is not None and results.standing.at_chance:  # on stdout: a file the figures go to carries it
         where = "on the test split" if results.standing.source == "test" else "out of fold (no test split)"
         shown.print(f"(!) AT CHANCE {where}: {'; '.join(results.standing.at_chance)}; its verdicts say little: see the learning curve below", markup=False, soft_wrap=True)

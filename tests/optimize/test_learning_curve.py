@@ -212,3 +212,18 @@ def test_judge_program_says_its_head_is_at_chance_in_the_table_and_header_and_na
     assert "AT CHANCE" in header["probe_head"]
     verdicts = [v for line in out.read_text().splitlines() for v in json.loads(line)["bineval"]["scorecard"]["verdicts"]]
     assert {v["judge"] for v in verdicts} == {f"probe:{MODEL}"} and {v["answer"] for v in verdicts} == {"yes"}
+
+
+def test_the_report_draws_the_curve_the_reliability_and_the_confusion_of_a_calibration(tmp_path, monkeypatch, capsys):
+    import bineval_dspy.lm.hidden as hidden
+
+    write(tmp_path / "train.jsonl", rows(12))
+    (tmp_path / "cal.toml").write_text('run_dir = "run"\n[data]\ntrain = ["train.jsonl"]\n[probe]\nlayers = [2]\nstrengths = [0.1]\nfolds = 2\n[curve]\nsizes = [12]\nfolds = 3\n')
+    route_cli_lm(monkeypatch, lambda r: verdict_json("yes"), model=MODEL)
+    monkeypatch.setattr(hidden, "reader_for", lambda lm, cache, source="": FakeReader())
+    assert cli.main(["calibrate", str(tmp_path / "cal.toml")]) == 0
+    assert "learning curve on 72 held-out rows of 12 task(s) (3 grouped held-out folds of the training rows)" in capsys.readouterr().out
+    assert cli.main(["report", str(tmp_path / "run" / "results.json"), "-o", str(tmp_path / "report.html")]) == 0
+    page = (tmp_path / "report.html").read_text()
+    assert "How many labels" in page and "3 grouped folds of the training rows" in page and "answered yes" in page
+    assert "learning curve: 72 held-out rows" in page and "reliability: P(yes) against the observed yes rate" in page

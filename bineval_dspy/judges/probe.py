@@ -26,7 +26,6 @@ from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.fingerprint import digest
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.schema import Question, Verdict
-from bineval_dspy.judges.standing import announce
 from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.hidden import HiddenStates, Reading
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic, point
@@ -166,7 +165,6 @@ def read_head(program: Path, ref: ProbeRef) -> Probe:
     probe = Probe.load(path)
     if probe.digest() != ref.digest:
         raise InputError(f"{program}: field 'probe.digest': {path} is not the head this program was saved with (its digest differs)")
-    announce(program.parent, probe)  # its recorded test figures in one line, a warning when they are at chance
     return probe
 
 

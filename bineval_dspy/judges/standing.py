@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bineval_dspy.judges.probe import Probe
 from bineval_dspy.stats.bootstrap import Interval
-
-if TYPE_CHECKING:
-    from bineval_dspy.judges.probe import Probe
 
 RESULTS_FILE = "results.json"  # beside a calibrated program: ``bineval calibrate``'s record, the test figures in it
 

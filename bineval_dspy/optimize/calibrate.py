@@ -31,8 +31,8 @@ from bineval_dspy.lm.hidden import HiddenStates
 from bineval_dspy.lm.specs import DEFAULT_LM
 from bineval_dspy.meta.datasets import DatasetConfig, MetaRow
 from bineval_dspy.meta.prompts import QUESTIONS
-from bineval_dspy.optimize.calibrate_steps import curve_of, searching, standing_of_results
-from bineval_dspy.optimize.learning_curve import CurveSettings, LearningCurve
+from bineval_dspy.optimize.calibrate_steps import curve_of, predict, searching, standing_on
+from bineval_dspy.optimize.learning_curve import CurveSettings, LearningCurve, Scorer
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic
@@ -189,8 +189,13 @@ def calibrate(config: CalibrateConfig, reader: HiddenStates) -> CalibrationResul
     if test:
         results.test_rows, results.test = len(test), held_out(probe, reader, test, settings.seed)
         results.test_majority = Majority.of([e.reference for e in test])
-    results.standing = standing_of_results(results, probe)
-    results.curve = curve_of(config, examples, test, probe, reader, labels, data)
+    results.standing = standing_on(results.test, results.test_rows, results.test_majority, probe)
+
+    def fit(rows: Sequence[LabeledExample], seed: int) -> Scorer:  # a head as this run trains its own, on fewer labels
+        head = fit_probe(rows, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, folds=settings.folds, seed=seed)
+        return lambda held: predict(head, reader, held)
+
+    results.curve = curve_of(config.curve, fit, examples, test, probe, reader, settings.seed)
     write_text_atomic(config.run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
     return results
 

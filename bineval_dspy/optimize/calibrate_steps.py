@@ -9,18 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bineval_dspy.core.console import console, progress_bar
-from bineval_dspy.judges.probe import LabeledExample, Probe, default_layers, fit_probe, read_examples
-from bineval_dspy.judges.standing import Standing, out_of_fold, standing
+from bineval_dspy.judges.probe import LabeledExample, Probe, default_layers, read_examples
+from bineval_dspy.judges.standing import Majority, Standing, out_of_fold, standing
 from bineval_dspy.lm.hidden import HiddenStates
-from bineval_dspy.optimize.learning_curve import LearningCurve, Scorer, fits_needed, learning_curve
-
-if TYPE_CHECKING:
-    from bineval_dspy.optimize.calibrate import CalibrateConfig, CalibrationResults
+from bineval_dspy.optimize.learning_curve import CurveSettings, Fit, LearningCurve, fits_needed, learning_curve
+from bineval_dspy.stats.bootstrap import Interval
 
 
 def loading(reader: HiddenStates) -> int:
@@ -50,30 +47,20 @@ def predict(probe: Probe, reader: HiddenStates, examples: Sequence[LabeledExampl
     return p, ["yes" if v >= probe.head.threshold else "no" for v in p]
 
 
-def standing_of_results(results: CalibrationResults, probe: Probe) -> Standing:
+def standing_on(test: dict[str, Interval], rows: int, majority: Majority | None, probe: Probe) -> Standing:
     """The head's standing as ``judge --program`` will repeat it: on the test split when there is one, else out of fold."""
-    if not results.test:
+    if not test:
         return out_of_fold(probe)
-    test = results.test
-    return standing("test", results.test_rows, test.get("kappa"), test.get("auroc"), test.get("balanced_accuracy"), test.get("agreement"), results.test_majority)
+    return standing("test", rows, test.get("kappa"), test.get("auroc"), test.get("balanced_accuracy"), test.get("agreement"), majority)
 
 
 def curve_of(
-    config: CalibrateConfig, examples: Sequence[LabeledExample], test: Sequence[LabeledExample], probe: Probe, reader: HiddenStates,
-    labels: str, data: dict[str, str],
+    curve: CurveSettings, fit: Fit, examples: Sequence[LabeledExample], test: Sequence[LabeledExample], probe: Probe, reader: HiddenStates, seed: int,
 ) -> LearningCurve | None:
-    """The learning curve over ``config.curve``'s sizes (None when it has none), each head trained as the run's own."""
-    settings, curve = config.probe, config.curve
+    """The learning curve over ``curve``'s sizes (None when it has none), each head trained by ``fit`` as the run's own."""
     if not curve.sizes:
         console.print("learning curve: off (curve.sizes is empty)", markup=False)
         return None
-
-    def fit(rows: Sequence[LabeledExample], seed: int) -> Scorer:
-        head = fit_probe(rows, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, folds=settings.folds, seed=seed)
-        return lambda held: predict(head, reader, held)
-
-    total = fits_needed(examples, test, curve, settings.seed, full=True)
+    total = fits_needed(examples, test, curve, seed, full=True)
     with progress_bar("  learning curve: heads trained", total) as advance:
-        return learning_curve(
-            examples, test, fit, curve, seed=settings.seed, full=lambda held: predict(probe, reader, held), advance=advance,
-        )
+        return learning_curve(examples, test, fit, curve, seed=seed, full=lambda held: predict(probe, reader, held), advance=advance)

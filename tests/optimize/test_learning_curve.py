@@ -212,6 +212,11 @@ def test_judge_program_says_its_head_is_at_chance_in_the_table_and_header_and_na
     assert "AT CHANCE" in header["probe_head"]
     verdicts = [v for line in out.read_text().splitlines() for v in json.loads(line)["bineval"]["scorecard"]["verdicts"]]
     assert {v["judge"] for v in verdicts} == {f"probe:{MODEL}"} and {v["answer"] for v in verdicts} == {"yes"}
+    assert cli.main(["show", str(out)]) == 0
+    assert "AT CHANCE" in capsys.readouterr().out
+    assert cli.main(["report", str(out), "-o", str(tmp_path / "report.html")]) == 0
+    page = (tmp_path / "report.html").read_text()
+    assert "AT CHANCE" in page and f"probe:{MODEL}" in page
 
 
 def test_the_report_draws_the_curve_the_reliability_and_the_confusion_of_a_calibration(tmp_path, monkeypatch, capsys):

@@ -20,8 +20,8 @@ from bineval_dspy.judges.rows import judged_rows
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.programs.generator import generated_log
 from bineval_dspy.programs.records import GenerationRecord
-from bineval_dspy.runs.header import read_header
 from bineval_dspy.report.spend import spend_of
+from bineval_dspy.runs.header import read_header
 from bineval_dspy.suites.grading import ResultRow, graded_log
 
 M = TypeVar("M", bound=BaseModel)

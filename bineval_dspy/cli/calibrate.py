@@ -35,7 +35,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         shown.print(f"test ({results.test_rows} rows): " + ", ".join(f"{k} {v.text()}" for k, v in results.test.items()) + baseline, markup=False, soft_wrap=True)
     if results.standing is not None and results.standing.at_chance:  # on stdout: a file the figures go to carries it
         where = "on the test split" if results.standing.source == "test" else "out of fold (no test split)"
-        shown.print(f"(!) AT CHANCE {where}: {'; '.join(results.standing.at_chance)}; its verdicts say little: see the learning curve below", markup=False, soft_wrap=True)
+        shown.print(f"(!) AT CHANCE {where}: {'; '.join(results.standing.at_chance)}; its verdicts say little" + (": the learning curve below says what more labels give" if results.curve else ""), markup=False, soft_wrap=True)
     for line in results.curve.lines() if results.curve is not None else []:
         shown.print(line, markup=False, soft_wrap=True)
     console.print(f"wrote program.json, probe.json and {RESULTS_FILE} in {config.run_dir}")

@@ -182,6 +182,9 @@ def saved(folder: Path, probe: Probe, test: dict[str, Interval] | None) -> None:
 
 
 def test_loading_a_head_repeats_its_test_figures_and_warns_at_chance(tmp_path, capsys):
+    from bineval_dspy.judges import standing
+
+    standing._print_once.cache_clear()  # once a process: another test may have loaded the same head
     at_chance = {"kappa": Interval(estimate=0.0, low=-0.166, high=0.137), "agreement": Interval(estimate=0.393)}
     saved(tmp_path, constant_yes(), at_chance)
     load_program(tmp_path, "judge")
@@ -232,3 +235,15 @@ def test_the_report_draws_the_curve_the_reliability_and_the_confusion_of_a_calib
     page = (tmp_path / "report.html").read_text()
     assert "How many labels" in page and "3 grouped folds of the training rows" in page and "answered yes" in page
     assert "learning curve: 72 held-out rows" in page and "reliability: P(yes) against the observed yes rate" in page
+
+
+def test_meta_evals_probe_key_repeats_the_heads_figures_too(tmp_path, capsys):
+    from bineval_dspy.judges import standing
+    from bineval_dspy.meta.methods import BinEvalMethod
+
+    standing._print_once.cache_clear()  # once a process: another test may have loaded the same head
+    saved(tmp_path, constant_yes(), {"kappa": Interval(estimate=0.05, low=-0.02, high=0.12), "agreement": Interval(estimate=0.7)})
+    method = BinEvalMethod(name="probe", kind="bineval", probe=tmp_path)
+    assert method.trained_probe() is not None
+    err = capsys.readouterr().err
+    assert "probe head, test (40 rows): kappa 0.050 [-0.020, 0.120]" in err and "AT CHANCE" in err

@@ -30,7 +30,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     assert isinstance(groups, list)
     shown.print(f"trained on {results.record['rows']} rows of {len(groups)} task(s); out-of-fold: {figures}", markup=False)
     if results.test:
-        shown.print(f"test ({results.test_rows} rows): " + ", ".join(f"{k} {v.text()}" for k, v in results.test.items()), markup=False)
+        majority = results.test_majority
+        baseline = f" (always {majority.answer!r} agrees {majority.agreement:.3f})" if majority is not None else ""
+        shown.print(f"test ({results.test_rows} rows): " + ", ".join(f"{k} {v.text()}" for k, v in results.test.items()) + baseline, markup=False, soft_wrap=True)
+    if results.standing is not None and results.standing.at_chance:  # on stdout: a file the figures go to carries it
+        where = "on the test split" if results.standing.source == "test" else "out of fold (no test split)"
+        shown.print(f"(!) AT CHANCE {where}: {'; '.join(results.standing.at_chance)}; its verdicts say little" + (": the learning curve below says what more labels give" if results.curve else ""), markup=False, soft_wrap=True)
+    for line in results.curve.lines() if results.curve is not None else []:
+        shown.print(line, markup=False, soft_wrap=True)
     console.print(f"wrote program.json, probe.json and {RESULTS_FILE} in {config.run_dir}")
     return ExitCode.OK
 

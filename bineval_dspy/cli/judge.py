@@ -45,7 +45,7 @@ def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
     colours = {"yes": "green", "no": "red", "unanswered": "yellow"}
     for q, v in join(checklist, card.verdicts):
         p = f" ({v.p_yes:.2f})" if v.p_yes is not None else ""
-        by = "code" if v.judge.startswith("code:") else "LM"
+        by = "code" if v.judge.startswith("code:") else "probe" if v.judge.startswith("probe:") else "LM"
         table.add_row(q.dimension, q.text, styled((v.answer, colours[v.answer]), p), by, v.explanation)
     shown.print(table)
     scores = Table(show_header=True)
@@ -94,6 +94,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
         return ExitCode.OK
     run = run_file(config)
     summary = run.summary
+    if run.probe_head is not None:  # on stdout above the scores: a head at chance is said where its means are read
+        shown.print(("(!) " if run.probe_head.at_chance else "") + run.probe_head.line(), soft_wrap=True, markup=False)
     if summary.rows:
         _print_means(summary.checklist, summary)
         _print_failures(summary)

@@ -125,7 +125,7 @@ class Verdict(BaseModel):
     p_yes: float | None = Field(default=None, ge=0, le=1)
     p_yes_content_free: float | None = Field(default=None, ge=0, le=1)  # the prior P(yes) a calibrated p_yes divides out
     explanation: str = ""
-    judge: str = Field(description="which judge answered: an LM model string, 'code:<id>', or 'reference'")
+    judge: str = Field(description="which judge answered: an LM model string, 'probe:<model>' (a head on its hidden state), 'code:<id>', or 'reference'")
 
 
 Explanations = Literal["all", "failures", "none"]

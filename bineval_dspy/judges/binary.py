@@ -355,7 +355,7 @@ class BinaryJudge(dspy.Module):
 
         assert self.probe is not None
         lm = self.answer_lm()
-        return self.probe.verdicts(reader_for(lm, installed_dir()), input, output, questions, getattr(lm, "model", "unknown-lm"))
+        return self.probe.verdicts(reader_for(lm, installed_dir()), input, output, questions, PROBE_JUDGE + getattr(lm, "model", "unknown-lm"))
 
     def check_format(self) -> None:
         lm = self.answer_lm()
@@ -495,6 +495,9 @@ class BinaryJudge(dspy.Module):
     def answer_lm(self) -> dspy.LM | None:
         """The LM this judge calls: its own if set, else the configured one."""
         return self.answer.predictors()[0].lm or dspy.settings.lm
+
+
+PROBE_JUDGE = "probe:"  # a probe verdict's judge: "probe:<model>", so a report's judge filter tells it from a spoken one
 
 
 def probe_clash(chain_of_thought: bool, samples: int, calibration: str, scoring: str, verdict_format: str) -> str | None:

@@ -133,13 +133,16 @@ class BinEvalMethod(_Method, JudgeFields):
         """The head ``probe`` names (None without one), read as ``judge --program`` reads it (``head_of_run``: its
         digest checked against its program's), refused in one line when it cannot be read or was edited."""
         from bineval_dspy.judges.probe import head_of_run
+        from bineval_dspy.judges.standing import announce
 
         if self.probe is None:
             return None
         try:
-            return head_of_run(self.probe)
+            head = head_of_run(self.probe)
         except InputError as exc:
             raise MethodProblem("probe", str(exc)) from None
+        announce(self.probe if self.probe.is_dir() else self.probe.parent, head)  # its test figures, a warning at chance
+        return head
 
 
     def fingerprint_options(self) -> dict[str, Any]:

@@ -26,10 +26,13 @@ from bineval_dspy.core.fingerprint import file_digest
 from bineval_dspy.core.jsonio import load_toml, write_text_atomic
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.probe import STRENGTHS, LabeledExample, Probe, examples_file, fit_probe, read_examples
+from bineval_dspy.judges.standing import Majority, Standing
 from bineval_dspy.lm.hidden import HiddenStates
 from bineval_dspy.lm.specs import DEFAULT_LM
 from bineval_dspy.meta.datasets import DatasetConfig, MetaRow
 from bineval_dspy.meta.prompts import QUESTIONS
+from bineval_dspy.optimize.calibrate_steps import curve_of, predict, searching, standing_on
+from bineval_dspy.optimize.learning_curve import CurveSettings, LearningCurve, Scorer
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic
@@ -70,10 +73,12 @@ class CalibrateConfig(BaseModel):
     lm: str = DEFAULT_LM
     run_dir: Path
     data: ExamplesData | None = None
-    dataset: DatasetConfig | None = Field(default=None, description="a meta-eval [dataset] table: weak labels from human scores")
+    dataset: DatasetConfig | None = Field(default=None, description="a meta-eval [dataset] table: labels from its ratings per dimension (people's scores; InFoBench's are a strong judge's, GPT-4's, verdicts), yes from the median up")
     dimensions: list[str] = Field(default_factory=list, description="with dataset: the dimensions to ask about (empty: every rated one)")
     questions: dict[str, str] = Field(default_factory=dict, description="with dataset: a dimension's question (default: UniEval's wording)")
     probe: ProbeSettings = Field(default_factory=ProbeSettings)
+    limit: int | None = Field(default=None, ge=1, description="a smoke run: the first N tasks of each file (every row of a task kept)")
+    curve: CurveSettings = Field(default_factory=CurveSettings, description="the learning curve: held-out figures per label budget")
 
     @model_validator(mode="after")
     def _one_source(self) -> CalibrateConfig:
@@ -90,6 +95,9 @@ class CalibrationResults(BaseModel):
     record: dict[str, object]
     test_rows: int = 0
     test: dict[str, Interval] = Field(default_factory=dict)
+    test_majority: Majority | None = None  # always giving the test references' commoner answer: the baseline to beat
+    standing: Standing | None = None  # the head's held-out figures (test, else out-of-fold) and whether they are at chance
+    curve: LearningCurve | None = None  # held-out figures per label budget (None: curve.sizes was empty)
 
 
 def load_calibrate(path: Path) -> CalibrateConfig:
@@ -109,13 +117,14 @@ def load_calibrate(path: Path) -> CalibrateConfig:
 def labeled_examples(config: CalibrateConfig) -> tuple[list[LabeledExample], dict[str, str], str]:
     """The training rows, the digests of the files they came from, and what the labels are."""
     if config.data is not None:
-        examples = [e for path in config.data.train for e in examples_file(path)]
+        examples = [e for path in config.data.train for e in first_tasks(examples_file(path), config.limit)]
         return examples, {str(p): file_digest(p) for p in config.data.train}, "reference verdicts of " + ", ".join(p.name for p in config.data.train)
     rows, texts = dataset_rows(config)
     examples = weak_examples(rows, texts)
     assert config.dataset is not None
     data = {str(p): file_digest(p) for p in config.dataset.paths().values()}
-    return examples, data, "human scores per dimension, yes from the dimension's median up (weak labels)"
+    rated = "InFoBench's recorded GPT-4 verdicts (a strong judge's)" if config.dataset.kind == "infobench" else "human scores"
+    return examples, data, f"{rated} per dimension, yes from the dimension's median up"
 
 
 def dataset_rows(config: CalibrateConfig) -> tuple[list[MetaRow], dict[str, str]]:
@@ -123,6 +132,9 @@ def dataset_rows(config: CalibrateConfig) -> tuple[list[MetaRow], dict[str, str]
     dataset = config.dataset
     assert dataset is not None
     rows = dataset.load()
+    if config.limit is not None:
+        kept = set(list(dict.fromkeys(row.doc_id for row in rows))[: config.limit])
+        rows = [row for row in rows if row.doc_id in kept]
     rated = sorted({dim for row in rows for dim in row.scores})
     dimensions = config.dimensions or rated
     unknown = [d for d in dimensions if d not in rated]
@@ -152,20 +164,38 @@ def weak_examples(rows: Sequence[MetaRow], texts: dict[str, str]) -> list[Labele
     ]
 
 
+def first_tasks(examples: list[LabeledExample], limit: int | None) -> list[LabeledExample]:
+    """The rows of the first ``limit`` tasks (in the order they first appear), every row of each: a smoke run."""
+    if limit is None:
+        return examples
+    kept = set(list(dict.fromkeys(e.group for e in examples))[:limit])
+    return [e for e in examples if e.group in kept]
+
+
 def calibrate(config: CalibrateConfig, reader: HiddenStates) -> CalibrationResults:
-    """Train the head, save the judge program beside it, score the test examples; returns what ``results.json`` holds."""
+    """Train the head, save the judge program beside it, score the test examples, measure the learning curve;
+    returns what ``results.json`` holds."""
     examples, data, labels = labeled_examples(config)
-    test = examples_file(config.data.test) if config.data is not None and config.data.test is not None else []
+    test = first_tasks(examples_file(config.data.test), config.limit) if config.data is not None and config.data.test is not None else []
     settings = config.probe
-    probe = fit_probe(
-        examples, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, folds=settings.folds,
-        seed=settings.seed, test_groups=[e.group for e in test], label="  training rows: reading states",
-    )
+    with searching(reader, examples, settings.layers, len(settings.strengths), settings.folds):
+        probe = fit_probe(
+            examples, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, folds=settings.folds,
+            seed=settings.seed, test_groups=[e.group for e in test], label="  training rows: reading states",
+        )
     judge = BinaryJudge(explanations="none", probability=True, probe=probe)
     ProgramFile.of(judge).save(config.run_dir / PROGRAM_FILE)
     results = CalibrationResults(probe=probe.digest(), record=json.loads(probe.record.model_dump_json()))
     if test:
         results.test_rows, results.test = len(test), held_out(probe, reader, test, settings.seed)
+        results.test_majority = Majority.of([e.reference for e in test])
+    results.standing = standing_on(results.test, results.test_rows, results.test_majority, probe)
+
+    def fit(rows: Sequence[LabeledExample], seed: int) -> Scorer:  # a head as this run trains its own, on fewer labels
+        head = fit_probe(rows, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, folds=settings.folds, seed=seed)
+        return lambda held: predict(head, reader, held)
+
+    results.curve = curve_of(config.curve, fit, examples, test, probe, reader, settings.seed)
     write_text_atomic(config.run_dir / RESULTS_FILE, results.model_dump_json(indent=2))
     return results
 

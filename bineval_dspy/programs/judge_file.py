@@ -22,12 +22,13 @@ from bineval_dspy.core.settings import added, fingerprint_of, unrecorded
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.judges.rows import JUDGE_KEY, JudgedLine, JudgedSummary, JudgeResult, judged_rows
+from bineval_dspy.judges.standing import Standing, standing_of
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.retry import fast_path_default
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
-from bineval_dspy.runs.header import note_degenerate
+from bineval_dspy.runs.header import note_degenerate, note_probe_head
 from bineval_dspy.runs.spec import RunSpec
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
@@ -72,6 +73,7 @@ class JudgedFile:
     written: int = 0
     spent: Cost = field(default_factory=Cost)
     stopped: BudgetExhausted | None = None  # the budget ended the run; the rows written so far are saved
+    probe_head: Standing | None = None  # a probe judge's head: its recorded held-out figures, at chance or not
 
 
 def data_fields(config: JudgeFile) -> tuple[str, str]:
@@ -162,6 +164,9 @@ def run_file(config: JudgeFile) -> JudgedFile:
     for _, line in run.log().read():
         judged.summary.add(line.result, line.row.get("id"))
     note_degenerate(config.output, judged.summary.degenerate)
+    if config.program is not None and run.judge.probe is not None:
+        judged.probe_head = standing_of(program_path(config.program).parent, run.judge.probe)
+    note_probe_head(config.output, judged.probe_head.line() if judged.probe_head is not None else None)
     return judged
 
 

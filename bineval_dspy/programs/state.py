@@ -21,6 +21,7 @@ from bineval_dspy.core.schema import JudgeOptions
 from bineval_dspy.enforce.plan import Source
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.probe import PROBE_FILE, PROGRAM_FILE, Probe, ProbeRef, read_head
+from bineval_dspy.judges.standing import announce
 from bineval_dspy.programs.steer import SteeringSettings
 from bineval_dspy.programs.weights import Weights, attach, weights_of
 
@@ -210,4 +211,5 @@ def load_program(path: Path, kind: Literal["generator", "judge"] | None = None) 
         program.weights.check(str(file))
     if program.probe is not None:
         program._probe = read_head(file, program.probe)
+        announce(file.parent, program._probe)  # its recorded test figures in one line, a warning when they are at chance
     return program

@@ -18,6 +18,7 @@ from plotly.subplots import make_subplots
 
 from bineval_dspy.analysis.phi import LABELS, DimensionPhi
 from bineval_dspy.analysis.weights import WeightsReport
+from bineval_dspy.optimize.learning_curve import LearningCurve, ReliabilityBin
 from bineval_dspy.report.judged_runs import JudgeRun
 from bineval_dspy.report.meta_runs import CorrelationRow
 from bineval_dspy.report.stats import QuestionRate, Spread, Step, dimension_means
@@ -276,4 +277,42 @@ def tune(results: TuneResults) -> Figure:
         figure.update_layout(xaxis={"title": f"{plot_text(x)} ({results.objectives[x]})"}, yaxis={"title": f"{plot_text(y)} ({results.objectives[y]})"})
     finished = sum(results.states.get(s, 0) for s in ("COMPLETE", "PRUNED"))
     figure.update_layout(title=f"{plot_text(results.study)}: {finished} of {results.trials_wanted} trials finished", height=420)
+    return _json(figure)
+
+
+# -- calibrations ---------------------------------------------------------------------------------------------------
+CURVE_FIGURES = (("kappa", "kappa"), ("auroc", "AUROC"), ("balanced_accuracy", "balanced accuracy"))
+
+
+def learning_curve(curve: LearningCurve) -> Figure:
+    """Held-out kappa, AUROC and balanced accuracy per label budget, with their 95% intervals."""
+    figure = go.Figure()
+    measured = [p for p in curve.points if p.heads]
+    for name, title in CURVE_FIGURES:
+        values = [getattr(p, name) for p in measured]
+        figure.add_scatter(
+            x=[p.labels for p in measured], y=[v.estimate for v in values], mode="lines+markers", name=title,
+            error_y={"type": "data", "symmetric": False, "array": [(v.high - v.estimate) if v.high is not None and v.estimate is not None else 0 for v in values],
+                     "arrayminus": [(v.estimate - v.low) if v.low is not None and v.estimate is not None else 0 for v in values]},
+            hovertemplate=f"{title} %{{y:.3f}} at %{{x}} labels<extra></extra>",
+        )
+    where = "test file" if curve.held_out == "test file" else f"{curve.folds} grouped folds"
+    figure.update_layout(
+        title=f"learning curve: {curve.held_out_rows} held-out rows ({where})", height=380,
+        xaxis={"title": "training labels", "type": "log"}, yaxis={"title": "held-out figure", "range": [-0.25, 1.05]},
+    )
+    return _json(figure)
+
+
+def reliability(bins: Sequence[ReliabilityBin]) -> Figure:
+    """The all-labels head's P(yes) in tenths against the observed yes rate (the diagonal: perfectly calibrated)."""
+    figure = go.Figure()
+    figure.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#7f7f7f"}, name="calibrated", hoverinfo="skip")
+    figure.add_scatter(
+        x=[b.mean_p for b in bins], y=[b.yes_rate for b in bins], mode="lines+markers", name="held-out rows",
+        marker={"size": [8 + 14 * (b.rows / max(x.rows for x in bins)) ** 0.5 for b in bins]},
+        customdata=[[b.low, b.high, b.rows] for b in bins],
+        hovertemplate="P(yes) %{customdata[0]:.1f}-%{customdata[1]:.1f}: %{customdata[2]} rows, mean %{x:.2f}, yes rate %{y:.2f}<extra></extra>",
+    )
+    figure.update_layout(title="reliability: P(yes) against the observed yes rate", height=380, xaxis={"title": "P(yes)", "range": SCORE_RANGE}, yaxis={"title": "observed yes rate", "range": SCORE_RANGE})
     return _json(figure)

@@ -211,6 +211,15 @@ def _experiment_view(run: ExperimentRun, charts: Charts) -> dict[str, Any]:
     }
 
 
+def _calibration_view(run: CalibrationRun, charts: Charts) -> dict[str, Any]:
+    curve = run.results.curve
+    return {
+        "run": run,
+        "curve_chart": charts.add(figures.learning_curve(curve)) if curve is not None and any(p.heads for p in curve.points) else None,
+        "reliability_chart": charts.add(figures.reliability(curve.reliability)) if curve is not None and curve.reliability else None,
+    }
+
+
 def _finetune_view(run: FinetuneRun) -> dict[str, Any]:
     samples = run.samples
     return {
@@ -231,7 +240,7 @@ def _view(run: Run, charts: Charts) -> dict[str, Any]:
     if isinstance(run, ExperimentRun):
         return _experiment_view(run, charts)
     if isinstance(run, CalibrationRun):
-        return {"run": run}
+        return _calibration_view(run, charts)
     if isinstance(run, FinetuneRun):
         return _finetune_view(run)
     if isinstance(run, LogRun):

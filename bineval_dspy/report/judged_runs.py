@@ -21,6 +21,7 @@ from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.programs.generator import generated_log
 from bineval_dspy.programs.records import GenerationRecord
 from bineval_dspy.report.spend import spend_of
+from bineval_dspy.runs.header import read_header
 from bineval_dspy.suites.grading import ResultRow, graded_log
 
 M = TypeVar("M", bound=BaseModel)
@@ -53,6 +54,7 @@ class JudgeRun:
     rows: list[JudgedRow]
     task: str | None = None
     kind: Literal["judge"] = "judge"
+    probe_head: str | None = None  # judged by a probe head: its recorded held-out figures, AT CHANCE when they are (the header's)
 
     @property
     def spend(self) -> Cost:
@@ -125,7 +127,8 @@ def judge_output(path: Path) -> JudgeRun:
         JudgedRow(id=line.id, input=text_of(line.row.get("input")), output=text_of(line.row.get("output")), card=line.result.scorecard, spend=line.result.usage)
         for _, line in judged_rows(path).read()
     ]
-    return JudgeRun(source=path, rows=rows)
+    header = read_header(path)
+    return JudgeRun(source=path, rows=rows, probe_head=header.probe_head if header is not None else None)
 
 
 def demo_output(path: Path, raw: dict[str, Any]) -> JudgeRun:

@@ -84,6 +84,8 @@ def show_judge(run: JudgeRun) -> None:
         _say(f"task: {run.task}")
     if (degenerate := run.degenerate) is not None:
         console.print(degenerate.message(), style="yellow", markup=False, highlight=False, soft_wrap=True)
+    if run.probe_head is not None:
+        console.print(run.probe_head, style="yellow" if "AT CHANCE" in run.probe_head else None, markup=False, highlight=False, soft_wrap=True)
     _spend(run.spend)
     means = _table("mean scores", "dimension", "mean", "lowest", "highest", "scored", "no score", left=("dimension",), wrap=("dimension",))
     for m in dimension_means(cards):
@@ -353,6 +355,12 @@ def show_calibration(run: CalibrationRun) -> None:
     console.print(table)
     if not results.test:
         _say("no test split: the head was not scored on held-out tasks")
+    if results.test_majority is not None:
+        _say(f"majority baseline on test: always {results.test_majority.answer!r} agrees {results.test_majority.agreement:.3f}")
+    if results.standing is not None and results.standing.at_chance:
+        console.print(f"AT CHANCE ({results.standing.source}): {'; '.join(results.standing.at_chance)}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+    for line in results.curve.lines() if results.curve is not None else []:
+        _say(line)
 
 
 def show_log(run: LogRun) -> None:

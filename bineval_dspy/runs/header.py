@@ -36,6 +36,8 @@ class RunHeader(BaseModel):
     # the records' LM verdicts fail the degenerate-judge rule (core.degenerate): kept with the log, so a reader of the
     # header alone (CI, a later `show`) sees that the scores say little, not only the terminal that ran it
     degenerate: Degenerate | None = None
+    # a probe judge's head: its recorded held-out figures, and AT CHANCE when they are (``judges.standing``)
+    probe_head: str | None = None
 
 
 def header_path(out: Path) -> Path:
@@ -50,7 +52,7 @@ def read_header(out: Path) -> RunHeader | None:
 
 
 def write_header(out: Path, header: RunHeader) -> None:
-    unset = {"degenerate"} if header.degenerate is None else None  # a header without the flag reads as before it existed
+    unset = {name for name in ("degenerate", "probe_head") if getattr(header, name) is None}  # a header without them reads as before they existed
     write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset))
 
 
@@ -60,3 +62,10 @@ def note_degenerate(out: Path, degenerate: Degenerate | None) -> None:
     header = read_header(out)
     if header is not None and header.degenerate != degenerate:
         write_header(out, header.model_copy(update={"degenerate": degenerate}))
+
+
+def note_probe_head(out: Path, line: str | None) -> None:
+    """Record in the header of the log ``out`` the line on the probe head that judged it (None: no probe)."""
+    header = read_header(out)
+    if header is not None and header.probe_head != line:
+        write_header(out, header.model_copy(update={"probe_head": line}))

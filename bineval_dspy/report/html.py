@@ -126,6 +126,7 @@ def _judge_view(run: JudgeRun, charts: Charts) -> dict[str, Any]:
         "verdicts": len(verdicts),
         "unanswered": sum(card.unanswered for card in cards),
         "degenerate": run.degenerate,
+        "repeats": run.repeats.summary(),
         "judges": judges,
         "dimensions": list(dict.fromkeys(v.dimension for v in verdicts if v.dimension)),
         "answers": [a for a in ("yes", "no", "unanswered") if any(v.answer == a for v in verdicts)],

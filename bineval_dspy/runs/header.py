@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.degenerate import Degenerate
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
+from bineval_dspy.core.repeats import RepeatSummary
 from bineval_dspy.lm.usage import Cost
 
 Status = Literal["running", "finished", "incomplete", "stopped", "failed"]
@@ -36,6 +37,8 @@ class RunHeader(BaseModel):
     # the records' LM verdicts fail the degenerate-judge rule (core.degenerate): kept with the log, so a reader of the
     # header alone (CI, a later `show`) sees that the scores say little, not only the terminal that ran it
     degenerate: Degenerate | None = None
+    # `judge --repeats K`: how often the LM verdicts flipped between repeats, pass^K beside the mean (core.repeats)
+    repeats: RepeatSummary | None = None
 
 
 def header_path(out: Path) -> Path:
@@ -50,8 +53,8 @@ def read_header(out: Path) -> RunHeader | None:
 
 
 def write_header(out: Path, header: RunHeader) -> None:
-    unset = {"degenerate"} if header.degenerate is None else None  # a header without the flag reads as before it existed
-    write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset))
+    unset = {name for name in ("degenerate", "repeats") if getattr(header, name) is None}  # reads as before they existed
+    write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset or None))
 
 
 def note_degenerate(out: Path, degenerate: Degenerate | None) -> None:
@@ -60,3 +63,10 @@ def note_degenerate(out: Path, degenerate: Degenerate | None) -> None:
     header = read_header(out)
     if header is not None and header.degenerate != degenerate:
         write_header(out, header.model_copy(update={"degenerate": degenerate}))
+
+
+def note_repeats(out: Path, repeats: RepeatSummary | None) -> None:
+    """Record in the header of the log ``out`` what its records' repeats add up to, as the whole log now reads."""
+    header = read_header(out)
+    if header is not None and header.repeats != repeats:
+        write_header(out, header.model_copy(update={"repeats": repeats}))

@@ -183,7 +183,7 @@ def _note_repeats(config: JudgeFile, checklist: Checklist, lm: Any) -> None:
         warnings.filterwarnings("ignore", message="rollout_id has no effect when temperature=0")
         console.print(
             f"note: {config.repeats} repeats at temperature 0: greedy answers differ only where the order they are asked in or the server "
-            "does; set --temperature to sample them", style="yellow",
+            "does; set the LM's `temperature` to sample them", style="yellow",
         )  # fmt: skip
 
 

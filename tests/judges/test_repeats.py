@@ -215,3 +215,37 @@ def test_repeats_are_cache_entries_of_their_own_and_a_rerun_replays_them(tmp_pat
     assert strip((tmp_path / "o.jsonl").read_text()) == strip(before)
     summary, replayed = first.summary.repeats.summary(), again.summary.repeats.summary()
     assert summary is not None and summary == replayed and summary.flipped == 2  # "short?" flipped on both rows
+
+
+def test_show_and_report_give_the_flip_rate_and_pass_k(tmp_path, monkeypatch, capsys):
+    from bineval_dspy.report import load_runs, render
+
+    route_cli_lm(monkeypatch, Flipping())
+    checklist, data = files(tmp_path, rows=2)
+    run_file(JudgeFile(checklist=checklist, data=data, output=tmp_path / "o.jsonl", judge=JudgeOptions(explanations="none"), repeats=3))
+    capsys.readouterr()
+    assert cli.main(["show", str(tmp_path / "o.jsonl")]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "flip rate 0.500 (2 of 4 LM verdicts changed between repeats)" in shown and "pass^3 0.000 (0 of 2 rows" in shown
+    assert "flipped on 1.00 of 2 row(s): Is it short?" in shown
+    (judged,) = load_runs(tmp_path / "o.jsonl")
+    assert "flip rate 0.500 (2 of 4 LM verdicts changed between repeats)" in render([judged], charts_on=False)
+
+
+@pytest.mark.embedded
+def test_repeats_on_the_embedded_lm(tmp_path, capsys):
+    """Two rows, K = 2, on the embedded model at temperature 0: every LM question asked twice a row (its own cache
+    entries), the repeats kept and summed up; the same command again is answered from the cache alone."""
+    checklist, data = files(tmp_path, rows=2)
+    command = ["judge", "--checklist", str(checklist), "--data", str(data), "--explanations", "none", "--repeats", "2",
+               "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    assert cli.main([*command, "-o", str(tmp_path / "o.jsonl")]) in (ExitCode.OK, ExitCode.INCOMPLETE)  # a flip is a tie: unanswered
+    out, err = capsys.readouterr()
+    rows = [json.loads(line)["bineval"] for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert [len(answers) for row in rows for answers in row["repeats"]["answers"].values()] == [2] * 4
+    assert "repeats: each LM question asked 2 times; flip rate" in out and "at temperature 0" in " ".join(err.split())
+    assert "8 LM call(s)" in " ".join(err.split())
+    cli.main([*command, "-o", str(tmp_path / "again.jsonl")])
+    assert "cache: 8 hit(s)" in " ".join(capsys.readouterr().err.split())
+    strip = lambda path: [{**json.loads(line)["bineval"], "usage": None} for line in path.read_text().splitlines()]  # noqa: E731
+    assert strip(tmp_path / "again.jsonl") == strip(tmp_path / "o.jsonl")

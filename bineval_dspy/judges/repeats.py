@@ -71,13 +71,11 @@ class Repeats:
         """Repeats 1..K-1, each with the row's LM questions (the ones repeat 0 did not answer by code) in its order;
         none when every question was code-checked."""
         coded = _coded(first)
-        by_id = {q.id: q for q in checklist.questions}
-        asked = [by_id[qid] for qid in by_id if qid not in coded]
-        if not asked:
+        if all(q.id in coded for q in checklist.questions):
             return []
-        ids = {q.id for q in asked}
+        by_id = {q.id: q for q in checklist.questions}
         return [
-            (r, checklist.model_copy(update={"questions": [by_id[qid] for qid in self.order(checklist, key, r) if qid in ids]}))
+            (r, checklist.model_copy(update={"questions": [by_id[qid] for qid in self.order(checklist, key, r) if qid not in coded]}))
             for r in range(1, self.k)
         ]
 
@@ -87,10 +85,8 @@ class Repeats:
         firsts = {v.question_id: v for v in first.verdicts}
         if not later:  # every question code-checked: each repeat would give repeat 0's card
             return first, repeated({}, [first] * self.k)
-        answers = {
-            q.id: [firsts[q.id], *({v.question_id: v for v in card.verdicts}[q.id] for card in later)]
-            for q in checklist.questions if q.id not in coded
-        }  # fmt: skip
+        repeats = [firsts, *({v.question_id: v for v in card.verdicts} for card in later)]
+        answers = {q.id: [verdicts[q.id] for verdicts in repeats] for q in checklist.questions if q.id not in coded}
 
         def card_of(verdicts: dict[str, Verdict]) -> Scorecard:
             card = score(checklist, [coded.get(q.id) or verdicts[q.id] for q in checklist.questions], use_probability=judge.probability, partial=judge.partial)

@@ -249,3 +249,14 @@ def test_repeats_on_the_embedded_lm(tmp_path, capsys):
     assert "cache: 8 hit(s)" in " ".join(capsys.readouterr().err.split())
     strip = lambda path: [{**json.loads(line)["bineval"], "usage": None} for line in path.read_text().splitlines()]  # noqa: E731
     assert strip(tmp_path / "again.jsonl") == strip(tmp_path / "o.jsonl")
+
+
+def test_a_batch_api_run_sends_every_repeat_in_one_batch(tmp_path):
+    from tests.batch_server import batch_server
+    from tests.cli.test_reliability import judge_args, results, write_inputs
+
+    write_inputs(tmp_path, [Question(text=text, dimension="d") for text in QUESTIONS], [{"input": f"t{i}", "output": f"a{i}"} for i in range(2)])
+    with batch_server(lambda body: verdict("yes")) as server:
+        assert cli.main(judge_args(tmp_path, *server.lm_args(), "--batch", "--explanations", "none", "--repeats", "3")) == ExitCode.OK
+    assert server.created == 1 and len(server.bodies) == 2 * 2 * 3  # rows x questions x repeats, as requests of their own
+    assert all(set(map(len, row["repeats"]["answers"].values())) == {3} for row in results(tmp_path / "out.jsonl"))

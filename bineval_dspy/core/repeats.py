@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from bineval_dspy.core.schema import Answer, Scorecard, Verdict
 
@@ -64,16 +64,19 @@ class Repeated(BaseModel):
         """Whether the question's K answers are not all the same."""
         return len(set(self.answers[question_id])) > 1
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def flips(self) -> int:
         """How many of the row's LM questions flipped."""
         return sum(self.flipped(qid) for qid in self.answers)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def pass_k(self) -> bool:
         """pass^K: the row passed every repeat."""
         return self.passes == self.k
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def mean(self) -> float | None:
         """The row's mean overall score over the repeats that have one."""

@@ -96,7 +96,7 @@ def test_a_run_with_repeats_keeps_the_majority_and_the_flips(tmp_path, monkeypat
         assert row["scorecard"]["verdicts"][0]["explanation"].startswith("2 yes / 1 no of 3 repeats")
         assert row["repeats"] == {"k": 3, "answers": {row["scorecard"]["verdicts"][0]["question_id"]: ["yes", "no", "yes"],
                                                       row["scorecard"]["verdicts"][1]["question_id"]: ["yes", "yes", "yes"]},
-                                  "scores": [1.0, 0.5, 1.0], "passes": 2}  # fmt: skip
+                                  "scores": [1.0, 0.5, 1.0], "passes": 2, "flips": 1, "pass_k": False, "mean": pytest.approx(2.5 / 3)}  # fmt: skip
     summary = run.summary.repeats.summary()
     assert summary is not None and (summary.flipped, summary.asked, summary.pass_k, summary.rows) == (3, 6, 0, 3)
     header = read_header(tmp_path / "o.jsonl")

@@ -128,6 +128,8 @@ def file_judge(config: JudgeFile, model: str) -> BinaryJudge:
         raise InputError(f"{config.program}: the program sets the judge's options; drop `judge.{changed[0]}` (or edit the program's 'judge' field)")
     judge = load_program(config.program, kind="judge").build()
     assert isinstance(judge, BinaryJudge)
+    if judge.probe is not None and config.repeats > 1:
+        raise InputError(f"{config.program}: `repeats`: a probe judge reads hidden states and decodes nothing: its answers never change, nothing to repeat")
     return judge
 
 

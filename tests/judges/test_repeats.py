@@ -260,3 +260,14 @@ def test_a_batch_api_run_sends_every_repeat_in_one_batch(tmp_path):
         assert cli.main(judge_args(tmp_path, *server.lm_args(), "--batch", "--explanations", "none", "--repeats", "3")) == ExitCode.OK
     assert server.created == 1 and len(server.bodies) == 2 * 2 * 3  # rows x questions x repeats, as requests of their own
     assert all(set(map(len, row["repeats"]["answers"].values())) == {3} for row in results(tmp_path / "out.jsonl"))
+
+
+def test_a_probe_judge_is_not_repeated(tmp_path):
+    """A probe decodes nothing: its K answers would be one answer K times, so the run is refused, not run K times."""
+    from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
+    from tests.judges.test_probe import _probe
+
+    ProgramFile.of(BinaryJudge(explanations="none", probability=True, probe=_probe())).save(tmp_path / "program" / PROGRAM_FILE)
+    checklist, data = files(tmp_path)
+    with pytest.raises(InputError, match="`repeats`: a probe judge"):
+        plan_file(JudgeFile(checklist=checklist, data=data, output=tmp_path / "o.jsonl", program=tmp_path / "program", repeats=3))

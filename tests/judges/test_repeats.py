@@ -271,3 +271,16 @@ def test_a_probe_judge_is_not_repeated(tmp_path):
     checklist, data = files(tmp_path)
     with pytest.raises(InputError, match="`repeats`: a probe judge"):
         plan_file(JudgeFile(checklist=checklist, data=data, output=tmp_path / "o.jsonl", program=tmp_path / "program", repeats=3))
+
+
+def test_the_readme_repeats_command_parses():
+    """The README's "In CI" repeats command is one the parser takes as written."""
+    import re
+    import shlex
+
+    from bineval_dspy.cli.main import build_parser
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (line,) = [line for line in re.findall(r"^bineval judge .*$", readme, flags=re.M) if "--repeats" in line and "[" not in line]
+    args = build_parser().parse_args(shlex.split(line)[1:])
+    assert (args.repeats, args.temperature) == (3, 0.7)

@@ -5,6 +5,7 @@ their own, each in an order of its own, and a resume refused under another K."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import Counter
 from pathlib import Path
@@ -229,7 +230,9 @@ def test_show_and_report_give_the_flip_rate_and_pass_k(tmp_path, monkeypatch, ca
     assert "flip rate 0.500 (2 of 4 LM verdicts changed between repeats)" in shown and "pass^3 0.000 (0 of 2 rows" in shown
     assert "flipped on 1.00 of 2 row(s): Is it short?" in shown
     (judged,) = load_runs(tmp_path / "o.jsonl")
-    assert "flip rate 0.500 (2 of 4 LM verdicts changed between repeats)" in render([judged], charts_on=False)
+    html = render([judged], charts_on=False)
+    assert "flip rate 0.500 (2 of 4 LM verdicts changed between repeats)" in html
+    assert re.search(r"<td class=\"text\">Is it short\?</td><td>1.000</td><td>2</td>", html)  # the question's flip rate over its rows
 
 
 @pytest.mark.embedded

@@ -327,8 +327,8 @@ def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
     judge = file_judge(config, spec)
     count, exact = token_counter(spec)
     if not config.overwrite:  # the rows it would keep are no plan when the run refuses them (the LM's part is checked then)
-        known = {"data": file_digest(config.data), "checklist": digest(checklist.model_dump_json()), "fields": " -> ".join(fields)}
-        check_resumable(config.output, known, defaults={"fields": JudgeFingerprint.model_fields["fields"].default})
+        known = {"data": file_digest(config.data), "checklist": digest(checklist.model_dump_json()), "fields": " -> ".join(fields), "repeats": str(config.repeats)}
+        check_resumable(config.output, known, defaults={"fields": JudgeFingerprint.model_fields["fields"].default, "repeats": "1"})
     kept = {int(line) for line in judged_rows(config.output).finished_keys()} if not config.overwrite else set()
     asked = [q for q in checklist.questions if q.verifier is None]
     predictor = judge.named_predictors()[0][1]

@@ -125,6 +125,9 @@ def test_a_resume_under_another_k_is_refused_naming_repeats(tmp_path, monkeypatc
     with pytest.raises(InputError, match="repeats"):
         run_file(config.model_copy(update={"repeats": 1}))
     assert run_file(config).todo == 0  # the same K resumes
+    with pytest.raises(InputError, match="repeats"):
+        plan_file(config.model_copy(update={"repeats": 2}))  # the dry run says what the run would
+    assert plan_file(config)[0].calls == 0
 
 
 def test_each_repeat_has_its_own_rollouts_and_repeat_0_is_the_plain_run():
@@ -287,3 +290,15 @@ def test_the_readme_repeats_command_parses():
     (line,) = [line for line in re.findall(r"^bineval judge .*$", readme, flags=re.M) if "--repeats" in line and "[" not in line]
     args = build_parser().parse_args(shlex.split(line)[1:])
     assert (args.repeats, args.temperature) == (3, 0.7)
+
+
+def test_a_checklist_of_code_checks_says_there_is_nothing_to_repeat(tmp_path, monkeypatch, capsys):
+    route_cli_lm(monkeypatch, Flipping())
+    questions = [Question(text="Is it lowercase?", dimension="d", verifier="change_case:english_lowercase")]
+    checklist, data = files(tmp_path, rows=2, questions=questions)
+    run = run_file(JudgeFile(checklist=checklist, data=data, output=tmp_path / "o.jsonl", repeats=3))
+    assert "every question of" in capsys.readouterr().err
+    summary = run.summary.repeats.summary()
+    assert summary is not None and (summary.asked, summary.flipped) == (0, 0)
+    assert summary.mean == run.summary.mean("overall")  # each repeat is the one code-checked card
+    assert "no LM question (code checks are asked once: nothing to flip)" in summary.line()

@@ -53,7 +53,8 @@ def passed(card: Scorecard) -> bool:
 class Repeated(BaseModel):
     """One row judged ``k`` times (kept under ``bineval.repeats``): each LM-asked question's answers in repeat order
     (code-checked questions are asked once and are not here), each repeat's overall score, and how many repeats
-    the row passed (``passed``)."""
+    the row passed (``passed``); the row's flips, pass^K and mean score are written beside them for a reader of
+    the JSON, and derived again when it is read."""
 
     k: int = Field(ge=2)
     answers: dict[str, list[Answer]]

@@ -61,6 +61,9 @@ def print_scorecard(title: str, checklist: Checklist, card: Scorecard) -> None:
         console.print(f"{card.unanswered} question(s) unanswered: never counted as yes; {how}", style="yellow")
 
 
+MOST_FLIPPED = 5  # questions the repeats' table lists
+
+
 def fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
@@ -73,7 +76,7 @@ def judge_file(args: argparse.Namespace) -> JudgeFile:
     fields = (args.input_field or "input", args.output_field or "output") if args.input_field or args.output_field else None
     return JudgeFile(
         checklist=Path(args.checklist), data=Path(args.data), output=Path(args.output), judge=judge_options(args),
-        program=Path(args.program) if args.program else None, fields=fields, limit=args.limit, overwrite=args.overwrite,
+        program=Path(args.program) if args.program else None, fields=fields, limit=args.limit, repeats=args.repeats, overwrite=args.overwrite,
         concurrency=args.concurrency, threads=args.threads, batch=args.batch, lm=lm_options(args),
         cache_dir=Path(args.cache_dir) if args.cache_dir else None, budget=budget_of(args), ray=args.ray, workers=args.ray_workers,
         **({"fast_path": False} if args.no_fast_path else {}),
@@ -99,6 +102,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if summary.rows:
         _print_means(summary.checklist, summary)
         _print_failures(summary)
+        _print_repeats(summary)
     for key in summary.tracked if summary.rows else []:
         _print_lineage_means(summary, key)
     if summary.unread:
@@ -172,6 +176,32 @@ def _print_failures(summary: JudgedSummary) -> None:
     shown.print(table)
 
 
+def _print_repeats(summary: JudgedSummary) -> None:
+    """With repeats: the run's flip rate and pass^K (on stdout, with the scores), the questions that flipped most,
+    and how many verdicts no majority of the repeats decided."""
+    from bineval_dspy.core.repeats import NO_MAJORITY
+
+    repeats = summary.repeats.summary()
+    if repeats is None:
+        return
+    shown.print(repeats.line(), soft_wrap=True)
+    texts = {q.id: (q.dimension, q.text) for q in summary.checklist.questions}
+    if flips := summary.repeats.flip_rates():
+        table = Table(title="questions that flipped most (rows whose repeats disagreed)")
+        for column in ("flip rate", "rows", "dimension", "question"):
+            table.add_column(column, justify="right" if column in ("flip rate", "rows") else "left")
+        for qid, rate, asked in flips[:MOST_FLIPPED]:
+            dimension, text = texts.get(qid, ("", qid))
+            table.add_row(f"{rate:.2f}", str(asked), dimension, text)
+        shown.print(table)
+    split = sum(n for kind, n in summary.causes.items() if kind.startswith(NO_MAJORITY))
+    if split:
+        console.print(
+            f"{split} LM verdict(s) unanswered: no answer had a majority of the {repeats.k} repeats (a tie, or too many unanswered); "
+            "a rerun replays their answered repeats from the cache; an odd --repeats avoids ties", style="yellow", soft_wrap=True,
+        )  # fmt: skip
+
+
 def _print_lineage_means(summary: JudgedSummary, key: str) -> None:
     """Mean score per perspective (or scenario) over the rows, with its name and how many questions it has."""
     names: dict[str, str] = {}
@@ -208,6 +238,11 @@ def add_judge_command(sub: argparse._SubParsersAction[argparse.ArgumentParser], 
         "--no-fast-path", action="store_true",
         help="remote LMs: send every verdict request through DSPy's per-call path instead of the lean one (same requests, "
         "cache entries and verdicts, more client CPU a call; also BINEVAL_FAST_PATH=0)",
+    )
+    judge.add_argument(
+        "--repeats", type=count(1), default=1, metavar="K",
+        help="ask each LM question K times a row (at the LM's temperature, in a shuffled order): the majority counts (a tie is unanswered), "
+        "and the summary gives the flip rate and pass^K (passed every repeat); code checks are asked once. An odd K avoids ties",
     )
     judge.add_argument("--limit", type=count(1), metavar="N", help="only the first N data rows (default: all); a later run without it resumes")
     judge.add_argument("--overwrite", action="store_true", help="replace earlier output instead of resuming it")

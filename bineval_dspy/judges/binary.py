@@ -194,6 +194,8 @@ class BinaryJudge(dspy.Module):
     as one batch, a remote one gets ``threads`` at once.
     """
 
+    repeat = 0  # which of a row's repeated judgings this judge asks for (``judges.repeats``): its calls' rollouts
+
     def __init__(
         self,
         *,
@@ -396,15 +398,22 @@ class BinaryJudge(dspy.Module):
     def call_config(self, sample: int, explain: bool) -> dict[str, Any]:
         """The LM settings of one per-question call: a sample's temperature and rollout, logprobs where P(yes) is
         read, and the stop after the answer of a call that does not explain."""
-        config: dict[str, Any] = {}
-        if self.samples > 1:
-            config.update(temperature=self.sample_temperature, rollout_id=sample)
+        config: dict[str, Any] = self.rollout(sample)
         reads_p = self.probability or self.calibration != "none" or bool(self.thresholds)
         if reads_p:
             config.update(logprobs=True, top_logprobs=10)
         if not explain:
             config.update(stop=['"'] if self.verdict_format == "prefilled" else [EXPLANATION_STOP])
         return config
+
+    def rollout(self, sample: int) -> dict[str, Any]:
+        """The settings that set one call apart in the cache: a sample's temperature and rollout, and under
+        ``repeat`` R (``judges.repeats``) rollouts of their own, R x samples on, so no repeat replays another's
+        call; repeat 0 is the run without repeats, its cache entries included."""
+        rollout = self.repeat * self.samples + sample
+        if self.samples > 1:
+            return {"temperature": self.sample_temperature, "rollout_id": rollout}
+        return {"rollout_id": rollout} if rollout else {}
 
     def _batch_votes(self, input: str, output: str, questions: Sequence[Question]) -> dict[str, Verdict]:
         """Every question's verdict from one batch call per sample (a majority per question when several)."""
@@ -421,8 +430,7 @@ class BinaryJudge(dspy.Module):
         lm = self.answer_lm()
         judge_name = getattr(lm, "model", "unknown-lm")
         config: dict[str, Any] = {"max_tokens": batch.max_tokens(len(questions), explain, int((getattr(lm, "kwargs", None) or {}).get("max_tokens") or 0))}
-        if self.samples > 1:
-            config.update(temperature=self.sample_temperature, rollout_id=sample)
+        config.update(self.rollout(sample))
         reads_p = self.probability or self.calibration != "none" or bool(self.thresholds)
         if reads_p:
             config.update(logprobs=True, top_logprobs=10)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, SerializerFunctionWrapHandler, ValidationError, 
 
 from bineval_dspy.core.degenerate import Degenerate, Tally, degeneracy
 from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.repeats import Repeated, RepeatTally
 from bineval_dspy.core.runlog import RunLog
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import join, lineage_scores
@@ -28,7 +29,7 @@ class JudgeResult(BaseModel):
     """What the judge adds to one data row (under ``JUDGE_KEY``): the data line it judged, whether every question
     was answered (a resume judges incomplete rows again), the scorecard and its cost. ``empty_output``: the output
     was empty (judged like any other, but rarely meant); ``lineage_scores``: the card's score per Qworld perspective
-    and scenario. Both are left out of the row when not set."""
+    and scenario; ``repeats``: the row judged K times (``core.repeats``). Each is left out of the row when not set."""
 
     line: int
     complete: bool
@@ -36,11 +37,12 @@ class JudgeResult(BaseModel):
     usage: Cost = Cost()
     empty_output: bool | None = None
     lineage_scores: dict[str, dict[str, float | None]] | None = None
+    repeats: Repeated | None = None  # `--repeats K`: each LM question's K answers; the scorecard holds the ones that count
 
     @model_serializer(mode="wrap")
     def _unset_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        for name in ("empty_output", "lineage_scores"):
+        for name in ("empty_output", "lineage_scores", "repeats"):
             if isinstance(data, dict) and data.get(name) is None:
                 data.pop(name, None)
         return data
@@ -86,12 +88,13 @@ def judged_rows(path: Path, hint: str = "") -> RunLog[JudgedLine]:
     )  # fmt: skip
 
 
-def judge_result(line: int, output: str, checklist: Checklist, card: Scorecard, cost: Cost) -> JudgeResult:
-    """The result of judging one row's ``output``: with its lineage scores when the checklist is a Qworld tree's."""
+def judge_result(line: int, output: str, checklist: Checklist, card: Scorecard, cost: Cost, repeats: Repeated | None = None) -> JudgeResult:
+    """The result of judging one row's ``output``: with its lineage scores when the checklist is a Qworld tree's, and
+    its ``repeats`` when it was judged K times."""
     tracked = LINEAGE_KEYS if has_qworld_lineage(checklist) else ()
     return JudgeResult(
         line=line, complete=card.complete, scorecard=card, usage=cost, empty_output=True if not output.strip() else None,
-        lineage_scores={key: lineage_scores(checklist, card, key) for key in tracked} or None,
+        lineage_scores={key: lineage_scores(checklist, card, key) for key in tracked} or None, repeats=repeats,
     )
 
 
@@ -152,6 +155,7 @@ class JudgedSummary:
         self.tally = Tally()  # the LM verdicts as the degenerate-judge rule reads them
         self.tracked = list(LINEAGE_KEYS) if has_qworld_lineage(checklist) else []
         self.lineage = {key: {q.lineage[key]: _Mean() for q in checklist.questions if key in q.lineage} for key in self.tracked}
+        self.repeats = RepeatTally()  # rows judged K times (`--repeats`): flips and pass^K
 
     def add(self, result: JudgeResult, row_id: Any = None) -> None:
         """Count one judged row; ``row_id`` (the data row's ``id``) names it where it failed most."""
@@ -186,6 +190,8 @@ class JudgedSummary:
         for key in self.tracked:
             for value, score in lineage_scores(self.checklist, card, key).items():
                 self.lineage[key][value].add(score)
+        if result.repeats is not None:
+            self.repeats.add(result.repeats)
 
     @property
     def degenerate(self) -> Degenerate | None:

@@ -17,10 +17,12 @@ from typing import Any, TypeVar
 
 import dspy
 
+from bineval_dspy.core.repeats import Repeated
 from bineval_dspy.core.schema import Checklist, Scorecard
 from bineval_dspy.judges.base import Judge
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.fast import FastJudge
+from bineval_dspy.judges.repeats import Repeats
 from bineval_dspy.judges.rows import JudgeResult, judge_result
 from bineval_dspy.lm.budget import BudgetMeter, metered_amap, metered_map
 from bineval_dspy.lm.engine import engine_of
@@ -80,15 +82,22 @@ def judge_rows(
     fields: tuple[str, str] = ("input", "output"),
     show: bool = True,
     fast_path: bool = True,
+    repeats: int = 1,
 ) -> Iterator[tuple[Row, JudgeResult]]:
     """Each (data line, row) of the stream judged against ``checklist``, as (row, result) in input order; ``total``
     is how many the stream holds (for the progress bar and a budget stop's message). The judge asks
     ``plan.questions`` of a row's questions at once. ``fields``: the row's input and output fields. ``fast_path``:
     a per-question judge on a remote server asks through the verdict fast path (``judges.fast``): ``plan.rows``
-    rows as coroutines on the I/O loop, each row one hand-off from this thread."""
+    rows as coroutines on the I/O loop, each row one hand-off from this thread. ``repeats`` K > 1: each row's LM
+    questions asked K times (``judges.repeats``), its card the verdicts that count, the repeats kept beside it."""
     if isinstance(judge, BinaryJudge):  # ours asks a row's questions at once; another judge decides for itself
         judge.threads = plan.questions
     given, judged = fields
+    if repeats > 1:
+        if not isinstance(judge, BinaryJudge):
+            raise ValueError(f"repeats: a {type(judge).__name__} is not repeated; only a BinaryJudge asks its questions again")
+        yield from _repeated_rows(Repeats(judge, repeats), checklist, rows, total=total, plan=plan, meter=meter, fields=fields, show=show, fast_path=fast_path)
+        return
     fast = FastJudge.of(judge) if fast_path else None
     if fast is not None:
 
@@ -110,3 +119,33 @@ def judge_rows(
 
     for ((line, row), card), cost in metered_map(one, rows, "judging", threads=plan.rows, meter=meter, kind="row", what="row(s)", total=total, show=show):
         yield row, judge_result(line, row[judged], checklist, card, cost)
+
+
+def _repeated_rows(
+    repeats: Repeats, checklist: Checklist, rows: Iterable[tuple[int, Row]], *, total: int, plan: Parallelism,
+    meter: BudgetMeter | None, fields: tuple[str, str], show: bool, fast_path: bool,
+) -> Iterator[tuple[Row, JudgeResult]]:
+    """``judge_rows`` with each row judged by every repeat in turn (``Repeats``), on the fast path where it applies."""
+    given, judged = fields
+    fasts = repeats.fast() if fast_path else None
+    if fasts is not None:
+
+        async def scored(item: tuple[int, Row]) -> tuple[tuple[tuple[int, Row], Scorecard, Repeated], Cost]:
+            card, cost, record = await repeats.ascore(fasts, str(item[0]), item[1][given], item[1][judged], checklist)
+            return (item, card, record), cost
+
+        judged_rows = metered_amap(scored, rows, "judging", loop=io_loop(), window=plan.rows, meter=meter, kind="row", what="row(s)", total=total, show=show)
+        try:
+            for ((line, row), card, record), cost in judged_rows:
+                yield row, judge_result(line, row[judged], checklist, card, cost, record)
+        finally:
+            judged_rows.close()
+            for fast in fasts:
+                fast.close()
+        return
+
+    def one(item: tuple[int, Row]) -> tuple[tuple[int, Row], Scorecard, Repeated]:
+        return (item, *repeats(str(item[0]), item[1][given], item[1][judged], checklist))
+
+    for ((line, row), card, record), cost in metered_map(one, rows, "judging", threads=plan.rows, meter=meter, kind="row", what="row(s)", total=total, show=show):
+        yield row, judge_result(line, row[judged], checklist, card, cost, record)

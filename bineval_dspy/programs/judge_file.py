@@ -5,12 +5,13 @@ and appended in input order, so a killed run resumes where it stopped."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
@@ -28,7 +29,7 @@ from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.retry import fast_path_default
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
-from bineval_dspy.runs.header import note_degenerate, note_probe_head
+from bineval_dspy.runs.header import note_degenerate, note_probe_head, note_repeats
 from bineval_dspy.runs.spec import RunSpec
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
@@ -44,6 +45,7 @@ class JudgeFile(RunSpec):
     program: Path | None = None  # a judge program.json (or its run directory): its options replace ``judge``
     fields: tuple[str, str] | None = None  # (input, output); None: input and output, else generate's prompt and response
     limit: int | None = None  # only the first N data rows
+    repeats: int = Field(default=1, ge=1)  # each LM question asked K times a row, in shuffled order; the majority counts (``judges.repeats``)
     concurrency: int | None = unrecorded(None)  # remote LMs: requests in flight across rows and questions (in place of threads)
     batch: bool = unrecorded(False)  # the calls go through the LM's OpenAI-style batch API
     fast_path: bool = unrecorded(default_factory=fast_path_default)  # remote per-question verdicts skip DSPy's per-call path (``judges.fast``)
@@ -61,6 +63,7 @@ class JudgeFingerprint(BaseModel):
     program: str | None = added("0.2", None)  # a program's instructions and demos
     verifiers: str | None = added("0.2", None)  # the code that answers the checklist's code questions
     fields: str = added("0.2", "input -> output")
+    repeats: int = added("0.2", 1)  # a row judged K times keeps other verdicts (the majority) and a record of its repeats
 
 
 @dataclass
@@ -127,6 +130,8 @@ def file_judge(config: JudgeFile, model: str) -> BinaryJudge:
         raise InputError(f"{config.program}: the program sets the judge's options; drop `judge.{changed[0]}` (or edit the program's 'judge' field)")
     judge = load_program(config.program, kind="judge").build()
     assert isinstance(judge, BinaryJudge)
+    if judge.probe is not None and config.repeats > 1:
+        raise InputError(f"{config.program}: `repeats`: a probe judge reads hidden states and decodes nothing: its answers never change, nothing to repeat")
     return judge
 
 
@@ -157,6 +162,8 @@ def run_file(config: JudgeFile) -> JudgedFile:
     executor = executor_for(config, meter)
     run = JudgeRun(config, checklist, fields, file_judge(config, lm.model), lm)
     effective_threads(lm, config.concurrency or config.threads or 1, asked=True)  # the embedded model says it ignores them
+    if config.repeats > 1:
+        _note_repeats(config, checklist, lm)
     if target is not None:  # the replies come from batches; the rows are then judged and saved as usual
         _collect_batches(run, target)
     done = execute(run, executor, overwrite=config.overwrite, resumed=lambda kept, todo: f"resuming: {kept} complete row(s) kept in {config.output}, {todo} to judge")
@@ -167,7 +174,24 @@ def run_file(config: JudgeFile) -> JudgedFile:
     if config.program is not None and run.judge.probe is not None:
         judged.probe_head = standing_of(program_path(config.program).parent, run.judge.probe)
     note_probe_head(config.output, judged.probe_head.line() if judged.probe_head is not None else None)
+    note_repeats(config.output, judged.summary.repeats.summary())
     return judged
+
+
+def _note_repeats(config: JudgeFile, checklist: Checklist, lm: Any) -> None:
+    """Say before the run where repeats cannot differ: a checklist all code checks (asked once), or a greedy LM
+    (temperature 0), whose repeats can differ only by the order they ask in or by a server that is not
+    deterministic."""
+    if all(q.verifier is not None for q in checklist.questions):
+        console.print(f"repeats: every question of {config.checklist} is code-checked: asked once, nothing to repeat (flip rate 0)", style="yellow")
+    elif not (lm.kwargs or {}).get("temperature"):
+        # DSPy's own warning ("rollout_id has no effect when temperature=0") reads as if repeats shared one cache
+        # entry; they do not (the rollout is in the key), and the note below says what does hold
+        warnings.filterwarnings("ignore", message="rollout_id has no effect when temperature=0")
+        console.print(
+            f"note: {config.repeats} repeats at temperature 0: greedy answers differ only where the order they are asked in or the server "
+            "does; set the LM's `temperature` to sample them", style="yellow",
+        )  # fmt: skip
 
 
 def _collect_batches(run: JudgeRun, target: Any) -> None:
@@ -176,13 +200,20 @@ def _collect_batches(run: JudgeRun, target: Any) -> None:
 
     config = run.config
     finished = run.log().finished_keys() if not config.overwrite else set()
-    pending = [row for line, row in run.items() if str(line) not in finished]
+    pending = [(line, row) for line, row in run.items() if str(line) not in finished]
     if not pending:
         return
 
     def judge_pending() -> None:
-        for row in pending:
-            run.judge(input=row[run.fields[0]], output=row[run.fields[1]], checklist=run.checklist)
+        from bineval_dspy.judges.repeats import Repeats
+
+        repeats = Repeats(run.judge, config.repeats) if config.repeats > 1 else None
+        for line, row in pending:
+            given, judged = row[run.fields[0]], row[run.fields[1]]
+            if repeats is not None:  # every repeat's calls, in the order a run asks them
+                repeats(str(line), given, judged, run.checklist)
+            else:
+                run.judge(input=given, output=judged, checklist=run.checklist)
 
     collect_replies(run.lm, target, judge_pending, config.output, run.fingerprint(), config.overwrite, follow_ups=run.judge.explanations == "failures")
 
@@ -230,7 +261,7 @@ class JudgeRun:
                 weights=weights.adapter_sha256 if weights is not None else None,
                 program=digest(json.dumps([instructions_of(judge), demos_of(judge)], sort_keys=True)) if self.config.program else None,
                 verifiers=code_digest() if any(q.verifier for q in self.checklist.questions) else None,
-                fields=" -> ".join(self.fields),
+                fields=" -> ".join(self.fields), repeats=self.config.repeats,
             )
         )  # fmt: skip
 
@@ -239,7 +270,9 @@ class JudgeRun:
 
         config = self.config
         plan = parallelism(self.lm, sum(q.verifier is None for q in self.checklist.questions), concurrency=config.concurrency, threads=config.threads)
-        return judge_rows(self.judge, self.checklist, todo, total=len(todo), plan=plan, meter=meter, fields=self.fields, fast_path=config.fast_path)
+        return judge_rows(
+            self.judge, self.checklist, todo, total=len(todo), plan=plan, meter=meter, fields=self.fields, fast_path=config.fast_path, repeats=config.repeats,
+        )  # fmt: skip
 
     def actor(self) -> tuple[type[JudgeWorker], tuple[Any, ...]]:
         return JudgeWorker, (self.config.model_dump_json(), self.checklist.model_dump_json(), self.fields, user_verifier_files())
@@ -267,13 +300,14 @@ class JudgeWorker:
         self.judge = file_judge(config, self.lm.model)
         self.checklist = Checklist.model_validate_json(checklist_json)
         self.fields = fields
+        self.repeats = config.repeats
         self.plan = parallelism(self.lm, sum(q.verifier is None for q in self.checklist.questions), concurrency=config.concurrency, threads=config.threads)
 
     def run(self, rows: list[tuple[int, dict[str, Any]]]) -> list[tuple[dict[str, Any], JudgeResult]]:
         """Each (data line, row) judged, as (row, result), in input order."""
         from bineval_dspy.judges.runner import judge_rows
 
-        return list(judge_rows(self.judge, self.checklist, rows, total=len(rows), plan=self.plan, fields=self.fields, show=False))
+        return list(judge_rows(self.judge, self.checklist, rows, total=len(rows), plan=self.plan, fields=self.fields, show=False, repeats=self.repeats))
 
 
 def _batch_target(config: JudgeFile) -> Any:
@@ -286,7 +320,7 @@ def _batch_target(config: JudgeFile) -> Any:
 def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
     """The judge's LM work on the rows a run would judge (complete rows of earlier output are kept): every LM
     question of every row, ``samples`` times, plus its content-free prior under calibration (batch scoring: one
-    call for all of a row's questions); and, with ``batch``, where the batches would go."""
+    call for all of a row's questions), all of it ``repeats`` times; and, with ``batch``, where the batches would go."""
     from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
     from bineval_dspy.lm.estimate import completion_limit, formatted, message_tokens, token_counter
 
@@ -298,8 +332,8 @@ def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
     judge = file_judge(config, spec)
     count, exact = token_counter(spec)
     if not config.overwrite:  # the rows it would keep are no plan when the run refuses them (the LM's part is checked then)
-        known = {"data": file_digest(config.data), "checklist": digest(checklist.model_dump_json()), "fields": " -> ".join(fields)}
-        check_resumable(config.output, known, defaults={"fields": JudgeFingerprint.model_fields["fields"].default})
+        known = {"data": file_digest(config.data), "checklist": digest(checklist.model_dump_json()), "fields": " -> ".join(fields), "repeats": str(config.repeats)}
+        check_resumable(config.output, known, defaults={"fields": JudgeFingerprint.model_fields["fields"].default, "repeats": "1"})
     kept = {int(line) for line in judged_rows(config.output).finished_keys()} if not config.overwrite else set()
     asked = [q for q in checklist.questions if q.verifier is None]
     predictor = judge.named_predictors()[0][1]
@@ -320,7 +354,9 @@ def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
             if judge.calibration == "content_free":
                 prior = formatted(predictor, judge.adapter, {"input": row[given], "output": CONTENT_FREE_OUTPUT, "question": q.text})
                 calls, tokens = calls + 1, tokens + message_tokens(count, prior)
-    what = f"judge {rows} row(s) x {len(asked)} LM question(s)" + (f" ({len(kept)} complete row(s) of {config.output} kept)" if kept else "")
+    calls, tokens = calls * config.repeats, tokens * config.repeats  # every LM call again in each repeat (code checks once)
+    repeated = f" x {config.repeats} repeats" if config.repeats > 1 else ""
+    what = f"judge {rows} row(s) x {len(asked)} LM question(s){repeated}" + (f" ({len(kept)} complete row(s) of {config.output} kept)" if kept else "")
     plan = Plan(what, calls, tokens, config.lm.max_tokens or completion_limit(), exact, spec, config.lm.api_base)
     if target is None:
         return plan, None

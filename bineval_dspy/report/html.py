@@ -119,6 +119,7 @@ def _judge_view(run: JudgeRun, charts: Charts) -> dict[str, Any]:
     rates = question_rates(cards)
     verdicts = [v for card in cards for v in card.verdicts]
     judges = list(dict.fromkeys(card.judge.model_dump_json(exclude_defaults=True) for card in cards if card.judge is not None))
+    texts = {v.question_id: v.question or v.question_id for v in verdicts}
     return {
         "run": run,
         "means": dimension_means(cards),
@@ -126,6 +127,8 @@ def _judge_view(run: JudgeRun, charts: Charts) -> dict[str, Any]:
         "verdicts": len(verdicts),
         "unanswered": sum(card.unanswered for card in cards),
         "degenerate": run.degenerate,
+        "repeats": run.repeats.summary(),
+        "flips": [(texts.get(qid, qid), rate, rows) for qid, rate, rows in run.repeats.flip_rates()],  # most often first
         "judges": judges,
         "dimensions": list(dict.fromkeys(v.dimension for v in verdicts if v.dimension)),
         "answers": [a for a in ("yes", "no", "unanswered") if any(v.answer == a for v in verdicts)],

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from bineval_dspy.core.degenerate import Degenerate, Tally, degeneracy
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error
+from bineval_dspy.core.repeats import Repeated, RepeatTally
 from bineval_dspy.core.schema import Scorecard, Verdict
 from bineval_dspy.judges.rows import judged_rows
 from bineval_dspy.lm.usage import Cost, total
@@ -44,6 +45,7 @@ class JudgedRow:
     output: str
     card: Scorecard
     spend: Cost
+    repeats: Repeated | None = None  # judged K times (`judge --repeats`): the card holds the verdicts that count
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,15 @@ class JudgeRun:
     def degenerate(self) -> Degenerate | None:
         """Whether the LM verdicts tell the outputs apart (``core.degenerate``): what is wrong with them, or None."""
         return degeneracy(Tally.of(v for row in self.rows for v in row.card.verdicts))
+
+    @property
+    def repeats(self) -> RepeatTally:
+        """What the rows judged K times add up to (``core.repeats``): the flip rate, pass^K, flips per question."""
+        tally = RepeatTally()
+        for row in self.rows:
+            if row.repeats is not None:
+                tally.add(row.repeats)
+        return tally
 
 
 
@@ -124,7 +135,7 @@ def verified_output(path: Path) -> JudgeRun:
 
 def judge_output(path: Path) -> JudgeRun:
     rows = [
-        JudgedRow(id=line.id, input=text_of(line.row.get("input")), output=text_of(line.row.get("output")), card=line.result.scorecard, spend=line.result.usage)
+        JudgedRow(id=line.id, input=text_of(line.row.get("input")), output=text_of(line.row.get("output")), card=line.result.scorecard, spend=line.result.usage, repeats=line.result.repeats)
         for _, line in judged_rows(path).read()
     ]
     header = read_header(path)

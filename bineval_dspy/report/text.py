@@ -86,6 +86,11 @@ def show_judge(run: JudgeRun) -> None:
         console.print(degenerate.message(), style="yellow", markup=False, highlight=False, soft_wrap=True)
     if run.probe_head is not None:
         console.print(run.probe_head, style="yellow" if "AT CHANCE" in run.probe_head else None, markup=False, highlight=False, soft_wrap=True)
+    if (repeats := run.repeats.summary()) is not None:
+        _say(repeats.line())
+        texts = {v.question_id: v.question or v.question_id for row in run.rows for v in row.card.verdicts}
+        for qid, rate, asked in run.repeats.flip_rates()[:WORST]:
+            _say(f"  flipped on {rate:.2f} of {asked} row(s): {texts.get(qid, qid)}")
     _spend(run.spend)
     means = _table("mean scores", "dimension", "mean", "lowest", "highest", "scored", "no score", left=("dimension",), wrap=("dimension",))
     for m in dimension_means(cards):

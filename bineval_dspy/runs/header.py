@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.degenerate import Degenerate
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
+from bineval_dspy.core.repeats import RepeatSummary
 from bineval_dspy.lm.usage import Cost
 
 Status = Literal["running", "finished", "incomplete", "stopped", "failed"]
@@ -38,6 +39,8 @@ class RunHeader(BaseModel):
     degenerate: Degenerate | None = None
     # a probe judge's head: its recorded held-out figures, and AT CHANCE when they are (``judges.standing``)
     probe_head: str | None = None
+    # `judge --repeats K`: how often the LM verdicts flipped between repeats, pass^K beside the mean (core.repeats)
+    repeats: RepeatSummary | None = None
 
 
 def header_path(out: Path) -> Path:
@@ -52,8 +55,8 @@ def read_header(out: Path) -> RunHeader | None:
 
 
 def write_header(out: Path, header: RunHeader) -> None:
-    unset = {name for name in ("degenerate", "probe_head") if getattr(header, name) is None}  # a header without them reads as before they existed
-    write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset))
+    unset = {name for name in ("degenerate", "probe_head", "repeats") if getattr(header, name) is None}  # a header without them reads as before they existed
+    write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset or None))
 
 
 def note_degenerate(out: Path, degenerate: Degenerate | None) -> None:
@@ -69,3 +72,10 @@ def note_probe_head(out: Path, line: str | None) -> None:
     header = read_header(out)
     if header is not None and header.probe_head != line:
         write_header(out, header.model_copy(update={"probe_head": line}))
+
+
+def note_repeats(out: Path, repeats: RepeatSummary | None) -> None:
+    """Record in the header of the log ``out`` what its records' repeats add up to, as the whole log now reads."""
+    header = read_header(out)
+    if header is not None and header.repeats != repeats:
+        write_header(out, header.model_copy(update={"repeats": repeats}))

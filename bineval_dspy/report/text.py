@@ -162,6 +162,8 @@ def _score(summary: EvalSummary | None) -> str:
 
 def show_optimizer(run: OptimizerRun) -> None:
     """Held-out score and prompt length per iteration, accepted or not and why, then the prompt diff."""
+    from bineval_dspy.optimize.unchanged import unchanged_note
+
     audit = run.audit
     table = _table(f"{audit.mode} mode: {audit.stopped or 'in progress'}", "it", "kind", "train", "held-out", "chars", "lessons", "edits", "calls", "decision", left=("kind", "decision"), wrap=("kind",))
     start = audit.start
@@ -183,6 +185,9 @@ def show_optimizer(run: OptimizerRun) -> None:
             first = it.lessons_skipped[0]
             text = first.text if len(first.text) <= 60 else first.text[:59] + "…"
             _say(f"  {len(it.lessons_skipped)} lesson(s) not proposed (each with why in audit.json); \"{text}\": {first.reason}")
+    note = unchanged_note(audit)
+    if note is not None:  # no candidate accepted: the test difference from the start measures no optimization
+        _say(note)
     if audit.best.demos:
         _say("demonstrations kept: " + ", ".join(f"{name} {len(ds)}" for name, ds in audit.best.demos.items()))
     if audit.best.thresholds:
@@ -304,6 +309,8 @@ def show_experiment(run: ExperimentRun) -> None:
             _say(f"{arm.name}: {arm.selection.text()}")
         if arm.enforcement is not None:  # steered decoding, as generate reports it; an arm that enforced nothing says so
             _say(nothing_enforced(arm.name, arm.enforcement) if arm.enforcement.nothing else f"{arm.name}: {arm.enforcement.text()}")
+        if arm.note is not None:  # an optimizer arm that kept its start program: its +0.000 measures no optimization
+            _say(f"{arm.name}: {arm.note}")
     if run.grid:
         _show_disagreements(run)
     _spend(run.spend)

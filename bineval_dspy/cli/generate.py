@@ -52,8 +52,7 @@ def enforcement_summary(records: list[dict]) -> str:
     says so first."""
     from bineval_dspy.programs.records import Enforced, EnforcementSummary
 
-    summary = EnforcementSummary.of([Enforced.model_validate(r) for r in records])
-    return ("enforced nothing: every reply was decoded plainly; " if summary.nothing else "enforcement: ") + summary.text()
+    return EnforcementSummary.of([Enforced.model_validate(r) for r in records]).line()
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -84,6 +84,8 @@ def show_judge(run: JudgeRun) -> None:
         _say(f"task: {run.task}")
     if (degenerate := run.degenerate) is not None:
         console.print(degenerate.message(), style="yellow", markup=False, highlight=False, soft_wrap=True)
+    if run.enforcement is not None:  # `generate --enforce` output: its summary line, "enforced nothing" first when so
+        console.print(run.enforcement.line(), style="yellow" if run.enforcement.nothing else None, markup=False, highlight=False, soft_wrap=True)
     _spend(run.spend)
     means = _table("mean scores", "dimension", "mean", "lowest", "highest", "scored", "no score", left=("dimension",), wrap=("dimension",))
     for m in dimension_means(cards):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.degenerate import Degenerate
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
+from bineval_dspy.enforce.summary import EnforcementSummary
 from bineval_dspy.lm.usage import Cost
 
 Status = Literal["running", "finished", "incomplete", "stopped", "failed"]
@@ -36,6 +37,9 @@ class RunHeader(BaseModel):
     # the records' LM verdicts fail the degenerate-judge rule (core.degenerate): kept with the log, so a reader of the
     # header alone (CI, a later `show`) sees that the scores say little, not only the terminal that ran it
     degenerate: Degenerate | None = None
+    # `generate --enforce`: what steered decoding did over the log's rows and whether it enforced nothing, as the run's
+    # summary line says it, so CI reading the header alone cannot take a plainly decoded run for a steered one
+    enforcement: EnforcementSummary | None = None
 
 
 def header_path(out: Path) -> Path:
@@ -50,8 +54,8 @@ def read_header(out: Path) -> RunHeader | None:
 
 
 def write_header(out: Path, header: RunHeader) -> None:
-    unset = {"degenerate"} if header.degenerate is None else None  # a header without the flag reads as before it existed
-    write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset))
+    unset = {name for name in ("degenerate", "enforcement") if getattr(header, name) is None}  # a header without them reads as before they existed
+    write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset or None))
 
 
 def note_degenerate(out: Path, degenerate: Degenerate | None) -> None:
@@ -60,3 +64,10 @@ def note_degenerate(out: Path, degenerate: Degenerate | None) -> None:
     header = read_header(out)
     if header is not None and header.degenerate != degenerate:
         write_header(out, header.model_copy(update={"degenerate": degenerate}))
+
+
+def note_enforcement(out: Path, enforcement: EnforcementSummary | None) -> None:
+    """Record in the header of the log ``out`` what steered decoding did over its rows (None: the run did not steer)."""
+    header = read_header(out)
+    if header is not None and header.enforcement != enforcement:
+        write_header(out, header.model_copy(update={"enforcement": enforcement}))

@@ -28,10 +28,8 @@ from bineval_dspy.programs.generator import (
     generated_rows,
     templated,
 )
-from bineval_dspy.programs.records import Enforced, EnforcementSummary
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.runs.execute import executor_for, user_verifier_files
-from bineval_dspy.runs.header import note_enforcement
 from bineval_dspy.runs.spec import RunSpec
 from bineval_dspy.suites.rows import SuiteRow
 from bineval_dspy.suites.templates import MissingVariable
@@ -198,7 +196,7 @@ def generation_setup(config: GenerateSuite, program: Generator | None = None) ->
 def run_suite(config: GenerateSuite) -> GeneratedSuite:
     """Generate (optionally STICK-improved) responses for the suite's rows not already in the output: a
     ``GenerateRun`` executed (``runs.execute``) here, or on Ray actors while this process writes the one output."""
-    from bineval_dspy.programs.generation import GenerateRun, generation_fingerprint, report_of
+    from bineval_dspy.programs.generation import GenerateRun, generation_fingerprint, note_steering, report_of
     from bineval_dspy.programs.state import program_path
 
     rows, program = _checked(config)
@@ -217,9 +215,7 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
     report = report_of(run, executor_for(config, meter), config.overwrite)
     wanted = {row.key for row in rows}
     records = [obj for _, obj in run.log().read() if str(obj.get("key")) in wanted] if out.exists() else []
-    if out.exists():  # what steering did, in the header too (for CI and `show`), as the summary line says it
-        steered = [Enforced.model_validate(r["enforcement"]) for r in records if r.get("enforcement") is not None]
-        note_enforcement(out, EnforcementSummary.of(steered) if setup.program.enforce else None)
+    note_steering(run, setup.program)
     return GeneratedSuite(report, rows, records, setup.lm.model, setup.writer.fallbacks if setup.writer is not None else 0)
 
 

@@ -47,3 +47,18 @@ def test_a_run_without_enforce_has_no_enforcement_in_its_header(tmp_path, monkey
     suite = write(tmp_path / "s.jsonl", [{"key": 1, "prompt": "Tell me about rain.", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}])
     assert cli.main(["generate", "--suite", str(suite), "-o", str(tmp_path / "o.jsonl")]) == 0
     assert "enforcement" not in json.loads((tmp_path / "o.jsonl.run.json").read_text())
+
+
+def test_the_library_run_records_it_in_the_header_too(tmp_path):
+    import dspy
+
+    from bineval_dspy.programs.generation import run_generation
+    from bineval_dspy.programs.generator import Generator
+    from bineval_dspy.suites.rows import SuiteRow
+    from tests.programs.test_enforce_generate import steerable
+
+    dspy.configure(lm=steerable(lambda request: "rain falls"))
+    rows = [SuiteRow(key="a", prompt="Write about rain, all in lowercase letters.", instruction_id_list=["change_case:english_lowercase"], kwargs=[{}])]
+    run_generation(rows, Generator(enforce="extracted"), tmp_path / "o.jsonl")
+    header = read_header(tmp_path / "o.jsonl")
+    assert header is not None and header.enforcement is not None and (header.enforcement.steered, header.enforcement.nothing) == (1, False)

@@ -159,9 +159,9 @@ def promised_minimum(writer: Any, dimensions: list[str]) -> int:
 Unrelated = Callable[[str], "str | None"]  # why a question is not about the task (``relevance.Relevance.problem``), or None
 
 
-def _kept(checklists: list[Checklist], unrelated: Unrelated | None = None) -> tuple[list[Question], list[str]]:
-    """The fit questions of every attempt (first wins on repeats), cleaned of debris fields, and a line per
-    question or field left out."""
+def _kept(checklists: list[Checklist], unrelated: Unrelated | None = None) -> tuple[list[Question], list[str], list[str]]:
+    """The fit questions of every attempt (first wins on repeats), cleaned of debris fields; a line per question
+    left out, and one per field left out (no reason to ask again: the question stays)."""
     kept: dict[str, Question] = {}
     dropped: dict[str, str] = {}
     fields: list[str] = []
@@ -176,7 +176,7 @@ def _kept(checklists: list[Checklist], unrelated: Unrelated | None = None) -> tu
             else:
                 kept[key], left_out = _cleaned(q)
                 fields += left_out
-    return list(kept.values()), [*dropped.values(), *fields]
+    return list(kept.values()), list(dropped.values()), fields
 
 
 def _merged(first: Checklist, questions: list[Question]) -> Checklist | None:
@@ -202,10 +202,10 @@ def write_screened(
         written = write(attempt)
         if written is not None:
             attempts.append(written)
-        questions, dropped = _kept(attempts, unrelated)
+        questions, dropped, fields = _kept(attempts, unrelated)
         merged = _merged(attempts[0], questions) if attempts else None
         left = checklist_problems(merged, dimensions, minimum) if merged is not None else ["no question passed the screen"]
-        result = Screened(checklist=merged, problems=left, dropped=dropped, attempts=attempt + 1)
+        result = Screened(checklist=merged, problems=left, dropped=dropped + fields, attempts=attempt + 1)
         if not left and (not dropped or attempt > 0):  # a dropped question is worth one retry to replace it
             break
     return result

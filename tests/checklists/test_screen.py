@@ -72,7 +72,7 @@ def test_a_stuttering_no_example_is_cleared_and_empty_dimensions_go():
         Question(text="Is it about autumn?", dimension="form", no_example="A poem about the sea."),
     ])
     result = write_screened(lambda attempt: written, ["form"], minimum=1)
-    assert result.checklist.dimensions == ["form"] and result.problems == []
+    assert result.checklist.dimensions == ["form"] and result.problems == [] and result.attempts == 1  # a field left out: no retry
     assert [q.no_example for q in result.checklist.questions] == ["", "A poem about the sea."]
 
 
@@ -101,6 +101,7 @@ def test_debris_dimensions_drop_the_question_and_debris_fields_are_left_out_with
         Question(text="Does it name a season?", dimension="form", no_example="A poem about nothing.", lineage={"support": "3"}),
     ])
     result = write_screened(lambda attempt: written, ["form"], minimum=1)
+    assert result.attempts == 2  # a question left out is worth one retry
     kept = result.checklist
     assert kept.dimensions == ["form"] and [q.text for q in kept.questions] == ["Does it have three lines?", "Does it name a season?"]
     assert kept.questions[0].no_example == "" and kept.questions[0].lineage == {"requirement": "3 lines"}

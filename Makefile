@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # whose key ignores CMAKE_ARGS (a wheel built natively earlier on this machine would come back).
 LLAMA_CMAKE_ARGS ?= $(if $(filter x86_64,$(shell uname -m)),-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON,)
 
-.PHONY: install demo test bench
+.PHONY: install demo test bench report-png
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -32,3 +32,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) experiments/bench_judge.py
+
+# docs/report.png, the README's screenshot: a smoke-size optimizer run (one arm of experiments/ifeval.toml at --tiny
+# size), then the report on it through the tests' headless Chromium; the run path is what the image shows
+REPORT_RUN := runs/experiment-ifeval-tiny/arms/bineval-guard
+report-png: $(STAMP)
+	$(VENV)/bin/bineval experiment experiments/ifeval.toml --tiny --arm bineval-guard
+	$(PY) -m tests.report.browser docs/report.png $(REPORT_RUN)

@@ -8,6 +8,7 @@ cache replay), keeps the questions that pass from every attempt, and returns wha
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -26,6 +27,14 @@ STUTTER = re.compile(r"(\S{2,}?)\1{4,}")  # one piece five times in a row, no sp
 AUXILIARIES = frozenset(
     "is are was were am does do did has have had can could will would should shall may might must".split()
 )
+QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'.+?'(?!\w)")  # what a question quotes is not its own voice
+SPEAKER = re.compile(  # a question whose subject is the reader or the writer ("Are you sure ...", "Have we ...")
+    r"^(?:" + "|".join(sorted(AUXILIARIES)) + r")(?:n't|'t|\s+not)?\s+(?:you|we|i)\b"
+    r"|\byou(?:'re|'ve|'ll|'d|\s+are|\s+were|\s+have)\b",  # the reader's own state anywhere ("... sure you're on time?")
+    re.IGNORECASE,
+)
+LEAKED_KEY = re.compile(r'"\s*:')  # a JSON key's end inside a value ('summary": ...'): the writer's reply cut mid-object
+JSON_PUNCTUATION = frozenset('{}[]":,')
 
 
 def repeats_itself(text: str) -> str | None:
@@ -42,7 +51,8 @@ def repeats_itself(text: str) -> str | None:
 
 def question_problem(text: str) -> str | None:
     """Why one question is unfit for a yes/no judge, or None: not a yes/no question, several questions, a
-    question that repeats itself, one past ``MAX_WORDS``, or one about the checklist instead of the response."""
+    question that repeats itself, one past ``MAX_WORDS``, one about the checklist instead of the response, or one
+    addressed to the reader (its subject "you", "we" or "I" outside quotes: a judge cannot answer for them)."""
     words = re.findall(r"[\w']+", text.lower())
     if not words:
         return "is empty"
@@ -53,6 +63,8 @@ def question_problem(text: str) -> str | None:
         return f"repeats itself ({repeated})"
     if ABOUT_THE_CHECKLIST.search(text):
         return "asks about the checklist, not the response"
+    if SPEAKER.search(QUOTED.sub("", text).strip()):
+        return "is addressed to the reader, not about the response"
     if text.count("?") > 1:
         return "asks more than one question"
     first = re.sub(r"^[^\w]+", "", text).split(maxsplit=1)
@@ -61,13 +73,60 @@ def question_problem(text: str) -> str | None:
     return None
 
 
+def json_debris(text: str, name: bool = False) -> str | None:
+    """Why ``text`` is a fragment of the writer's JSON rather than words, or None: brackets or double quotes that do
+    not pair, a JSON key inside a value that is no whole JSON document, or JSON punctuation with no letter (a
+    ``name``, such as a dimension, needs a letter even without punctuation). A no_example that is a whole JSON
+    document (a "no" for a JSON task) is words."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    if stripped.count("{") != stripped.count("}") or stripped.count("[") != stripped.count("]") or stripped.count('"') % 2:
+        return "unpaired brackets or quotes"
+    if LEAKED_KEY.search(stripped) and not _is_json(stripped):
+        return "a JSON key inside it"
+    if not re.search(r"[^\W\d_]", stripped) and (name or JSON_PUNCTUATION & set(stripped)):
+        return "no words, only digits or punctuation"
+    return None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def field_problem(q: Question) -> str | None:
+    """Why ``q`` is unfit beyond its text, or None: a dimension that is JSON debris (the writer's reply was split
+    in the wrong place, so the question's fields are not what it meant)."""
+    why = json_debris(q.dimension, name=True)
+    return f"has a dimension that is JSON debris ({why}): {q.dimension[:40]!r}" if why else None
+
+
+def _cleaned(q: Question) -> tuple[Question, list[str]]:
+    """``q`` without a no_example or lineage entries that are debris (a stutter or JSON), and a line per field left out."""
+    left_out: list[str] = []
+    update: dict[str, Any] = {}
+    why = json_debris(q.no_example) or (f"repeats itself ({repeated})" if (repeated := repeats_itself(q.no_example)) else None)
+    if why:
+        update["no_example"] = ""
+        left_out.append(f"the no_example {q.no_example[:40]!r} of {q.text[:60]!r}: {why}")
+    lineage = {key: value for key, value in q.lineage.items() if not json_debris(value)}  # a count ("support") is no debris
+    if lineage != q.lineage:
+        update["lineage"] = lineage
+        left_out += [f"the lineage {key}={value[:40]!r} of {q.text[:60]!r}: JSON debris" for key, value in q.lineage.items() if key not in lineage]
+    return (q.model_copy(update=update) if update else q), left_out
+
+
 @dataclass
 class Screened:
     """What the screen let through, the problems left, and how many writer attempts it took."""
 
     checklist: Checklist | None
     problems: list[str] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)  # one line per question left out, with why
+    dropped: list[str] = field(default_factory=list)  # one line per question or field left out, with why
     attempts: int = 1
 
 
@@ -84,7 +143,7 @@ def checklist_problems(checklist: Checklist, dimensions: list[str], minimum: int
 def screen(checklist: Checklist, dimensions: list[str], minimum: int) -> list[str]:
     """Every problem of ``checklist``, one line each: the checklist's own, then each unfit question's."""
     return checklist_problems(checklist, dimensions, minimum) + [
-        f"question {q.id} {problem}: {q.text[:80]!r}" for q in checklist.questions if (problem := question_problem(q.text))
+        f"question {q.id} {problem}: {q.text[:80]!r}" for q in checklist.questions if (problem := question_problem(q.text) or field_problem(q))
     ]
 
 
@@ -100,21 +159,24 @@ def promised_minimum(writer: Any, dimensions: list[str]) -> int:
 Unrelated = Callable[[str], "str | None"]  # why a question is not about the task (``relevance.Relevance.problem``), or None
 
 
-def _kept(checklists: list[Checklist], unrelated: Unrelated | None = None) -> tuple[list[Question], list[str]]:
-    """The fit questions of every attempt (first wins on repeats), and a line per question left out."""
+def _kept(checklists: list[Checklist], unrelated: Unrelated | None = None) -> tuple[list[Question], list[str], list[str]]:
+    """The fit questions of every attempt (first wins on repeats), cleaned of debris fields; a line per question
+    left out, and one per field left out (no reason to ask again: the question stays)."""
     kept: dict[str, Question] = {}
     dropped: dict[str, str] = {}
+    fields: list[str] = []
     for checklist in checklists:
         for q in checklist.questions:
             key = " ".join(q.text.lower().split())
             if key in kept or key in dropped:
                 continue
-            problem = question_problem(q.text) or (unrelated(q.text) if unrelated else None)
+            problem = question_problem(q.text) or field_problem(q) or (unrelated(q.text) if unrelated else None)
             if problem:
                 dropped.setdefault(key, f"{q.text[:80]!r} {problem}")
             else:
-                kept[key] = q.model_copy(update={"no_example": ""}) if repeats_itself(q.no_example) else q
-    return list(kept.values()), list(dropped.values())
+                kept[key], left_out = _cleaned(q)
+                fields += left_out
+    return list(kept.values()), list(dropped.values()), fields
 
 
 def _merged(first: Checklist, questions: list[Question]) -> Checklist | None:
@@ -140,10 +202,10 @@ def write_screened(
         written = write(attempt)
         if written is not None:
             attempts.append(written)
-        questions, dropped = _kept(attempts, unrelated)
+        questions, dropped, fields = _kept(attempts, unrelated)
         merged = _merged(attempts[0], questions) if attempts else None
         left = checklist_problems(merged, dimensions, minimum) if merged is not None else ["no question passed the screen"]
-        result = Screened(checklist=merged, problems=left, dropped=dropped, attempts=attempt + 1)
+        result = Screened(checklist=merged, problems=left, dropped=dropped + fields, attempts=attempt + 1)
         if not left and (not dropped or attempt > 0):  # a dropped question is worth one retry to replace it
             break
     return result

@@ -52,8 +52,7 @@ def enforcement_summary(records: list[dict]) -> str:
     says so first."""
     from bineval_dspy.programs.records import Enforced, EnforcementSummary
 
-    summary = EnforcementSummary.of([Enforced.model_validate(r) for r in records])
-    return ("enforced nothing: every reply was decoded plainly; " if summary.nothing else "enforcement: ") + summary.text()
+    return EnforcementSummary.of([Enforced.model_validate(r) for r in records]).line()
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -93,6 +92,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         shown.print(enforcement_summary(enforced))
     if stats is not None:
         shown.print(f"best-of-{stats.n}: {stats.text()}")
+    if any(row.template is not None for row in run.rows):  # a template suite's `checks`: graded here, as verify grades them
+        from bineval_dspy.cli.verify import show_stats
+        from bineval_dspy.suites.grading import verify_records
+
+        checked = verify_records(run.rows, records)
+        show_stats(checked, f"the template suite's checks on {checked.prompts + checked.ungraded_prompts} response(s) (strict, as verify grades them)", f"bineval verify --suite {config.suite} --responses {config.output} names them")
     if run.tick_fallbacks:  # those rows were judged by their code checks alone
         console.print(
             f"{run.tick_fallbacks} row(s) got no TICK questions (the LM's reply did not parse): code checks only; "

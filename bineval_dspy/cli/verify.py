@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
@@ -14,9 +14,32 @@ from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.core.jsonio import check_output_path, rewrite_jsonl
 
+if TYPE_CHECKING:  # the parser loads no DSPy
+    from bineval_dspy.suites.grading import VerifyStats
+
 
 def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2%}"
+
+
+def show_stats(stats: VerifyStats, title: str, reasons: str) -> None:
+    """Prompt- and instruction-level accuracy as a table, then the ungraded instructions (``reasons``: where their
+    reasons are); what ``verify`` prints, and ``generate`` for a template suite's checks."""
+    table = Table(title=title)
+    for column in ("level", "followed", "total", "accuracy"):
+        table.add_column(column, justify="left" if column == "level" else "right")
+    table.add_row("prompt", str(stats.prompts_followed), str(stats.prompts), _percent(stats.prompt_accuracy))
+    table.add_row(
+        "instruction", str(stats.instructions_followed), str(stats.instructions), _percent(stats.instruction_accuracy)
+    )
+    shown.print(table)
+    if stats.ungraded_instructions:
+        console.print(
+            f"{stats.ungraded_instructions} instruction(s) ungraded (kwargs their verifier rejects, or a verifier that failed; "
+            f"{reasons}), leaving {stats.ungraded_prompts} prompt(s) with an unknown "
+            "outcome; both are left out of the accuracies",
+            style="yellow",
+        )
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -33,21 +56,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     rewrite_jsonl(out, (r.model_dump() for r in results))
     status: Status = "incomplete" if stats.ungraded_instructions else "finished"  # an ungraded instruction: never "finished"
     write_header(out, RunHeader(kind="verify", version=__version__, status=status))  # what show and report read it as
-    table = Table(title=f"{stats.mode} verification of {len(results)} response(s)")
-    for column in ("level", "followed", "total", "accuracy"):
-        table.add_column(column, justify="left" if column == "level" else "right")
-    table.add_row("prompt", str(stats.prompts_followed), str(stats.prompts), _percent(stats.prompt_accuracy))
-    table.add_row(
-        "instruction", str(stats.instructions_followed), str(stats.instructions), _percent(stats.instruction_accuracy)
-    )
-    shown.print(table)
-    if stats.ungraded_instructions:
-        console.print(
-            f"{stats.ungraded_instructions} instruction(s) ungraded (kwargs their verifier rejects, or a verifier that failed; "
-            f"reasons in 'ungraded' of {out}), leaving {stats.ungraded_prompts} prompt(s) with an unknown "
-            "outcome; both are left out of the accuracies",
-            style="yellow",
-        )
+    show_stats(stats, f"{stats.mode} verification of {len(results)} response(s)", f"reasons in 'ungraded' of {out}")
     if stats.skipped_suite_rows or stats.skipped_responses:
         console.print(
             f"skipped {stats.skipped_suite_rows} invalid suite row(s) and "

@@ -28,6 +28,7 @@ from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import build, splits_of, test_scorer
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdateFeedback
 from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer, judge_differences
+from bineval_dspy.optimize.unchanged import unchanged_note
 from bineval_dspy.programs.records import EnforcementSummary, SelectionStats
 from bineval_dspy.programs.state import ProgramFile, ProgramState
 from bineval_dspy.stats.bootstrap import Interval
@@ -63,6 +64,7 @@ class ArmResult(BaseModel):
     steps: list[StepScore] = Field(default_factory=list)  # with test_every: the best program after each accepted step
     selection: SelectionStats | None = None  # Best-of-N arms: samples drawn, pass@k, selection efficiency on test
     enforcement: EnforcementSummary | None = None  # enforce arms: what steered decoding did on test, as generate says
+    note: str | None = None  # optimizer arms that kept their start program: why (``optimize.unchanged``)
 
     @property
     def lm_calls(self) -> int:
@@ -196,10 +198,13 @@ def run_experiment(
             prompt_chars=state.size() if state is not None else None,
             selection=program.selection_stats([str(ex.prompt) for ex in test]) if isinstance(program, Stick) else None,
             enforcement=enforcement_on_test(program, evaluations[arm.name], scorer.rows),
+            note=unchanged_note(audit) if audit is not None else None,
         ))
-        enforced = experiment.arms[-1].enforcement
+        enforced, note = experiment.arms[-1].enforcement, experiment.arms[-1].note
         if enforced is not None and enforced.nothing:
             say(nothing_enforced(arm.name, enforced))
+        if note is not None:
+            say(f"arm {arm.name}: {note}")
         if audit is not None and config.test_every and config.baseline_arm in evaluations:
             experiment.arms[-1].steps = scorer.steps(audit, evaluations[config.baseline_arm], student=program)
         _compare(experiment, evaluations, scorer)
@@ -275,6 +280,7 @@ def markdown(results: ExperimentResults) -> str:
     for arm in results.arms:
         value, diff = results.figures(arm)
         kind = arm.kind + (" (enforced nothing)" if arm.enforcement is not None and arm.enforcement.nothing else "")
+        kind += " (kept its start program)" if arm.note is not None else ""
         cells = [
             arm.name, kind, f"{arm.optimization.lm_calls} + {arm.test_usage.lm_calls}", arm.test.interval.text(),
             value.text() if value else "n/a", diff.text(signed=True) if diff else "—",
@@ -290,6 +296,10 @@ def markdown(results: ExperimentResults) -> str:
                 cells += [own.text() if own else "n/a", paired.text(signed=True) if paired else "—"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += enforcement_lines([(arm.name, arm.enforcement) for arm in results.arms])
+    noted = [arm for arm in results.arms if arm.note is not None]
+    if noted:
+        lines += ["", "Optimizer arms that kept their start program:"]
+        lines += [f"- {arm.name}: {arm.note}" for arm in noted]
     if self_mode and any(arm.test.quality for arm in results.arms):
         lines += _quality_table(results)
     stepped = [arm for arm in results.arms if arm.steps]

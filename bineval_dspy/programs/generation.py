@@ -20,9 +20,11 @@ from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.programs.generator import GeneratedRow, GenerationReport, Generator, generated_log, generated_rows
+from bineval_dspy.programs.records import Enforced, EnforcementSummary
 from bineval_dspy.programs.state import demos_of
 from bineval_dspy.programs.weights import weights_of
 from bineval_dspy.runs.execute import Executor, Here, execute
+from bineval_dspy.runs.header import note
 from bineval_dspy.runs.protocol import Worker
 from bineval_dspy.suites.rows import SuiteRow
 
@@ -116,6 +118,15 @@ def report_of(run: GenerateRun, executor: Executor, overwrite: bool = False) -> 
     return GenerationReport(written=done.written, resumed=len(run.rows) - done.todo, failures=failures, usage=done.spent, stopped=done.stopped)
 
 
+def note_steering(run: GenerateRun, program: Generator) -> None:
+    """Record in the run's header what steered decoding did over its log's rows (None: ``program`` does not steer),
+    as the summary line says it, so CI and ``show`` reading the header alone see a run that enforced nothing."""
+    if not run.out.exists():
+        return
+    steered = [Enforced.model_validate(r["enforcement"]) for _, r in run.log().read() if r.get("enforcement") is not None]
+    note(run.out, enforcement=EnforcementSummary.of(steered) if program.enforce else None)
+
+
 def run_generation(rows: Sequence[SuiteRow], program: Generator, out_path: Path, *, threads: int = 1, overwrite: bool = False) -> GenerationReport:
     """Generate a record per row with ``program`` on the configured LM (``threads`` rows at once), appending each to
     ``out_path`` as it finishes; a rerun under the same program and LM keeps the finished rows (their LM calls are
@@ -123,4 +134,6 @@ def run_generation(rows: Sequence[SuiteRow], program: Generator, out_path: Path,
     later call may ask for more of them, or fewer."""
     settings = generation_fingerprint(program, dspy.settings.lm, BY_KEY)
     run = GenerateRun(rows, out_path, settings, lambda todo, meter: generated_rows(todo, program, threads=threads, meter=meter))
-    return report_of(run, Here(), overwrite)
+    report = report_of(run, Here(), overwrite)
+    note_steering(run, program)
+    return report

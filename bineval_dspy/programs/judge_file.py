@@ -29,7 +29,7 @@ from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.retry import fast_path_default
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
-from bineval_dspy.runs.header import note_degenerate, note_probe_head, note_repeats
+from bineval_dspy.runs.header import note
 from bineval_dspy.runs.spec import RunSpec
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
@@ -170,11 +170,10 @@ def run_file(config: JudgeFile) -> JudgedFile:
     judged = JudgedFile(JudgedSummary(checklist, NO_P_YES), lm.model, done.todo, done.written, done.spent, done.stopped)
     for _, line in run.log().read():
         judged.summary.add(line.result, line.row.get("id"))
-    note_degenerate(config.output, judged.summary.degenerate)
     if config.program is not None and run.judge.probe is not None:
         judged.probe_head = standing_of(program_path(config.program).parent, run.judge.probe)
-    note_probe_head(config.output, judged.probe_head.line() if judged.probe_head is not None else None)
-    note_repeats(config.output, judged.summary.repeats.summary())
+    head = judged.probe_head.line() if judged.probe_head is not None else None
+    note(config.output, degenerate=judged.summary.degenerate, probe_head=head, repeats=judged.summary.repeats.summary())
     return judged
 
 

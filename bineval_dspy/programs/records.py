@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from bineval_dspy.enforce.plan import Decision, Source
+from bineval_dspy.enforce.summary import EnforcementSummary as EnforcementSummary  # where it lived before
 from bineval_dspy.lm.usage import Cost
 
 
@@ -132,43 +133,3 @@ class GenerationRecord(BaseModel):
             if self.checks is None and data.get("score") is None:
                 data.pop("score", None)  # a plain generation has no score; a STICK one keeps a None score
         return data
-
-
-class EnforcementSummary(BaseModel):
-    """What steered decoding did over a run's rows, from their ``enforcement`` records: rows steered (at least one
-    constraint enforced), rows whose prompt states no constraint the extractor found (decoded plainly), constraints
-    enforced and how many of them held when checked by code after decoding, and those not enforced by reason. A run
-    whose rows were all decoded plainly says so (``nothing``), so it is never read as an enforced one."""
-
-    rows: int = 0
-    steered: int = 0
-    no_constraint: int = 0
-    enforced: int = 0
-    held: int = 0
-    conflicts: int = 0
-    unenforceable: int = 0
-    invalid: int = 0
-
-    @classmethod
-    def of(cls, records: list[Enforced]) -> EnforcementSummary:
-        decisions = [d for r in records for d in r.decisions]
-        statuses = [d.status for d in decisions]
-        return cls(
-            rows=len(records), steered=sum(any(d.status == "enforced" for d in r.decisions) for r in records),
-            no_constraint=sum(not r.decisions for r in records), enforced=statuses.count("enforced"),
-            held=sum(ok for r in records for ok in r.held.values()), conflicts=statuses.count("conflict"),
-            unenforceable=statuses.count("unenforceable"), invalid=statuses.count("invalid"),
-        )  # fmt: skip
-
-    @property
-    def nothing(self) -> bool:
-        """Whether no constraint was enforced in any row: the replies were decoded as without steering."""
-        return self.enforced == 0
-
-    def text(self) -> str:
-        """One line with every count."""
-        return (
-            f"{self.steered} of {self.rows} row(s) steered, {self.no_constraint} with no constraint found (decoded plainly); "
-            f"{self.enforced} constraint(s) enforced, {self.held} held when checked after decoding; "
-            f"not enforced: {self.conflicts} conflict(s), {self.unenforceable} unenforceable, {self.invalid} invalid"
-        )

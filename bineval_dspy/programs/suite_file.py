@@ -196,7 +196,7 @@ def generation_setup(config: GenerateSuite, program: Generator | None = None) ->
 def run_suite(config: GenerateSuite) -> GeneratedSuite:
     """Generate (optionally STICK-improved) responses for the suite's rows not already in the output: a
     ``GenerateRun`` executed (``runs.execute``) here, or on Ray actors while this process writes the one output."""
-    from bineval_dspy.programs.generation import GenerateRun, generation_fingerprint, report_of
+    from bineval_dspy.programs.generation import GenerateRun, generation_fingerprint, note_steering, report_of
     from bineval_dspy.programs.state import program_path
 
     rows, program = _checked(config)
@@ -215,6 +215,7 @@ def run_suite(config: GenerateSuite) -> GeneratedSuite:
     report = report_of(run, executor_for(config, meter), config.overwrite)
     wanted = {row.key for row in rows}
     records = [obj for _, obj in run.log().read() if str(obj.get("key")) in wanted] if out.exists() else []
+    note_steering(run, setup.program)
     return GeneratedSuite(report, rows, records, setup.lm.model, setup.writer.fallbacks if setup.writer is not None else 0)
 
 

@@ -20,7 +20,7 @@ from bineval_dspy.core.schema import Scorecard, Verdict
 from bineval_dspy.judges.rows import judged_rows
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.programs.generator import generated_log
-from bineval_dspy.programs.records import GenerationRecord
+from bineval_dspy.programs.records import EnforcementSummary, GenerationRecord
 from bineval_dspy.report.spend import spend_of
 from bineval_dspy.runs.header import read_header
 from bineval_dspy.suites.grading import ResultRow, graded_log
@@ -55,6 +55,7 @@ class JudgeRun:
     source: Path
     rows: list[JudgedRow]
     task: str | None = None
+    enforcement: EnforcementSummary | None = None  # `generate --enforce` output: what steered decoding did
     kind: Literal["judge"] = "judge"
     probe_head: str | None = None  # judged by a probe head: its recorded held-out figures, AT CHANCE when they are (the header's)
 
@@ -118,10 +119,13 @@ def generated_card(record: GenerationRecord) -> Scorecard:
 def generated_output(path: Path) -> JudgeRun:
     """`generate` output, read through its run log, shown as judged rows: the prompt as input, the response as output."""
     rows = []
+    steered = []
     for number, raw in generated_log(path).read():
         record = validated(GenerationRecord, raw, f"{path}:{number}")
         rows.append(JudgedRow(id=str(record.key), input=record.prompt, output=record.response, card=generated_card(record), spend=record.usage or Cost()))
-    return JudgeRun(source=path, rows=rows, task="`bineval generate` output: each STICK check a verdict (none without STICK)")
+        steered += [record.enforcement] if record.enforcement is not None else []
+    enforcement = EnforcementSummary.of(steered) if steered else None  # from the rows, so a log from before headers held it reads the same
+    return JudgeRun(source=path, rows=rows, task="`bineval generate` output: each STICK check a verdict (none without STICK)", enforcement=enforcement)
 
 
 def verified_output(path: Path) -> JudgeRun:

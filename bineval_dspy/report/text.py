@@ -91,6 +91,8 @@ def show_judge(run: JudgeRun) -> None:
         texts = {v.question_id: v.question or v.question_id for row in run.rows for v in row.card.verdicts}
         for qid, rate, asked in run.repeats.flip_rates()[:WORST]:
             _say(f"  flipped on {rate:.2f} of {asked} row(s): {texts.get(qid, qid)}")
+    if run.enforcement is not None:  # `generate --enforce` output: its summary line, "enforced nothing" first when so
+        console.print(run.enforcement.line(), style="yellow" if run.enforcement.nothing else None, markup=False, highlight=False, soft_wrap=True)
     _spend(run.spend)
     means = _table("mean scores", "dimension", "mean", "lowest", "highest", "scored", "no score", left=("dimension",), wrap=("dimension",))
     for m in dimension_means(cards):
@@ -169,6 +171,8 @@ def _score(summary: EvalSummary | None) -> str:
 
 def show_optimizer(run: OptimizerRun) -> None:
     """Held-out score and prompt length per iteration, accepted or not and why, then the prompt diff."""
+    from bineval_dspy.optimize.unchanged import unchanged_note
+
     audit = run.audit
     table = _table(f"{audit.mode} mode: {audit.stopped or 'in progress'}", "it", "kind", "train", "held-out", "chars", "lessons", "edits", "calls", "decision", left=("kind", "decision"), wrap=("kind",))
     start = audit.start
@@ -194,6 +198,9 @@ def show_optimizer(run: OptimizerRun) -> None:
             first = it.lessons_skipped[0]
             text = first.text if len(first.text) <= 60 else first.text[:59] + "…"
             _say(f"  {len(it.lessons_skipped)} lesson(s) not proposed (each with why in audit.json); \"{text}\": {first.reason}")
+    note = unchanged_note(audit)
+    if note is not None:  # no candidate accepted: the test difference from the start measures no optimization
+        _say(note)
     if audit.best.demos:
         _say("demonstrations kept: " + ", ".join(f"{name} {len(ds)}" for name, ds in audit.best.demos.items()))
     if audit.best.thresholds:
@@ -315,6 +322,8 @@ def show_experiment(run: ExperimentRun) -> None:
             _say(f"{arm.name}: {arm.selection.text()}")
         if arm.enforcement is not None:  # steered decoding, as generate reports it; an arm that enforced nothing says so
             _say(nothing_enforced(arm.name, arm.enforcement) if arm.enforcement.nothing else f"{arm.name}: {arm.enforcement.text()}")
+        if arm.note is not None:  # an optimizer arm that kept its start program: its +0.000 measures no optimization
+            _say(f"{arm.name}: {arm.note}")
     if run.grid:
         _show_disagreements(run)
     _spend(run.spend)

@@ -9,13 +9,14 @@ Logs written before headers have ``OUT.fingerprint.json`` (the fingerprint alone
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.degenerate import Degenerate
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.repeats import RepeatSummary
+from bineval_dspy.enforce.summary import EnforcementSummary
 from bineval_dspy.lm.usage import Cost
 
 Status = Literal["running", "finished", "incomplete", "stopped", "failed"]
@@ -41,6 +42,9 @@ class RunHeader(BaseModel):
     probe_head: str | None = None
     # `judge --repeats K`: how often the LM verdicts flipped between repeats, pass^K beside the mean (core.repeats)
     repeats: RepeatSummary | None = None
+    # `generate --enforce`: what steered decoding did over the log's rows and whether it enforced nothing, as the run's
+    # summary line says it, so CI reading the header alone cannot take a plainly decoded run for a steered one
+    enforcement: EnforcementSummary | None = None
 
 
 def header_path(out: Path) -> Path:
@@ -55,27 +59,19 @@ def read_header(out: Path) -> RunHeader | None:
 
 
 def write_header(out: Path, header: RunHeader) -> None:
-    unset = {name for name in ("degenerate", "probe_head", "repeats") if getattr(header, name) is None}  # a header without them reads as before they existed
+    unset = {name for name in NOTES if getattr(header, name) is None}  # a header without them reads as before they existed
     write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset or None))
 
 
-def note_degenerate(out: Path, degenerate: Degenerate | None) -> None:
-    """Record in the header of the log ``out`` whether its records' LM verdicts are degenerate, as the whole log now
-    reads (a resume that makes them informative clears it)."""
+NOTES = ("degenerate", "probe_head", "repeats", "enforcement")  # what a run notes about its records (``note``)
+
+
+def note(out: Path, **notes: Any) -> None:
+    """Record in the header of the log ``out`` what its records add up to, as the whole log now reads (the
+    ``NOTES`` fields; None clears one: a resume that makes verdicts informative clears ``degenerate``)."""
+    unknown = set(notes) - set(NOTES)
+    if unknown:
+        raise ValueError(f"not a header note: {', '.join(sorted(unknown))}")
     header = read_header(out)
-    if header is not None and header.degenerate != degenerate:
-        write_header(out, header.model_copy(update={"degenerate": degenerate}))
-
-
-def note_probe_head(out: Path, line: str | None) -> None:
-    """Record in the header of the log ``out`` the line on the probe head that judged it (None: no probe)."""
-    header = read_header(out)
-    if header is not None and header.probe_head != line:
-        write_header(out, header.model_copy(update={"probe_head": line}))
-
-
-def note_repeats(out: Path, repeats: RepeatSummary | None) -> None:
-    """Record in the header of the log ``out`` what its records' repeats add up to, as the whole log now reads."""
-    header = read_header(out)
-    if header is not None and header.repeats != repeats:
-        write_header(out, header.model_copy(update={"repeats": repeats}))
+    if header is not None and any(getattr(header, k) != v for k, v in notes.items()):
+        write_header(out, header.model_copy(update=notes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -154,6 +155,14 @@ def verify(
         suite_rows_without_response=len(suite) - len(results),
     )
     return results, stats
+
+
+def verify_records(suite: Sequence[SuiteRow], records: Sequence[dict[str, Any]], mode: Mode = "strict") -> VerifyStats:
+    """``verify``'s counts over the records a ``generate`` run wrote (key, response), as ``verify`` would grade its
+    output file: a template suite declares its ``checks`` to have them run, so its run reports them without a
+    second command. A row without a record (it failed) counts as a suite row without a response."""
+    responses = [ResponseRow(where=f"record {r['key']}", key=str(r["key"]), response=str(r.get("response") or "")) for r in records]
+    return verify(suite, responses, mode)[1]
 
 
 def verify_files(

@@ -9,7 +9,7 @@ A template suite is a TOML file, read wherever a suite is (``load_suite``: `gene
     checks = [{verifier = "change_case:english_lowercase"}]                 # every row's code checks
 
 A row's other columns are its variables (kept with the row and in what is generated from it); ``key`` names the row
-(default: its line), and a JSON Lines row may add checks of its own (``instruction_id_list``, ``kwargs``). A
+(default: its number among the data rows, from 1: a CSV's header is no row, and a value spanning lines is one), and a JSON Lines row may add checks of its own (``instruction_id_list``, ``kwargs``). A
 variable's value is text, or a number (filled in as its JSON text: 3, 2.5); null, true/false, objects and lists are
 refused, as is a CSV header naming a column twice. The
 template is the generator program's instructions (``programs.generator.Generator``: the row's variables fill them,
@@ -107,6 +107,15 @@ def _text(value: Any, where: str) -> str:
     raise InputError(f"{where}: a template value is text or a number, not {kind}")
 
 
+def _key(row: dict[str, Any], number: int, at: str) -> Any:
+    """The row's ``key`` column, else its number among the data rows (from 1); an empty key names no row."""
+    if "key" not in row:
+        return str(number)
+    if not str(row["key"]).strip():
+        raise InputError(f"{at}: field 'key' is empty; give each row a key, or leave the column out to number the rows from 1")
+    return row["key"]
+
+
 def load_template_suite(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """The suite lines a template suite stands for (``key``, the filled ``prompt``, the checks, ``variables`` and
     ``template``), each with the ``file:line`` of its row; a row without a value for one of the template's variables
@@ -127,7 +136,7 @@ def load_template_suite(path: Path) -> list[tuple[str, dict[str, Any]]]:
             raise InputError(f"{path}: field 'checks.{index}.verifier': {unknown_id(check.verifier)}")
     rows_path = path.parent / spec.rows
     lines: list[tuple[str, dict[str, Any]]] = []
-    for line, row in _rows(rows_path):
+    for number, (line, row) in enumerate(_rows(rows_path), start=1):
         at = f"{rows_path}:{line}"
         values = {name: _text(value, f"{at}: field {name!r}") for name, value in row.items() if name not in RESERVED}
         try:
@@ -140,7 +149,7 @@ def load_template_suite(path: Path) -> list[tuple[str, dict[str, Any]]]:
         if not spec.checks and not own_ids:
             raise InputError(f"{at}: no checks: give `checks` in {path} (every row's) or the row's own instruction_id_list")
         lines.append((at, {
-            "key": row.get("key", str(line)), "prompt": prompt, "variables": values, "template": template,
+            "key": _key(row, number, at), "prompt": prompt, "variables": values, "template": template,
             "instruction_id_list": [c.verifier for c in spec.checks] + own_ids, "kwargs": [c.kwargs for c in spec.checks] + own_kwargs,
         }))  # fmt: skip
     if not lines:

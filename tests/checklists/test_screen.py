@@ -10,7 +10,7 @@ import pytest
 from dspy.lm15 import Request
 
 from bineval_dspy import cli
-from bineval_dspy.checklists.screen import MAX_WORDS, RETRIES, question_problem, screen, write_screened
+from bineval_dspy.checklists.screen import MAX_WORDS, RETRIES, json_debris, question_problem, screen, write_screened
 from bineval_dspy.checklists.writers import ChecklistUsage
 from bineval_dspy.core.schema import Checklist, Question
 from tests.conftest import route_cli_lm
@@ -28,6 +28,15 @@ from tests.conftest import route_cli_lm
     ("Is every item of the checklist answered?", "asks about the checklist"),
     ("Is it lowercase_lowercase_lowercase_lowercase_lowercase_?", "repeats itself ('lowercase_' 5 times in a row)"),
     ("Does the response answer the user's question with yes or no?", None),
+    # issue 57, item 4: questions to the reader, not about the response (paraphrases of "Are you sure you're on the deadline?")
+    ("Are you certain the deadline is met?", "is addressed to the reader"),
+    ("Do you know when the report is due?", "is addressed to the reader"),
+    ("Is the schedule something you're confident about?", "is addressed to the reader"),
+    ("Haven't we agreed on the date already?", "is addressed to the reader"),
+    ("Can I trust the figures?", "is addressed to the reader"),
+    ("Does the reply thank the customer with 'we are grateful you're here'?", None),  # quoted: the response's voice
+    ("Does the email address the reader as \"you\"?", None),
+    ("Does your summary stay under 25 words?", None),
 ])
 def test_question_problem_names_what_is_wrong(text, problem):
     found = question_problem(text)
@@ -63,8 +72,45 @@ def test_a_stuttering_no_example_is_cleared_and_empty_dimensions_go():
         Question(text="Is it about autumn?", dimension="form", no_example="A poem about the sea."),
     ])
     result = write_screened(lambda attempt: written, ["form"], minimum=1)
-    assert result.checklist.dimensions == ["form"] and result.problems == []
+    assert result.checklist.dimensions == ["form"] and result.problems == [] and result.attempts == 1  # a field left out: no retry
     assert [q.no_example for q in result.checklist.questions] == ["", "A poem about the sea."]
+
+
+@pytest.mark.parametrize("text, name, debris", [
+    ('"100 },', True, True),  # issue 57, item 4: what the writer kept as a dimension
+    ("42 ],", True, True),
+    ("}", False, True),
+    ('"no_example": "A reply of', False, True),
+    ('summary": "too long', False, True),
+    ("12", True, True),  # a dimension needs a word
+    ("12", False, False),  # a no_example or a count may be a number
+    ("", False, False),
+    ("tone", True, False),
+    ('{"summary": "A reply of forty words that rambles on."}', False, False),  # a whole JSON "no" for a JSON task
+    ("The summary runs to three sentences.", False, False),
+])
+def test_json_debris_tells_fragments_of_the_writers_json_from_words(text, name, debris):
+    assert (json_debris(text, name=name) is not None) is debris
+
+
+def test_debris_dimensions_drop_the_question_and_debris_fields_are_left_out_with_a_line():
+    """Issue 57, item 4: a dimension named '"100 },', a no_example and a lineage value of JSON debris were kept."""
+    written = Checklist(task="t", dimensions=["form", '"100 },'], questions=[
+        Question(text="Does it have three lines?", dimension="form", no_example='"}, {"text":', lineage={"requirement": "3 lines", "scenario": "],"}),
+        Question(text="Is it about autumn?", dimension='"100 },'),
+        Question(text="Does it name a season?", dimension="form", no_example="A poem about nothing.", lineage={"support": "3"}),
+    ])
+    result = write_screened(lambda attempt: written, ["form"], minimum=1)
+    assert result.attempts == 2  # a question left out is worth one retry
+    kept = result.checklist
+    assert kept.dimensions == ["form"] and [q.text for q in kept.questions] == ["Does it have three lines?", "Does it name a season?"]
+    assert kept.questions[0].no_example == "" and kept.questions[0].lineage == {"requirement": "3 lines"}
+    assert kept.questions[1].no_example == "A poem about nothing." and kept.questions[1].lineage == {"support": "3"}
+    lines = " ".join(result.dropped)
+    assert "'Is it about autumn?' has a dimension that is JSON debris" in lines
+    assert "the no_example" in lines and "the lineage scenario=']," in lines
+    [problem] = screen(written, ["form"], minimum=1)
+    assert problem.startswith("question ") and "has a dimension that is JSON debris (unpaired brackets or quotes)" in problem
 
 
 TASK = "Write a haiku about autumn."

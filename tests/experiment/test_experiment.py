@@ -298,7 +298,7 @@ def test_an_enforce_arm_carries_generates_enforcement_summary_and_says_when_it_e
     run = tmp_path / "runs" / "s"
     arms = {arm["name"]: arm for arm in json.loads((run / "results.json").read_text())["arms"]}
     assert arms["start"]["enforcement"] is None
-    assert arms["steered"]["enforcement"] == {"rows": 4, "steered": 4, "no_constraint": 0, "enforced": 4, "held": 4, "conflicts": 0, "unenforceable": 0, "invalid": 0}
+    assert arms["steered"]["enforcement"] == {"rows": 4, "steered": 4, "no_constraint": 0, "enforced": 4, "held": 4, "conflicts": 0, "unenforceable": 0, "invalid": 0, "nothing": False}
     table = (run / "results.md").read_text()
     assert "- steered: 4 of 4 row(s) steered, 0 with no constraint found (decoded plainly); 4 constraint(s) enforced, 4 held" in table
     assert "| prompt-reply cosine | minus baseline |" in table

@@ -40,7 +40,7 @@ def test_fill_replaces_each_variable_once_and_never_reads_a_value_as_a_template(
 
 def test_a_template_suite_is_a_suite_of_filled_prompts_with_their_values(tmp_path):
     rows = load_suite(template_suite(tmp_path, "form,topic,mood\nhaiku,autumn,calm\npoem,the sea,wild\n"))
-    assert [(r.key, r.prompt) for r in rows] == [("2", "Write a haiku about autumn, with no commas."), ("3", "Write a poem about the sea, with no commas.")]
+    assert [(r.key, r.prompt) for r in rows] == [("1", "Write a haiku about autumn, with no commas."), ("2", "Write a poem about the sea, with no commas.")]
     assert rows[0].variables == {"form": "haiku", "topic": "autumn", "mood": "calm"} and rows[0].template == TEMPLATE
     assert rows[0].instruction_id_list == ["punctuation:no_comma"] and SuiteRow.from_example(rows[0].to_example()) == rows[0]
     assert set(rows[0].to_example().inputs().keys()) == {"prompt", "variables"}
@@ -116,6 +116,19 @@ def test_generate_sends_the_filled_template_and_records_the_rows_values(tmp_path
     assert cli.main(["generate", "--suite", str(suite), "--best-of", "2", "-o", str(tmp_path / "b.jsonl")]) == 2
 
 
+def test_generate_reports_the_template_suites_checks_as_verify_grades_them(tmp_path, monkeypatch, capsys):
+    """Issue 57, item 10: the checks a template suite declares were not reported by `generate`."""
+    route_cli_lm(monkeypatch, lambda r: "leaves, falling" if "haiku" in r.messages[-1].text else "waves rise")
+    suite = template_suite(tmp_path, "form,topic\nhaiku,autumn\npoem,the sea\nsong,rain\n")
+    out = tmp_path / "out.jsonl"
+    assert cli.main(["generate", "--suite", str(suite), "-o", str(out)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "the template suite's checks on 3 response(s) (strict, as verify grades them)" in shown
+    assert "prompt │ 2 │ 3 │ 66.67%" in shown and "instruction │ 2 │ 3 │ 66.67%" in shown
+    assert cli.main(["verify", "--suite", str(suite), "--responses", str(out), "-o", str(tmp_path / "v.jsonl")]) == 0
+    assert "prompt │ 2 │ 3 │ 66.67%" in " ".join(capsys.readouterr().out.split())  # the same figures
+
+
 def test_the_template_is_what_an_edit_changes_and_the_rows_stay(tmp_path):
     lm = scripted_lm(lambda r: "ok")
     dspy.configure(lm=lm)
@@ -151,4 +164,13 @@ def test_a_quoted_csv_value_keeps_its_newline_and_a_value_is_never_filled_again(
     (tmp_path / "t.toml").write_text('template = "Write a {{form}} about {{topic}}."\nrows = "rows.csv"\nchecks = [{verifier = "punctuation:no_comma"}]\n')
     rows = load_suite(tmp_path / "t.toml")
     assert [row.prompt for row in rows] == ["Write a haiku about autumn\nleaves.", "Write a poem about {{form}}."]
-    assert rows[1].key == "4"  # a row is named by its line in the file (the first spans lines 2 and 3)
+    assert rows[1].key == "2"  # issue 57, item 10: a row is named by its number among the data rows, not its line (4)
+
+
+def test_a_key_column_names_the_rows_and_an_empty_key_is_refused(tmp_path):
+    rows = load_suite(template_suite(tmp_path, "key,form,topic\nfirst,haiku,autumn\nsecond,poem,rain\n"))
+    assert [r.key for r in rows] == ["first", "second"] and "key" not in rows[0].variables
+    jsonl = '{"form": "haiku", "topic": "rain"}\n\n{"form": "poem", "topic": "fog"}\n'  # a blank line is no row
+    assert [r.key for r in load_suite(template_suite(tmp_path, jsonl, "rows.jsonl"))] == ["1", "2"]
+    with pytest.raises(InputError, match=r"rows.csv:3: field 'key' is empty"):
+        load_suite(template_suite(tmp_path, "key,form,topic\nfirst,haiku,autumn\n,poem,rain\n"))

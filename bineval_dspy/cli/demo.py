@@ -25,8 +25,10 @@ from bineval_dspy.core.jsonio import (
 )
 from bineval_dspy.core.schema import Checklist, JudgeSpec, Scorecard
 from bineval_dspy.core.terminal import styled
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 
+@RUN_KINDS.writes("demo")
 def cmd_demo(args: argparse.Namespace) -> int:
     """Judge three bundled summaries (good, mediocre, bad) against a checklist, print and save everything.
 

@@ -13,12 +13,14 @@ from bineval_dspy.cli.splits import add_split_option, split_rows
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.core.jsonio import check_output_path, rewrite_jsonl
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 
 def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2%}"
 
 
+@RUN_KINDS.writes("verify")
 def cmd_verify(args: argparse.Namespace) -> int:
     """Grade a responses file against a suite with the code verifiers; no LM is involved. Exits 1 when an
     instruction is ungraded or a row was skipped: the accuracies then rest on less than the files hold."""

@@ -30,6 +30,7 @@ from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource, SelfUpdat
 from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestScorer, judge_differences
 from bineval_dspy.programs.records import EnforcementSummary, SelectionStats
 from bineval_dspy.programs.state import ProgramFile, ProgramState
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import Interval
 
 RESULTS_FILE = "results.json"
@@ -69,6 +70,7 @@ class ArmResult(BaseModel):
         return self.optimization.lm_calls + self.test_usage.lm_calls
 
 
+@RUN_KINDS.writes("experiment", spec=ExperimentConfig)
 class ExperimentResults(BaseModel):
     kind: Literal["experiment"] = "experiment"  # what the file is, for the readers of every run file
     name: str

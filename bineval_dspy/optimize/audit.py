@@ -15,6 +15,7 @@ from bineval_dspy.optimize.lessons import Failure, Lesson
 from bineval_dspy.optimize.notes import Discarded
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.state import ProgramState
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import Interval
 
 AUDIT_FILE = "audit.json"
@@ -149,6 +150,7 @@ class IterationRecord(Charged):
         return "rolled back" if self.val is not None else "stopped"
 
 
+@RUN_KINDS.writes("optimizer-audit", spec=OptimizerSettings)
 class Audit(BaseModel):
     """Everything one optimizer run did; ``fingerprint`` records what decided its results (resume checks it)."""
 

@@ -31,6 +31,7 @@ from bineval_dspy.lm.specs import DEFAULT_LM
 from bineval_dspy.meta.datasets import DatasetConfig, MetaRow
 from bineval_dspy.meta.prompts import QUESTIONS
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic
 
@@ -82,6 +83,7 @@ class CalibrateConfig(BaseModel):
         return self
 
 
+@RUN_KINDS.writes("calibration", spec=CalibrateConfig)
 class CalibrationResults(BaseModel):
     """``results.json``: how the head was trained, and how it did on held-out test examples (intervals over tasks)."""
 

@@ -28,6 +28,7 @@ from bineval_dspy.lm.retry import fast_path_default
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
 from bineval_dspy.runs.header import note_degenerate
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.runs.spec import RunSpec
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
@@ -182,6 +183,7 @@ def _collect_batches(run: JudgeRun, target: Any) -> None:
     collect_replies(run.lm, target, judge_pending, config.output, run.fingerprint(), config.overwrite, follow_ups=run.judge.explanations == "failures")
 
 
+@RUN_KINDS.writes("judge", spec=JudgeFile, results=JudgeResult)
 @dataclass
 class JudgeRun:
     """``bineval judge`` as a run (``runs.protocol.Run``): the rows of a file, each judged against the checklist."""

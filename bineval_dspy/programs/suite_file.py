@@ -28,8 +28,10 @@ from bineval_dspy.programs.generator import (
     generated_rows,
     templated,
 )
+from bineval_dspy.programs.records import GenerationRecord
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.runs.execute import executor_for, user_verifier_files
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.runs.spec import RunSpec
 from bineval_dspy.suites.rows import SuiteRow
 from bineval_dspy.suites.templates import MissingVariable
@@ -37,6 +39,7 @@ from bineval_dspy.suites.templates import MissingVariable
 STICK_QUESTIONS = 8  # the most LM-written (TICK) questions of a row's hybrid checklist: its judge's calls per response
 
 
+@RUN_KINDS.writes("generate", results=GenerationRecord)
 class GenerateSuite(RunSpec):
     """One generation run over a suite: which prompts, which program, how much STICK (the LM, limits and executor:
     ``RunSpec``)."""

@@ -1,19 +1,28 @@
-"""The header of a run's log: what kind of run wrote the records beside it, by which version, how it ended, what it
-spent, and the fingerprint of the settings that made it. One file, ``OUT.run.json`` beside the records ``OUT``,
-written when the run opens and again when it stops, so ``load_run`` reads a log's kind instead of guessing it from
-its keys, and a resume compares fingerprints from one place.
+"""The header of every output a run writes: what kind of run wrote it, by which version, how it ended (and why, when
+it failed), what it spent, and the fingerprint of the settings that made it. One file, ``OUT.run.json`` beside the
+output ``OUT`` (a log's records, or a results file), written when the run opens and again when it ends, so
+``load_run`` reads a file's kind instead of guessing it from its keys, and a resume compares fingerprints from one
+place. ``runs.execute`` writes it for the runs executed unit by unit; every other run (an optimizer's audit and test,
+an experiment, a tune study, a calibration, an analysis, ``verify``, ``demo``) writes it through ``headed``.
 
-Logs written before headers have ``OUT.fingerprint.json`` (the fingerprint alone); it is still read for resume.
+Output written before headers has ``OUT.fingerprint.json`` (a log's fingerprint alone); it is still read for resume,
+and never written again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bineval_dspy import __version__
 from bineval_dspy.core.degenerate import Degenerate
+from bineval_dspy.core.errors import BudgetExhausted, one_line
+from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, sidecar_fingerprint
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.lm.usage import Cost
 
@@ -36,6 +45,7 @@ class RunHeader(BaseModel):
     # the records' LM verdicts fail the degenerate-judge rule (core.degenerate): kept with the log, so a reader of the
     # header alone (CI, a later `show`) sees that the scores say little, not only the terminal that ran it
     degenerate: Degenerate | None = None
+    error: str | None = None  # a failed run: its exception, in one line
 
 
 def header_path(out: Path) -> Path:
@@ -49,8 +59,15 @@ def read_header(out: Path) -> RunHeader | None:
     return load_model(path, RunHeader) if path.is_file() else None
 
 
+def recorded_fingerprint(out: Path, hint: str = AFRESH) -> Fingerprint | None:
+    """The fingerprint that made the output ``out``: its header's, or for output from before headers its
+    ``OUT.fingerprint.json``; None when neither records one."""
+    header = read_header(out)
+    return header.fingerprint if header is not None and header.fingerprint else sidecar_fingerprint(out, hint)
+
+
 def write_header(out: Path, header: RunHeader) -> None:
-    unset = {"degenerate"} if header.degenerate is None else None  # a header without the flag reads as before it existed
+    unset = {name for name in ("degenerate", "error") if getattr(header, name) is None}  # a header reads as before they existed
     write_text_atomic(header_path(out), header.model_dump_json(indent=2, exclude=unset))
 
 
@@ -60,3 +77,35 @@ def note_degenerate(out: Path, degenerate: Degenerate | None) -> None:
     header = read_header(out)
     if header is not None and header.degenerate != degenerate:
         write_header(out, header.model_copy(update={"degenerate": degenerate}))
+
+
+@dataclass
+class Heading:
+    """What a run not executed unit by unit tells its header as it goes: how it ended (``finished`` unless it says
+    otherwise), what it spent, the settings that made it."""
+
+    status: Status = "finished"
+    usage: Cost = field(default_factory=Cost)
+    fingerprint: Fingerprint = field(default_factory=dict)
+
+
+@contextmanager
+def headed(out: Path, kind: str, fingerprint: Fingerprint | None = None) -> Iterator[Heading]:
+    """Write the header of ``out`` around a run of ``kind`` that writes it whole: ``running`` before, then the
+    status the run set (``finished`` by default), ``stopped`` on a budget or a Ctrl-C, or ``failed`` with the
+    exception's one line, which is raised on."""
+    heading = Heading(fingerprint=dict(fingerprint or {}))
+    write_header(out, RunHeader(kind=kind, version=__version__, fingerprint=heading.fingerprint))
+    status: Status = "failed"
+    error: str | None = None
+    try:
+        yield heading
+        status = heading.status
+    except (BudgetExhausted, KeyboardInterrupt):
+        status = "stopped"
+        raise
+    except Exception as exc:
+        error = one_line(exc)
+        raise
+    finally:
+        write_header(out, RunHeader(kind=kind, version=__version__, status=status, usage=heading.usage, fingerprint=heading.fingerprint, error=error))

@@ -253,7 +253,7 @@ def test_resume_rewrites_through_a_temporary_file(tmp_path, monkeypatch, capsys,
     file_size_limit(resource.RLIM_INFINITY)
     assert code == ExitCode.INPUT and "cannot write" in capsys.readouterr().err
     assert out.read_bytes() == before  # untouched: the new file never replaced it
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checklist.json", "out.jsonl", "out.jsonl.fingerprint.json", "out.jsonl.run.json", "rows.jsonl"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checklist.json", "out.jsonl", "out.jsonl.run.json", "rows.jsonl"]  # no temporary file left
     inode = out.stat().st_ino
     assert cli.main(judge_args(tmp_path)) == ExitCode.OK
     assert out.stat().st_ino != inode  # replaced by rename, never rewritten in place
@@ -911,6 +911,7 @@ def test_a_fingerprint_sidecar_that_is_not_an_object_is_one_line(tmp_path, monke
     route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
     write_inputs(tmp_path)
     assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    (tmp_path / "out.jsonl.run.json").unlink()  # output from before headers: its fingerprint in a sidecar
     (tmp_path / "out.jsonl.fingerprint.json").write_text(sidecar)
     capsys.readouterr()
     assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT

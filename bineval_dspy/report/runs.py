@@ -205,6 +205,9 @@ def load_run(path: Path) -> LoadedRun:
     if path.suffix == ".toml":
         return meta_from_config(path)
     if (log := headed_log(path)) is not None:
+        if not log.exists() and (header := read_header(log)) is not None:  # the run ended before it wrote its output
+            why = f" ({header.error})" if header.error else ""
+            raise InputError(f"{path}: a {header.kind!r} run that wrote no {log.name}: it is {header.status}{why}")
         return load_run(log)
     if path.suffix not in (".json", ".jsonl"):
         raise InputError(f"{path}: {NOT_A_RUN}; files are read by their suffix: .json, .jsonl or a meta-eval config .toml")

@@ -4,7 +4,6 @@ and how a run ends, on a toy run whose units are squares."""
 from __future__ import annotations
 
 import json
-
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path

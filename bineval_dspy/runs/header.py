@@ -95,6 +95,7 @@ def headed(out: Path, kind: str, fingerprint: Fingerprint | None = None) -> Iter
     status the run set (``finished`` by default), ``stopped`` on a budget or a Ctrl-C, or ``failed`` with the
     exception's one line, which is raised on."""
     heading = Heading(fingerprint=dict(fingerprint or {}))
+    out.parent.mkdir(parents=True, exist_ok=True)  # a run directory the run has not made yet
     write_header(out, RunHeader(kind=kind, version=__version__, fingerprint=heading.fingerprint))
     status: Status = "failed"
     error: str | None = None

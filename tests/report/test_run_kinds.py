@@ -205,3 +205,11 @@ def test_a_calibration_shows_its_figures_out_of_fold_and_on_test(tmp_path, capsy
     assert "== calibration:" in out and "trained on 5120 row(s) of 80 task(s)" in out and "test (40 rows)" in out and "0.310 [0.200, 0.400]" in out
     html = render([run], charts_on=False)
     assert "test (40 rows) [95% CI]" in html and "0.310 [0.200, 0.400]" in html
+
+
+def test_show_kinds_lists_the_registry_and_show_needs_a_run_or_it(capsys):
+    assert cli.main(["show", "--kinds"]) == 0
+    listed = [line.split(":")[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == [name for name, kind in RUN_KINDS.items() if kind.read is not None] and "meta-eval" in listed
+    assert cli.main(["show"]) == 2
+    assert "name a run" in capsys.readouterr().err

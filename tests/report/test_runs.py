@@ -61,9 +61,12 @@ def test_demo_output_and_a_single_objective_study(tmp_path, monkeypatch):
     assert cli.main(["demo", "-o", str(demo)]) == 0
     (run,) = load_runs(demo)
     assert isinstance(run, JudgedRows) and [r.id for r in run.rows] == ["good", "mediocre", "bad"] and run.task
+    header = demo.with_name("demo.json.run.json")
+    assert json.loads(header.read_text())["kind"] == "demo" and run.kind == "demo"  # its header says its kind
+    header.unlink()
     raw = json.loads(demo.read_text())
     assert raw.pop("kind") == "demo"
-    demo.write_text(json.dumps(raw))  # as written before it said its kind
+    demo.write_text(json.dumps(raw))  # as written before headers, and before it said its kind
     assert run_kind(demo) == "demo" and [r.id for r in load_run(demo).rows] == ["good", "mediocre", "bad"]  # type: ignore[union-attr]
     (tune,) = load_runs(builders.tune_run(tmp_path, single=True))
     assert isinstance(tune, TuneRun)

@@ -32,7 +32,7 @@ def test_a_run_that_ends_writes_its_kind_status_usage_and_fingerprint(tmp_path):
 
 
 def test_a_failed_run_says_why_and_its_header_alone_is_one_line(tmp_path):
-    out = tmp_path / "results.json"
+    out = tmp_path / "run" / "results.json"  # in a run directory not made yet
     with pytest.raises(ValueError, match="no rows"), headed(out, "experiment"):
         raise ValueError("no rows\nin the test split")
     header = read_header(out)

@@ -828,7 +828,7 @@ def test_report_and_coverage_refuse_to_overwrite_what_they_read(tmp_path, monkey
     assert cli.main(judge_args(tmp_path)) == ExitCode.OK
     judged = out.read_bytes()
     assert cli.main(["report", str(out), "-o", str(out)]) == ExitCode.INPUT
-    assert cli.main(["report", str(tmp_path), "-o", str(tmp_path / "out.jsonl.fingerprint.json")]) == ExitCode.INPUT
+    assert cli.main(["report", str(tmp_path), "-o", str(tmp_path / "out.jsonl.run.json")]) == ExitCode.INPUT  # the log's header
     gold = tmp_path / "checklist.json"
     assert cli.main(["coverage", "--checklists", str(gold), "--gold", str(gold), "-o", str(gold)]) == ExitCode.INPUT
     err = capsys.readouterr().err

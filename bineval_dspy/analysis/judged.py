@@ -18,12 +18,13 @@ from typing import Any, Literal
 import numpy as np
 
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.fingerprint import Fingerprint, digest, file_digest, sidecar
-from bineval_dspy.core.jsonio import read_json_object, read_jsonl
+from bineval_dspy.core.fingerprint import digest, file_digest
+from bineval_dspy.core.jsonio import read_jsonl
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import verdict_value
 from bineval_dspy.judges.rows import JUDGE_KEY, judged_rows
 from bineval_dspy.runs.files import run_kind
+from bineval_dspy.runs.header import recorded_fingerprint
 
 Values = Literal["answers", "p_yes"]
 References = dict[str, dict[str, float]]  # output id -> dimension -> reference score
@@ -149,19 +150,11 @@ def load_meta_scores(path: Path, method: str, checklist: Checklist) -> JudgedSet
 
 
 # -- what the run recorded ----------------------------------------------------------------------------------------
-def recorded_fingerprint(scores: Path) -> Fingerprint | None:
-    """The fingerprint written beside a run's output, if any."""
-    record = sidecar(scores)
-    if not record.exists():
-        return None
-    return read_json_object(record)
-
-
 def check_judge_checklist(scores: Path, checklist: Checklist, checklist_path: Path) -> None:
     """Refuse a checklist other than the one `bineval judge` recorded for ``scores`` (when it recorded one)."""
     recorded = recorded_fingerprint(scores)
     if recorded is not None and "checklist" in recorded and recorded["checklist"] != digest(checklist.model_dump_json()):
-        raise InputError(f"{checklist_path}: not the checklist {scores.name} was judged with ({sidecar(scores).name} records another)")
+        raise InputError(f"{checklist_path}: not the checklist {scores.name} was judged with (the run's header records another)")
 
 
 def check_meta_checklist(scores: Path, method: str, checklist_path: Path) -> None:
@@ -172,7 +165,7 @@ def check_meta_checklist(scores: Path, method: str, checklist_path: Path) -> Non
         return
     wanted = json.loads(options).get("checklist")
     if wanted != "generate" and wanted != file_digest(checklist_path):
-        raise InputError(f"{checklist_path}: not the checklist method {method!r} was run with ({sidecar(scores).name} records another)")
+        raise InputError(f"{checklist_path}: not the checklist method {method!r} was run with (the run's header records another)")
 
 
 # -- reference scores ---------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pydantic import BaseModel, computed_field
 
 from bineval_dspy.analysis.judged import JudgedSet, Values
 from bineval_dspy.meta.correlation import pearson
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 LABELS = {"phi": "phi", "pearson": "Pearson r of P(yes)"}  # how tables and heatmaps name each statistic
 
@@ -65,6 +66,7 @@ class DimensionPhi(BaseModel):
         return max(known, key=lambda p: abs(p.phi or 0.0)) if known else None
 
 
+@RUN_KINDS.writes("phi")
 class PhiReport(BaseModel):
     """``phi.json``: per dimension, the phi of every pair of its questions over the judged outputs."""
 

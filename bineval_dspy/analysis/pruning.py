@@ -25,6 +25,7 @@ from pydantic import BaseModel, computed_field
 from bineval_dspy.analysis.judged import Values
 from bineval_dspy.analysis.phi import DimensionPhi, PhiReport, QuestionStats
 from bineval_dspy.core.schema import Checklist
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 DEFAULT_THRESHOLD = 0.8
 DEFAULT_MIN_PAIRS = 10
@@ -43,6 +44,7 @@ class Cut(BaseModel):
     weight_moved: float  # the weight (size) the kept question took over: 0 for a near-opposite
 
 
+@RUN_KINDS.writes("pruning")
 class PruningReport(BaseModel):
     """``pruning.json``: what was cut and why, and the LM calls per output before and after."""
 

@@ -28,6 +28,7 @@ from scipy.optimize import nnls
 from bineval_dspy.analysis.judged import JudgedSet, References, Values
 from bineval_dspy.core.schema import Checklist
 from bineval_dspy.meta.correlation import DimensionCorrelation, correlate
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 DEFAULT_ALPHA = 1.0
 DEFAULT_FOLDS = 5
@@ -126,6 +127,7 @@ class DimensionWeights(BaseModel):
     note: str = ""  # why there is no cross-validation
 
 
+@RUN_KINDS.writes("weights")
 class WeightsReport(BaseModel):
     """``weights.json``: the fitted weights per dimension and how they do on held-out documents."""
 

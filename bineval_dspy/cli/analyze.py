@@ -23,11 +23,12 @@ if TYPE_CHECKING:  # NumPy, SciPy and DSPy load when a command runs, never for t
 # -- bineval analyze -----------------------------------------------------------------------------------------------
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Phi per dimension (JSON, CSV, heatmaps), the pruned checklist, and with references the weighted one."""
-    from bineval_dspy.analysis.files import analysis_folder, load_judged, write_analysis
+    from bineval_dspy.analysis.files import PHI_FILE, analysis_folder, load_judged, write_analysis
     from bineval_dspy.analysis.phi import phi_report
     from bineval_dspy.analysis.pruning import prune
     from bineval_dspy.analysis.weights import fit_weights
     from bineval_dspy.report.text import print_phi, print_weights
+    from bineval_dspy.runs.header import headed
 
     if not 0.0 <= args.phi_threshold <= 1.0:
         raise InputError(f"--phi-threshold: must be in [0, 1], got {args.phi_threshold}")
@@ -37,14 +38,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         Path(args.scorecards), method=args.method, checklist=Path(args.checklist) if args.checklist else None, group=args.group, references=args.reference or []
     )
     out = analysis_folder(Path(args.output), args.overwrite)
-    report = phi_report(judged, args.values)
-    pruned, pruning = prune(judged.checklist, report, args.phi_threshold, args.min_pairs)
-    print_phi(report, pruning)
-    fitted = None
-    if references is not None:
-        weighted, weights = fit_weights(judged, references, values=args.values, alpha=args.alpha, folds=args.folds, seed=args.seed, resamples=args.resamples)
-        fitted = (weights, weighted)
-    written = write_analysis(out, report, pruning, pruned, fitted)
+    with headed(out / PHI_FILE, "phi"):  # the analysis's header, beside its first file
+        report = phi_report(judged, args.values)
+        pruned, pruning = prune(judged.checklist, report, args.phi_threshold, args.min_pairs)
+        print_phi(report, pruning)
+        fitted = None
+        if references is not None:
+            weighted, weights = fit_weights(judged, references, values=args.values, alpha=args.alpha, folds=args.folds, seed=args.seed, resamples=args.resamples)
+            fitted = (weights, weighted)
+        written = write_analysis(out, report, pruning, pruned, fitted)
     if fitted is not None:
         print_weights(fitted[0])
     else:

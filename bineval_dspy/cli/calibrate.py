@@ -16,13 +16,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from bineval_dspy.lm.cache import installed_dir
     from bineval_dspy.lm.hidden import reader_for
     from bineval_dspy.optimize.calibrate import RESULTS_FILE, calibrate, load_calibrate
+    from bineval_dspy.runs.header import headed
 
     config = load_calibrate(Path(args.config))
     spec = args.lm or config.lm
     if args.api_base:
         raise InputError(f"--api-base: a probe reads hidden states, which only a model in this process gives; {config.source} calibrates {spec}")
     lm = runtime.configure(runtime.LMOptions(spec=spec, source="--lm" if args.lm else f"{config.source}: field 'lm' ="), runtime.run_cache_dir(args.cache_dir, None))
-    results = calibrate(config, reader_for(lm, installed_dir(), "--lm" if args.lm else f"{config.source}: field 'lm' ="))
+    with headed(config.run_dir / RESULTS_FILE, "calibration"):  # the head reads a model in this process: no LM calls billed
+        results = calibrate(config, reader_for(lm, installed_dir(), "--lm" if args.lm else f"{config.source}: field 'lm' ="))
     validation = results.record["validation"]
     assert isinstance(validation, dict)
     figures = ", ".join(f"{k} {v:.3f}" for k, v in validation.items() if isinstance(v, float))

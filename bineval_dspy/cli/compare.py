@@ -13,7 +13,7 @@ from bineval_dspy.core.errors import ExitCode, InputError
 PLAIN = {"markup": False, "highlight": False}  # keys, paths and questions are data: a "[b]" in one is shown as written
 
 if TYPE_CHECKING:
-    from bineval_dspy.report.compare import Column, Comparison, Flip
+    from bineval_dspy.report.compare import Column, Flip, RunComparison
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -38,7 +38,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _print(comparison: Comparison, most: int) -> None:
+def _print(comparison: RunComparison, most: int) -> None:
     shown.print(f"{comparison.kind} runs: BASE {comparison.base}, NEW {comparison.new}; NEW - BASE per shared item, 95% paired bootstrap", **PLAIN)
     if comparison.only_base or comparison.only_new:
         shown.print(f"not compared: {_keys(comparison.only_base, most)} only in BASE, {_keys(comparison.only_new, most)} only in NEW", **PLAIN)

@@ -25,8 +25,10 @@ from bineval_dspy.core.jsonio import (
 )
 from bineval_dspy.core.schema import Checklist, JudgeSpec, Scorecard
 from bineval_dspy.core.terminal import styled
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 
+@RUN_KINDS.writes("demo")
 def cmd_demo(args: argparse.Namespace) -> int:
     """Judge three bundled summaries (good, mediocre, bad) against a checklist, print and save everything.
 
@@ -40,6 +42,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.budget import metered_map
     from bineval_dspy.lm.usage import Cost, measured, total
+    from bineval_dspy.runs.header import headed
 
     data = files("bineval_dspy").joinpath("data")
     example = json.loads(data.joinpath("demo.json").read_text(encoding="utf-8"))
@@ -67,19 +70,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     judge = BinaryJudge.from_spec(JudgeSpec(model=lm.model, **judge_options(args).model_dump()))
     summaries = example["summaries"]
-    judged = list(metered_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
-    cards = [card for card, _ in judged]
-    results = []
-    for summary, (card, cost) in zip(summaries, judged):
-        shown.print(styled((f"\nsummary '{summary['label']}':", "bold"), f" {summary['text']}"))  # what was judged, before its card
-        print_scorecard(f"summary '{summary['label']}'", checklist, card)
-        results.append({"label": summary["label"], "summary": summary["text"], "scorecard": card.model_dump(mode="json"), "usage": cost.model_dump(mode="json")})
-    _print_ranking(summaries, cards)
-    spent = writing + total(cost for _, cost in judged)
-    write_json(out, {
-        "kind": "demo", "task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"),
-        "results": results, "checklist_usage": writing.model_dump(mode="json"), "usage": spent.model_dump(mode="json"),
-    })
+    with headed(out, "demo") as heading:
+        judged = list(metered_map(lambda s: judge(input=example["article"], output=s["text"], checklist=checklist), summaries, "judging"))
+        cards = [card for card, _ in judged]
+        results = []
+        for summary, (card, cost) in zip(summaries, judged):
+            shown.print(styled((f"\nsummary '{summary['label']}':", "bold"), f" {summary['text']}"))  # what was judged, before its card
+            print_scorecard(f"summary '{summary['label']}'", checklist, card)
+            results.append({"label": summary["label"], "summary": summary["text"], "scorecard": card.model_dump(mode="json"), "usage": cost.model_dump(mode="json")})
+        _print_ranking(summaries, cards)
+        spent = writing + total(cost for _, cost in judged)
+        write_json(out, {
+            "kind": "demo", "task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"),
+            "results": results, "checklist_usage": writing.model_dump(mode="json"), "usage": spent.model_dump(mode="json"),
+        })
+        heading.usage, heading.status = spent, "finished" if all(card.complete for card in cards) else "incomplete"
     shown.print(f"wrote {out}")
     console.print(f"cost: {spent.summary()}")
     return ExitCode.OK if all(card.complete for card in cards) else ExitCode.INCOMPLETE

@@ -97,7 +97,11 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             arm = arm.model_copy(update={"api_key": arm_key(table, source)})
         return runtime.checked_lm(arm)
 
-    results = run_experiment(config, lm, say=console.print, lm_for=arm_lm)
+    from bineval_dspy.runs.header import headed
+
+    with headed(config.run_dir / RESULTS_FILE, "experiment") as heading:
+        results = run_experiment(config, lm, say=console.print, lm_for=arm_lm)
+        heading.usage, heading.status = results.usage, "incomplete" if results.incomplete else "finished"
     print(markdown(results))  # the table, on stdout
     console.print(f"wrote {RESULTS_FILE}, {TABLE_FILE}, {MATRIX_FILE} (every test row's verdicts: Y followed, n not, ? ungraded) and {GRID_FILE} in {config.run_dir}")
     console.print(f"cost: {results.usage.summary()} (optimization and test evaluation of every arm)")

@@ -25,7 +25,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from bineval_dspy.optimize.audit import AUDIT_FILE
     from bineval_dspy.optimize.config import build, load_config, run_fingerprint, splits_of, test_scorer
     from bineval_dspy.optimize.plan import optimize_plan
-    from bineval_dspy.optimize.results import RunResults, score_test
+    from bineval_dspy.optimize.results import RESULTS_FILE, RunResults, score_test
+    from bineval_dspy.runs.header import headed
 
     config = load_config(Path(args.config))
     config, options = command_line_lm(args, config)
@@ -44,16 +45,21 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         optimizer.updater.set_lm(lesson_lm)
     splits_of(config, (train, val, test)).save(config.run_dir)
     try:
-        optimizer.compile(student, trainset=train, valset=val)
-        results = RunResults(splits={"train": len(train), "val": len(val), "test": len(test)})
-        if test:
-            scorer = test_scorer(config, student, optimizer, test)
+        with headed(config.run_dir / AUDIT_FILE, "optimizer-audit", optimizer.fingerprint) as heading:
+            optimizer.compile(student, trainset=train, valset=val)
             assert optimizer.audit is not None
-            audit = optimizer.audit
-            with meter.unit("test evaluation", "the test evaluation not started") as measurement:
-                results.test = score_test(scorer, audit, every_step=config.test_every)
-            results.usage = measurement.cost
-        results.save(config.run_dir)
+            heading.usage = optimizer.audit.usage
+        with headed(config.run_dir / RESULTS_FILE, "optimizer-test", optimizer.fingerprint) as heading:
+            results = RunResults(splits={"train": len(train), "val": len(val), "test": len(test)})
+            if test:
+                scorer = test_scorer(config, student, optimizer, test)
+                audit = optimizer.audit
+                with meter.unit("test evaluation", "the test evaluation not started") as measurement:
+                    results.test = score_test(scorer, audit, every_step=config.test_every)
+                results.usage = heading.usage = measurement.cost
+            results.save(config.run_dir)
+            if results.test is not None and (results.test.start.unanswered or results.test.final.unanswered or results.test.final.errors):
+                heading.status = "incomplete"
     except BudgetExhausted:
         if (config.run_dir / AUDIT_FILE).is_file():
             _summary(config.run_dir, "the run so far")

@@ -9,7 +9,6 @@ from bineval_dspy.cli.options import add_overwrite_option, refuse_replacing
 from bineval_dspy.core.console import shown
 from bineval_dspy.core.errors import ExitCode, InputError
 from bineval_dspy.core.jsonio import check_output_path
-from bineval_dspy.runs.kinds import RUN_KINDS
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -29,15 +28,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def run_kinds() -> str:
-    """Every kind of run ``report`` and ``show`` read, by its registered name: ``--help`` names them all, never a list
-    kept by hand that falls behind a new kind."""
-    return ", ".join(RUN_KINDS)
-
-
 def add_report_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``bineval report``."""
-    parser = sub.add_parser("report", help=f"one self-contained HTML report on runs of any kind: {run_kinds()}")
+    parser = sub.add_parser("report", help="one self-contained HTML report on runs of any kind (`bineval show --kinds` lists them)")
     parser.add_argument(
         "runs",
         nargs="+",

@@ -22,7 +22,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """Run trials until the study has its count (this process, or ``--workers`` processes), then report it."""
     from bineval_dspy.lm.budget import BudgetMeter
     from bineval_dspy.lm.runtime import run_cache_dir
-    from bineval_dspy.tune.report import collect, print_best, write_results
+    from bineval_dspy.runs.header import headed
+    from bineval_dspy.tune.report import RESULTS_FILE, collect, print_best, write_results
     from bineval_dspy.tune.study import open_study, prepare, run_workers, work
 
     path = Path(args.config)
@@ -38,15 +39,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
     study = open_study(tuning)
     code: int = ExitCode.OK
     stopped: BudgetExhausted | None = None
-    if args.workers == 1 and not args.ray:
-        try:
-            work(tuning, study, BudgetMeter(budget))
-        except BudgetExhausted as exc:
-            stopped = exc
-    else:
-        code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, budget=budget, ray=args.ray)
-    results = collect(tuning.config, study)
-    saved, plot = write_results(results, tuning.folder)
+    with headed(tuning.folder / RESULTS_FILE, "tune") as heading:
+        if args.workers == 1 and not args.ray:
+            try:
+                work(tuning, study, BudgetMeter(budget))
+            except BudgetExhausted as exc:
+                stopped = exc
+        else:
+            code = run_workers(path, args.workers, lm_spec=args.lm, lm_options=options, cache_dir=cache_dir, budget=budget, ray=args.ray)
+        results = collect(tuning.config, study)
+        saved, plot = write_results(results, tuning.folder)
+        heading.usage, heading.status = results.usage, "stopped" if stopped is not None or code != ExitCode.OK else "finished"
     with results_on_stdout():  # the best trials and the written paths are the study's result
         print_best(results)
         console.print(f"wrote {saved} and {plot}")

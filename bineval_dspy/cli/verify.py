@@ -13,6 +13,7 @@ from bineval_dspy.cli.splits import add_split_option, split_rows
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.core.jsonio import check_output_path, rewrite_jsonl
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 if TYPE_CHECKING:  # the parser loads no DSPy
     from bineval_dspy.suites.grading import VerifyStats
@@ -42,20 +43,20 @@ def show_stats(stats: VerifyStats, title: str, reasons: str) -> None:
         )
 
 
+@RUN_KINDS.writes("verify")
 def cmd_verify(args: argparse.Namespace) -> int:
     """Grade a responses file against a suite with the code verifiers; no LM is involved. Exits 1 when an
     instruction is ungraded or a row was skipped: the accuracies then rest on less than the files hold."""
-    from bineval_dspy import __version__
-    from bineval_dspy.runs.header import RunHeader, Status, write_header
+    from bineval_dspy.runs.header import headed
     from bineval_dspy.suites.grading import verify_files  # here: the parser loads no DSPy
 
     out = Path(args.output)
     check_output_path(out, Path(args.suite), Path(args.responses))
     refuse_replacing(out, args.overwrite)
-    results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid, lambda rows: split_rows(rows, args))
-    rewrite_jsonl(out, (r.model_dump() for r in results))
-    status: Status = "incomplete" if stats.ungraded_instructions else "finished"  # an ungraded instruction: never "finished"
-    write_header(out, RunHeader(kind="verify", version=__version__, status=status))  # what show and report read it as
+    with headed(out, "verify") as heading:  # what show and report read it as
+        results, stats = verify_files(Path(args.suite), Path(args.responses), args.mode, args.skip_invalid, lambda rows: split_rows(rows, args))
+        rewrite_jsonl(out, (r.model_dump() for r in results))
+        heading.status = "incomplete" if stats.ungraded_instructions else "finished"  # an ungraded instruction: never "finished"
     show_stats(stats, f"{stats.mode} verification of {len(results)} response(s)", f"reasons in 'ungraded' of {out}")
     if stats.skipped_suite_rows or stats.skipped_responses:
         console.print(

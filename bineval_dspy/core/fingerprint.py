@@ -1,4 +1,5 @@
-"""Fingerprinted resume: what decided a run's results is recorded beside its output, and checked on resume.
+"""Fingerprinted resume: what decided a run's results is recorded beside its output (in its header, ``runs.header``;
+older output in ``OUT.fingerprint.json``), and checked on resume.
 
 A resumed run appends to output made earlier; that is only sound when the same data, checklist, judge, LM and
 options made it. The comparison is made here, once, in two forms: ``resume_check`` for output a run goes on
@@ -16,7 +17,7 @@ from pathlib import Path
 from bineval_dspy.core import outputs
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
-from bineval_dspy.core.jsonio import read_text, rewrite_jsonl, write_json
+from bineval_dspy.core.jsonio import read_text, rewrite_jsonl
 
 Fingerprint = dict[str, str]
 
@@ -120,30 +121,31 @@ def still_valid(recorded: Fingerprint | str | None, current: Fingerprint | str, 
     return False
 
 
-def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False, hint: str = AFRESH) -> bool:
+def open_for_resume(out: Path, current: Fingerprint, overwrite: bool = False, hint: str = AFRESH, recorded: Fingerprint | None = None) -> bool:
     """Prepare ``out`` for appending under ``current``; True when earlier output is resumed.
 
-    ``overwrite`` empties earlier output. Earlier output without a fingerprint, or with another one, is refused
-    in one line, ending with ``hint`` (what the caller can do about it). The output stays locked for this process
-    (``outputs.claim``), so a second run on it is refused while this one writes.
+    ``overwrite`` empties earlier output. Earlier output is resumed only under the fingerprint ``recorded`` for it
+    (its header's, read by the caller; output from before headers: its ``OUT.fingerprint.json``); none, or another
+    one, is refused in one line, ending with ``hint`` (what the caller can do about it). Nothing is written here:
+    the caller records ``current`` in the header. The output stays locked for this process (``outputs.claim``), so a
+    second run on it is refused while this one writes.
     """
-    record = sidecar(out)
     resumed = out.exists() and out.stat().st_size > 0
     outputs.claim(out)
     if resumed and overwrite:
         rewrite_jsonl(out, [])
         resumed = False
     if resumed:
-        resume_check(_recorded(out, hint), current, str(out), hint)
-    write_json(record, current)
+        resume_check(_required(out, recorded, hint), current, str(out), hint)
     return resumed
 
 
-def _recorded(out: Path, hint: str) -> Fingerprint:
-    """The fingerprint earlier output ``out`` was made under; output with none, or a malformed one, is refused."""
+def sidecar_fingerprint(out: Path, hint: str = AFRESH) -> Fingerprint | None:
+    """The fingerprint output from before headers recorded in ``OUT.fingerprint.json`` (None without one); a malformed
+    one is refused in one line. Read for old output only: new output records its fingerprint in its header."""
     record = sidecar(out)
     if not record.exists():
-        raise InputError(f"{out}: exists, but no {record.name} says what made it{hint}")
+        return None
     try:
         recorded = json.loads(read_text(record))
     except json.JSONDecodeError:
@@ -153,14 +155,23 @@ def _recorded(out: Path, hint: str) -> Fingerprint:
     return recorded
 
 
-def check_resumable(out: Path, known: Fingerprint, defaults: Fingerprint | None = None, hint: str = AFRESH) -> None:
+def _required(out: Path, recorded: Fingerprint | None, hint: str) -> Fingerprint:
+    """What earlier output ``out`` was made under: ``recorded``, or its old sidecar's; with neither, it is refused."""
+    found = recorded if recorded is not None else sidecar_fingerprint(out, hint)
+    if found is None:
+        raise InputError(f"{out}: exists, but no {out.name}.run.json (nor the {sidecar(out).name} of older output) says what made it{hint}")
+    return found
+
+
+def check_resumable(out: Path, known: Fingerprint, defaults: Fingerprint | None = None, hint: str = AFRESH, recorded: Fingerprint | None = None) -> None:
     """What a dry run can tell of earlier output ``out`` before any LM is made: refused in the line the run would
-    say when nothing records what made it, or when it was made with other values of the ``known`` settings (one
-    recorded only off its default reads as ``defaults`` gives it). Claims and writes nothing."""
+    say when nothing records what made it (``recorded``: its header's fingerprint), or when it was made with other
+    values of the ``known`` settings (one recorded only off its default reads as ``defaults`` gives it). Claims and
+    writes nothing."""
     if not (out.exists() and out.stat().st_size > 0):
         return
-    recorded = _recorded(out, hint)
-    resume_check({name: recorded.get(name, (defaults or {}).get(name, "")) for name in known}, known, str(out), hint)
+    found = _required(out, recorded, hint)
+    resume_check({name: found.get(name, (defaults or {}).get(name, "")) for name in known}, known, str(out), hint)
 
 
 def combined(*parts: Fingerprint) -> Fingerprint:

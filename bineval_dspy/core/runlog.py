@@ -42,10 +42,13 @@ class RunLog(Generic[R]):
         for number, obj in read_jsonl(self.path, self.required, torn_tail=True):
             yield number, self.parse(number, obj)
 
-    def open(self, fingerprint: Fingerprint, overwrite: bool = False, wanted: Callable[[str], bool] | None = None) -> dict[str, R]:
+    def open(
+        self, fingerprint: Fingerprint, overwrite: bool = False, wanted: Callable[[str], bool] | None = None, recorded: Fingerprint | None = None
+    ) -> dict[str, R]:
         """Claim the file for this run; the finished records of earlier output by key (none for fresh output, or
-        with ``overwrite``), the file repaired to hold just those."""
-        if not open_for_resume(self.path, fingerprint, overwrite, self.hint):
+        with ``overwrite``), the file repaired to hold just those. ``recorded``: the fingerprint earlier output's
+        header records (None: an older output's sidecar is read)."""
+        if not open_for_resume(self.path, fingerprint, overwrite, self.hint, recorded):
             return {}
         return self.repair(wanted)
 

@@ -31,6 +31,7 @@ from bineval_dspy.optimize.results import MEASURES, SplitScore, StepScore, TestS
 from bineval_dspy.optimize.unchanged import unchanged_note
 from bineval_dspy.programs.records import EnforcementSummary, SelectionStats
 from bineval_dspy.programs.state import ProgramFile, ProgramState
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import Interval
 
 RESULTS_FILE = "results.json"
@@ -71,6 +72,7 @@ class ArmResult(BaseModel):
         return self.optimization.lm_calls + self.test_usage.lm_calls
 
 
+@RUN_KINDS.writes("experiment", spec=ExperimentConfig)
 class ExperimentResults(BaseModel):
     kind: Literal["experiment"] = "experiment"  # what the file is, for the readers of every run file
     name: str

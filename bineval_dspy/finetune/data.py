@@ -30,6 +30,7 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.metric import BinEvalMetric
 from bineval_dspy.programs.sampling import draw
 from bineval_dspy.runs.execute import Here, execute
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.runs.protocol import Worker
 
 SAMPLES_FILE = "samples.jsonl"
@@ -125,6 +126,7 @@ def collect(
 Sampled = tuple["PromptSamples | str", Cost]  # a prompt's samples, or why it has none; what its calls cost
 
 
+@RUN_KINDS.writes("finetune-samples", spec=FinetuneSettings, results=PromptSamples)
 @dataclass
 class SamplesRun:
     """Fine-tuning's samples as a run (``runs.protocol.Run``): each train prompt sampled and scored by its checklist."""

@@ -61,6 +61,7 @@ from bineval_dspy.meta.methods import (
     checklist_writer,
 )
 from bineval_dspy.runs.execute import Here, execute, executor_of, user_verifier_files
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import resample_counts
 from bineval_dspy.verifiers import code_digest
 
@@ -190,6 +191,7 @@ def run_meta_eval(
     return results(config, rows, records, identity)
 
 
+@RUN_KINDS.writes("meta-eval", spec=MetaEvalConfig, results=MetaEvalResults)
 @dataclass
 class MetaRun:
     """``bineval meta-eval`` as a run (``runs.protocol.Run``): every method's score of every sampled output."""

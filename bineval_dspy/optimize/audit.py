@@ -16,6 +16,7 @@ from bineval_dspy.optimize.notes import Discarded
 from bineval_dspy.optimize.settings import OptimizerSettings
 from bineval_dspy.programs.state import ProgramState
 from bineval_dspy.programs.steer import SteeringSettings
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import Interval
 
 AUDIT_FILE = "audit.json"
@@ -178,6 +179,7 @@ class SteeringChoice(BaseModel):
         return next((t.val for t in self.candidates if t.settings == self.chosen and t.val is not None), None)
 
 
+@RUN_KINDS.writes("optimizer-audit", spec=OptimizerSettings)
 class Audit(BaseModel):
     """Everything one optimizer run did; ``fingerprint`` records what decided its results (resume checks it)."""
 

@@ -34,6 +34,7 @@ from bineval_dspy.meta.prompts import QUESTIONS
 from bineval_dspy.optimize.calibrate_steps import curve_of, predict, searching, standing_on
 from bineval_dspy.optimize.learning_curve import CurveSettings, LearningCurve, Scorer
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic
 
@@ -87,6 +88,7 @@ class CalibrateConfig(BaseModel):
         return self
 
 
+@RUN_KINDS.writes("calibration", spec=CalibrateConfig)
 class CalibrationResults(BaseModel):
     """``results.json``: how the head was trained, and how it did on held-out test examples (intervals over tasks)."""
 

@@ -22,6 +22,7 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.audit import Audit, ItemResult
 from bineval_dspy.optimize.feedback import Evaluation, FeedbackSource
 from bineval_dspy.programs.state import Demos, ProgramFile, set_state
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval, Statistic, difference_of, mean_of, ratio_of
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic
 from bineval_dspy.suites.grading import grade
@@ -79,6 +80,7 @@ class TestResults(BaseModel):
     steps: list[StepScore] = Field(default_factory=list)
 
 
+@RUN_KINDS.writes("optimizer-test")
 class RunResults(BaseModel):
     """``RUN_DIR/results.json``: the split sizes and the test comparison, with what scoring the test split cost."""
 

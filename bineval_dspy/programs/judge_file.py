@@ -29,7 +29,8 @@ from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.retry import fast_path_default
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
-from bineval_dspy.runs.header import note
+from bineval_dspy.runs.header import note, recorded_fingerprint
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.runs.spec import RunSpec
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
@@ -217,6 +218,7 @@ def _collect_batches(run: JudgeRun, target: Any) -> None:
     collect_replies(run.lm, target, judge_pending, config.output, run.fingerprint(), config.overwrite, follow_ups=run.judge.explanations == "failures")
 
 
+@RUN_KINDS.writes("judge", spec=JudgeFile, results=JudgeResult)
 @dataclass
 class JudgeRun:
     """``bineval judge`` as a run (``runs.protocol.Run``): the rows of a file, each judged against the checklist."""
@@ -332,7 +334,7 @@ def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
     count, exact = token_counter(spec)
     if not config.overwrite:  # the rows it would keep are no plan when the run refuses them (the LM's part is checked then)
         known = {"data": file_digest(config.data), "checklist": digest(checklist.model_dump_json()), "fields": " -> ".join(fields), "repeats": str(config.repeats)}
-        check_resumable(config.output, known, defaults={"fields": JudgeFingerprint.model_fields["fields"].default, "repeats": "1"})
+        check_resumable(config.output, known, defaults={"fields": JudgeFingerprint.model_fields["fields"].default, "repeats": "1"}, recorded=recorded_fingerprint(config.output))
     kept = {int(line) for line in judged_rows(config.output).finished_keys()} if not config.overwrite else set()
     asked = [q for q in checklist.questions if q.verifier is None]
     predictor = judge.named_predictors()[0][1]

@@ -28,8 +28,11 @@ from bineval_dspy.programs.generator import (
     generated_rows,
     templated,
 )
+from bineval_dspy.programs.records import GenerationRecord
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.runs.execute import executor_for, user_verifier_files
+from bineval_dspy.runs.header import recorded_fingerprint
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.runs.spec import RunSpec
 from bineval_dspy.suites.rows import SuiteRow
 from bineval_dspy.suites.templates import MissingVariable
@@ -37,6 +40,7 @@ from bineval_dspy.suites.templates import MissingVariable
 STICK_QUESTIONS = 8  # the most LM-written (TICK) questions of a row's hybrid checklist: its judge's calls per response
 
 
+@RUN_KINDS.writes("generate", results=GenerationRecord)
 class GenerateSuite(RunSpec):
     """One generation run over a suite: which prompts, which program, how much STICK (the LM, limits and executor:
     ``RunSpec``)."""
@@ -250,7 +254,7 @@ def plan_suite(config: GenerateSuite) -> Plan:
     if not config.overwrite:  # the rows it would keep are no plan when the run refuses them (the LM's part is checked then)
         known = {"suite": _suite_digest(config, rows), "instructions": digest(program.generate.signature.instructions), "max_tokens": str(program.max_tokens),
                  "refine": str(config.refine), "best_of": str(config.best_of)}  # fmt: skip
-        check_resumable(config.output, known)
+        check_resumable(config.output, known, recorded=recorded_fingerprint(config.output))
     kept = generated_log(config.output).finished_keys() if not config.overwrite else set()
     todo = [row for row in rows if str(row.key) not in kept]
     prompts = [message_tokens(count, formatted(program.generate, program.adapter, {"prompt": row.prompt})) for row in todo]

@@ -3,6 +3,15 @@
 prints the same runs on a terminal."""
 
 from bineval_dspy.report.html import render, write_report
-from bineval_dspy.report.runs import AnalysisRun, JudgeRun, MetaRun, OptimizerRun, Run, TuneRun, load_run, load_runs
+from bineval_dspy.report.runs import (
+    AnalysisRun,
+    JudgedRows,
+    LoadedRun,
+    MetaEvaluation,
+    OptimizerRun,
+    TuneRun,
+    load_run,
+    load_runs,
+)
 
-__all__ = ["AnalysisRun", "JudgeRun", "MetaRun", "OptimizerRun", "Run", "TuneRun", "load_run", "load_runs", "render", "write_report"]
+__all__ = ["AnalysisRun", "JudgedRows", "MetaEvaluation", "OptimizerRun", "LoadedRun", "TuneRun", "load_run", "load_runs", "render", "write_report"]

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.experiment.grid import GridRow
 from bineval_dspy.report.judged_runs import JudgedRow
-from bineval_dspy.report.runs import ExperimentRun, JudgeRun, Run, load_runs
+from bineval_dspy.report.runs import ExperimentRun, JudgedRows, LoadedRun, load_runs
 from bineval_dspy.runs.files import run_kind
 from bineval_dspy.stats.bootstrap import DEFAULT_RESAMPLES, Bootstrap, Interval
 from bineval_dspy.stats.sign import sign_test
@@ -81,7 +81,7 @@ class Column(BaseModel):
         return [flip for flip in self.flips if flip.base == "no"]
 
 
-class Comparison(BaseModel):
+class RunComparison(BaseModel):
     """BASE against NEW: their kind, the keys only one has, and a column per thing both scored."""
 
     kind: str
@@ -101,7 +101,7 @@ class Comparison(BaseModel):
         return any(column.scored for column in self.columns)
 
 
-def compare_paths(base: Path, new: Path, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Comparison:
+def compare_paths(base: Path, new: Path, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> RunComparison:
     """Read both runs and compare them; runs of different kinds, or with no key in common, are one InputError line."""
     (base_kind, base_run), (new_kind, new_run) = _one_run(base), _one_run(new)
     if base_kind != new_kind:
@@ -109,9 +109,9 @@ def compare_paths(base: Path, new: Path, resamples: int = DEFAULT_RESAMPLES, see
     return compare_runs(base_kind, base_run, new_run, str(base), str(new), resamples=resamples, seed=seed)
 
 
-def compare_runs(kind: str, base: Run, new: Run, base_name: str, new_name: str, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Comparison:
+def compare_runs(kind: str, base: LoadedRun, new: LoadedRun, base_name: str, new_name: str, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> RunComparison:
     """Pair two read runs of ``kind`` on their shared keys (each column on its own draws of those keys)."""
-    if isinstance(base, JudgeRun) and isinstance(new, JudgeRun):
+    if isinstance(base, JudgedRows) and isinstance(new, JudgedRows):
         pairs = {"rows": (_keyed(base.rows, base_name), _keyed(new.rows, new_name))}
     elif isinstance(base, ExperimentRun) and isinstance(new, ExperimentRun):
         pairs = _arms(_keyed(base.grid, base_name), _keyed(new.grid, new_name))
@@ -122,18 +122,18 @@ def compare_runs(kind: str, base: Run, new: Run, base_name: str, new_name: str, 
     if not base_keys & new_keys:
         raise InputError(f"{new_name}: no row key in common with {base_name} ({len(base_keys)} and {len(new_keys)} keys); compare two runs over the same data")
     columns = [_column(name, left, right, resamples, seed) for name, (left, right) in pairs.items()]
-    return Comparison(
+    return RunComparison(
         kind=kind, base=base_name, new=new_name, only_base=sorted(base_keys - new_keys), only_new=sorted(new_keys - base_keys),
         columns=[column for column in columns if column.items],
     )
 
 
-def _one_run(path: Path) -> tuple[str, Run]:
+def _one_run(path: Path) -> tuple[str, LoadedRun]:
     runs = load_runs(path)
     if len(runs) != 1:
         raise InputError(f"{path}: holds {len(runs)} runs ({', '.join(run.kind for run in runs)}); name the one file to compare")
     run = runs[0]
-    if isinstance(run, JudgeRun) and run.source.suffix in (".jsonl", ".json"):
+    if isinstance(run, JudgedRows) and run.source.suffix in (".jsonl", ".json"):
         return run_kind(run.source), run  # judge, generate, verify and demo output are all read as judged rows
     return run.kind, run
 

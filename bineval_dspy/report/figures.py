@@ -19,9 +19,9 @@ from plotly.subplots import make_subplots
 from bineval_dspy.analysis.phi import LABELS, DimensionPhi
 from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.optimize.learning_curve import LearningCurve, ReliabilityBin
-from bineval_dspy.report.judged_runs import JudgeRun
+from bineval_dspy.report.judged_runs import JudgedRows
 from bineval_dspy.report.meta_runs import CorrelationRow
-from bineval_dspy.report.stats import QuestionRate, Spread, Step, dimension_means
+from bineval_dspy.report.stats import QuestionRate, Spread, TrajectoryStep, dimension_means
 from bineval_dspy.tune.report import TuneResults
 
 Figure = dict[str, Any]  # plotly's JSON form: {"data": [...], "layout": {...}}
@@ -76,7 +76,7 @@ def pass_rates(rates: Sequence[QuestionRate], title: str) -> Figure:
     return _json(figure)
 
 
-def judge_scores(run: JudgeRun) -> Figure:
+def judge_scores(run: JudgedRows) -> Figure:
     """Every output's score per dimension and overall, one box of points per dimension."""
     figure = go.Figure()
     for mean in dimension_means([row.card for row in run.rows]):
@@ -177,7 +177,7 @@ def method_pass_rates(rates: dict[str, list[QuestionRate]]) -> Figure:
 
 
 # -- the optimizer ------------------------------------------------------------------------------------------------
-def trajectory(steps: Sequence[Step]) -> Figure:
+def trajectory(steps: Sequence[TrajectoryStep]) -> Figure:
     """Held-out score (with the best so far) over prompt length, per iteration, coloured by the decision."""
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38], vertical_spacing=0.06)
     scored = [s for s in steps if s.val is not None]

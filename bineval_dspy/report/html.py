@@ -39,22 +39,19 @@ from bineval_dspy.report.runs import (
     CalibrationRun,
     ExperimentRun,
     FinetuneRun,
-    JudgeRun,
+    JudgedRows,
+    LoadedRun,
     LogRun,
-    MetaRun,
+    MetaEvaluation,
     OptimizerRun,
-    Run,
     TuneRun,
     shown_path,
 )
 from bineval_dspy.report.spend import spend_entries
 from bineval_dspy.report.stats import audit_cost, dimension_means, method_rates, question_rates, spreads, trajectory
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 ASSETS = files("bineval_dspy.report").joinpath("assets")
-TITLES = {
-    "judge": "judge output", "meta": "meta-evaluation", "optimizer": "optimizer run", "analysis": "analysis", "tune": "tune study",
-    "experiment": "experiment", "calibration": "calibration", "finetune": "fine-tuning samples", "log": "run log",
-}
 
 
 # -- formatting (template filters) ---------------------------------------------------------------------------------
@@ -105,16 +102,18 @@ class Charts:
 
 @dataclass(frozen=True)
 class Section:
-    """One run of the page: its anchor, kind, heading, and what its template shows."""
+    """One run of the page: its anchor, kind, heading, and what its macro shows."""
 
     anchor: str
     kind: str
+    macro: str  # the template macro that draws ``view`` (sections.html.j2)
     heading: str
     source: str
     view: dict[str, Any]
 
 
-def _judge_view(run: JudgeRun, charts: Charts) -> dict[str, Any]:
+@RUN_KINDS.pages("judge", "generate", "verify", "demo", macro="judge")
+def _judge_view(run: JudgedRows, charts: Charts) -> dict[str, Any]:
     cards = [row.card for row in run.rows]
     rates = question_rates(cards)
     verdicts = [v for card in cards for v in card.verdicts]
@@ -138,7 +137,8 @@ def _judge_view(run: JudgeRun, charts: Charts) -> dict[str, Any]:
     }
 
 
-def _meta_view(run: MetaRun, charts: Charts) -> dict[str, Any]:
+@RUN_KINDS.pages("meta-eval", macro="meta")
+def _meta_view(run: MetaEvaluation, charts: Charts) -> dict[str, Any]:
     by_dim = {dim: spreads(run, dim) for dim in run.dimensions}
     rates = method_rates(run)
     scored = [r for r in run.table if r.dimension != "average"]
@@ -157,6 +157,7 @@ def _meta_view(run: MetaRun, charts: Charts) -> dict[str, Any]:
     }
 
 
+@RUN_KINDS.pages("optimizer-audit", "optimizer-test", macro="optimizer")
 def _optimizer_view(run: OptimizerRun, charts: Charts) -> dict[str, Any]:
     audit = run.audit
     calls, tokens = audit_cost(audit)
@@ -182,6 +183,7 @@ def _optimizer_view(run: OptimizerRun, charts: Charts) -> dict[str, Any]:
     }
 
 
+@RUN_KINDS.pages("phi", "pruning", "weights", macro="analysis")
 def _analysis_view(run: AnalysisRun, charts: Charts) -> dict[str, Any]:
     phi = run.phi
     heatmaps = {d.dimension: charts.add(figures.phi_heatmap(d, phi.statistic)) for d in phi.dimensions if len(d.questions) >= 2} if phi else {}
@@ -194,6 +196,7 @@ def _analysis_view(run: AnalysisRun, charts: Charts) -> dict[str, Any]:
     }
 
 
+@RUN_KINDS.pages("tune", macro="tune")
 def _tune_view(run: TuneRun, charts: Charts) -> dict[str, Any]:
     results = run.results
     return {
@@ -205,6 +208,7 @@ def _tune_view(run: TuneRun, charts: Charts) -> dict[str, Any]:
     }
 
 
+@RUN_KINDS.pages("experiment", macro="experiment")
 def _experiment_view(run: ExperimentRun, charts: Charts) -> dict[str, Any]:
     results = run.results
     return {
@@ -214,6 +218,7 @@ def _experiment_view(run: ExperimentRun, charts: Charts) -> dict[str, Any]:
     }
 
 
+@RUN_KINDS.pages("calibration", macro="calibration")
 def _calibration_view(run: CalibrationRun, charts: Charts) -> dict[str, Any]:
     curve = run.results.curve
     return {
@@ -223,7 +228,8 @@ def _calibration_view(run: CalibrationRun, charts: Charts) -> dict[str, Any]:
     }
 
 
-def _finetune_view(run: FinetuneRun) -> dict[str, Any]:
+@RUN_KINDS.pages("finetune-samples", macro="finetune")
+def _finetune_view(run: FinetuneRun, charts: Charts) -> dict[str, Any]:
     samples = run.samples
     return {
         "run": run, "samples": len(samples), "passing": sum(s.passed for s in samples),
@@ -231,37 +237,29 @@ def _finetune_view(run: FinetuneRun) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _view(run: Run, charts: Charts) -> dict[str, Any]:
-    if isinstance(run, JudgeRun):
-        return _judge_view(run, charts)
-    if isinstance(run, MetaRun):
-        return _meta_view(run, charts)
-    if isinstance(run, OptimizerRun):
-        return _optimizer_view(run, charts)
-    if isinstance(run, AnalysisRun):
-        return _analysis_view(run, charts)
-    if isinstance(run, ExperimentRun):
-        return _experiment_view(run, charts)
-    if isinstance(run, CalibrationRun):
-        return _calibration_view(run, charts)
-    if isinstance(run, FinetuneRun):
-        return _finetune_view(run)
+def _section(anchor: str, run: LoadedRun, charts: Charts) -> Section:
+    """A run's section: the heading and page view its kind's entry holds (``RUN_KINDS``); a log of a kind with no
+    reader of its own, its header and first records."""
+    source = shown_path(run.source)
     if isinstance(run, LogRun):
-        return {"run": run, "columns": run.columns()}
-    return _tune_view(run, charts)
+        return Section(anchor, run.kind, "runlog", "run log", source, {"run": run, "columns": run.columns()})
+    kind = RUN_KINDS[run.kind]
+    if kind.page is None:
+        raise RuntimeError(f"run kind {run.kind!r} has a reader but no page view")
+    return Section(anchor, run.kind, kind.macro, kind.title, source, kind.page(run, charts))
 
 
-def section_rows(run: Run) -> list[Row] | None:
+def section_rows(run: LoadedRun) -> list[Row] | None:
     """The rows of a run's row list (a judge run's scorecards, an experiment's output grid), which the page draws a
     page at a time; None for a run with none."""
-    if isinstance(run, JudgeRun):
+    if isinstance(run, JudgedRows):
         return judge_rows(run)
     if isinstance(run, ExperimentRun) and run.grid:
         return grid_rows(run.grid, [arm.name for arm in run.results.arms])
     return None
 
 
-def anchors(runs: Sequence[Run]) -> list[str]:
+def anchors(runs: Sequence[LoadedRun]) -> list[str]:
     """Each run's section id on the page, in order (the API names a section by it)."""
     return [f"run-{k}" for k in range(1, len(runs) + 1)]
 
@@ -291,16 +289,13 @@ def _hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def render(runs: Sequence[Run], title: str = "bineval report", charts_on: bool = True, api: str | None = None) -> str:
+def render(runs: Sequence[LoadedRun], title: str = "bineval report", charts_on: bool = True, api: str | None = None) -> str:
     """The report on ``runs`` as one HTML document (UTF-8 text) that needs nothing else to be viewed; without
     ``charts_on``, tables only (a few kB, not the 4.6 MB of plotly.js). With ``api`` (``bineval view``'s), the row
     lists are not inlined: the page asks that URL for them a page at a time (``report.pages``), the one connection
     its policy allows."""
     charts = Charts(charts_on)
-    sections = [
-        Section(anchor=anchor, kind=run.kind, heading=TITLES[run.kind], source=shown_path(run.source), view=_view(run, charts))
-        for anchor, run in zip(anchors(runs), runs, strict=True)
-    ]
+    sections = [_section(anchor, run, charts) for anchor, run in zip(anchors(runs), runs, strict=True)]
     inlined = [] if api is not None else zip(anchors(runs), runs, strict=True)
     lists = {anchor: rows for anchor, run in inlined if (rows := section_rows(run)) is not None}
     plotly_js = _inline(get_plotlyjs()) if charts_on else ""
@@ -321,7 +316,7 @@ def render(runs: Sequence[Run], title: str = "bineval report", charts_on: bool =
     )
 
 
-def write_report(runs: Sequence[Run], out: Path, title: str = "bineval report", charts_on: bool = True) -> Path:
+def write_report(runs: Sequence[LoadedRun], out: Path, title: str = "bineval report", charts_on: bool = True) -> Path:
     """Write the report atomically (temporary file, then rename); returns ``out``."""
     write_text_atomic(out, render(runs, title, charts_on))
     return out

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,6 +23,7 @@ from bineval_dspy.programs.generator import generated_log
 from bineval_dspy.programs.records import EnforcementSummary, GenerationRecord
 from bineval_dspy.report.spend import spend_of
 from bineval_dspy.runs.header import read_header
+from bineval_dspy.runs.kinds import LOG, RUN_KINDS
 from bineval_dspy.suites.grading import ResultRow, graded_log
 
 M = TypeVar("M", bound=BaseModel)
@@ -49,14 +50,14 @@ class JudgedRow:
 
 
 @dataclass(frozen=True)
-class JudgeRun:
+class JudgedRows:
     """`bineval judge` (or `bineval demo`) output: every row's scorecard with all its verdicts."""
 
     source: Path
     rows: list[JudgedRow]
     task: str | None = None
     enforcement: EnforcementSummary | None = None  # `generate --enforce` output: what steered decoding did
-    kind: Literal["judge"] = "judge"
+    kind: str = "judge"  # the run kind it was read from: judge, generate, verify or demo output
     probe_head: str | None = None  # judged by a probe head: its recorded held-out figures, AT CHANCE when they are (the header's)
 
     @property
@@ -116,7 +117,8 @@ def generated_card(record: GenerationRecord) -> Scorecard:
     ])
 
 
-def generated_output(path: Path) -> JudgeRun:
+@RUN_KINDS.reads("generate", title="generate output", suffixes=LOG)
+def generated_output(path: Path) -> JudgedRows:
     """`generate` output, read through its run log, shown as judged rows: the prompt as input, the response as output."""
     rows = []
     steered = []
@@ -125,28 +127,30 @@ def generated_output(path: Path) -> JudgeRun:
         rows.append(JudgedRow(id=str(record.key), input=record.prompt, output=record.response, card=generated_card(record), spend=record.usage or Cost()))
         steered += [record.enforcement] if record.enforcement is not None else []
     enforcement = EnforcementSummary.of(steered) if steered else None  # from the rows, so a log from before headers held it reads the same
-    return JudgeRun(source=path, rows=rows, task="`bineval generate` output: each STICK check a verdict (none without STICK)", enforcement=enforcement)
+    return JudgedRows(source=path, rows=rows, kind="generate", task="`bineval generate` output: each STICK check a verdict (none without STICK)", enforcement=enforcement)
 
 
-def verified_output(path: Path) -> JudgeRun:
+@RUN_KINDS.reads("verify", title="verify output", suffixes=LOG)
+def verified_output(path: Path) -> JudgedRows:
     """`verify` output, read through its run log, shown as judged rows: one code-checked verdict per instruction."""
     rows = [
         JudgedRow(id=str(row.key), input=row.prompt, output=row.response, card=verified_card(row, f"{path}:{number}"), spend=Cost())
         for number, row in graded_log(path).read()
     ]
-    return JudgeRun(source=path, rows=rows, task="`bineval verify` output: each instruction a code-checked verdict")
+    return JudgedRows(source=path, rows=rows, kind="verify", task="`bineval verify` output: each instruction a code-checked verdict")
 
 
-def judge_output(path: Path) -> JudgeRun:
+@RUN_KINDS.reads("judge", title="judge output", suffixes=LOG)
+def judge_output(path: Path) -> JudgedRows:
     rows = [
         JudgedRow(id=line.id, input=text_of(line.row.get("input")), output=text_of(line.row.get("output")), card=line.result.scorecard, spend=line.result.usage, repeats=line.result.repeats)
         for _, line in judged_rows(path).read()
     ]
     header = read_header(path)
-    return JudgeRun(source=path, rows=rows, probe_head=header.probe_head if header is not None else None)
+    return JudgedRows(source=path, rows=rows, probe_head=header.probe_head if header is not None else None)
 
 
-def demo_output(path: Path, raw: dict[str, Any]) -> JudgeRun:
+def demo_output(path: Path, raw: dict[str, Any]) -> JudgedRows:
     """`bineval demo` output: the bundled article and each summary's scorecard."""
     if not isinstance(raw["results"], list):
         raise InputError(f"{path}: field 'results': expected a list")
@@ -156,7 +160,7 @@ def demo_output(path: Path, raw: dict[str, Any]) -> JudgeRun:
             raise InputError(f"{path}: field 'results.{k}.scorecard' is missing")
         card = validated(Scorecard, result["scorecard"], f"{path}: in 'results.{k}.scorecard'")
         rows.append(JudgedRow(id=text_of(result.get("label", k)), input=text_of(raw["article"]), output=text_of(result.get("summary")), card=card, spend=spend_of(result, f"{path}: in 'results.{k}'")))
-    return JudgeRun(source=path, rows=rows, task=text_of(raw.get("task")) or None)
+    return JudgedRows(source=path, rows=rows, kind="demo", task=text_of(raw.get("task")) or None)
 
 
 def text_of(value: Any) -> str:

@@ -48,7 +48,7 @@ class CorrelationRow(BaseModel):
 
 
 @dataclass(frozen=True)
-class MetaRun:
+class MetaEvaluation:
     """A meta-evaluation run directory: every method's scores, the correlation table, and (given the run's config)
     the human scores of the same outputs."""
 
@@ -64,7 +64,7 @@ class MetaRun:
     lm: str | None = None
     rankings: list[SystemRanking] = field(default_factory=list)  # from results.json; empty before it is written
     results: MetaEvalResults | None = None  # results.json, once written
-    kind: Literal["meta"] = "meta"
+    kind: Literal["meta-eval"] = "meta-eval"
 
     @property
     def methods(self) -> list[str]:
@@ -85,7 +85,7 @@ class MetaRun:
 
 
 
-def load_meta(folder: Path, scores_file: Path | None = None, config: Path | None = None) -> MetaRun:
+def load_meta(folder: Path, scores_file: Path | None = None, config: Path | None = None) -> MetaEvaluation:
     """A meta-eval run directory; with ``config`` (the run's TOML), the human scores of its outputs too."""
     path = scores_file or folder / SCORES_FILE
     scores: list[OutputScore] = []
@@ -109,7 +109,7 @@ def load_meta(folder: Path, scores_file: Path | None = None, config: Path | None
         human = {oid: values for oid, values in reference.scores.items() if oid in ids}
     dataset = _recorded_object(recorded, "dataset").get("kind")
     rankings = system_rankings(results) if results is not None else []
-    return MetaRun(
+    return MetaEvaluation(
         source=folder,
         scores=scores,
         spends=spends,
@@ -125,12 +125,12 @@ def load_meta(folder: Path, scores_file: Path | None = None, config: Path | None
     )
 
 
-def meta_results(path: Path) -> MetaRun:
+def meta_results(path: Path) -> MetaEvaluation:
     """A meta-eval's ``results.json`` read without its scores (a copy kept apart from its run directory): the
     correlation table, the system rankings and each method's cost, no score spreads or question rates."""
     results = load_model(path, MetaEvalResults)
     table = correlation_rows(results)
-    return MetaRun(
+    return MetaEvaluation(
         source=path,
         scores=[],
         spends={m.name: m.usage for m in results.methods},
@@ -146,7 +146,7 @@ def meta_results(path: Path) -> MetaRun:
     )
 
 
-def meta_from_config(path: Path) -> MetaRun:
+def meta_from_config(path: Path) -> MetaEvaluation:
     """A meta-eval config: its run directory, read with the human scores of its dataset."""
     from bineval_dspy.meta.config import load_config
 

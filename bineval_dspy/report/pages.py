@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.experiment.grid import GridRow
-from bineval_dspy.report.judged_runs import JudgeRun
+from bineval_dspy.report.judged_runs import JudgedRows
 from bineval_dspy.report.spend import spend_entries
 
 PAGE_SIZE = 50  # rows a page shows
@@ -71,7 +71,7 @@ def amount(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:,.6g}"
 
 
-def judge_rows(run: JudgeRun) -> list[Row]:
+def judge_rows(run: JudgedRows) -> list[Row]:
     """Every output of a judge run with its scores and verdicts, as its scorecard shows them."""
     rows = []
     for row in run.rows:

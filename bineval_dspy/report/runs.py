@@ -4,9 +4,10 @@ A path is a run directory (an optimizer's ``audit.json``, a meta-evaluation's ``
 ``phi.json``/``pruning.json``/``weights.json``, a tune study's, an experiment's or a calibration's ``results.json``,
 fine-tuning's ``samples.jsonl``), one of those files, a log (`bineval judge`, `generate` or `verify` output) or its
 header, `bineval demo` output, or a meta-eval config (``.toml``: its run directory, with the dataset's human scores
-to compare against). ``load_run`` reads a file by the reader ``READERS`` holds for its kind (``runs.files.run_kind``:
-its header's, its ``kind`` field's, or for an older file what its keys say); ``READERS`` holds one for every kind
-``runs.kinds.RUN_KINDS`` names, and only those. Anything else is one InputError line, before any number is computed.
+to compare against). ``load_run`` reads a file by its kind (``runs.files.run_kind``: its header's, its ``kind``
+field's, or for an older file what its keys say) through the reader that kind's ``runs.kinds.RUN_KINDS`` entry
+holds: each reader here registers itself for its kind (``RUN_KINDS.reads``). Anything else is one InputError line,
+before any number is computed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -25,7 +26,6 @@ from bineval_dspy.analysis.pruning import PruningReport
 from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, read_json_object
-from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.runlog import RunLog, model_log
 from bineval_dspy.experiment.grid import GridRow, read_grid
 from bineval_dspy.experiment.runner import ExperimentResults
@@ -40,27 +40,23 @@ from bineval_dspy.optimize.results import RESULTS_FILE as OPTIMIZE_RESULTS_FILE
 from bineval_dspy.optimize.results import RunResults
 from bineval_dspy.report.judged_runs import (
     JudgedRow,
-    JudgeRun,
+    JudgedRows,
     demo_output,
-    generated_output,
-    judge_output,
     validated,
-    verified_output,
 )
-from bineval_dspy.report.meta_runs import CorrelationRow, MetaRun, load_meta, meta_from_config, meta_results
+from bineval_dspy.report.meta_runs import CorrelationRow, MetaEvaluation, load_meta, meta_from_config, meta_results
 from bineval_dspy.report.spend import spend_of
 from bineval_dspy.runs.files import NOT_A_RUN, headed_log, run_kind
 from bineval_dspy.runs.header import RunHeader, read_header
-from bineval_dspy.runs.kinds import RUN_KINDS
+from bineval_dspy.runs.kinds import LOG, RUN_KINDS
 from bineval_dspy.stats.bootstrap import Interval
 from bineval_dspy.tune.report import RESULTS_FILE, TuneResults
 
 M = TypeVar("M", bound=BaseModel)
 
-Kind = Literal["judge", "meta", "optimizer", "analysis", "tune", "experiment", "calibration", "finetune"]
 __all__ = [
-    "AnalysisRun", "CalibrationRun", "CorrelationRow", "ExperimentRun", "FinetuneRun", "JudgeRun", "JudgedRow", "MetaRun", "OptimizerRun",
-    "Run", "READERS", "TuneRun", "load_run", "load_runs", "shown_path",
+    "AnalysisRun", "CalibrationRun", "CorrelationRow", "ExperimentRun", "FinetuneRun", "JudgedRows", "JudgedRow", "MetaEvaluation", "OptimizerRun",
+    "LoadedRun", "TuneRun", "load_run", "load_runs", "shown_path",
 ]  # fmt: skip
 
 
@@ -82,7 +78,7 @@ class OptimizerRun:
     spend: Cost = field(default_factory=Cost)
     results: RunResults | None = None  # the test split's results, once the run scored it
     plan: Plan | None = None  # what the run was planned to ask of its LM (runs before plans were kept: none)
-    kind: Literal["optimizer"] = "optimizer"
+    kind: Literal["optimizer-audit"] = "optimizer-audit"  # its test results are read into the same run
 
 
 @dataclass(frozen=True)
@@ -94,7 +90,7 @@ class AnalysisRun:
     pruning: PruningReport | None
     weights: WeightsReport | None
     spend: Cost = field(default_factory=Cost)
-    kind: Literal["analysis"] = "analysis"
+    kind: str = "phi"  # the kind of its first file: phi, pruning or weights
 
 
 @dataclass(frozen=True)
@@ -144,7 +140,7 @@ class FinetuneRun:
     source: Path
     prompts: list[PromptSamples]
     spend: Cost = field(default_factory=Cost)  # the log's header's (none before headers)
-    kind: Literal["finetune"] = "finetune"
+    kind: Literal["finetune-samples"] = "finetune-samples"
 
     @property
     def samples(self) -> list[Sample]:
@@ -164,7 +160,10 @@ class LogRun:
     header: RunHeader
     records: list[dict[str, Any]]
     spend: Cost = field(default_factory=Cost)
-    kind: Literal["log"] = "log"
+
+    @property
+    def kind(self) -> str:
+        return self.header.kind
 
     def columns(self, most: int = 6) -> list[str]:
         """The records' first top-level fields that hold a number, a string or a boolean (what fits a table cell)."""
@@ -174,16 +173,24 @@ class LogRun:
         return list(seen)[:most]
 
 
-Run = JudgeRun | MetaRun | OptimizerRun | AnalysisRun | TuneRun | ExperimentRun | CalibrationRun | FinetuneRun | LogRun
+class LoadedRun(Protocol):
+    """What every report object is: the kind it was read as (a ``RUN_KINDS`` name, which holds its title and views),
+    where it was read from, and what it spent."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def source(self) -> Path: ...
+
+    @property
+    def spend(self) -> Cost: ...
 
 
 # -- finding and reading -----------------------------------------------------------------------------------------
-# Each run kind's reader, by the kind a file's header or ``kind`` field names (``runs.files.run_kind``): one for every
-# kind ``runs.kinds.RUN_KINDS`` registers, which also says which suffixes its files have.
-READERS: Registry[Callable[[Path], Run]] = Registry("run kind reader")
 
 
-def load_runs(path: Path) -> list[Run]:
+def load_runs(path: Path) -> list[LoadedRun]:
     """The runs at ``path`` (a folder may hold several kinds, e.g. an analysis written into a run directory)."""
     if path.is_dir():
         return _folder_runs(path)
@@ -192,24 +199,27 @@ def load_runs(path: Path) -> list[Run]:
     return [load_run(path)]
 
 
-def load_run(path: Path) -> Run:
+def load_run(path: Path) -> LoadedRun:
     """The run in one file, read by its kind's reader: a log's header (its kind read from the log beside it), a
     results file, a log, or a meta-eval config (``.toml``: its run directory with the dataset's human scores)."""
     if path.suffix == ".toml":
         return meta_from_config(path)
     if (log := headed_log(path)) is not None:
+        if not log.exists() and (header := read_header(log)) is not None:  # the run ended before it wrote its output
+            why = f" ({header.error})" if header.error else ""
+            raise InputError(f"{path}: a {header.kind!r} run that wrote no {log.name}: it is {header.status}{why}")
         return load_run(log)
     if path.suffix not in (".json", ".jsonl"):
         raise InputError(f"{path}: {NOT_A_RUN}; files are read by their suffix: .json, .jsonl or a meta-eval config .toml")
     kind = run_kind(path)
     known = RUN_KINDS.get(kind)
-    if kind not in READERS and path.suffix == ".jsonl" and (header := read_header(path)) is not None:
+    if (known is None or known.read is None) and path.suffix == ".jsonl" and (header := read_header(path)) is not None:
         return _log(path, header)  # a kind with no reader of its own: its header and records as they are
-    if known is None:
+    if known is None or known.read is None:
         raise InputError(f"{path}: {NOT_A_RUN} (its kind is {kind!r})")
     if path.suffix not in known.suffixes:
         raise InputError(f"{path}: {NOT_A_RUN} (a {kind!r} run is a {' or '.join(known.suffixes)} file)")
-    return READERS[kind](path)
+    return known.read(path)
 
 
 def _log(path: Path, header: RunHeader) -> LogRun:
@@ -218,8 +228,8 @@ def _log(path: Path, header: RunHeader) -> LogRun:
     return LogRun(path, header, [record for _, record in log.read()], header.usage)
 
 
-def _folder_runs(folder: Path) -> list[Run]:
-    runs: list[Run] = []
+def _folder_runs(folder: Path) -> list[LoadedRun]:
+    runs: list[LoadedRun] = []
     if (folder / AUDIT_FILE).is_file():
         runs.append(load_run(folder / AUDIT_FILE))
     if (folder / SCORES_FILE).is_file():
@@ -236,6 +246,7 @@ def _folder_runs(folder: Path) -> list[Run]:
     return runs
 
 
+@RUN_KINDS.reads("optimizer-test", title="optimizer run")
 def _optimizer_test(path: Path) -> OptimizerRun:
     """An optimizer's test results: the run whose audit is beside them."""
     if not (path.parent / AUDIT_FILE).is_file():
@@ -243,28 +254,33 @@ def _optimizer_test(path: Path) -> OptimizerRun:
     return _optimizer(path.parent / AUDIT_FILE)
 
 
-def _meta(path: Path) -> MetaRun:
+@RUN_KINDS.reads("meta-eval", title="meta-evaluation", suffixes=(".jsonl", ".json"))
+def _meta(path: Path) -> MetaEvaluation:
     """A meta-eval's scores (its run is their folder), or its results: with the scores beside them when they are."""
     if path.suffix == ".jsonl":
         return load_meta(path.parent, scores_file=path)
     return load_meta(path.parent) if (path.parent / SCORES_FILE).is_file() else meta_results(path)
 
 
+@RUN_KINDS.reads("experiment", title="experiment")
 def _experiment(path: Path) -> ExperimentRun:
     results = load_model(path, ExperimentResults)
     return ExperimentRun(source=path.parent, results=results, spend=results.usage, grid=read_grid(path.parent), plan=load_plan(path.parent))
 
 
+@RUN_KINDS.reads("tune", title="tune study")
 def _tune(path: Path) -> TuneRun:
     results = load_model(path, TuneResults)
     return TuneRun(source=path.parent, results=results, spend=results.usage)
 
 
+@RUN_KINDS.reads("calibration", title="calibration")
 def _calibration(path: Path) -> CalibrationRun:
     results = load_model(path, CalibrationResults)
     return CalibrationRun(source=path.parent, results=results, record=validated(ProbeRecord, results.record, f"{path}: in 'record'"))
 
 
+@RUN_KINDS.reads("finetune-samples", title="fine-tuning samples", suffixes=LOG)
 def _samples(path: Path) -> FinetuneRun:
     """Fine-tuning's samples, read through their run log (the one ``finetune.data.SamplesRun.log`` opens), with what the
     header says they cost."""
@@ -273,10 +289,12 @@ def _samples(path: Path) -> FinetuneRun:
     return FinetuneRun(source=path, prompts=prompts, spend=header.usage if header is not None else Cost())
 
 
-def _demo(path: Path) -> JudgeRun:
+@RUN_KINDS.reads("demo", title="demo output")
+def _demo(path: Path) -> JudgedRows:
     return demo_output(path, read_json_object(path))
 
 
+@RUN_KINDS.reads("optimizer-audit", title="optimizer run")
 def _optimizer(path: Path) -> OptimizerRun:
     audit = load_model(path, Audit)
     results_path = path.parent / OPTIMIZE_RESULTS_FILE
@@ -292,6 +310,7 @@ def _analysis(folder: Path, files: dict[str, Path]) -> AnalysisRun:
 
     return AnalysisRun(
         source=folder,
+        kind=next(iter(files)),
         phi=report("phi", PhiReport),
         pruning=report("pruning", PruningReport),
         weights=report("weights", WeightsReport),
@@ -299,21 +318,10 @@ def _analysis(folder: Path, files: dict[str, Path]) -> AnalysisRun:
     )
 
 
-def _analysis_file(kind: str) -> Callable[[Path], Run]:
+def _analysis_file(kind: str) -> Callable[[Path], LoadedRun]:
     """The reader of one of an analysis's files, alone (its folder's other files are read with the folder)."""
     return lambda path: _analysis(path.parent, {kind: path})
 
 
-READERS.add("judge", judge_output)
-READERS.add("generate", generated_output)
-READERS.add("verify", verified_output)
-READERS.add("meta-eval", _meta)
-READERS.add("finetune-samples", _samples)
-READERS.add("demo", _demo)
-READERS.add("optimizer-audit", _optimizer)
-READERS.add("optimizer-test", _optimizer_test)
-for _name in REPORT_FILES:  # phi, pruning, weights
-    READERS.add(_name, _analysis_file(_name))
-READERS.add("tune", _tune)
-READERS.add("experiment", _experiment)
-READERS.add("calibration", _calibration)
+for _part in REPORT_FILES:  # phi, pruning, weights: each file alone (its folder's other files are read with the folder)
+    RUN_KINDS.reads(_part, title="analysis")(_analysis_file(_part))

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from bineval_dspy.report.html import anchors, render, section_rows
 from bineval_dspy.report.pages import PAGE_SIZE, Row, page, query_of
-from bineval_dspy.report.runs import Run
+from bineval_dspy.report.runs import LoadedRun
 
 API = "api/rows"  # relative to the page: a server behind a path prefix still answers it
 HOST = "127.0.0.1"
@@ -46,7 +46,7 @@ class Viewer:
     rows: dict[str, list[Row]]
 
     @classmethod
-    def of(cls, runs: Sequence[Run], title: str = "bineval report", charts_on: bool = True) -> Viewer:
+    def of(cls, runs: Sequence[LoadedRun], title: str = "bineval report", charts_on: bool = True) -> Viewer:
         rows = {anchor: found for anchor, run in zip(anchors(runs), runs, strict=True) if (found := section_rows(run)) is not None}
         return cls(page=render(runs, title, charts_on, api=API).encode("utf-8"), rows=rows)
 
@@ -77,7 +77,7 @@ def server(viewer: Viewer, port: int = 0, read_timeout: float = READ_TIMEOUT) ->
     not yet serving: call ``serve_forever``, and ``shutdown`` from another thread or Ctrl-C to stop. A request for
     another host is refused (403); a connection silent for ``read_timeout`` seconds is closed."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class ViewHandler(BaseHTTPRequestHandler):
         timeout = read_timeout  # the socket's, set by ``setup``
 
         def do_GET(self) -> None:
@@ -104,6 +104,6 @@ def server(viewer: Viewer, port: int = 0, read_timeout: float = READ_TIMEOUT) ->
         request_queue_size = BACKLOG
         daemon_threads = True
 
-    httpd = Server((HOST, port), Handler)
+    httpd = Server((HOST, port), ViewHandler)
     port = httpd.server_address[1]  # the one a request's Host may name (``port`` 0 picked a free one)
     return httpd

@@ -10,7 +10,7 @@ import numpy as np
 
 from bineval_dspy.core.schema import Scorecard
 from bineval_dspy.optimize.audit import Audit
-from bineval_dspy.report.meta_runs import MetaRun
+from bineval_dspy.report.meta_runs import MetaEvaluation
 
 HUMAN = "human"  # the name of the human scores beside the methods in a meta-eval's distributions
 SCALES = {"bineval": (0.0, 1.0), "unieval": (0.0, 1.0), "rouge_l": (0.0, 1.0), "holistic": (1.0, 5.0)}  # by method kind
@@ -122,7 +122,7 @@ class Spread:
         return len(set(self.values))
 
 
-def spreads(run: MetaRun, dimension: str) -> list[Spread]:
+def spreads(run: MetaEvaluation, dimension: str) -> list[Spread]:
     """The humans' scores (when the run was read with its config) and every method's, for one dimension.
 
     Scales: a method's by its kind (0-1 for fractions, P(yes) and ROUGE, 1-5 for the holistic rating); the humans'
@@ -141,7 +141,7 @@ def spreads(run: MetaRun, dimension: str) -> list[Spread]:
     return out
 
 
-def method_rates(run: MetaRun) -> dict[str, list[QuestionRate]]:
+def method_rates(run: MetaEvaluation) -> dict[str, list[QuestionRate]]:
     """Per method that kept scorecards (bineval, unieval), the pass rate of each of its questions."""
     return {
         method: question_rates(s.scorecard for s in run.scores if s.method == method and s.scorecard is not None)
@@ -152,7 +152,7 @@ def method_rates(run: MetaRun) -> dict[str, list[QuestionRate]]:
 
 # -- the optimizer ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Step:
+class TrajectoryStep:
     """One point of the optimizer's trajectory (iteration 0: the start)."""
 
     iteration: int
@@ -163,16 +163,16 @@ class Step:
     best: float  # the held-out score of the best program after this step
 
 
-def trajectory(audit: Audit) -> list[Step]:
+def trajectory(audit: Audit) -> list[TrajectoryStep]:
     """Held-out score, prompt length and decision per iteration, with the best held-out score so far."""
     best = audit.start.val.score
-    steps = [Step(0, "-", best, audit.start.prompt_chars, "start", best)]
+    steps = [TrajectoryStep(0, "-", best, audit.start.prompt_chars, "start", best)]
     best = audit.first_score  # the steering chosen before the iterations, if any
     for it in audit.iterations:
         score = it.val.score if it.val is not None else None
         if it.outcome == "accepted" and score is not None:
             best = score
-        steps.append(Step(it.iteration, it.kind, score, it.prompt_chars, it.outcome, best))
+        steps.append(TrajectoryStep(it.iteration, it.kind, score, it.prompt_chars, it.outcome, best))
     return steps
 
 

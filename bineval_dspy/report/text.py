@@ -11,8 +11,7 @@ control character (ANSI, OSC) is shown escaped, never sent to the terminal.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.table import Table
@@ -20,6 +19,7 @@ from rich.text import Text
 
 from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.terminal import printable
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for the parser
     from bineval_dspy.analysis.phi import PhiReport
@@ -35,11 +35,11 @@ if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for
         CalibrationRun,
         ExperimentRun,
         FinetuneRun,
-        JudgeRun,
+        JudgedRows,
+        LoadedRun,
         LogRun,
-        MetaRun,
+        MetaEvaluation,
         OptimizerRun,
-        Run,
         TuneRun,
     )
 
@@ -72,7 +72,8 @@ def _row(table: Table, *cells: object) -> None:
 
 
 # -- judge output --------------------------------------------------------------------------------------------------
-def show_judge(run: JudgeRun) -> None:
+@RUN_KINDS.shows("judge", "generate", "verify", "demo")
+def show_judge(run: JudgedRows) -> None:
     """Mean scores, pass rate per question, and the lowest-scoring outputs."""
     from bineval_dspy.report.pages import number
     from bineval_dspy.report.stats import dimension_means, question_rates
@@ -117,7 +118,8 @@ def _estimate(e: Estimate) -> str:
     return f"{e.value:.2f}" if e.low is None or e.high is None else f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
 
 
-def show_meta(run: MetaRun) -> None:
+@RUN_KINDS.shows("meta-eval")
+def show_meta(run: MetaEvaluation) -> None:
     """Spearman with the humans (all three levels, with intervals), each method's system ranks beside the humans', where
     scores lie on their scale, questions' yes rates."""
     from bineval_dspy.report.pages import number
@@ -169,6 +171,7 @@ def _score(summary: EvalSummary | None) -> str:
     return "-" if summary is None else f"{summary.score:.2f}"
 
 
+@RUN_KINDS.shows("optimizer-audit", "optimizer-test")
 def show_optimizer(run: OptimizerRun) -> None:
     """Held-out score and prompt length per iteration, accepted or not and why, then the prompt diff."""
     from bineval_dspy.optimize.unchanged import unchanged_note
@@ -286,6 +289,7 @@ def print_weights(report: WeightsReport) -> None:
 
 
 # -- analyses and tune studies -------------------------------------------------------------------------------------
+@RUN_KINDS.shows("phi", "pruning", "weights")
 def show_analysis(run: AnalysisRun) -> None:
     """What ``bineval analyze`` printed: phi per dimension, the pruning, the weights' cross-validation."""
     _spend(run.spend)
@@ -297,6 +301,7 @@ def show_analysis(run: AnalysisRun) -> None:
         print_weights(run.weights)
 
 
+@RUN_KINDS.shows("tune")
 def show_tune(run: TuneRun) -> None:
     """The best trial or the Pareto front, as ``bineval tune`` printed it."""
     from bineval_dspy.tune.report import print_best
@@ -305,6 +310,7 @@ def show_tune(run: TuneRun) -> None:
     print_best(run.results)
 
 
+@RUN_KINDS.shows("experiment")
 def show_experiment(run: ExperimentRun) -> None:
     """Every arm's test figure with its interval and its paired difference from the baseline (two decimals)."""
     from bineval_dspy.experiment.steered import nothing_enforced
@@ -355,6 +361,7 @@ def _cell(cell: GridCell | None) -> str:
 
 
 # -- calibrations and fine-tuning samples --------------------------------------------------------------------------
+@RUN_KINDS.shows("calibration")
 def show_calibration(run: CalibrationRun) -> None:
     """What the probe was trained on, and its figures out-of-fold and on the test split, as `bineval calibrate` printed them."""
     from bineval_dspy.report.pages import number
@@ -390,6 +397,7 @@ def show_log(run: LogRun) -> None:
         console.print(table)
 
 
+@RUN_KINDS.shows("finetune-samples")
 def show_finetune(run: FinetuneRun) -> None:
     """The samples fine-tuning drew: how many pass, the prompts with the fewest passing, the questions failed most."""
     from bineval_dspy.report.pages import number
@@ -412,16 +420,17 @@ def show_finetune(run: FinetuneRun) -> None:
         console.print(questions)
 
 
-def show_run(run: Run) -> None:
-    """The run's title line, then the view of its kind (each run class names its ``kind``)."""
-    from bineval_dspy.report.html import TITLES
-    from bineval_dspy.report.runs import shown_path
+def show_run(run: LoadedRun) -> None:
+    """The run's title line, then the view its kind's entry holds (``RUN_KINDS``); a log of a kind with no reader of
+    its own, its header and first records."""
+    from bineval_dspy.report.runs import LogRun, shown_path
 
-    _say(f"== {TITLES[run.kind]}: {shown_path(run.source)}")
-    VIEWS[run.kind](run)
-
-
-VIEWS: dict[str, Callable[[Any], None]] = {
-    "judge": show_judge, "meta": show_meta, "optimizer": show_optimizer, "analysis": show_analysis, "experiment": show_experiment,
-    "calibration": show_calibration, "finetune": show_finetune, "log": show_log, "tune": show_tune,
-}  # fmt: skip
+    if isinstance(run, LogRun):
+        _say(f"== run log: {shown_path(run.source)}")
+        show_log(run)
+        return
+    kind = RUN_KINDS[run.kind]
+    if kind.show is None:
+        raise RuntimeError(f"run kind {run.kind!r} has a reader but no view")
+    _say(f"== {kind.title}: {shown_path(run.source)}")
+    kind.show(run)

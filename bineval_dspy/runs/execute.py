@@ -16,10 +16,11 @@ from typing import Generic, Protocol, TypeVar
 
 from bineval_dspy import __version__
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import BudgetExhausted, InputError
+from bineval_dspy.core.errors import BudgetExhausted, InputError, one_line
+from bineval_dspy.core.fingerprint import sidecar
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.runs.header import RunHeader, header_path, read_header, write_header
+from bineval_dspy.runs.header import RunHeader, Status, read_header, write_header
 from bineval_dspy.runs.protocol import Run
 from bineval_dspy.runs.spec import RunSpec, check_cluster
 
@@ -91,13 +92,14 @@ def open_run(run: Run[I, O, R], items: Sequence[I], overwrite: bool, resumed: Ca
     log = run.log()
     wanted = {run.key(item) for item in items}
     fingerprint = run.fingerprint()
-    kept = log.open(fingerprint, overwrite, wanted=wanted.__contains__ if run.prune else None)
     try:
-        before = read_header(log.path) if kept else None
-    except InputError as exc:  # the header is damaged, the records beside it were read whole
-        where = header_path(log.path).name
-        raise InputError(f"{exc}; the {len(kept)} record(s) beside it are intact: delete {where} to resume from them (what it summed of usage is lost)") from None
-    write_header(log.path, RunHeader(kind=run.kind, version=__version__, usage=before.usage if before else Cost(), fingerprint=fingerprint))
+        before = read_header(log.path) if not overwrite and log.path.exists() and log.path.stat().st_size > 0 else None
+    except InputError as exc:  # the header is damaged: it alone records what made the records beside it
+        raise InputError(f"{exc}; it records what made the records of {log.path.name}{log.hint}") from None
+    recorded = before.fingerprint if before is not None and before.fingerprint else None
+    kept = log.open(fingerprint, overwrite, wanted=wanted.__contains__ if run.prune else None, recorded=recorded)
+    write_header(log.path, RunHeader(kind=run.kind, version=__version__, usage=before.usage if before and kept else Cost(), fingerprint=fingerprint))
+    sidecar(log.path).unlink(missing_ok=True)  # older output's fingerprint: the header holds it now
     if kept:
         todo = len(wanted - kept.keys())
         console.print(resumed(len(kept), todo) if resumed else f"resuming: {len(kept)} finished record(s) kept in {log.path}, {todo} to do")
@@ -113,7 +115,8 @@ def execute(
     log = run.log()
     todo = [item for item in items if run.key(item) not in kept]
     done: Executed[O, R] = Executed(records=dict(kept), kept=len(kept), todo=len(todo))
-    status = "failed"
+    status: Status = "failed"
+    error: str | None = None
     try:
         for outcome in executor.map(run, todo) if todo else iter(()):
             done.spent = done.spent + run.usage(outcome)
@@ -131,10 +134,13 @@ def execute(
     except KeyboardInterrupt:
         status = "stopped"
         raise
+    except Exception as exc:  # the header says why the run failed; the exception goes on to the caller
+        error = one_line(exc)
+        raise
     finally:
         header = read_header(log.path)
         if header is not None:
-            write_header(log.path, header.model_copy(update={"status": status, "usage": header.usage + done.spent}))
+            write_header(log.path, header.model_copy(update={"status": status, "usage": header.usage + done.spent, "error": error}))
     return done
 
 

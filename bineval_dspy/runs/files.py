@@ -1,7 +1,7 @@
 """What kind of run a file holds, read in one place for every reader (``report.load_run``, ``analyze``, an
-experiment looking up a program's recorded figures): a JSON Lines log's kind is its header's (``OUT.run.json``), a
-results file's is its ``kind`` field. Files written before either say their kind only by their keys; those are read
-by ``legacy_kind``, the one place a kind is guessed.
+experiment looking up a program's recorded figures): its header's (``OUT.run.json``). Output written before headers
+says it by a results file's ``kind`` field or, older still, by its keys alone; those are read by ``legacy_kind``,
+the one place a kind is guessed.
 """
 
 from __future__ import annotations
@@ -43,14 +43,17 @@ LEGACY_LOGS: tuple[tuple[str, frozenset[str]], ...] = tuple((kind, frozenset(key
 
 
 def run_kind(path: Path) -> str:
-    """The kind of run ``path`` holds: a ``.json`` file's ``kind`` field, any other file's (JSON Lines) header's;
-    a file written before those, the kind its keys say (``legacy_kind``)."""
+    """The kind of run ``path`` holds: its header's (``OUT.run.json``, beside every output written since headers);
+    a results file written before its header, its ``kind`` field; anything older, the kind its keys say
+    (``legacy_kind``)."""
+    header = read_header(path)
+    if header is not None:
+        return header.kind
     if path.suffix == ".json":
         raw = read_json_object(path)
         kind = raw.get("kind")
         return kind if isinstance(kind, str) else legacy_kind(path, raw)
-    header = read_header(path)
-    return header.kind if header is not None else legacy_kind(path)
+    return legacy_kind(path)
 
 
 def headed_log(path: Path) -> Path | None:

@@ -1,63 +1,117 @@
-"""Every kind of run the library writes, named once: the kind a log's header or a results file's ``kind`` field
-says (``runs.files.run_kind``), what the file holds, and the module that defines the run. ``report.runs.READERS``
-holds a reader for exactly these kinds (a test fails on a kind without one), and ``runs.files.legacy_kind`` guesses
-only among them. The defining module is named, not imported: it sits in a layer above this one.
+"""Every kind of run the library writes, one ``RunKind`` entry each, in one registry (``RUN_KINDS``).
+
+An entry is filled from both sides where each side is defined, never from a list kept here: the writing side
+registers the kind beside its run (``writes``: a decorator on the run class or on the results model the run
+writes, naming the settings model it is made from), and the reading side (``report/``, above this layer) registers
+how a file of that kind is read into a report object and shown (``reads``, ``shows``, ``pages``). The kind a file
+holds is its header's (``runs.header``, ``OUT.run.json``), or for older output its ``kind`` field or its keys
+(``runs.files``); ``show``, ``report``, ``view``, ``load_run`` and ``bineval show --kinds`` all list and dispatch
+through this registry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from bineval_dspy.core.registry import Registry
 
-
-@dataclass(frozen=True)
-class RunKind:
-    """One kind of run: what its file holds (one line), the module that defines it, and the suffixes its files have."""
-
-    description: str
-    module: str
-    suffixes: tuple[str, ...] = (".json",)
-
+T = TypeVar("T")
 
 LOG = (".jsonl",)  # a JSON Lines run log, its header (``OUT.run.json``) beside it
 
-RUN_KINDS: Registry[RunKind] = Registry("run kind")
-for _name, _kind in (
-    ("judge", RunKind(
-        "`bineval judge` output: each data row with its judge result (judges.rows.JudgeResult)",
-        "bineval_dspy.programs.judge_file", LOG,
-    )),
-    ("generate", RunKind(
-        "`bineval generate` output: a response per suite row (programs.records.GenerationRecord)",
-        "bineval_dspy.programs.generation", LOG,
-    )),
-    ("verify", RunKind(
-        "`bineval verify` output: a response's instructions code-checked (suites.grading.ResultRow)",
-        "bineval_dspy.suites.grading", LOG,
-    )),
-    ("meta-eval", RunKind(
-        "a meta-evaluation: scores.jsonl (meta.runner.OutputScore) and results.json",
-        "bineval_dspy.meta.runner", (".jsonl", ".json"),
-    )),
-    ("finetune-samples", RunKind(
-        "fine-tuning's samples.jsonl: each train prompt's scored samples (finetune.data.PromptSamples)",
-        "bineval_dspy.finetune.data", LOG,
-    )),
-    ("demo", RunKind("`bineval demo` output: the bundled article's summaries and their scorecards", "bineval_dspy.cli.demo")),
-    ("optimizer-audit", RunKind("an optimizer run's audit.json: every iteration, lesson and edit", "bineval_dspy.optimize.audit")),
-    ("optimizer-test", RunKind("an optimizer run's results.json: the test split's figures", "bineval_dspy.optimize.results")),
-    ("experiment", RunKind(
-        "`bineval experiment`'s results.json: every arm on the test split against the baseline",
-        "bineval_dspy.experiment.runner",
-    )),
-    ("tune", RunKind("a tune study's results.json: every trial and the best one or the Pareto front", "bineval_dspy.tune.report")),
-    ("phi", RunKind("`bineval analyze`'s phi.json: phi between questions per dimension", "bineval_dspy.analysis.phi")),
-    ("pruning", RunKind("`bineval analyze`'s pruning.json: the questions dropped as repeats", "bineval_dspy.analysis.pruning")),
-    ("weights", RunKind("`bineval analyze`'s weights.json: fitted weights and their cross-validation", "bineval_dspy.analysis.weights")),
-    ("calibration", RunKind(
-        "`bineval calibrate`'s results.json: how a probe judge was trained and did on held-out data",
-        "bineval_dspy.optimize.calibrate",
-    )),
-):  # fmt: skip
-    RUN_KINDS.add(_name, _kind)
+
+@dataclass
+class RunKind:
+    """One kind of run: what writes it (``spec``: the settings model a run is made from; ``results``: the model its
+    file holds, a log's record), the suffixes its files have, and how the reading side reads and shows it."""
+
+    name: str
+    spec: type | None = None
+    results: type | None = None
+    written_by: str = ""  # the qualified name of what registered the writing side (None registered: "")
+    read: Callable[[Path], Any] | None = None  # a file of this kind -> its report object (report.runs)
+    suffixes: tuple[str, ...] = (".json",)  # the files ``read`` takes
+    title: str = ""  # the report object's heading, in `show` and on the page
+    show: Callable[[Any], None] | None = None  # the terminal view (report.text)
+    page: Callable[[Any, Any], dict[str, Any]] | None = None  # the page view's data (report.html) ...
+    macro: str = ""  # ... and the template macro that draws it
+
+    @property
+    def description(self) -> str:
+        """What a file of this kind holds: the first line of its results model's docstring."""
+        doc = (self.results.__doc__ or "") if self.results is not None else ""
+        return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+class RunKinds(Registry[RunKind]):
+    """The registry of run kinds; an entry is made by whichever side registers it first."""
+
+    def entry(self, name: str) -> RunKind:
+        """The entry ``name``, made empty when no side has registered it yet."""
+        return self[name] if name in self else self.add(name, RunKind(name))
+
+    def writes(self, name: str, *, spec: type | None = None, results: type | None = None) -> Callable[[T], T]:
+        """A decorator for the run class, settings or results model of kind ``name`` (settings decorated are the
+        ``spec`` itself, a results model the ``results``): registers the writing side, refusing a second writer."""
+
+        def register(defined: T) -> T:
+            entry = self.entry(name)
+            where = f"{getattr(defined, '__module__', '')}.{getattr(defined, '__qualname__', defined)}"
+            if entry.written_by and entry.written_by != where:
+                raise RuntimeError(f"run kind {name!r}: written by {entry.written_by} already, not also {where}")
+            model = defined if isinstance(defined, type) and issubclass(defined, BaseModel) else None
+            settings = model if model is not None and _is_spec(model) else None
+            entry.spec = spec or settings
+            entry.results = results or (model if settings is None else None)
+            entry.written_by = where
+            return defined
+
+        return register
+
+    def reads(self, name: str, *, title: str, suffixes: tuple[str, ...] = (".json",)) -> Callable[[Callable[[Path], T]], Callable[[Path], T]]:
+        """A decorator for the reader of kind ``name``'s files (``suffixes``): ``read(path)`` -> its report object,
+        shown as ``title``."""
+
+        def register(read: Callable[[Path], T]) -> Callable[[Path], T]:
+            entry = self.entry(name)
+            entry.read, entry.title, entry.suffixes = read, title, suffixes
+            return read
+
+        return register
+
+    def shows(self, *names: str) -> Callable[[T], T]:
+        """A decorator for the terminal view of the report object kinds ``names`` are read into."""
+
+        def register(show: T) -> T:
+            for name in names:
+                self.entry(name).show = show  # type: ignore[assignment]
+            return show
+
+        return register
+
+    def pages(self, *names: str, macro: str) -> Callable[[T], T]:
+        """A decorator for the page view of kinds ``names``: the data the template macro ``macro`` draws."""
+
+        def register(page: T) -> T:
+            for name in names:
+                entry = self.entry(name)
+                entry.page, entry.macro = page, macro  # type: ignore[assignment]
+            return page
+
+        return register
+
+
+def _is_spec(model: type) -> bool:
+    """Whether ``model`` is a run's settings (imported here, late: ``runs.spec`` loads the LM options, which a command
+    line parser registering its own kinds leaves unloaded)."""
+    from bineval_dspy.runs.spec import RunSpec
+
+    return issubclass(model, RunSpec)
+
+
+RUN_KINDS = RunKinds("run kind")

@@ -19,6 +19,7 @@ from bineval_dspy.core.console import console
 from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.core.plots import agg_figure
 from bineval_dspy.lm.usage import Cost, total
+from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.tune.config import Direction, TuneConfig
 from bineval_dspy.tune.study import brief, shown_url
 
@@ -41,6 +42,7 @@ class TrialRecord(BaseModel):
     usage: Cost | None = Field(default=None, description="what the trial's runner spent when it ran; None: it never ran")
 
 
+@RUN_KINDS.writes("tune", spec=TuneConfig)
 class TuneResults(BaseModel):
     """A study when this worker finished: counts by state, the best trial(s), and every trial."""
 

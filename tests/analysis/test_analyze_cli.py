@@ -18,6 +18,7 @@ from bineval_dspy.core.fingerprint import digest, sidecar
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.meta.config import load_config
 from bineval_dspy.meta.runner import run_meta_eval
+from bineval_dspy.runs.header import RunHeader
 from tests.analysis.builders import make_card, make_checklist
 from tests.conftest import route_cli_lm, scripted_lm
 from tests.meta.fixtures import CHECKLIST, judge_script, summeval_files, write_jsonl
@@ -67,7 +68,10 @@ def test_analyze_judge_output_writes_phi_pruning_and_weights(tmp_path, capsys):
     names = {p.name for p in out.iterdir()}
     assert names == {
         "phi.json", "phi.csv", "phi-coherence.png", "phi-relevance.png", "pruning.json", "checklist-pruned.json", "weights.json", "checklist-weighted.json",
+        "phi.json.run.json",  # the analysis's header
     }
+    header = RunHeader.model_validate_json((out / "phi.json.run.json").read_text())
+    assert (header.kind, header.status, header.error) == ("phi", "finished", None)
     phi = PhiReport.model_validate_json((out / "phi.json").read_text())
     assert phi.outputs == 20 and phi.dimensions[0].matrix[0][1] == pytest.approx(1.0)
     assert len((out / "phi.csv").read_text().splitlines()) == 1 + 3 + 3

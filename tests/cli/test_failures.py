@@ -213,7 +213,7 @@ def test_judge_refuses_output_it_did_not_make(tmp_path, use, capsys):
     out = tmp_path / "out.jsonl"
     out.write_text('{"line": 1, "scorecard": {}}\n')
     assert cli.main(judge_args(c, d, out)) == 2
-    assert "no out.jsonl.fingerprint.json" in capsys.readouterr().err
+    assert "no out.jsonl.run.json (nor the out.jsonl.fingerprint.json of older output) says what made it" in capsys.readouterr().err
 
 
 def test_generate_refuses_to_resume_under_other_instructions(tmp_path, use, capsys):

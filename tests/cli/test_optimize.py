@@ -176,7 +176,7 @@ def test_the_test_split_is_the_rest_by_default_so_the_loop_closes(tmp_path, suit
     assert json.loads((run / "audit.json").read_text())["kind"] == "optimizer-audit"
     from bineval_dspy.report.runs import load_runs
 
-    assert [r.kind for r in load_runs(run / "results.json")] == ["optimizer"]  # the test results alone: their run
+    assert [r.kind for r in load_runs(run / "results.json")] == ["optimizer-audit"]  # the test results alone: their run
     none_left = write_config(tmp_path, f'mode = "self"\nrun_dir = "runs/none"\n[data]\nsuite = "{suite.name}"\ntrain = 4\nval = 2\n[optimizer]\nmax_iterations = 1\n')
     assert cli.main(["optimize", str(none_left)]) == 0  # nothing left: no test split, as with test = 0
     assert json.loads((tmp_path / "runs" / "none" / "results.json").read_text())["test"] is None

@@ -253,7 +253,7 @@ def test_resume_rewrites_through_a_temporary_file(tmp_path, monkeypatch, capsys,
     file_size_limit(resource.RLIM_INFINITY)
     assert code == ExitCode.INPUT and "cannot write" in capsys.readouterr().err
     assert out.read_bytes() == before  # untouched: the new file never replaced it
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checklist.json", "out.jsonl", "out.jsonl.fingerprint.json", "out.jsonl.run.json", "rows.jsonl"]  # no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checklist.json", "out.jsonl", "out.jsonl.run.json", "rows.jsonl"]  # no temporary file left
     inode = out.stat().st_ino
     assert cli.main(judge_args(tmp_path)) == ExitCode.OK
     assert out.stat().st_ino != inode  # replaced by rename, never rewritten in place
@@ -828,7 +828,7 @@ def test_report_and_coverage_refuse_to_overwrite_what_they_read(tmp_path, monkey
     assert cli.main(judge_args(tmp_path)) == ExitCode.OK
     judged = out.read_bytes()
     assert cli.main(["report", str(out), "-o", str(out)]) == ExitCode.INPUT
-    assert cli.main(["report", str(tmp_path), "-o", str(tmp_path / "out.jsonl.fingerprint.json")]) == ExitCode.INPUT
+    assert cli.main(["report", str(tmp_path), "-o", str(tmp_path / "out.jsonl.run.json")]) == ExitCode.INPUT  # the log's header
     gold = tmp_path / "checklist.json"
     assert cli.main(["coverage", "--checklists", str(gold), "--gold", str(gold), "-o", str(gold)]) == ExitCode.INPUT
     err = capsys.readouterr().err
@@ -911,6 +911,7 @@ def test_a_fingerprint_sidecar_that_is_not_an_object_is_one_line(tmp_path, monke
     route_cli_lm(monkeypatch, lambda request: verdict_json("yes"))
     write_inputs(tmp_path)
     assert cli.main(judge_args(tmp_path)) == ExitCode.OK
+    (tmp_path / "out.jsonl.run.json").unlink()  # output from before headers: its fingerprint in a sidecar
     (tmp_path / "out.jsonl.fingerprint.json").write_text(sidecar)
     capsys.readouterr()
     assert cli.main(judge_args(tmp_path)) == ExitCode.INPUT

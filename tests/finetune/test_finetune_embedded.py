@@ -103,7 +103,7 @@ def test_finetune_command_resumes_a_killed_training_and_writes_a_program_generat
     out = tmp_path / "responses.jsonl"
     assert cli.main(["generate", "--suite", str(suite), "--program", str(run), "--split", "test", "-o", str(out), *cache]) == 0
     [record] = [json.loads(line) for line in out.read_text().splitlines()]
-    fingerprint = json.loads((tmp_path / "responses.jsonl.fingerprint.json").read_text())
+    fingerprint = json.loads((tmp_path / "responses.jsonl.run.json").read_text())["fingerprint"]
     assert record["response"].strip() and len(fingerprint["weights"]) == 64
 
     adapter = stages / "adapter.gguf"

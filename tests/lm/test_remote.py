@@ -236,7 +236,7 @@ def test_no_file_a_run_writes_holds_the_api_key(tmp_path, monkeypatch):
         code = cli.main([*judge_files(tmp_path), *server.lm_args(), "--api-key-env", "BINEVAL_TEST_KEY", "--cache-dir", str(tmp_path / "cache")])
     assert code == ExitCode.OK
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
-    assert any(path.name.endswith(".fingerprint.json") for path in written)
+    assert any(path.name.endswith(".run.json") for path in written)  # the header, which holds the fingerprint
     assert [path for path in written if secret.encode() in path.read_bytes()] == []
 
 

@@ -10,7 +10,7 @@ from bineval_dspy.core.console import console
 from bineval_dspy.meta.report import markdown, system_rankings
 from bineval_dspy.meta.runner import MetaEvalResults, MethodResult
 from bineval_dspy.report import load_runs, render
-from bineval_dspy.report.runs import MetaRun
+from bineval_dspy.report.runs import MetaEvaluation
 from tests.report import builders
 
 
@@ -64,7 +64,7 @@ def test_a_run_of_one_system_has_no_ranking():
 def test_show_and_report_put_each_method_s_ranks_beside_the_humans(tmp_path, monkeypatch, capsys):
     config = builders.meta_run(tmp_path, monkeypatch)  # three systems: good (M0), fair (M1), bad (M2) summaries
     (run,) = load_runs(config)
-    assert isinstance(run, MetaRun) and [r.dimension for r in run.rankings] == ["coherence", "consistency", "fluency", "relevance"]
+    assert isinstance(run, MetaEvaluation) and [r.dimension for r in run.rankings] == ["coherence", "consistency", "fluency", "relevance"]
     relevance = run.rankings[-1]
     assert [rank for _, rank in relevance.human.values()] == [1, 2, 3] and list(relevance.human) == ["M0", "M1", "M2"]
     assert relevance.methods["rouge-l"]["M2"][1] == 3  # "a cat sat" shares no word with the references
@@ -81,4 +81,4 @@ def test_show_and_report_put_each_method_s_ranks_beside_the_humans(tmp_path, mon
     assert all(len(line) <= 80 for line in out.splitlines())
     (config.parent / "runs" / "meta" / "results.json").unlink()  # a run that has not written it: no rankings, no error
     (bare,) = load_runs(config)
-    assert isinstance(bare, MetaRun) and bare.rankings == [] and "rankings" not in render([bare])
+    assert isinstance(bare, MetaEvaluation) and bare.rankings == [] and "rankings" not in render([bare])

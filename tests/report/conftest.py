@@ -24,5 +24,5 @@ def every_kind(tmp_path_factory: pytest.TempPathFactory) -> Built:
     folder = tmp_path_factory.mktemp("every-kind")
     paths = builders.every_kind(folder)
     runs = [run for path in paths for run in load_runs(path)]
-    assert [run.kind for run in runs] == ["judge", "meta", "optimizer", "analysis", "tune"]
+    assert [run.kind for run in runs] == ["judge", "meta-eval", "optimizer-audit", "phi", "tune"]
     return Built(paths=paths, report=write_report(runs, folder / "report.html"))

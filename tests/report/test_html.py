@@ -82,9 +82,9 @@ def test_score_axes_span_the_whole_scale_and_names_are_never_broken():
     """A held-out score that moved from 0.61 to 0.63 is drawn on 0-1, not stretched to fill the plot; an arm's or a
     method's name in a table is kept on one line (issue 47, low)."""
     from bineval_dspy.report import figures
-    from bineval_dspy.report.stats import Step
+    from bineval_dspy.report.stats import TrajectoryStep
 
-    steps = [Step(0, "start", 0.61, 300, "start", 0.61), Step(1, "rules", 0.63, 320, "accepted", 0.63)]
+    steps = [TrajectoryStep(0, "start", 0.61, 300, "start", 0.61), TrajectoryStep(1, "rules", 0.63, 320, "accepted", 0.63)]
     layout = figures.trajectory(steps)["layout"]
     assert layout["yaxis"]["range"] == figures.SCORE_RANGE and figures.SCORE_RANGE[0] <= 0 and figures.SCORE_RANGE[1] >= 1
     css = (ASSETS / "report.css").read_text()

@@ -1,24 +1,27 @@
 """``load_run`` reads a file by its kind: a log's header, a results file's ``kind`` field, and for files written before
 either, the kind their keys say (``runs.files.legacy_kind``). Every kind ``runs.kinds.RUN_KINDS`` registers has a
-reader, and every run file the repository keeps still loads."""
+writer, a reader and both views, and every run file the repository keeps still loads."""
 
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
+import importlib
 import json
+import pkgutil
 import shutil
 from pathlib import Path
 
 import pytest
 
+import bineval_dspy
+import bineval_dspy.report.text
 from bineval_dspy import __version__, cli
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.judges.rows import JUDGE_KEY
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.calibrate import CalibrationResults
-from bineval_dspy.report import JudgeRun, MetaRun, OptimizerRun, load_runs, render
-from bineval_dspy.report.runs import READERS, CalibrationRun, FinetuneRun, load_run
+from bineval_dspy.report import JudgedRows, MetaEvaluation, OptimizerRun, load_runs, render
+from bineval_dspy.report.runs import CalibrationRun, FinetuneRun, load_run
 from bineval_dspy.runs.files import LEGACY_FILES, LEGACY_LOGS, legacy_kind, run_kind
 from bineval_dspy.runs.header import RunHeader, header_path, write_header
 from bineval_dspy.runs.kinds import RUN_KINDS
@@ -30,13 +33,13 @@ RESULTS = ROOT / "experiments" / "results"
 
 # One file of each format experiments/results holds: the kind it is read as, and the run show and report make of it.
 KEPT = [
-    ("analysis_summeval/phi.json", "phi", "analysis"),
-    ("analysis_summeval/pruning.json", "pruning", "analysis"),
-    ("analysis_summeval/weights.json", "weights", "analysis"),
+    ("analysis_summeval/phi.json", "phi", "phi"),
+    ("analysis_summeval/pruning.json", "pruning", "pruning"),
+    ("analysis_summeval/weights.json", "weights", "weights"),
     ("experiment_ifeval.json", "experiment", "experiment"),  # written before results carried their kind
     ("experiment_ifeval_enforce.json", "experiment", "experiment"),  # with its kind
-    ("meta_qags_cnndm_30.json", "meta-eval", "meta"),  # a meta-eval's results.json kept without its scores
-    ("meta_summeval_probe_cv.json", "meta-eval", "meta"),
+    ("meta_qags_cnndm_30.json", "meta-eval", "meta-eval"),  # a meta-eval's results.json kept without its scores
+    ("meta_summeval_probe_cv.json", "meta-eval", "meta-eval"),
     ("tune_qworld.json", "tune", "tune"),
     ("probe_summeval/results.json", "calibration", "calibration"),
 ]
@@ -66,10 +69,14 @@ def test_every_run_file_the_repository_keeps_loads():
         assert load_run(path).kind, path
 
 
-def test_every_run_kind_has_a_reader_and_every_reader_a_kind():
-    assert set(READERS) == set(RUN_KINDS)  # a new kind without a reader (or a reader of no kind) fails here
+def test_every_run_kind_is_written_read_and_shown_by_the_entry_its_decorators_fill():
+    for module in pkgutil.walk_packages(bineval_dspy.__path__, "bineval_dspy."):  # every writer registers on import
+        if not module.name.endswith(("__main__", "pytest_plugin")):
+            importlib.import_module(module.name)
+    assert {"judge", "generate", "verify", "meta-eval", "finetune-samples", "experiment", "tune", "calibration"} <= set(RUN_KINDS)
     for name, kind in RUN_KINDS.items():
-        assert importlib.util.find_spec(kind.module) is not None, name
+        assert kind.written_by and kind.read is not None and kind.title, name  # a kind without its writer or reader fails
+        assert kind.show is not None and kind.page is not None and kind.macro, name
         assert kind.suffixes and set(kind.suffixes) <= {".json", ".jsonl"}, name
 
 
@@ -105,7 +112,7 @@ def rows(path: Path, *objects: dict) -> Path:
 
 def test_logs_are_read_by_their_header_and_without_one_by_their_first_row(tmp_path, every_kind):
     judged = copy(every_kind.paths[0], tmp_path / "judge")
-    assert legacy_kind(judged) == run_kind(judged) == "judge" and isinstance(load_run(judged), JudgeRun)
+    assert legacy_kind(judged) == run_kind(judged) == "judge" and isinstance(load_run(judged), JudgedRows)
     write_header(judged, RunHeader(kind="judge", version=__version__))
     assert run_kind(judged) == "judge" and load_run(header_path(judged)).source == judged  # a header names its log
     assert [r.id for r in load_run(judged).rows] == ["r0", "r1", "r2"]  # type: ignore[union-attr]
@@ -114,7 +121,7 @@ def test_logs_are_read_by_their_header_and_without_one_by_their_first_row(tmp_pa
     assert run_kind(scores) == "meta-eval"
     write_header(scores, RunHeader(kind="meta-eval", version=__version__))
     meta = load_run(scores)
-    assert isinstance(meta, MetaRun) and meta.methods == ["bineval", "g-eval", "rouge-l"] and meta.table
+    assert isinstance(meta, MetaEvaluation) and meta.methods == ["bineval", "g-eval", "rouge-l"] and meta.table
 
     suite = {"key": 1, "prompt": "List two fruits.", "response": "- apple\n- pear"}
     graded = rows(tmp_path / "graded.jsonl", {**suite, "instruction_id_list": ["a"], "follow_instruction_list": [True], "follow_all_instructions": True})
@@ -138,10 +145,10 @@ def test_an_optimizer_and_a_meta_eval_from_before_results_carried_their_kind(tmp
     drop_kind(meta / "results.json")
     assert run_kind(meta / "results.json") == "meta-eval"
     (whole,) = load_runs(meta / "results.json")
-    assert isinstance(whole, MetaRun) and whole.scores and whole.table  # the run beside its results
+    assert isinstance(whole, MetaEvaluation) and whole.scores and whole.table  # the run beside its results
     (meta / "scores.jsonl").unlink()
     alone = load_run(meta / "results.json")
-    assert isinstance(alone, MetaRun) and not alone.scores and alone.table == whole.table and alone.outputs == whole.outputs
+    assert isinstance(alone, MetaEvaluation) and not alone.scores and alone.table == whole.table and alone.outputs == whole.outputs
 
 
 @pytest.mark.parametrize(
@@ -198,3 +205,11 @@ def test_a_calibration_shows_its_figures_out_of_fold_and_on_test(tmp_path, capsy
     assert "== calibration:" in out and "trained on 5120 row(s) of 80 task(s)" in out and "test (40 rows)" in out and "0.310 [0.200, 0.400]" in out
     html = render([run], charts_on=False)
     assert "test (40 rows) [95% CI]" in html and "0.310 [0.200, 0.400]" in html
+
+
+def test_show_kinds_lists_the_registry_and_show_needs_a_run_or_it(capsys):
+    assert cli.main(["show", "--kinds"]) == 0
+    listed = [line.split(":")[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == [name for name, kind in RUN_KINDS.items() if kind.read is not None] and "meta-eval" in listed
+    assert cli.main(["show"]) == 2
+    assert "name a run" in capsys.readouterr().err

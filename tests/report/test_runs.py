@@ -10,7 +10,7 @@ import pytest
 from bineval_dspy import cli
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.report import AnalysisRun, JudgeRun, MetaRun, OptimizerRun, TuneRun, load_runs, render
+from bineval_dspy.report import AnalysisRun, JudgedRows, MetaEvaluation, OptimizerRun, TuneRun, load_runs, render
 from bineval_dspy.report.runs import load_run
 from bineval_dspy.report.spend import spend_entries, spend_of
 from bineval_dspy.report.stats import HUMAN, spreads, trajectory
@@ -22,18 +22,18 @@ from tests.report import builders
 def test_each_kind_is_found_from_its_folder_or_its_file(tmp_path, monkeypatch):
     judged = builders.judge_run(tmp_path, monkeypatch)
     (run,) = load_runs(judged)
-    assert isinstance(run, JudgeRun) and [r.id for r in run.rows] == ["r0", "r1", "r2"]
+    assert isinstance(run, JudgedRows) and [r.id for r in run.rows] == ["r0", "r1", "r2"]
     assert run.rows[0].card.verdicts[0].question == "Is it short?" and run.spend.lm_calls == 9
 
     config = builders.meta_run(tmp_path, monkeypatch)
     folder = config.parent / "runs" / "meta"
     for path in (folder, folder / "scores.jsonl"):
         (meta,) = load_runs(path)
-        assert isinstance(meta, MetaRun) and meta.human is None and meta.methods == ["bineval", "g-eval", "rouge-l"]
+        assert isinstance(meta, MetaEvaluation) and meta.human is None and meta.methods == ["bineval", "g-eval", "rouge-l"]
         assert meta.kinds == {"bineval": "bineval", "g-eval": "holistic", "rouge-l": "rouge_l"}
         assert {r.dimension for r in meta.table} == {"coherence", "consistency", "fluency", "relevance", "average"}
     (meta,) = load_runs(config)  # with the config: the human scores of the same outputs
-    assert isinstance(meta, MetaRun) and meta.human is not None and len(meta.human) == 9
+    assert isinstance(meta, MetaEvaluation) and meta.human is not None and len(meta.human) == 9
     assert meta.human_range["coherence"] == (1.0, 5.0)
     human = spreads(meta, "coherence")[0]
     assert human.source == HUMAN and sorted(human.values) == [1.0] * 3 + [3.0] * 3 + [5.0] * 3 and human.top == pytest.approx(1 / 3)
@@ -60,10 +60,13 @@ def test_demo_output_and_a_single_objective_study(tmp_path, monkeypatch):
     demo = tmp_path / "demo.json"
     assert cli.main(["demo", "-o", str(demo)]) == 0
     (run,) = load_runs(demo)
-    assert isinstance(run, JudgeRun) and [r.id for r in run.rows] == ["good", "mediocre", "bad"] and run.task
+    assert isinstance(run, JudgedRows) and [r.id for r in run.rows] == ["good", "mediocre", "bad"] and run.task
+    header = demo.with_name("demo.json.run.json")
+    assert json.loads(header.read_text())["kind"] == "demo" and run.kind == "demo"  # its header says its kind
+    header.unlink()
     raw = json.loads(demo.read_text())
     assert raw.pop("kind") == "demo"
-    demo.write_text(json.dumps(raw))  # as written before it said its kind
+    demo.write_text(json.dumps(raw))  # as written before headers, and before it said its kind
     assert run_kind(demo) == "demo" and [r.id for r in load_run(demo).rows] == ["good", "mediocre", "bad"]  # type: ignore[union-attr]
     (tune,) = load_runs(builders.tune_run(tmp_path, single=True))
     assert isinstance(tune, TuneRun)

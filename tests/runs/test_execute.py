@@ -3,6 +3,7 @@ and how a run ends, on a toy run whose units are squares."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from bineval_dspy.core.runlog import RunLog, model_log
 from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import Here, execute, executor_of
-from bineval_dspy.runs.header import read_header
+from bineval_dspy.runs.header import RunHeader, read_header
 
 
 class Square(BaseModel):
@@ -150,13 +151,42 @@ def test_a_run_with_records_a_rerun_does_again_is_incomplete_not_finished(tmp_pa
     assert again.done == [] and header is not None and header.status == "finished"
 
 
-def test_a_torn_header_says_the_records_are_intact_and_how_to_resume(tmp_path):
+def test_a_torn_header_is_one_line_and_the_run_starts_afresh_with_overwrite(tmp_path):
     out = tmp_path / "squares.jsonl"
     execute(Squares(out, [1, 2, 3]), Here())
     header = out.with_name(out.name + ".run.json")
+    assert not out.with_name(out.name + ".fingerprint.json").exists()  # the header is the one fingerprint store
     header.write_text(header.read_text()[:25])
-    with pytest.raises(InputError, match=r"squares.jsonl.run.json:3: malformed JSON .*; the 3 record\(s\) beside it are intact: delete squares.jsonl.run.json to resume from them"):
+    with pytest.raises(InputError, match=r"squares.jsonl.run.json:3: malformed JSON .*; it records what made the records of squares.jsonl"):
         execute(Squares(out, [1, 2, 3, 4]), Here())
-    header.unlink()
     again = Squares(out, [1, 2, 3, 4])
-    assert execute(again, Here()).kept == 3 and again.done == [4]
+    assert execute(again, Here(), overwrite=True).kept == 0 and again.done == [1, 2, 3, 4]
+
+
+def test_output_from_before_headers_resumes_under_its_sidecar_which_the_header_then_replaces(tmp_path):
+    out = tmp_path / "squares.jsonl"
+    execute(Squares(out, [1, 2]), Here())
+    header = out.with_name(out.name + ".run.json")
+    old = out.with_name(out.name + ".fingerprint.json")
+    old.write_text(json.dumps(RunHeader.model_validate_json(header.read_text()).fingerprint))
+    header.unlink()  # as written before headers: the records and their sidecar
+    again = Squares(out, [1, 2, 3])
+    assert execute(again, Here()).kept == 2 and again.done == [3]
+    assert not old.exists() and RunHeader.model_validate_json(header.read_text()).status == "finished"
+    old.write_text(json.dumps({"n": "other"}))
+    header.unlink()
+    with pytest.raises(InputError, match="made with other settings"):
+        execute(Squares(out, [1, 2, 3]), Here())
+
+
+def test_a_failed_run_says_why_in_its_header(tmp_path):
+    out = tmp_path / "squares.jsonl"
+
+    class Failing(Squares):
+        def do(self, todo, meter):
+            raise ValueError("the LM went away\nsecond line")
+
+    with pytest.raises(ValueError):
+        execute(Failing(out, [1, 2]), Here())
+    header = RunHeader.model_validate_json(out.with_name(out.name + ".run.json").read_text())
+    assert (header.status, header.error) == ("failed", "ValueError: the LM went away")

@@ -155,6 +155,8 @@ def test_an_experiment_on_a_template_suite_runs_the_template_as_its_start_progra
     assert all(r.system is None for r in made["custom/a"].engine.requests)
     grid = [json.loads(line) for line in (tmp_path / "runs" / "eval" / "grid.jsonl").read_text().splitlines()]
     assert sorted(row["input"] for row in grid) == sent  # the filled prompt is what is judged and shown
+    header = json.loads((tmp_path / "runs" / "eval" / "results.json.run.json").read_text())  # the run's one header
+    assert (header["kind"], header["status"]) == ("experiment", "finished") and header["usage"]["lm_calls"] > 0
 
 
 def test_a_quoted_csv_value_keeps_its_newline_and_a_value_is_never_filled_again(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 from optuna.trial import TrialState
 
 from bineval_dspy import cli
+from bineval_dspy.runs.header import RunHeader
 from bineval_dspy.tune import KINDS, StudyObjective, SurplusTrial, TuneResults, open_study, prepare, work
 from tests.tune.fakes import CALLS_FILE, fake_runner
 
@@ -56,6 +57,8 @@ def test_a_study_runs_its_trials_then_saves_the_best_and_a_plot(tmp_path, capsys
     assert best.values is not None and best.values["loss"] == min(t.values["loss"] for t in saved.trials if t.values)
     assert best.run_dir is not None and (tmp_path / "runs" / "demo" / best.run_dir / CALLS_FILE).is_file()
     assert (tmp_path / "runs" / "demo" / "trials.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    header = RunHeader.model_validate_json((tmp_path / "runs" / "demo" / "results.json.run.json").read_text())
+    assert (header.kind, header.status, header.usage) == ("tune", "finished", saved.usage)  # the study's one header
     captured = capsys.readouterr()
     err = captured.err + captured.out  # the best trials and written paths on stdout, progress on stderr
     assert "best trial" in captured.out and "4 complete" in err and "wrote" in captured.out

@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bineval_dspy.core.errors import BinevalError
 from bineval_dspy.core.text import split_sentences_punkt, word_runs
 from bineval_dspy.enforce.rules import HOW as HOW  # re-exported: where the spec's users look for it
 from bineval_dspy.enforce.rules import Rule, RuleConflict, merge_rules
@@ -85,7 +86,7 @@ class Steering(BaseModel):
         return max([own, *(rule.build().min_tokens() for rule in self.rules)])
 
 
-class Conflict(ValueError):
+class Conflict(BinevalError, ValueError):
     """Two constraints ask the decoder for incompatible things."""
 
 

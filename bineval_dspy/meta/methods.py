@@ -29,7 +29,7 @@ import dspy
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import BinevalError, InputError
 from bineval_dspy.core.schema import (
     Answer,
     Checklist,
@@ -51,7 +51,7 @@ Wording = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 MethodName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")]  # also a file name
 
 
-class MethodProblem(ValueError):
+class MethodProblem(BinevalError, ValueError):
     """A method that cannot run on this dataset or these dimensions; ``field`` is the option at fault."""
 
     def __init__(self, field: str, message: str) -> None:

@@ -46,7 +46,7 @@ from optuna.trial import TrialState
 from sqlalchemy.exc import DBAPIError
 
 from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
+from bineval_dspy.core.errors import BinevalError, BudgetExhausted, ExitCode, InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import combined, digest, resume_check
 from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.runtime import LMOptions
@@ -62,7 +62,7 @@ MISSED_HEARTBEATS = 2  # a running trial whose heartbeat is this many intervals 
 STORAGE_ATTEMPTS = 5
 
 
-class SurplusTrial(Exception):
+class SurplusTrial(BinevalError):
     """A trial created after the study already had its count of live trials (two workers asked at once)."""
 
 

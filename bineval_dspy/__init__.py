@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-__version__ = "0.2.0"
+from bineval_dspy.core.version import __version__ as __version__  # its home is the bottom layer
 
 _EXPORTS = {
     "BinaryJudge": "bineval_dspy.judges.binary",

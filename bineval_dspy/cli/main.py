@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
 from bineval_dspy.cli.calibrate import add_calibrate_command
 from bineval_dspy.cli.checklist import add_checklist_command
@@ -40,6 +39,7 @@ from bineval_dspy.cli.view import add_view_command
 from bineval_dspy.core import outputs
 from bineval_dspy.core.console import console, shown, truncated_replies
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, redacted, spoken
+from bineval_dspy.core.version import __version__
 
 # -- parser --------------------------------------------------------------------------------
 MAX_TIMEOUT_S = 86400.0

@@ -22,7 +22,7 @@ def _percent(value: float | None) -> str:
 def cmd_verify(args: argparse.Namespace) -> int:
     """Grade a responses file against a suite with the code verifiers; no LM is involved. Exits 1 when an
     instruction is ungraded or a row was skipped: the accuracies then rest on less than the files hold."""
-    from bineval_dspy import __version__
+    from bineval_dspy.core.version import __version__
     from bineval_dspy.runs.header import RunHeader, Status, write_header
     from bineval_dspy.suites.grading import verify_files  # here: the parser loads no DSPy
 

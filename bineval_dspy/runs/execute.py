@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from bineval_dspy import __version__
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
+from bineval_dspy.core.version import __version__
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.header import RunHeader, header_path, read_header, write_header

@@ -22,7 +22,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """Run trials until the study has its count (this process, or ``--workers`` processes), then report it."""
     from bineval_dspy.lm.budget import BudgetMeter
     from bineval_dspy.lm.runtime import run_cache_dir
-    from bineval_dspy.tune.report import collect, print_best, write_results
+    from bineval_dspy.tune.report import best_table, collect, write_results
     from bineval_dspy.tune.study import open_study, prepare, run_workers, work
 
     path = Path(args.config)
@@ -48,7 +48,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     results = collect(tuning.config, study)
     saved, plot = write_results(results, tuning.folder)
     with results_on_stdout():  # the best trials and the written paths are the study's result
-        print_best(results)
+        console.print(best_table(results))
         console.print(f"wrote {saved} and {plot}")
     console.print(f"cost: {results.usage.summary()} (every trial of the study)")
     if stopped is not None:

@@ -5,6 +5,7 @@ and appended in input order, so a killed run resumes where it stopped."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
 from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, check_resumable, digest, file_digest
 from bineval_dspy.core.jsonio import check_output_path, load_model, read_jsonl
@@ -29,6 +29,8 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
 from bineval_dspy.runs.header import note_degenerate
 from bineval_dspy.runs.spec import RunSpec
+
+logger = logging.getLogger(__name__)
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
 
@@ -81,7 +83,7 @@ def data_fields(config: JudgeFile) -> tuple[str, str]:
         return config.fields
     first = next((row for _, row in read_jsonl(config.data)), {})
     if not {"input", "output"} & first.keys() and set(GENERATED_FIELDS) <= first.keys():
-        console.print(f"{config.data}: judging each row's '{GENERATED_FIELDS[1]}' for its '{GENERATED_FIELDS[0]}' (generate output)")
+        logger.info(f"{config.data}: judging each row's '{GENERATED_FIELDS[1]}' for its '{GENERATED_FIELDS[0]}' (generate output)")
         return GENERATED_FIELDS
     if not {"input", "output", GENERATED_FIELDS[1]} & first.keys() and GENERATED_FIELDS[0] in first:
         raise InputError(

@@ -10,11 +10,11 @@ this process (``Here``) or Ray actors (``RayActors``), each written once here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
 from bineval_dspy.core.version import __version__
 from bineval_dspy.lm.budget import BudgetMeter
@@ -22,6 +22,8 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.header import RunHeader, header_path, read_header, write_header
 from bineval_dspy.runs.protocol import Run
 from bineval_dspy.runs.spec import RunSpec, check_cluster
+
+logger = logging.getLogger(__name__)
 
 I = TypeVar("I")  # noqa: E741
 O = TypeVar("O")  # noqa: E741
@@ -100,7 +102,7 @@ def open_run(run: Run[I, O, R], items: Sequence[I], overwrite: bool, resumed: Ca
     write_header(log.path, RunHeader(kind=run.kind, version=__version__, usage=before.usage if before else Cost(), fingerprint=fingerprint))
     if kept:
         todo = len(wanted - kept.keys())
-        console.print(resumed(len(kept), todo) if resumed else f"resuming: {len(kept)} finished record(s) kept in {log.path}, {todo} to do")
+        logger.info(resumed(len(kept), todo) if resumed else f"resuming: {len(kept)} finished record(s) kept in {log.path}, {todo} to do")
     return kept
 
 

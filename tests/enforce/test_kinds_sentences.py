@@ -201,6 +201,7 @@ def test_an_end_phrase_that_leaves_no_sentence_under_the_ceiling_conflicts():
 
 def test_the_steering_codes_digest_reads_the_rule_kinds():
     """Found on the real model: a changed kind replayed the replies cached under the old code."""
-    from bineval_dspy.enforce.steering import code_files
+    from bineval_dspy import enforce
+    from bineval_dspy.core.source import source_files
 
-    assert any(path.parts[-2:] == ("kinds", "sentences.py") for path in code_files())
+    assert any(path.parts[-2:] == ("kinds", "sentences.py") for path in source_files(enforce))

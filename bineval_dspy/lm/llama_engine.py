@@ -39,8 +39,9 @@ from dspy.lm15 import Message, Request, Response, Usage
 
 from bineval_dspy.core.cores import usable_cores
 from bineval_dspy.core.quiet import quiet
-from bineval_dspy.enforce.runtime import Steerer, Vocabulary
+from bineval_dspy.enforce.runtime import Steerer
 from bineval_dspy.enforce.steering import Steering, from_metadata
+from bineval_dspy.enforce.vocabulary import Vocabulary
 from bineval_dspy.lm._batching import Batcher, Expectation, common_prefix
 from bineval_dspy.lm._decoding import MAX_TOKENS, _Decoding, _last_logits, _OwnedBatch, decode_rows, loaded, response_of
 from bineval_dspy.lm._requests import (

@@ -11,8 +11,9 @@ from bineval_dspy.enforce.kinds.sentences import SentencePlan, alliteration_scor
 from bineval_dspy.enforce.kinds.shapes import CsvTable, DateList, QuestionList
 from bineval_dspy.enforce.kinds.verbatim import FirstWordChanged, Verbatim
 from bineval_dspy.enforce.rules import RuleConflict, rules
-from bineval_dspy.enforce.runtime import END, Steerer, Vocabulary
+from bineval_dspy.enforce.runtime import END, Steerer
 from bineval_dspy.enforce.steering import Conflict, Steering, merge
+from bineval_dspy.enforce.vocabulary import Vocabulary
 from bineval_dspy.verifiers import build_check
 
 PIECES = [

@@ -21,6 +21,7 @@ from bineval_dspy.core.terminal import TextConsole
 console = TextConsole(stderr=True)  # progress, notes, the cost line; data is printed as text: no markup, no control sequences
 shown = TextConsole()  # stdout: what a command found (tables, written paths), so `> file` keeps it
 LIBRARY = "bineval_dspy"  # the logger every library module's logger descends from
+QUIET_INFO = ("bineval_dspy.optimize",)  # its INFO lines (each iteration's scores) are an application's log; a command prints its own summary
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -149,6 +150,8 @@ def show_logs() -> None:
     if not logs_shown():
         logger.addHandler(ConsoleHandler())
     logger.setLevel(logging.INFO)
+    for name in QUIET_INFO:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def logs_shown() -> bool:

@@ -44,3 +44,13 @@ def test_the_cli_shows_the_log_as_its_own_lines(capsys):
         assert capsys.readouterr().err == "`overwrite`: batch b1 is left at the provider\n"  # the message alone, nothing added
     finally:
         logger.handlers = kept
+
+
+def test_the_optimizer_iterations_stay_off_the_command_line(capsys):
+    """Its per-iteration INFO lines were never on a command's terminal (the command prints its own summary); its
+    warnings are."""
+    cli.main(["verifiers"])
+    capsys.readouterr()
+    logging.getLogger("bineval_dspy.optimize").info("iteration 1: held-out 0.5")
+    logging.getLogger("bineval_dspy.optimize").warning("note-taker failed on r1")
+    assert capsys.readouterr().err == "note-taker failed on r1\n"

@@ -194,8 +194,9 @@ def _own_command(tree: ast.Module) -> bool:
 
 
 def console_prints(package: Path) -> list[Site]:
-    """Console output in library modules outside ``cli/`` and ``report/`` (and outside a module that is a command of
-    its own): calls of the builtin ``print``, of ``sys.stdout.write``/``sys.stderr.write``, and of ``print``,
+    """Console output in library modules outside ``cli/`` and ``report/``, ``core/console.py`` and ``core/terminal.py``
+    (the console itself: its progress bars and the log handler the CLI installs), and modules that are a command of
+    their own: calls of the builtin ``print``, of ``sys.stdout.write``/``sys.stderr.write``, and of ``print``,
     ``log`` or ``rule`` on ``console``/``shown`` (``core.console``'s) or a ``rich`` ``Console(...)``. A library
     module logs instead; the CLI shows the log."""
     sites = []

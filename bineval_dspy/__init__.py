@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-__version__ = "0.2.0"
+from bineval_dspy.core.version import __version__ as __version__  # its home is the bottom layer
 
 _EXPORTS = {
     "BinaryJudge": "bineval_dspy.judges.binary",
@@ -60,35 +60,54 @@ _EXPORTS = {
     "load_verifier_files": "bineval_dspy.verifiers.user",
     "Bootstrap": "bineval_dspy.stats.bootstrap",
     "Interval": "bineval_dspy.stats.bootstrap",
+    # the seams an application builds on (issue 58)
+    "BinevalError": "bineval_dspy.core.errors",
+    "Engine": "bineval_dspy.lm.engine",
+    "Judge": "bineval_dspy.judges.base",
+    "Probe": "bineval_dspy.judges.probe",
+    "ProgramState": "bineval_dspy.programs.state",
+    "BinEvalFinetune": "bineval_dspy.finetune.optimizer",
+    "RunSpec": "bineval_dspy.runs.spec",
+    "execute": "bineval_dspy.runs.execute",
+    "load_run": "bineval_dspy.report.runs",
 }
 
 __all__ = [
     "Audit",
+    "BinEvalFinetune",
     "BinEvalMetric",
     "BinEvalOptimizer",
     "BinEvalWriter",
     "BinaryJudge",
+    "BinevalError",
     "Bootstrap",
     "Checklist",
     "ChecklistWriter",
     "CrossModelFeedback",
+    "Engine",
     "Finding",
     "Generator",
     "Interval",
+    "Judge",
     "JudgeSpec",
     "OptimizerSettings",
+    "Probe",
     "ProgramFile",
+    "ProgramState",
     "Proposer",
     "Question",
     "QworldWriter",
+    "RunSpec",
     "Scorecard",
     "SelfUpdateFeedback",
     "SuiteRow",
     "TickWriter",
     "Verdict",
     "bineval_metric",
+    "execute",
     "hybrid_checklist",
     "load_program",
+    "load_run",
     "load_suite",
     "load_verifier_files",
     "make_lm",
@@ -106,9 +125,14 @@ if TYPE_CHECKING:
     from bineval_dspy.checklists.qworld import QworldWriter
     from bineval_dspy.checklists.tick import TickWriter
     from bineval_dspy.checklists.writers import make_writer
+    from bineval_dspy.core.errors import BinevalError
     from bineval_dspy.core.schema import Checklist, JudgeSpec, Question, Scorecard, Verdict
     from bineval_dspy.core.scoring import rescale, score
+    from bineval_dspy.finetune.optimizer import BinEvalFinetune
+    from bineval_dspy.judges.base import Judge
     from bineval_dspy.judges.binary import BinaryJudge
+    from bineval_dspy.judges.probe import Probe
+    from bineval_dspy.lm.engine import Engine
     from bineval_dspy.lm.specs import make_lm
     from bineval_dspy.optimize.audit import Audit
     from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
@@ -117,7 +141,10 @@ if TYPE_CHECKING:
     from bineval_dspy.optimize.proposers import Proposer
     from bineval_dspy.optimize.settings import OptimizerSettings
     from bineval_dspy.programs.generator import Generator
-    from bineval_dspy.programs.state import ProgramFile, load_program
+    from bineval_dspy.programs.state import ProgramFile, ProgramState, load_program
+    from bineval_dspy.report.runs import load_run
+    from bineval_dspy.runs.execute import execute
+    from bineval_dspy.runs.spec import RunSpec
     from bineval_dspy.stats.bootstrap import Bootstrap, Interval
     from bineval_dspy.suites.rows import SuiteRow, load_suite
     from bineval_dspy.verifiers.registry import Finding

@@ -22,6 +22,7 @@ import optuna  # noqa: F401  (its log handler keeps the sys.stderr of its first 
 import pytest
 from dspy.lm15 import Usage
 
+from bineval_dspy.core.console import show_logs
 from bineval_dspy.core.embeddings import Embedder, use_embedder
 from bineval_dspy.testing import Script, ScriptedEngine, prompt_fields, question_of, scripted_lm, verdict_json
 
@@ -35,7 +36,10 @@ SHARED_DATA = Path(os.environ.get("BINEVAL_SHARED_DATA", Path(__file__).resolve(
 
 def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist (``-n N``), each worker runs on its own share of the cores: two workers on two cores each
-    get one, so the embedded model's threads (it uses every core it may run on) never fight another worker's."""
+    get one, so the embedded model's threads (it uses every core it may run on) never fight another worker's. The
+    library's log is shown on the console as a command shows it (``bineval`` installs the same handler), so a test
+    that calls the library reads its notes on stderr (tests/core/test_logging.py checks the routing itself)."""
+    show_logs()
     worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if worker.startswith("gw") and hasattr(os, "sched_setaffinity"):
         cores = sorted(os.sched_getaffinity(0))

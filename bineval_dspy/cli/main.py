@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bineval_dspy import __version__
 from bineval_dspy.cli.analyze import add_analyze_commands
 from bineval_dspy.cli.calibrate import add_calibrate_command
 from bineval_dspy.cli.checklist import add_checklist_command
@@ -38,8 +37,9 @@ from bineval_dspy.cli.verifiers import add_verifiers_command
 from bineval_dspy.cli.verify import add_verify_command
 from bineval_dspy.cli.view import add_view_command
 from bineval_dspy.core import outputs
-from bineval_dspy.core.console import console, shown, truncated_replies
+from bineval_dspy.core.console import console, show_logs, shown, truncated_replies
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, redacted, spoken
+from bineval_dspy.core.version import __version__
 
 # -- parser --------------------------------------------------------------------------------
 MAX_TIMEOUT_S = 86400.0
@@ -173,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     say = in_flags(flags_of(parser))
     console.speak = shown.speak = say
+    show_logs()  # the library's notes and warnings, logged, on the console as the command's own lines
     _said.clear()
     if "bineval_dspy.lm.stopping" in sys.modules:  # an earlier command in this process was stopped by a Ctrl-C
         sys.modules["bineval_dspy.lm.stopping"].reset()

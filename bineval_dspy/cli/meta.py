@@ -21,7 +21,7 @@ from bineval_dspy.core.console import console, shown
 from bineval_dspy.core.errors import BudgetExhausted, ExitCode
 
 if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
-    from bineval_dspy.meta.runner import MetaEvalResults
+    from bineval_dspy.meta.results import MetaEvalResults
 
 
 def cmd_meta_eval(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from bineval_dspy.lm.budget import BudgetMeter
     from bineval_dspy.lm.runtime import run_cache_dir
     from bineval_dspy.runs.header import headed
-    from bineval_dspy.tune.report import RESULTS_FILE, collect, print_best, write_results
+    from bineval_dspy.tune.report import RESULTS_FILE, best_table, collect, write_results
     from bineval_dspy.tune.study import open_study, prepare, run_workers, work
 
     path = Path(args.config)
@@ -51,7 +51,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         saved, plot = write_results(results, tuning.folder)
         heading.usage, heading.status = results.usage, "stopped" if stopped is not None or code != ExitCode.OK else "finished"
     with results_on_stdout():  # the best trials and the written paths are the study's result
-        print_best(results)
+        console.print(best_table(results))
         console.print(f"wrote {saved} and {plot}")
     console.print(f"cost: {results.usage.summary()} (every trial of the study)")
     if stopped is not None:

@@ -1,4 +1,9 @@
-"""The one console (stderr) and progress bars for long runs; imports no LM code, so it loads fast."""
+"""The one console (stderr) and progress bars for long runs; imports no LM code, so it loads fast.
+
+Library modules never print: they log through ``logging.getLogger(__name__)`` (as DSPy and Optuna do), so an
+application routes or silences them. A command shows them on this console (``show_logs``: the message alone, a
+warning in yellow), so its lines on the terminal read as they did when the library printed them.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from bineval_dspy.core.terminal import TextConsole
 
 console = TextConsole(stderr=True)  # progress, notes, the cost line; data is printed as text: no markup, no control sequences
 shown = TextConsole()  # stdout: what a command found (tables, written paths), so `> file` keeps it
+LIBRARY = "bineval_dspy"  # the logger every library module's logger descends from
+QUIET_INFO = ("bineval_dspy.optimize",)  # its INFO lines (each iteration's scores) are an application's log; a command prints its own summary
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -123,3 +130,30 @@ def quiet_dspy_logs() -> None:
         if not any(isinstance(f, _OnceEach) for f in handler.filters):
             handler.addFilter(_Redacted())
             handler.addFilter(_OnceEach())
+
+
+class ConsoleHandler(logging.Handler):
+    """The library's log records as lines on ``console``: the message alone (through ``console.speak``, so a command
+    says its flags), a warning in yellow (an error line is plain, as the command's own ``error:`` lines are)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            console.print(redacted(record.getMessage()), style="yellow" if record.levelno == logging.WARNING else None)
+        except Exception:  # a closed stream: logging's own report, never the end of a run
+            self.handleError(record)
+
+
+def show_logs() -> None:
+    """Show the library's records from INFO up on the console (a command's notes, progress lines and warnings); once
+    per process, however often a command runs in it. An application calling the library decides for itself."""
+    logger = logging.getLogger(LIBRARY)
+    if not logs_shown():
+        logger.addHandler(ConsoleHandler())
+    logger.setLevel(logging.INFO)
+    for name in QUIET_INFO:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def logs_shown() -> bool:
+    """Whether ``show_logs`` put the library's log on the console in this process (a worker it spawns does the same)."""
+    return any(isinstance(handler, ConsoleHandler) for handler in logging.getLogger(LIBRARY).handlers)

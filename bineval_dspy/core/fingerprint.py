@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
 
 from bineval_dspy.core import outputs
-from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import read_text, rewrite_jsonl
+
+logger = logging.getLogger(__name__)
 
 Fingerprint = dict[str, str]
 
@@ -117,7 +119,7 @@ def still_valid(recorded: Fingerprint | str | None, current: Fingerprint | str, 
         difference = None if recorded == current else ""
     if difference is None:
         return True
-    console.print(f"{what}: made with other settings{f' ({difference})' if difference else ''}; redoing it", style="yellow")
+    logger.warning(f"{what}: made with other settings{f' ({difference})' if difference else ''}; redoing it")
     return False
 
 

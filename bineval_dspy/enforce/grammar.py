@@ -21,12 +21,12 @@ phrase, closing, with the same separators, so both engines' replies pass the sam
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import string
+import sys
 from collections.abc import Iterable
-from pathlib import Path
 
+from bineval_dspy.core.source import source_digest
 from bineval_dspy.core.text import word_runs
 from bineval_dspy.enforce.steering import Steering, Structure
 
@@ -44,7 +44,7 @@ UNEXPRESSED_ALWAYS = ("forbidden_words", "min_sentences", "max_sentences")  # no
 def code_digest() -> str:
     """A digest of this file: a server's steered request carries it, so a reply cached under another grammar
     compiler is never replayed as this one's."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return source_digest(sys.modules[__name__])
 
 
 def unexpressed(steering: Steering) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Literal, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bineval_dspy.core.errors import BinevalError
 from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.registry import Registry
 
@@ -48,7 +49,7 @@ class Reply(Protocol):
     def new_word(self) -> np.ndarray: ...  # per token: it begins a new word (whitespace, then a letter or digit)
 
 
-class RuleConflict(ValueError):
+class RuleConflict(BinevalError, ValueError):
     """Two rules (or a rule and a field of the steering) ask for incompatible things."""
 
 

@@ -4,7 +4,7 @@ it keeps, and writes the text it forces.
 Three mechanisms, each as cheap as it can be:
 
 - **masks** over the vocabulary (a capital, a comma, a newline followed by text inside a list) are computed once per
-  tokenizer and constraint set (``Vocabulary.banned``) and applied to the logits in one array operation;
+  tokenizer and constraint set (``vocabulary.Vocabulary.banned``) and applied to the logits in one array operation;
 - **checks on the chosen token** that need the text so far (a forbidden word completed, a title's newline, a phrase
   the reply is fixed to) look only at the best token, and at the next best when it is refused;
 - **counters** (words, sentences, bullets, paragraphs, sections) decide where a break or the end is forced, and
@@ -20,80 +20,18 @@ from __future__ import annotations
 import codecs
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Final
 
 import numpy as np
 
 from bineval_dspy.core.text import split_sentences_punkt, word_runs
 from bineval_dspy.enforce.steering import Steering
+from bineval_dspy.enforce.vocabulary import UNITS, Vocabulary
 
 END: Final = "\x00end"  # what ``accepted`` returns when the reply must stop here
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s*$")
-_NEWLINE_THEN_TEXT = re.compile(r"\n[ \t]*\S")
 _WORD = re.compile(r"\w+")  # ``core.text.word_runs``'s words
-_UNITS = ("bullets", "dividers", "paragraphs", "sections")  # structures whose units are broken by newlines
-
-
-class Vocabulary:
-    """One tokenizer's pieces (each token's text) and end-of-generation ids, with the masks computed over them
-    once per constraint set (a 49k-token vocabulary takes tens of milliseconds per mask, once)."""
-
-    def __init__(self, pieces: Sequence[str], end_ids: Sequence[int], raw: Sequence[bytes] | None = None) -> None:
-        self.pieces = list(pieces)
-        # each token's bytes (default: its piece's): a character of several bytes (an emoji, an accented letter) may
-        # span tokens whose pieces alone are empty, so the reply's text is decoded from the bytes (``Steerer``)
-        self.raw = list(raw) if raw is not None else [p.encode() for p in self.pieces]
-        self.end_ids = np.asarray(sorted(end_ids), dtype=np.int64)
-        self._masks: dict[tuple[object, ...], np.ndarray] = {}
-        # tokens that write nothing at all (a chat template's control tokens): never part of a steered reply, where
-        # they would take its tokens while its text stays empty
-        self.silent = np.fromiter((not b for b in self.raw), dtype=bool, count=len(self.raw))
-        self.new_word = np.fromiter((bool(re.match(r"\s+\w", p)) for p in self.pieces), dtype=bool, count=len(self.pieces))
-        self.blank = np.fromiter((bool(p) and p.isspace() for p in self.pieces), dtype=bool, count=len(self.pieces))
-        self.end_mark = np.fromiter((bool(re.fullmatch(r"[.!?]\s*", p)) for p in self.pieces), dtype=bool, count=len(self.pieces))
-        self._biases: dict[int, np.ndarray] = {}
-        self.ids: dict[str, list[int]] = {}  # each piece's token ids, so the tokens continuing a text are looked up
-        for token, piece in enumerate(self.pieces):
-            self.ids.setdefault(piece, []).append(token)
-        self.longest = max(map(len, self.pieces), default=0)
-
-    def banned(self, steering: Steering) -> np.ndarray:
-        """True for every token no position of this steering's reply may hold."""
-        units = steering.structure is not None and steering.structure.kind in _UNITS
-        static = tuple(rule for rule in steering.rules if rule.build().static)
-        dividers = getattr(steering.structure, "kind", None) == "dividers"
-        key = (steering.case, steering.banned, units, dividers, tuple(rule.model_dump_json() for rule in static))
-        if key not in self._masks:
-            tests: list[Callable[[str], bool]] = []
-            # a title-case letter ("ǅ") is neither case to ``str.islower``/``str.isupper``: both masks refuse it
-            if steering.case == "lower":
-                tests.append(lambda p: any(c.isupper() or c.istitle() for c in p))
-            if steering.case == "upper":
-                tests.append(lambda p: any(c.islower() or (c.istitle() and not c.isupper()) for c in p))
-            if steering.banned:
-                tests.append(lambda p: any(b in p for b in steering.banned))
-            if units:  # a line's own text comes after its forced marker, never inside a newline's token
-                tests.append(lambda p: bool(_NEWLINE_THEN_TEXT.search(p)))
-            if key[3]:
-                tests.append(lambda p: "***" in p)
-            tests += [rule.build().bans for rule in static]
-            mask = np.fromiter((any(t(p) for t in tests) for p in self.pieces), dtype=bool, count=len(self.pieces))
-            mask |= self.silent
-            mask[self.end_ids] = False  # the end is decided by ``may_end``, never by a mask
-            self._masks[key] = mask
-        return self._masks[key]
-
-    def bias(self, banned: np.ndarray) -> np.ndarray:
-        """``banned`` as float32 logits to add (-inf where banned, 0 elsewhere): one addition per step masks the
-        vocabulary (about 9 us on 49k tokens, where ``np.where`` and a cast took about 440 us)."""
-        if id(banned) not in self._biases:
-            self._biases[id(banned)] = np.where(banned, -np.inf, 0.0).astype(np.float32)
-        return self._biases[id(banned)]
-
-    def continuing(self, tails: Sequence[str]) -> list[int]:
-        """The tokens whose piece begins one of ``tails`` (each tail's prefixes looked up, not the vocabulary scanned)."""
-        return [t for tail in tails for k in range(1, min(len(tail), self.longest) + 1) for t in self.ids.get(tail[:k], ())]
 
 
 def _pad(text: str, newlines: int) -> str:
@@ -248,7 +186,7 @@ class Steerer:
             return False
         if s.structure is not None and s.structure.kind == "two_responses" and self.units == 2 and not self._unit_has_text(1):
             return False
-        if s.structure is not None and s.structure.kind in _UNITS and not self._unit_has_text(1):
+        if s.structure is not None and s.structure.kind in UNITS and not self._unit_has_text(1):
             return False
         return all(rule.may_end(self) for rule in self.rules)
 
@@ -275,7 +213,7 @@ class Steerer:
         structure = s.structure
         if structure is not None and structure.first_word and len(self.text) == self.unit_at and self.text.endswith(structure.first_word):
             return piece[:1].isspace() or piece[:1] in ".,?!'\""  # the forced word ends there, as the check cuts words
-        if "\n" in piece and s.structure is not None and s.structure.kind in _UNITS and self.phase == "body":
+        if "\n" in piece and s.structure is not None and s.structure.kind in UNITS and self.phase == "body":
             last = self.units >= s.structure.count and s.structure.kind != "sections"
             return self._unit_has_text(2) and (not last or self._floors_met())
         return True
@@ -335,7 +273,7 @@ class Steerer:
         if structure.kind == "two_responses":
             half = self.tokens >= self.limit // 2 and _SENTENCE_END.search(self.text)
             return self._next_unit() if self.units < 2 and (half or self.tokens >= self.limit * 0.7) else None
-        if structure.kind not in _UNITS or (structure.kind == "sections" and self.units >= structure.count):
+        if structure.kind not in UNITS or (structure.kind == "sections" and self.units >= structure.count):
             return None
         sentence_done = bool(_SENTENCE_END.search(self.text))
         due = "\n" in piece or (self.unit_tokens >= 0.8 * self.unit_budget and sentence_done) or self.unit_tokens >= 1.2 * self.unit_budget
@@ -430,7 +368,7 @@ class Steerer:
         if self.phase == "body" and s.structure is not None:
             if s.structure.kind == "two_responses" and self.units < 2:
                 return self._next_unit()
-            if s.structure.kind in _UNITS and self.units < s.structure.count:
+            if s.structure.kind in UNITS and self.units < s.structure.count:
                 return self._next_unit()
         if self.phase == "body" and s.postscript:
             return self._begin_postscript()

@@ -13,14 +13,16 @@ executes it in its own form: the embedded decoder (``enforce.runtime``) as masks
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bineval_dspy.core.errors import BinevalError
+from bineval_dspy.core.source import source_digest
 from bineval_dspy.core.text import split_sentences_punkt, word_runs
 from bineval_dspy.enforce.rules import HOW as HOW  # re-exported: where the spec's users look for it
 from bineval_dspy.enforce.rules import Rule, RuleConflict, merge_rules
@@ -85,7 +87,7 @@ class Steering(BaseModel):
         return max([own, *(rule.build().min_tokens() for rule in self.rules)])
 
 
-class Conflict(ValueError):
+class Conflict(BinevalError, ValueError):
     """Two constraints ask the decoder for incompatible things."""
 
 
@@ -168,15 +170,7 @@ def code_digest() -> str:
     """A digest of the spec's and the decoder's source (every module of this package, the rule kinds included):
     sent with every steered request, so a cached reply made by other steering code is never replayed as this
     code's."""
-    sources = hashlib.sha256()
-    for path in code_files():
-        sources.update(path.relative_to(Path(__file__).parent).as_posix().encode() + b"\0" + path.read_bytes())
-    return sources.hexdigest()[:16]
-
-
-def code_files() -> list[Path]:
-    """The source files ``code_digest`` reads: this package's modules and its subpackages' (``kinds/``)."""
-    return sorted(Path(__file__).parent.rglob("*.py"))
+    return source_digest(sys.modules[__package__])
 
 
 def metadata(steering: Steering) -> dict[str, str]:
@@ -185,7 +179,7 @@ def metadata(steering: Steering) -> dict[str, str]:
     user = sorted({str(path) for rule in steering.rules for path in rule.build().sources()})
     if not user:
         return {METADATA_KEY: steering.to_json(), CODE_KEY: code_digest()}
-    files = hashlib.sha256(b"".join(Path(path).read_bytes() + b"\0" for path in user)).hexdigest()[:16]
+    files = source_digest(*map(Path, user))
     return {METADATA_KEY: steering.to_json(), CODE_KEY: f"{code_digest()}+{files}"}
 
 

@@ -10,6 +10,7 @@ checkpoints, the adapter.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ from typing import Any
 import dspy
 from pydantic import BaseModel
 
-from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, combined, still_valid
 from bineval_dspy.core.jsonio import read_text, write_text_atomic
@@ -29,6 +29,8 @@ from bineval_dspy.judges.binary import EXPLANATION_STOP, BinaryJudge
 from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.optimize.metric import BinEvalMetric
 from bineval_dspy.programs.weights import Weights, attach, weights_of
+
+logger = logging.getLogger(__name__)
 
 FOLDER = "finetune"
 TRAINING_KEY_FILE = "training.key"
@@ -114,10 +116,9 @@ class BinEvalFinetune:
             self.data = self._dataset(predictor, adapter, render)
         self._save_dataset()
         if not self.data:  # nothing to learn from: the start program is the honest result, as an optimizer's
-            console.print(
+            logger.warning(
                 f"finetune: no training data (no train prompt gave {'a passing sample' if settings.method == 'sft' else 'a pair'} "
-                f"in {settings.samples} sample(s)); the start program is kept. Sample more, or give more train prompts",
-                style="yellow",
+                f"in {settings.samples} sample(s)); the start program is kept. Sample more, or give more train prompts"
             )
             return student.deepcopy()
         report = self._train(base_path, state, render)
@@ -208,7 +209,7 @@ class BinEvalFinetune:
         if still_valid(read_text(key_file).strip() if key_file.is_file() else None, key, str(key_file)):
             report = trained_report(self.folder)
             if report is not None:
-                console.print(f"finetune: reusing the adapter trained on these {len(self.data)} example(s)")
+                logger.info(f"finetune: reusing the adapter trained on these {len(self.data)} example(s)")
                 return report
         else:
             for stale in (self.folder / "checkpoints", self.folder / TRAINED_FILE, self.folder / ADAPTER_FILE):
@@ -220,10 +221,10 @@ class BinEvalFinetune:
         columns = ("prompt", "completion") if self.settings.method == "sft" else ("prompt", "chosen", "rejected")
         rows = [{c: r[c] for c in columns} for r in self.data if render.fits(r, columns, self.settings.max_length)]
         if len(rows) < len(self.data):  # a truncated example would lose its reply, the one part it teaches
-            console.print(f"finetune: {len(self.data) - len(rows)} example(s) longer than max_length = {self.settings.max_length} tokens left out", style="yellow")
+            logger.warning(f"finetune: {len(self.data) - len(rows)} example(s) longer than max_length = {self.settings.max_length} tokens left out")
         if not rows:
             raise InputError(f"no training example fits max_length = {self.settings.max_length} tokens; raise max_length")
-        console.print(f"finetune: training a LoRA adapter ({self.settings.method}) on {len(rows)} example(s)")
+        logger.info(f"finetune: training a LoRA adapter ({self.settings.method}) on {len(rows)} example(s)")
         return train_adapter(self.settings.method, rows, base_path, self.settings, self.folder)
 
 

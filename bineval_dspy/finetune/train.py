@@ -9,6 +9,7 @@ discarded. The adapter is exported to GGUF
 from __future__ import annotations
 
 import json
+import logging
 import resource
 import shutil
 import time
@@ -20,11 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import sha256_of
 from bineval_dspy.core.jsonio import load_model, write_error, write_json
 from bineval_dspy.finetune.settings import FinetuneSettings
+
+logger = logging.getLogger(__name__)
 
 ADAPTER_FILE = "adapter.gguf"
 TRAINED_FILE = "trained.json"
@@ -55,10 +57,10 @@ def trained_report(folder: Path) -> TrainingReport | None:
     try:
         report = load_model(record, TrainingReport)
     except InputError as exc:
-        console.print(f"finetune: {exc}; training again from the last checkpoint", style="yellow")
+        logger.warning(f"finetune: {exc}; training again from the last checkpoint")
         return None
     if sha256_of(adapter) != report.adapter_sha256:
-        console.print(f"finetune: {adapter}: not the adapter {record.name} records (sha256 differs); exporting it again", style="yellow")
+        logger.warning(f"finetune: {adapter}: not the adapter {record.name} records (sha256 differs); exporting it again")
         return None
     return report
 
@@ -88,7 +90,7 @@ def last_complete_checkpoint(checkpoints: Path) -> Path | None:
         damage = _damage(path)
         if damage is None:
             return path
-        console.print(f"finetune: discarding {path.name}: {damage}")
+        logger.info(f"finetune: discarding {path.name}: {damage}")
         shutil.rmtree(path)
     return None
 
@@ -199,7 +201,7 @@ def train_adapter(
     started = time.perf_counter()
     last = last_complete_checkpoint(checkpoints)
     if last is not None:
-        console.print(f"finetune: resuming training from {last.name}")
+        logger.info(f"finetune: resuming training from {last.name}")
     trainer.train(resume_from_checkpoint=str(last) if last is not None else None)
     seconds = time.perf_counter() - started
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]

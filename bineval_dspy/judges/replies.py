@@ -14,11 +14,13 @@ from typing import Any
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from bineval_dspy.core.errors import BinevalError
+
 ANSWER_KEY = re.compile(r'"answer"\s*:')
 _FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
 
-class ReplyError(ValueError):
+class ReplyError(BinevalError, ValueError):
     """The reply is not one JSON object a verdict can be read from exactly; the message says why."""
 
 

@@ -1,15 +1,18 @@
 """One request's decoding on a llama.cpp context: greedy choice or seeded sampling under a JSON grammar, stop
 sequences, token limits and logprobs read from raw logits, shared by the engine's sequential and parallel paths so
-both decode alike; and the llama.cpp buffers the engine owns."""
+both decode alike; and what the engine owns of llama.cpp: its batch buffers, the rows decoded through them
+(``decode_rows``), and every model loaded, closed at exit (``loaded``)."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import weakref
 from typing import Any
 
 import llama_cpp
 import numpy as np
-from dspy.lm15 import Config, TokenLogprob, TopLogprob
+from dspy.lm15 import Config, Message, Request, Response, TokenLogprob, TopLogprob, Usage
 
 from bineval_dspy.enforce.runtime import END, Steerer
 
@@ -223,3 +226,57 @@ def _token_logprob(llama: Any, logits: np.ndarray, token: int, top_n: int) -> To
         logprob=float(log_probs[token]),
         top=tuple(TopLogprob(token=piece(t), logprob=float(log_probs[t])) for t in best),
     )
+
+
+def response_of(request: Request, decoding: _Decoding, prompt: list[int], kept: int, name: str) -> Response:
+    """A finished decoding as ``request``'s response named ``name``: ``prompt``'s tokens, ``kept`` of them reused
+    from the KV cache."""
+    text, n_generated, logprobs, finish = decoding.result()
+    return Response(
+        id=name,
+        model=request.model,
+        message=Message.assistant(text),
+        finish_reason=finish,
+        usage=Usage(input_tokens=len(prompt), output_tokens=n_generated, cache_read_tokens=kept),
+        logprobs=logprobs,
+    )
+
+
+def decode_rows(llama: Any, batch: Any, rows: list[tuple[int, int, int, bool, int]]) -> dict[int, np.ndarray]:
+    """Decode (token, position, sequence, wants logits, request) rows in ``batch`` (the engine's ``_OwnedBatch``'s),
+    n_batch at a time; the logits of each request's last row, copied before the next decode overwrites them."""
+    found: dict[int, np.ndarray] = {}
+    for start in range(0, len(rows), llama.n_batch):
+        chunk = rows[start : start + llama.n_batch]
+        for k, (token, position, seq, wants, _) in enumerate(chunk):
+            batch.token[k] = token
+            batch.pos[k] = position
+            batch.n_seq_id[k] = 1
+            batch.seq_id[k][0] = seq
+            batch.logits[k] = wants
+        batch.n_tokens = len(chunk)
+        status = llama_cpp.llama_decode(llama._ctx.ctx, batch)
+        if status != 0:
+            raise RuntimeError(f"llama_decode failed with status {status} (KV cache full?)")
+        for k, (_, _, _, wants, i) in enumerate(chunk):
+            if wants:
+                found[i] = _logits_at(llama, k)
+    return found
+
+
+_LOADED: weakref.WeakSet[Any] = weakref.WeakSet()  # every llama.cpp model this process loaded and still holds
+
+
+def loaded(llama: Any) -> Any:
+    """``llama`` (a ``llama_cpp.Llama``), to be closed at exit (``_close_loaded``)."""
+    _LOADED.add(llama)
+    return llama
+
+
+@atexit.register
+def _close_loaded() -> None:
+    """Close every loaded model before the interpreter tears down: a model still held then (a cache, a cycle) is
+    freed by llama-cpp-python's ``__del__`` after its C bindings are gone, which prints a ``TypeError`` traceback
+    on a run that succeeded. A closed model's ``__del__`` does nothing."""
+    for llama in list(_LOADED):
+        llama.close()

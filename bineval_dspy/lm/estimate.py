@@ -109,7 +109,7 @@ def _embedded_counter(path: str) -> Counter:
     import llama_cpp
     from llama_cpp._utils import suppress_stdout_stderr
 
-    from bineval_dspy.lm.llama_engine import loaded
+    from bineval_dspy.lm._decoding import loaded
 
     with suppress_stdout_stderr(disable=False):  # a vocabulary-only context warns of its 0-token training context
         vocab = loaded(llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False))

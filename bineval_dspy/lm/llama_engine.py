@@ -24,12 +24,10 @@ would get alone (tested), so the same command draws the same samples however the
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import json
 import threading
 import time
-import weakref
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,34 +39,30 @@ from dspy.lm15 import Message, Request, Response, Usage
 
 from bineval_dspy.core.cores import usable_cores
 from bineval_dspy.core.quiet import quiet
-from bineval_dspy.enforce.runtime import Steerer, Vocabulary
+from bineval_dspy.enforce.runtime import Steerer
 from bineval_dspy.enforce.steering import Steering, from_metadata
+from bineval_dspy.enforce.vocabulary import Vocabulary
 from bineval_dspy.lm._batching import Batcher, Expectation, common_prefix
-from bineval_dspy.lm._decoding import MAX_TOKENS, _Decoding, _last_logits, _logits_at, _OwnedBatch
+from bineval_dspy.lm._decoding import MAX_TOKENS, _Decoding, _last_logits, _OwnedBatch, decode_rows, loaded, response_of
+from bineval_dspy.lm._requests import (
+    _batchable,
+    _by_prompt,
+    _by_shared_prefix,
+    _cells,
+    _contained,
+    _fed,
+    _outcome,
+    _prefill,
+    _sampled_text,
+    _structured,
+)
 from bineval_dspy.lm.engine import EngineBase
 
 DEFAULT_CONTEXT = 4096  # tokens per sequence (prompt and generation)
 MAX_PARALLEL = 16  # requests decoded together at most, each in its own KV stream beside sequence 0
 PROMPT_ROOM = 1024  # context cells a steered reply leaves for its prompt and forced text: a floor needing more is not enforced
 STREAM_CELLS = 512  # the smallest KV stream of the parallel context; it doubles as longer requests need, up to n_ctx
-SAME_OUTPUT = 16  # prompt tokens two requests share past a batch's common prefix when they judge one output
-_LOADED: weakref.WeakSet[Any] = weakref.WeakSet()  # every llama.cpp model this process loaded and still holds
 quiet("llama_cpp")  # importing it logs nothing; loading a model, creating a context or a grammar may
-
-
-def loaded(llama: Any) -> Any:
-    """``llama`` (a ``llama_cpp.Llama``), to be closed at exit (``_close_loaded``)."""
-    _LOADED.add(llama)
-    return llama
-
-
-@atexit.register
-def _close_loaded() -> None:
-    """Close every loaded model before the interpreter tears down: a model still held then (a cache, a cycle) is
-    freed by llama-cpp-python's ``__del__`` after its C bindings are gone, which prints a ``TypeError`` traceback
-    on a run that succeeded. A closed model's ``__del__`` does nothing."""
-    for llama in list(_LOADED):
-        llama.close()
 
 
 @dataclass
@@ -81,29 +75,6 @@ class EngineStats:
     generated_tokens: int = 0
     seconds: float = 0.0
     per_call: list[dict[str, int]] = field(default_factory=list)
-
-
-def _structured(request: Request) -> bool:
-    """A call answering in a schema (a verdict, a checklist): it may share KV cells and decoding steps with others.
-    Free text is decoded alone, so its prompt alone decides its tokens (see the module docstring)."""
-    return bool(request.config.response_format)
-
-
-def _sampled_text(request: Request) -> bool:
-    """A free-text sample (a Best-of-N draw): batched with the other samples of its prompt, which share its
-    prefill (see ``_complete_batch``)."""
-    return bool(request.config.temperature) and not _structured(request)
-
-
-def _prefill(request: Request) -> str | None:
-    """The text a request's reply must continue: its last message when that is the assistant's."""
-    last = request.messages[-1] if request.messages else None
-    return last.text if last is not None and last.role == "assistant" else None
-
-
-def _batchable(request: Request) -> bool:
-    """Greedy structured calls and free-text samples go to the batcher; the rest decode alone."""
-    return (not request.config.temperature and _structured(request)) or _sampled_text(request)
 
 
 class LlamaCppEngine(EngineBase):
@@ -485,7 +456,7 @@ class LlamaCppEngine(EngineBase):
             last = order[-1]  # leave sequence 0 as the sequential path would: holding the last request
             if any(d.steer is not None for d in decodings.values()):  # forced text is in the cells, not in ``out``
                 llama.reset()
-                return {**failed, **{i: self._response(requests[i], d, prompts[i], kept[i], streams[i]) for i, d in decodings.items()}}
+                return {**failed, **{i: response_of(requests[i], d, prompts[i], kept[i], f"llama-batch-{self.stats.calls}-{streams[i]}") for i, d in decodings.items()}}
             generated = decodings[last].out if last in decodings else []
             llama_cpp.llama_memory_seq_rm(memory, 0, -1, -1)
             llama_cpp.llama_memory_seq_cp(memory, streams[last], 0, -1, -1)
@@ -494,7 +465,7 @@ class LlamaCppEngine(EngineBase):
             llama.n_tokens = len(state)
             out: dict[int, Response | BaseException] = dict(failed)
             for i, decoding in decodings.items():
-                out[i] = self._response(requests[i], decoding, prompts[i], kept[i], streams[i])
+                out[i] = response_of(requests[i], decoding, prompts[i], kept[i], f"llama-batch-{self.stats.calls}-{streams[i]}")
             return out
         except (Exception, SystemExit, GeneratorExit) as exc:  # a failed decode fails this batch's requests, never the process
             llama.reset()  # the cache no longer matches input_ids: start the next call from scratch
@@ -506,40 +477,10 @@ class LlamaCppEngine(EngineBase):
             for stream in streams.values():
                 llama_cpp.llama_memory_seq_rm(memory, stream, -1, -1)
 
-    def _response(self, request: Request, decoding: _Decoding, prompt: list[int], kept: int, stream: int) -> Response:
-        text, n_generated, logprobs, finish = decoding.result()
-        return Response(
-            id=f"llama-batch-{self.stats.calls}-{stream}",
-            model=request.model,
-            message=Message.assistant(text),
-            finish_reason=finish,
-            usage=Usage(input_tokens=len(prompt), output_tokens=n_generated, cache_read_tokens=kept),
-            logprobs=logprobs,
-        )
-
     def _decode_rows(self, llama: Any, rows: list[tuple[int, int, int, bool, int]]) -> dict[int, np.ndarray]:
-        """Decode (token, position, sequence, wants logits, request) rows in batches of n_batch; the logits of
-        each request's last row, copied before the next decode overwrites them."""
         if self._batch is None:
             self._batch = llama._stack.enter_context(closing(_OwnedBatch(llama.n_batch)))
-        batch = self._batch.batch
-        found: dict[int, np.ndarray] = {}
-        for start in range(0, len(rows), llama.n_batch):
-            chunk = rows[start : start + llama.n_batch]
-            for k, (token, position, seq, wants, _) in enumerate(chunk):
-                batch.token[k] = token
-                batch.pos[k] = position
-                batch.n_seq_id[k] = 1
-                batch.seq_id[k][0] = seq
-                batch.logits[k] = wants
-            batch.n_tokens = len(chunk)
-            status = llama_cpp.llama_decode(llama._ctx.ctx, batch)
-            if status != 0:
-                raise RuntimeError(f"llama_decode failed with status {status} (KV cache full?)")
-            for k, (_, _, _, wants, i) in enumerate(chunk):
-                if wants:
-                    found[i] = _logits_at(llama, k)
-        return found
+        return decode_rows(llama, self._batch.batch, rows)
 
     def _account(self, prompt: int, evaluated: int, generated: int, seconds: float) -> None:
         stats = self.stats
@@ -550,63 +491,5 @@ class LlamaCppEngine(EngineBase):
         stats.seconds += seconds
         if self.record_calls:
             stats.per_call.append({"prompt": prompt, "evaluated": evaluated, "generated": generated})
-
-
-FORCED_CELLS = 384  # room for the text a steered request's constraints force beside its decoded tokens
-
-
-def _cells(tokens: list[int], request: Request) -> int:
-    """The KV cells a request may fill: its prompt and its longest reply (``_Decoding``'s token limit), and the
-    forced text of a steered one."""
-    steered = from_metadata(request.config.extensions) is not None
-    return len(tokens) + (request.config.max_tokens or MAX_TOKENS) + (FORCED_CELLS if steered else 0)
-
-
-def _fed(tokens: list[int], position: int, stream: int, request: int) -> list[tuple[int, int, int, bool, int]]:
-    """Batch rows evaluating ``tokens`` from ``position`` in ``stream``; logits wanted for the last only."""
-    return [(t, position + j, stream, j == len(tokens) - 1, request) for j, t in enumerate(tokens)]
-
-
-def _by_shared_prefix(prompts: dict[int, list[int]]) -> list[int]:
-    """Requests in arrival order, except that those of one output in a batch holding several outputs are moved
-    together, behind the first of them: each then starts from its neighbour's KV cells instead of evaluating its
-    output's context again. A request joins the earlier one it shares the longest prefix with when that reaches
-    ``SAME_OUTPUT`` tokens past the batch's common prefix (an output's own tokens); questions of one output that
-    merely start alike share fewer and stay where they came."""
-    order = list(prompts)
-    common = len(common_prefix([prompts[i] for i in order]))
-    groups: list[list[int]] = []
-    for i in order:
-        shared = [(len(common_prefix([prompts[g[0]], prompts[i]])), g) for g in groups]
-        best = max(shared, key=lambda pair: pair[0], default=None)
-        if best is not None and best[0] >= common + SAME_OUTPUT:
-            best[1].append(i)
-        else:
-            groups.append([i])
-    return [i for group in groups for i in group]
-
-
-def _by_prompt(prompts: dict[int, list[int]]) -> list[int]:
-    """Samples in arrival order, those of one prompt moved together behind the first of them (they share its
-    prefill)."""
-    first: dict[tuple[int, ...], int] = {}
-    for i, tokens in prompts.items():
-        first.setdefault(tuple(tokens), i)
-    return sorted(prompts, key=lambda i: (first[tuple(prompts[i])], i))
-
-
-def _contained(exc: BaseException) -> BaseException:
-    """An exit raised while decoding (a user's word predicate or rule kind calling ``sys.exit``) as this request's
-    failure: as with a verifier's exit (``verifiers.guard``), it never ends the run, least of all as a success."""
-    if isinstance(exc, SystemExit | GeneratorExit):
-        return RuntimeError(f"steering code raised {type(exc).__name__}({exc}) while decoding")
-    return exc
-
-
-def _outcome(work: Any) -> Any:
-    try:
-        return work()
-    except Exception as exc:  # handed to the caller's thread, which raises it
-        return exc
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -11,11 +12,13 @@ import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
 from bineval_dspy.core.cache_dir import CACHE_ENV, default_cache_dir
-from bineval_dspy.core.console import console, quiet_dspy_logs
+from bineval_dspy.core.console import quiet_dspy_logs
 from bineval_dspy.core.errors import InputError, keep_secret, one_line
 from bineval_dspy.lm import cache
 from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.lm.specs import DEFAULT_LM, check_provider_key, is_embedded, is_local, make_lm
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_THREADS = 4  # parallel calls for remote LMs when --threads is not given
 
@@ -109,7 +112,7 @@ def effective_threads(lm: dspy.LM, threads: int, asked: bool = True) -> int:
     """An in-process model serializes calls; threads would only interleave prompts and defeat prefix reuse."""
     if is_local(lm) and threads > 1:
         if asked:
-            console.print("note: the embedded model runs one call at a time; `threads` ignored", style="yellow")
+            logger.warning("note: the embedded model runs one call at a time; `threads` ignored")
         return 1
     return threads
 

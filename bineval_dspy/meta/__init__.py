@@ -16,7 +16,8 @@ from bineval_dspy.meta.datasets import (
     load_topical_chat,
     sample_documents,
 )
-from bineval_dspy.meta.runner import MetaEvalResults, run_meta_eval
+from bineval_dspy.meta.results import MetaEvalResults
+from bineval_dspy.meta.runner import run_meta_eval
 
 __all__ = [
     "MetaEvalConfig",

@@ -19,6 +19,7 @@ A method that gets no usable answer for a dimension of an output leaves that sco
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ import dspy
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import BinevalError, InputError
 from bineval_dspy.core.schema import (
     Answer,
     Checklist,
@@ -47,11 +48,13 @@ from bineval_dspy.meta.datasets import MetaRow
 from bineval_dspy.meta.holistic import HolisticJudge, Rating
 from bineval_dspy.meta.prompts import DEFINITIONS, QUESTIONS
 
+logger = logging.getLogger(__name__)
+
 Wording = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 MethodName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")]  # also a file name
 
 
-class MethodProblem(ValueError):
+class MethodProblem(BinevalError, ValueError):
     """A method that cannot run on this dataset or these dimensions; ``field`` is the option at fault."""
 
     def __init__(self, field: str, message: str) -> None:
@@ -335,7 +338,6 @@ def build_scorer(
 def _probe_scorer(method: ProbeMethod, dimensions: Sequence[str], genre: str, rows: Sequence[MetaRow]) -> Scorer:
     """Every output's P(yes) per dimension from the head of the fold that held its input out: the states of every
     row are read first (an input's outputs one after another, so its text is evaluated once), then the heads fitted."""
-    from bineval_dspy.core.console import console
     from bineval_dspy.judges.probe import INSTRUCTIONS, LabeledExample, read_examples
     from bineval_dspy.lm.cache import installed_dir
     from bineval_dspy.lm.hidden import reader_for
@@ -353,7 +355,7 @@ def _probe_scorer(method: ProbeMethod, dimensions: Sequence[str], genre: str, ro
         folds=method.folds, inner_folds=method.inner_folds, layers=method.layers, strengths=method.strengths, seed=method.seed,
     )
     for head in heads:
-        console.print(f"  {method.name}: fold {head['fold']}: layer {head['layer']}, C {head['strength']}, medians {head['medians']}", markup=False)
+        logger.info(f"  {method.name}: fold {head['fold']}: layer {head['layer']}, C {head['strength']}, medians {head['medians']}")
     found: dict[str, dict[str, float | None]] = {}
     for (row, dim), value in zip(pairs, p):
         found.setdefault(row.id, {})[dim] = None if np.isnan(value) else round(float(value), 6)

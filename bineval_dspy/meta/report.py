@@ -16,7 +16,7 @@ from bineval_dspy.meta.correlation import (
     Estimate,
     LevelCorrelation,
 )
-from bineval_dspy.meta.runner import MetaEvalResults
+from bineval_dspy.meta.results import MetaEvalResults
 
 HEADERS = [
     "method",

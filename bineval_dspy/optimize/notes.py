@@ -12,7 +12,7 @@ import re
 import dspy
 from pydantic import BaseModel, Field
 
-from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.errors import BinevalError, one_line
 from bineval_dspy.optimize.lessons import Failure, Lesson
 
 LESSON_MAX_CHARS = 200
@@ -122,7 +122,7 @@ def rule_lesson(failure: Failure) -> Lesson | None:
     return Lesson(text=failure.rule, dimension=failure.dimension, sources=[failure.id], origin="rule")
 
 
-class NoteTakingError(RuntimeError):
+class NoteTakingError(BinevalError, RuntimeError):
     """The note-taker gave no usable lesson for a failure; callers count it and move on."""
 
 

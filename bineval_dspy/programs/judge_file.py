@@ -5,6 +5,7 @@ and appended in input order, so a killed run resumes where it stopped."""
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError
 from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, check_resumable, digest, file_digest
 from bineval_dspy.core.jsonio import check_output_path, load_model, read_jsonl
@@ -32,6 +32,8 @@ from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
 from bineval_dspy.runs.header import note, recorded_fingerprint
 from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.runs.spec import RunSpec
+
+logger = logging.getLogger(__name__)
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
 
@@ -87,7 +89,7 @@ def data_fields(config: JudgeFile) -> tuple[str, str]:
         return config.fields
     first = next((row for _, row in read_jsonl(config.data)), {})
     if not {"input", "output"} & first.keys() and set(GENERATED_FIELDS) <= first.keys():
-        console.print(f"{config.data}: judging each row's '{GENERATED_FIELDS[1]}' for its '{GENERATED_FIELDS[0]}' (generate output)")
+        logger.info(f"{config.data}: judging each row's '{GENERATED_FIELDS[1]}' for its '{GENERATED_FIELDS[0]}' (generate output)")
         return GENERATED_FIELDS
     if not {"input", "output", GENERATED_FIELDS[1]} & first.keys() and GENERATED_FIELDS[0] in first:
         raise InputError(
@@ -183,15 +185,15 @@ def _note_repeats(config: JudgeFile, checklist: Checklist, lm: Any) -> None:
     (temperature 0), whose repeats can differ only by the order they ask in or by a server that is not
     deterministic."""
     if all(q.verifier is not None for q in checklist.questions):
-        console.print(f"repeats: every question of {config.checklist} is code-checked: asked once, nothing to repeat (flip rate 0)", style="yellow")
+        logger.warning(f"repeats: every question of {config.checklist} is code-checked: asked once, nothing to repeat (flip rate 0)")
     elif not (lm.kwargs or {}).get("temperature"):
         # DSPy's own warning ("rollout_id has no effect when temperature=0") reads as if repeats shared one cache
         # entry; they do not (the rollout is in the key), and the note below says what does hold
         warnings.filterwarnings("ignore", message="rollout_id has no effect when temperature=0")
-        console.print(
+        logger.warning(
             f"note: {config.repeats} repeats at temperature 0: greedy answers differ only where the order they are asked in or the server "
-            "does; set the LM's `temperature` to sample them", style="yellow",
-        )  # fmt: skip
+            "does; set the LM's `temperature` to sample them"
+        )
 
 
 def _collect_batches(run: JudgeRun, target: Any) -> None:

@@ -28,8 +28,8 @@ import jinja2
 from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from bineval_dspy import __version__
 from bineval_dspy.core.jsonio import write_text_atomic
+from bineval_dspy.core.version import __version__
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate
 from bineval_dspy.report import figures
 from bineval_dspy.report.figures import Figure

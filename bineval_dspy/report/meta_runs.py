@@ -19,7 +19,8 @@ from bineval_dspy.core.jsonio import load_model, read_text
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.correlation import LEVELS, MIN_SUMMARY_DOCUMENTS, STATISTICS, Estimate, LevelCorrelation
 from bineval_dspy.meta.report import SystemRanking, cell_levels, system_rankings
-from bineval_dspy.meta.runner import SCORES_FILE, MetaEvalResults, OutputScore, scores_log
+from bineval_dspy.meta.results import MetaEvalResults, OutputScore
+from bineval_dspy.meta.runner import SCORES_FILE, scores_log
 
 META_RESULTS_FILE = "results.json"  # written by meta.report.write_report
 

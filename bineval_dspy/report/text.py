@@ -304,10 +304,10 @@ def show_analysis(run: AnalysisRun) -> None:
 @RUN_KINDS.shows("tune")
 def show_tune(run: TuneRun) -> None:
     """The best trial or the Pareto front, as ``bineval tune`` printed it."""
-    from bineval_dspy.tune.report import print_best
+    from bineval_dspy.tune.report import best_table
 
     _spend(run.spend)
-    print_best(run.results)
+    console.print(best_table(run.results))
 
 
 @RUN_KINDS.shows("experiment")

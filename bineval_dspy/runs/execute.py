@@ -10,19 +10,21 @@ this process (``Here``) or Ray actors (``RayActors``), each written once here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from bineval_dspy import __version__
-from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import BudgetExhausted, InputError, one_line
 from bineval_dspy.core.fingerprint import sidecar
+from bineval_dspy.core.version import __version__
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.header import RunHeader, Status, read_header, write_header
 from bineval_dspy.runs.protocol import Run
 from bineval_dspy.runs.spec import RunSpec, check_cluster
+
+logger = logging.getLogger(__name__)
 
 I = TypeVar("I")  # noqa: E741
 O = TypeVar("O")  # noqa: E741
@@ -102,7 +104,7 @@ def open_run(run: Run[I, O, R], items: Sequence[I], overwrite: bool, resumed: Ca
     sidecar(log.path).unlink(missing_ok=True)  # older output's fingerprint: the header holds it now
     if kept:
         todo = len(wanted - kept.keys())
-        console.print(resumed(len(kept), todo) if resumed else f"resuming: {len(kept)} finished record(s) kept in {log.path}, {todo} to do")
+        logger.info(resumed(len(kept), todo) if resumed else f"resuming: {len(kept)} finished record(s) kept in {log.path}, {todo} to do")
     return kept
 
 

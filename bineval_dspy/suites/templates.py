@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import BinevalError, InputError
 from bineval_dspy.core.jsonio import load_toml, read_jsonl, read_text
 from bineval_dspy.verifiers import known_instruction_ids, unknown_id
 
@@ -36,7 +36,7 @@ VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 RESERVED = ("key", "instruction_id_list", "kwargs")  # columns that are not variables
 
 
-class MissingVariable(ValueError):
+class MissingVariable(BinevalError, ValueError):
     """A template names a variable the row has no value for."""
 
     def __init__(self, name: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bineval_dspy.core.errors import InputError
+from bineval_dspy.core.errors import BinevalError, InputError
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from bineval_dspy.verifiers import Mode
 
 
-class BinevalAssertionError(AssertionError):
+class BinevalAssertionError(BinevalError, AssertionError):
     """An output failed questions of its checklist; ``scorecard`` holds every verdict."""
 
     def __init__(self, message: str, scorecard: Scorecard) -> None:

@@ -26,6 +26,7 @@ from dspy.clients.backend_selection import CLIENT_KEYS
 from dspy.lm15 import FinishReason, Message, Request, Response, TokenLogprob, TopLogprob, Usage
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError, model_validator
 
+from bineval_dspy.core.errors import BinevalError
 from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.testing.scripted import Script, ScriptedEngine
 
@@ -180,7 +181,7 @@ class CassetteEntry(_Record):
         return self
 
 
-class CassetteMiss(LookupError):
+class CassetteMiss(BinevalError, LookupError):
     """A replayed program asked something its cassette does not answer. DSPy raises it as an ``LMError`` cause."""
 
     def __init__(self, message: str, key: str, request: RecordedRequest) -> None:

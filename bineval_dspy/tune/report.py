@@ -15,7 +15,6 @@ from optuna.trial import FrozenTrial, TrialState
 from pydantic import BaseModel, Field, computed_field
 from rich.table import Table
 
-from bineval_dspy.core.console import console
 from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.core.plots import agg_figure
 from bineval_dspy.lm.usage import Cost, total
@@ -168,8 +167,8 @@ def _plot_front(axes: Any, results: TuneResults, names: list[str], complete: lis
     axes.legend()
 
 
-def print_best(results: TuneResults) -> None:
-    """The best trial, or the Pareto front, as a table on the console."""
+def best_table(results: TuneResults) -> Table:
+    """The best trial, or the Pareto front, as a table (a command prints it)."""
     counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(results.states.items()))
     title = "best trial" if len(results.objectives) == 1 else f"Pareto front ({len(results.best)} trials)"
     table = Table(title=f"{results.study}: {title} ({counts})")
@@ -186,4 +185,4 @@ def print_best(results: TuneResults) -> None:
             brief(trial.params),
             trial.run_dir or "-",
         )
-    console.print(table)
+    return table

@@ -45,8 +45,8 @@ from optuna.storages import RDBStorage, fail_stale_trials
 from optuna.trial import TrialState
 from sqlalchemy.exc import DBAPIError
 
-from bineval_dspy.core.console import console
-from bineval_dspy.core.errors import BudgetExhausted, ExitCode, InputError, RunError, one_line
+from bineval_dspy.core.console import logs_shown, show_logs
+from bineval_dspy.core.errors import BinevalError, BudgetExhausted, ExitCode, InputError, RunError, one_line
 from bineval_dspy.core.fingerprint import combined, digest, resume_check
 from bineval_dspy.lm.budget import Budget, BudgetMeter
 from bineval_dspy.lm.runtime import LMOptions
@@ -56,13 +56,15 @@ from bineval_dspy.tune.kinds import KINDS, register_kind, runner_factory
 from bineval_dspy.tune.runners import RunnerFactory, TrialContext, TrialEnv, TrialRunner, never_prune
 from bineval_dspy.tune.sampler import TrialSeededSampler
 
+logger = logging.getLogger(__name__)
+
 FINGERPRINT_ATTR = "bineval_tune"
 TRIAL = "trial"  # the unit of work a budget counts in a study
 MISSED_HEARTBEATS = 2  # a running trial whose heartbeat is this many intervals old is failed
 STORAGE_ATTEMPTS = 5
 
 
-class SurplusTrial(Exception):
+class SurplusTrial(BinevalError):
     """A trial created after the study already had its count of live trials (two workers asked at once)."""
 
 
@@ -249,14 +251,14 @@ class StudyObjective:
         if earlier >= config.trials:
             trial.set_user_attr("surplus", True)
             _QUIET_SURPLUS.numbers.add(trial.number)
-            console.print(f"trial {trial.number} not needed: {earlier} trials before it make the study's {config.trials}; marked failed")
+            logger.info(f"trial {trial.number} not needed: {earlier} trials before it make the study's {config.trials}; marked failed")
             raise SurplusTrial(f"{earlier} trials before trial {trial.number} already make the study's {config.trials}")
         params = {name: param.suggest(trial, name) for name, param in config.space.items()}
         key = params_digest(params)
         trial.set_user_attr("run_dir", f"trials/{key}")
         run_dir = self.tuning.folder / "trials" / key
         report = _Reporter(trial) if self.tuning.pruner.kind != "none" else never_prune
-        console.print(f"trial {trial.number} starts: {brief(params)}", markup=False, highlight=False)
+        logger.info(f"trial {trial.number} starts: {brief(params)}")
         spent: list[Cost] = []
         self.meter.begin(TRIAL)  # ``work`` checked the budget before the trial was created
         try:
@@ -304,7 +306,7 @@ def work(tuning: Tuning, study: optuna.Study, meter: BudgetMeter | None = None) 
             return
         if finished + states[TrialState.RUNNING] >= wanted:
             if not waiting:
-                console.print(f"{finished} of {wanted} trials finished; waiting for {states[TrialState.RUNNING]} running elsewhere")
+                logger.info(f"{finished} of {wanted} trials finished; waiting for {states[TrialState.RUNNING]} running elsewhere")
                 waiting = True
             time.sleep(min(tuning.config.heartbeat, 5))
             continue
@@ -332,15 +334,18 @@ def _worker(
     return ExitCode.OK, ""
 
 
-def _worker_process(path: Path, lm_spec: str | None, lm_options: LMOptions, cache_dir: Path | None, budget: Budget) -> None:
-    """A spawned worker (``_worker``), its outcome as an exit code."""
+def _worker_process(path: Path, lm_spec: str | None, lm_options: LMOptions, cache_dir: Path | None, budget: Budget, shown: bool) -> None:
+    """A spawned worker (``_worker``), its outcome as an exit code; ``shown``: the library's log shown on the console,
+    as the process that spawned it does (a spawned process starts with no logging set up)."""
+    if shown:
+        show_logs()
     try:
         code, line = _worker(path, lm_spec, lm_options, cache_dir, budget)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while exiting: no traceback
         sys.exit(ExitCode.INTERRUPTED)
     if line:
-        print(line, file=sys.stderr)
+        logger.error(line)
     sys.exit(code)
 
 
@@ -367,7 +372,7 @@ def run_workers(
         return _on_ray(ray, workers, (path.resolve(), lm_spec, lm_options, cache_dir, share))
     context = multiprocessing.get_context("spawn")
     processes = [
-        context.Process(target=_worker_process, args=(path, lm_spec, lm_options, cache_dir, share), name=f"bineval-tune-{i}")
+        context.Process(target=_worker_process, args=(path, lm_spec, lm_options, cache_dir, share, logs_shown()), name=f"bineval-tune-{i}")
         for i in range(workers)
     ]
     for process in processes:
@@ -392,5 +397,5 @@ def _on_ray(address: str, workers: int, args: tuple[Path, str | None, LMOptions,
     outcomes = ray.get([task.remote(*args, dict(KINDS)) for _ in range(workers)])
     for _, line in outcomes:
         if line:
-            console.print(line)
+            logger.info(line)
     return next((code for code, _ in outcomes if code), ExitCode.OK)

@@ -57,4 +57,5 @@ from bineval_dspy.verifiers import (  # noqa: F401
     ifbench_sentence,
     ifbench_words,
     ifeval,
+    ifeval_format,
 )

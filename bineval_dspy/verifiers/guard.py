@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from bineval_dspy.core.errors import one_line
+from bineval_dspy.core.errors import BinevalError, one_line
 
 T = TypeVar("T")
 
@@ -27,7 +27,7 @@ TIMEOUT_ENV = "BINEVAL_CHECK_TIMEOUT"  # seconds one call of a code check may ta
 DEFAULT_TIMEOUT = 60.0
 
 
-class VerifierError(ValueError):
+class VerifierError(BinevalError, ValueError):
     """A suite row names an unknown instruction id or gives kwargs its verifier cannot take, or a verifier failed to
     give a verdict (it raised, exited, returned no verdict or did not finish in time)."""
 

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import inspect
 import string
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.core.registry import Registry
+from bineval_dspy.core.source import source_digest
 from bineval_dspy.enforce.rules import HOW
 from bineval_dspy.enforce.steering import Steering
 from bineval_dspy.verifiers.guard import VerifierError, guarded
@@ -189,10 +191,7 @@ USER_FILES: dict[Path, str] = {}  # a Python file of the user's own verifiers (`
 
 @functools.cache
 def _builtin_digest() -> str:
-    sources = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        sources.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
-    return sources.hexdigest()[:16]
+    return source_digest(sys.modules[__package__])
 
 
 def code_digest() -> str:

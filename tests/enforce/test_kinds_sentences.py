@@ -11,8 +11,9 @@ from bineval_dspy.enforce.kinds.sentences import SentencePlan, alliteration_scor
 from bineval_dspy.enforce.kinds.shapes import CsvTable, DateList, QuestionList
 from bineval_dspy.enforce.kinds.verbatim import FirstWordChanged, Verbatim
 from bineval_dspy.enforce.rules import RuleConflict, rules
-from bineval_dspy.enforce.runtime import END, Steerer, Vocabulary
+from bineval_dspy.enforce.runtime import END, Steerer
 from bineval_dspy.enforce.steering import Conflict, Steering, merge
+from bineval_dspy.enforce.vocabulary import Vocabulary
 from bineval_dspy.verifiers import build_check
 
 PIECES = [
@@ -201,6 +202,7 @@ def test_an_end_phrase_that_leaves_no_sentence_under_the_ceiling_conflicts():
 
 def test_the_steering_codes_digest_reads_the_rule_kinds():
     """Found on the real model: a changed kind replayed the replies cached under the old code."""
-    from bineval_dspy.enforce.steering import code_files
+    from bineval_dspy import enforce
+    from bineval_dspy.core.source import source_files
 
-    assert any(path.parts[-2:] == ("kinds", "sentences.py") for path in code_files())
+    assert any(path.parts[-2:] == ("kinds", "sentences.py") for path in source_files(enforce))

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from bineval_dspy.enforce import Steering, rules, word_predicate, words
-from bineval_dspy.enforce.runtime import END, Steerer, Vocabulary
+from bineval_dspy.enforce.runtime import END, Steerer
+from bineval_dspy.enforce.vocabulary import Vocabulary
 from bineval_dspy.verifiers import build_check
 from tests.enforce.test_property import drive
 

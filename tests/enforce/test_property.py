@@ -10,8 +10,9 @@ import random
 import numpy as np
 import pytest
 
-from bineval_dspy.enforce.runtime import END, Steerer, Vocabulary
+from bineval_dspy.enforce.runtime import END, Steerer
 from bineval_dspy.enforce.steering import Steering
+from bineval_dspy.enforce.vocabulary import Vocabulary
 from bineval_dspy.verifiers import build_check
 from bineval_dspy.verifiers.enforcement import compile_plan, enforceable_ids
 from tests.enforce.random_kwargs import EXTRA_PIECES, MAKERS

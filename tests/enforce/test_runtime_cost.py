@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from bineval_dspy.core.text import split_sentences_punkt, word_runs
-from bineval_dspy.enforce.runtime import Steerer, Vocabulary
+from bineval_dspy.enforce.runtime import Steerer
 from bineval_dspy.enforce.steering import Steering
+from bineval_dspy.enforce.vocabulary import Vocabulary
 
 PIECES = ["", " the", " The", "the", "re", "s", ".", ",", " ", "\n", "\n\n", " a", "A", " cat", "cat", "-", "1", " 2", "é", " x"]
 VOCAB = Vocabulary(PIECES, [0])

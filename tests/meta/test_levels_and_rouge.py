@@ -217,7 +217,7 @@ def test_the_ablation_checklists_are_the_hybrid_ones_split_by_who_answers(hybrid
 
 def test_show_and_report_read_the_system_level_and_older_results_without_it(tmp_path, monkeypatch, capsys):
     from bineval_dspy.core.jsonio import load_model
-    from bineval_dspy.meta.runner import MetaEvalResults
+    from bineval_dspy.meta.results import MetaEvalResults
     from bineval_dspy.report.meta_runs import correlation_rows
 
     assert cli.main(["meta-eval", str(tiny("summeval_rouge.toml", tmp_path))]) == 0

@@ -16,16 +16,12 @@ import pytest
 from bineval_dspy.cli.main import main
 from bineval_dspy.core.neardup import leaks
 from bineval_dspy.suites import load_suite
+from bineval_dspy.suites.samplers import CONTENT_WORDS, END_PHRASES, PARAGRAPH_OPENERS, RARE_LETTERS, SAMPLERS
 from bineval_dspy.suites.synth import (
     CONFLICTS,
-    CONTENT_WORDS,
-    END_PHRASES,
     EXCLUDED,
     FAMILIES,
     GROUPS,
-    PARAGRAPH_OPENERS,
-    RARE_LETTERS,
-    SAMPLERS,
     SOLO,
     conflicting,
     family_of,

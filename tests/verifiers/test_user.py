@@ -124,7 +124,7 @@ def test_an_id_a_built_in_or_another_file_has_is_refused(tmp_path):
     clash = own_file(tmp_path, 'import bineval_dspy\n\n@bineval_dspy.verifier("punctuation:no_comma", rule="R.")\ndef f(response):\n    return True\n')
     with pytest.raises(InputError, match=r"my_checks.py:3: verifier id 'punctuation:no_comma' is a built-in verifier's; rename yours"):
         load_verifier_file(clash)
-    assert VERIFIERS["punctuation:no_comma"].factory.__module__.endswith("ifeval")
+    assert VERIFIERS["punctuation:no_comma"].factory.__module__ == "bineval_dspy.verifiers.ifeval_format"
     load_verifier_file(own_file(tmp_path, EMOJI, "first.py"))
     with pytest.raises(InputError, match=r"second.py:11: verifier id 'mine:no_emoji' is already defined in .*first.py"):
         load_verifier_file(own_file(tmp_path, EMOJI, "second.py"))

@@ -15,6 +15,7 @@ from dspy.clients.capabilities import Capabilities, capabilities
 from dspy.lm15 import LMRouter, Request, Response, RouterConfig, response_from_openai_chat
 from pydantic import BaseModel
 
+from bineval_dspy.core.errors import BinevalError
 from bineval_dspy.lm.batches.target import BatchTarget
 from bineval_dspy.lm.prices import BATCH_SUFFIX
 from bineval_dspy.lm.runtime import SAMPLING_KEYS
@@ -29,11 +30,11 @@ class Reply(BaseModel):
     error: str | None = None
 
 
-class BatchPending(RuntimeError):
+class BatchPending(BinevalError, RuntimeError):
     """A request recorded for the next batch: this pass's call fails, its verdict is thrown away."""
 
 
-class BatchReplyMissing(RuntimeError):
+class BatchReplyMissing(BinevalError, RuntimeError):
     """A request the batches did not answer (failed there, expired, or never sent): its verdict is unanswered."""
 
 

@@ -4,6 +4,7 @@ judge needs is answered or failed."""
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import threading
 import time
@@ -15,7 +16,6 @@ from typing import Any
 import dspy
 from pydantic import BaseModel
 
-from bineval_dspy.core.console import console
 from bineval_dspy.core.fingerprint import Fingerprint, combined
 from bineval_dspy.core.jsonio import dumps_line, write_text_atomic
 from bineval_dspy.core.settings import fingerprint_of
@@ -23,6 +23,8 @@ from bineval_dspy.lm.batches.api import BatchAPI, BatchInfo, Gone, RequestCounts
 from bineval_dspy.lm.batches.engine import BatchEngine, Reply, batch_lm
 from bineval_dspy.lm.batches.state import BatchState, SubmittedBatch, input_file, load_state, save_state, state_path
 from bineval_dspy.lm.batches.target import ENDPOINT, MAX_BYTES, MAX_REQUESTS, BatchTarget
+
+logger = logging.getLogger(__name__)
 
 MAX_ROUNDS = 4  # rounds of batches one run submits at most: a request that depends on a reply needs one more
 POLL_FIRST, POLL_GROWTH, POLL_CAP = 1.0, 1.5, 60.0  # seconds between status checks: 1, 1.5, 2.25 ... up to a minute
@@ -75,7 +77,7 @@ def collect_replies(
             fresh = not unread
             if fresh:
                 if rounds == MAX_ROUNDS:
-                    console.print(f"`batch`: {len(engine.recorded)} request(s) still unasked after {rounds} rounds of batches: unanswered", style="yellow")
+                    logger.warning(f"`batch`: {len(engine.recorded)} request(s) still unasked after {rounds} rounds of batches: unanswered")
                     break
                 for chunk in _chunks(engine.recorded):
                     unread.append(_submit(api, chunk, out, path, state))
@@ -91,7 +93,7 @@ def collect_replies(
     answered = sum(r.body is not None for r in engine.replies.values())
     failed = len(engine.replies) - answered
     if engine.replies:
-        console.print(f"`batch`: {answered:,} request(s) answered by {len(fetched)} batch(es)" + (f", {failed:,} failed there" if failed else ""))
+        logger.info(f"`batch`: {answered:,} request(s) answered by {len(fetched)} batch(es)" + (f", {failed:,} failed there" if failed else ""))
     for batch in state.batches:
         batch.collected = True
         input_file(out, batch.number).unlink(missing_ok=True)
@@ -135,7 +137,7 @@ def _submit(api: BatchAPI, lines: dict[str, str], out: Path, path: Path, state: 
         if len(state.batches) > number:
             _left_running(state.batches[number], path)
         raise
-    console.print(
+    logger.info(
         f"`batch`: submitted batch {info.id}: {len(lines):,} request(s) ({len(data):,} bytes, {requests.name}); "
         "waiting for it (Ctrl-C leaves it running: rerun to collect it)"
     )
@@ -166,9 +168,9 @@ def _collect(api: BatchAPI, engine: BatchEngine, batch: SubmittedBatch, keep_fai
     info = _wait(api, batch, path, state)
     if info.status == "failed":
         reasons = "; ".join(str(e.get("message", e)) for e in ((info.errors or {}).get("data") or [])[:3] if isinstance(e, dict))
-        console.print(f"`batch`: batch {batch.id} failed{': ' + reasons if reasons else ''}; its requests are unanswered", style="yellow")
+        logger.warning(f"`batch`: batch {batch.id} failed{': ' + reasons if reasons else ''}; its requests are unanswered")
     elif info.status != "completed":
-        console.print(f"`batch`: batch {batch.id} {info.status}: the requests it did not answer are unanswered", style="yellow")
+        logger.warning(f"`batch`: batch {batch.id} {info.status}: the requests it did not answer are unanswered")
     replies: dict[str, Reply] = {}
     for file_id in (info.output_file_id, info.error_file_id):
         if not file_id:
@@ -176,7 +178,7 @@ def _collect(api: BatchAPI, engine: BatchEngine, batch: SubmittedBatch, keep_fai
         try:
             text = api.content(file_id)
         except Gone as gone:  # its requests stay unanswered, and a rerun submits them again rather than jamming here
-            console.print(f"`batch`: batch {batch.id}'s result file {file_id} is gone ({gone}): its requests are unanswered", style="yellow")
+            logger.warning(f"`batch`: batch {batch.id}'s result file {file_id} is gone ({gone}): its requests are unanswered")
             continue
         replies.update(_read_results(text, f"{batch.id} file {file_id}"))
     for key, reply in replies.items():
@@ -199,7 +201,7 @@ def _wait(api: BatchAPI, batch: SubmittedBatch, path: Path, state: BatchState) -
             counts = info.request_counts or RequestCounts()
             line = f"`batch`: batch {batch.id} {info.status}: {counts.completed:,} of {counts.total or len(batch.keys):,} done, {counts.failed:,} failed"
             if line != shown:
-                console.print(line)
+                logger.info(line)
                 shown = line
             if info.status in DONE:
                 return info
@@ -211,7 +213,7 @@ def _wait(api: BatchAPI, batch: SubmittedBatch, path: Path, state: BatchState) -
 
 
 def _left_running(batch: SubmittedBatch, path: Path) -> None:
-    console.print(f"`batch`: batch {batch.id} is still running at the provider; {path.name} keeps it: rerun the same command to collect it", style="yellow")
+    logger.warning(f"`batch`: batch {batch.id} is still running at the provider; {path.name} keeps it: rerun the same command to collect it")
 
 
 def _read_results(text: str, where: str) -> dict[str, Reply]:
@@ -229,7 +231,7 @@ def _read_results(text: str, where: str) -> dict[str, Reply]:
             continue
         replies[key] = _reply(item)
     if unreadable:
-        console.print(f"`batch`: {unreadable} line(s) of batch {where} could not be read: their requests are unanswered", style="yellow")
+        logger.warning(f"`batch`: {unreadable} line(s) of batch {where} could not be read: their requests are unanswered")
     return replies
 
 

@@ -3,14 +3,16 @@ collects the batch it paid for instead of submitting another."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import Fingerprint, resume_check, still_valid
 from bineval_dspy.core.jsonio import describe_validation_error, read_text, write_text_atomic
+
+logger = logging.getLogger(__name__)
 
 
 class SubmittedBatch(BaseModel):
@@ -54,7 +56,7 @@ def load_state(path: Path, fingerprint: Fingerprint, overwrite: bool) -> BatchSt
     pending = [b for b in state.batches if not b.collected]
     if overwrite:
         for batch in pending:
-            console.print(f"`overwrite`: batch {batch.id} is left at the provider, not collected (nor cancelled)", style="yellow")
+            logger.warning(f"`overwrite`: batch {batch.id} is left at the provider, not collected (nor cancelled)")
         return BatchState(fingerprint=fingerprint)
     if pending:  # paid for, and answered only under the settings it was made for
         resume_check(state.fingerprint, fingerprint, f"{path}: batch {pending[0].id}", LEAVE_PENDING)

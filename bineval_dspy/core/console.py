@@ -22,6 +22,7 @@ console = TextConsole(stderr=True)  # progress, notes, the cost line; data is pr
 shown = TextConsole()  # stdout: what a command found (tables, written paths), so `> file` keeps it
 LIBRARY = "bineval_dspy"  # the logger every library module's logger descends from
 QUIET_INFO = ("bineval_dspy.optimize",)  # its INFO lines (each iteration's scores) are an application's log; a command prints its own summary
+SHOWN_INFO = ("bineval_dspy.optimize.calibrate_steps",)  # but calibrate's phases are the progress its command shows
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -152,6 +153,8 @@ def show_logs() -> None:
     logger.setLevel(logging.INFO)
     for name in QUIET_INFO:
         logging.getLogger(name).setLevel(logging.WARNING)
+    for name in SHOWN_INFO:
+        logging.getLogger(name).setLevel(logging.INFO)
 
 
 def logs_shown() -> bool:

@@ -10,6 +10,7 @@ said in one line wherever the head is trained or loaded, never left for the user
 from __future__ import annotations
 
 import functools
+import logging
 from pathlib import Path
 from typing import Literal
 
@@ -144,6 +145,4 @@ def announce(folder: Path, probe: Probe) -> Standing:
 
 @functools.cache
 def _print_once(line: str, warn: bool) -> None:
-    from bineval_dspy.core.console import console
-
-    console.print(line, style="yellow" if warn else None, markup=False, highlight=False, soft_wrap=True)
+    logging.getLogger(__name__).log(logging.WARNING if warn else logging.INFO, line)

@@ -7,6 +7,7 @@ each phase says so on the console, with its counts, instead of leaving the termi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -18,6 +19,8 @@ from bineval_dspy.judges.standing import Majority, Standing, out_of_fold, standi
 from bineval_dspy.lm.hidden import HiddenStates
 from bineval_dspy.optimize.learning_curve import CurveSettings, Fit, LearningCurve, fits_needed, learning_curve
 from bineval_dspy.stats.bootstrap import Interval
+
+logger = logging.getLogger(__name__)  # shown by the CLI although its package's INFO is not (``core.console.SHOWN_INFO``)
 
 
 def loading(reader: HiddenStates) -> int:
@@ -32,13 +35,13 @@ def searching(reader: HiddenStates, examples: Sequence[LabeledExample], layers: 
     states were computed rather than read from the cache."""
     depth = loading(reader)
     outputs = len({(e.input, e.output) for e in examples})
-    console.print(f"reading states: {len(examples)} training rows, {outputs} outputs of {len({e.group for e in examples})} task(s) (cached states are read, not computed)", markup=False)
+    logger.info(f"reading states: {len(examples)} training rows, {outputs} outputs of {len({e.group for e in examples})} task(s) (cached states are read, not computed)")
     before = reader.computed
     count = len(layers) if layers else len(default_layers(depth))
     fits = count * strengths * folds
     with console.status(f"training the head: its rows' states, then {count} layers x {strengths} strengths x {folds} folds ({fits} fits) on {len(examples)} rows"):
         yield
-    console.print(f"  {reader.computed - before} state(s) computed, the rest read from the cache; head chosen among {count * strengths} candidates", markup=False)
+    logger.info(f"  {reader.computed - before} state(s) computed, the rest read from the cache; head chosen among {count * strengths} candidates")
 
 
 def predict(probe: Probe, reader: HiddenStates, examples: Sequence[LabeledExample]) -> tuple[np.ndarray, list[str]]:
@@ -59,7 +62,7 @@ def curve_of(
 ) -> LearningCurve | None:
     """The learning curve over ``curve``'s sizes (None when it has none), each head trained by ``fit`` as the run's own."""
     if not curve.sizes:
-        console.print("learning curve: off (curve.sizes is empty)", markup=False)
+        logger.info("learning curve: off (curve.sizes is empty)")
         return None
     total = fits_needed(examples, test, curve, seed, full=True)
     with progress_bar("  learning curve: heads trained", total) as advance:

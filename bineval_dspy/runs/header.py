@@ -19,12 +19,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bineval_dspy import __version__
 from bineval_dspy.core.degenerate import Degenerate
 from bineval_dspy.core.errors import BudgetExhausted, one_line
 from bineval_dspy.core.fingerprint import AFRESH, Fingerprint, sidecar_fingerprint
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.repeats import RepeatSummary
+from bineval_dspy.core.version import __version__
 from bineval_dspy.enforce.summary import EnforcementSummary
 from bineval_dspy.lm.usage import Cost
 

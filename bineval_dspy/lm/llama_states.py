@@ -1,0 +1,172 @@
+"""Every layer's hidden state of a prompt, read from llama.cpp's own quantized forward pass in this process.
+
+Why: the torch reader (``lm.hidden``) dequantizes the GGUF to float32 and runs a second model beside the engine,
+which made a probe verdict cost more than a generated one. llama.cpp computes the same states anyway; its
+scheduler's evaluation callback (``cb_eval``) asks, node by node, whether we want a tensor and then hands it over
+once computed. We ask for the token embeddings (``embd``), each layer's output (``l_out-<il>``) and the final
+norm (``result_norm``), so one prefill gives what transformers' ``output_hidden_states`` gives: depth + 1 states per
+token, index 0 the embeddings and the last one normed (transformers replaces its last state by the normed one).
+
+The contract of ``states``: positions ``first`` to the end of ``tokens``, every layer, float32. Prompts of one
+output share everything before the question, so the context keeps the KV cells *and the states* of the longest
+prefix it shares with the last call: only the tail is evaluated, the prefix's rows are copied from memory. The
+final layer is the exception llama.cpp makes: its last block runs on the rows that produce logits only, so with
+``every_output=False`` (the cheap default) the last layer's row is filled at the last token only and is NaN at every
+other position (an average over it is NaN, never a silent number); ``every_output=True`` asks logits at every
+evaluated token (the lm_head on each, about a quarter more work) and fills it everywhere.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+import numpy as np
+
+from bineval_dspy.core.cores import usable_cores
+from bineval_dspy.core.quiet import quiet
+from bineval_dspy.lm._batching import common_prefix
+
+CHUNK = 512  # tokens per decode: one llama.cpp micro-batch, so each callback sees one chunk's rows in order
+EMBEDDINGS = "embd"  # the token embeddings (``inp_embd`` names the vector-input path llama.cpp leaves unused)
+LAYER = "l_out-"
+FINAL = "result_norm"
+quiet("llama_cpp")  # loading a model or making a context may log
+
+
+def _ggml() -> Any:
+    """libggml-base, the loaded copy the llama.cpp bindings use: its accessors read a tensor without ctypes mirrors
+    of ``struct ggml_tensor`` (whose layout changes between ggml versions)."""
+    lib = ctypes.CDLL(str(Path(llama_cpp.__file__).parent / "lib" / "libggml-base.so"))
+    lib.ggml_get_name.argtypes, lib.ggml_get_name.restype = [ctypes.c_void_p], ctypes.c_char_p
+    lib.ggml_nelements.argtypes, lib.ggml_nelements.restype = [ctypes.c_void_p], ctypes.c_int64
+    lib.ggml_nrows.argtypes, lib.ggml_nrows.restype = [ctypes.c_void_p], ctypes.c_int64
+    lib.ggml_nbytes.argtypes, lib.ggml_nbytes.restype = [ctypes.c_void_p], ctypes.c_size_t
+    lib.ggml_is_contiguous.argtypes, lib.ggml_is_contiguous.restype = [ctypes.c_void_p], ctypes.c_bool
+    lib.ggml_backend_tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+    lib.ggml_backend_tensor_get.restype = None
+    return lib
+
+
+class LlamaStates:
+    """Reads per-token hidden states of prompts from a GGUF model with llama.cpp; one lock serializes its context."""
+
+    def __init__(self, gguf: Path, *, n_ctx: int = 4096, n_threads: int | None = None, flash_attn: bool = True) -> None:
+        from llama_cpp._internals import LlamaBatch, LlamaContext, LlamaModel
+
+        self.gguf = Path(gguf)
+        self._lock = threading.Lock()
+        self._lib = _ggml()
+        self._model = LlamaModel(path_model=str(self.gguf), params=llama_cpp.llama_model_default_params(), verbose=False)
+        self._layers = int(llama_cpp.llama_model_n_layer(self._model.model))
+        self._width = int(self._model.n_embd())
+        self._wanted = {EMBEDDINGS: 0, FINAL: self._layers, **{f"{LAYER}{il}": il + 1 for il in range(self._layers - 1)}}
+        self._rows: dict[int, np.ndarray] = {}  # layer index -> the current chunk's rows, filled by the callback
+        self._failure = ""  # why the callback could not read a tensor (raised after the decode)
+        self._callback = llama_cpp.ggml_backend_sched_eval_callback(self._on_tensor)  # held: C keeps the pointer
+        params = llama_cpp.llama_context_default_params()
+        threads = n_threads or usable_cores()
+        params.n_ctx, params.n_batch, params.n_ubatch = n_ctx, CHUNK, CHUNK
+        params.n_threads, params.n_threads_batch = threads, threads
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.cb_eval, params.cb_eval_user_data = self._callback, None
+        self._ctx = LlamaContext(model=self._model, params=params, verbose=False)
+        self._batch = LlamaBatch(n_tokens=CHUNK, embd=0, n_seq_max=1, verbose=False)
+        self.n_ctx = n_ctx
+        self._kept: list[int] = []  # the tokens whose KV cells sequence 0 holds
+        self._kept_states = np.zeros((self._layers + 1, 0, self._width), np.float32)  # their states
+        self.evaluated = 0  # tokens evaluated (not reused from the kept prefix): what a caller's cost is
+
+    def depth(self) -> int:
+        """The model's layers (a position holds depth + 1 states: the embeddings, then each layer's)."""
+        return self._layers
+
+    def tokenize(self, text: str) -> list[int]:
+        """Tokens of a rendered prompt, special tokens parsed and no BOS added (as the engine tokenizes)."""
+        return list(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def token_ids(self, words: Sequence[str]) -> list[int]:
+        """The ids of those ``words`` that are one token each (the yes/no spellings a logit gap compares)."""
+        return sorted({ids[0] for ids in (self.tokenize(w) for w in words) if len(ids) == 1})
+
+    def states(self, tokens: Sequence[int], first: int = 0, *, every_output: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(states of positions ``first``.. of ``tokens``: (depth + 1, n, width) float32; the last token's logits).
+
+        Only the part after the prefix shared with the previous call is evaluated; the final layer's row is NaN
+        before the last token unless ``every_output`` (see the module docstring)."""
+        tokens = list(tokens)
+        if not tokens or not 0 <= first < len(tokens):
+            raise ValueError(f"states of positions {first}.. of a prompt of {len(tokens)} tokens")
+        if len(tokens) > self.n_ctx:
+            raise ValueError(f"a prompt of {len(tokens)} tokens exceeds the reader's context of {self.n_ctx}")
+        with self._lock:
+            # the last token is always evaluated: its logits are returned; with every_output, the prefix kept must
+            # carry a final layer everywhere too, which a cheap call's NaN rows do not
+            keep = min(len(common_prefix([self._kept, tokens])), len(tokens) - 1)
+            if every_output and keep and np.isnan(self._kept_states[-1, :keep]).any():
+                keep = 0
+            llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self._ctx.ctx), 0, keep, -1)
+            parts = [self._kept_states[:, :keep]]
+            logits = np.empty(0, np.float32)
+            for start in range(keep, len(tokens), CHUNK):
+                chunk = tokens[start : start + CHUNK]
+                states, logits = self._decode(chunk, start, every_output)
+                parts.append(states)
+            self.evaluated += len(tokens) - keep
+            every = np.concatenate(parts, axis=1)
+            self._kept, self._kept_states = tokens, every
+            return every[:, first:].copy(), logits
+
+    def _decode(self, chunk: list[int], position: int, every_output: bool) -> tuple[np.ndarray, np.ndarray]:
+        """One micro-batch: its states (final layer at the output rows only) and its last token's logits."""
+        self._rows, self._failure = {}, ""
+        self._batch.set_batch(chunk, n_past=position, logits_all=every_output)
+        status = llama_cpp.llama_decode(self._ctx.ctx, self._batch.batch)
+        if status != 0:
+            raise RuntimeError(f"llama_decode failed ({status}) on {len(chunk)} tokens at position {position}")
+        if self._failure:
+            raise RuntimeError(self._failure)
+        missing = sorted(set(range(self._layers + 1)) - set(self._rows))
+        if missing:
+            raise RuntimeError(f"llama.cpp handed out no state for layer(s) {missing} of {self.gguf.name}")
+        out = np.full((self._layers + 1, len(chunk), self._width), np.nan, np.float32)
+        for layer, rows in self._rows.items():
+            if layer < self._layers:
+                out[layer] = rows
+            elif every_output:
+                out[layer] = rows
+            else:
+                out[layer, -1] = rows[-1]
+        pointer = llama_cpp.llama_get_logits_ith(self._ctx.ctx, -1)
+        logits = np.ctypeslib.as_array(pointer, shape=(self._model.n_vocab(),)).copy()
+        return out, logits
+
+    def _on_tensor(self, tensor: int, ask: bool, _user: Any) -> bool:
+        """llama.cpp's scheduler callback: asked whether a node is wanted (its name), then handed the computed node.
+        Returning True goes on computing; an exception must not cross into C, so a failure is noted instead."""
+        try:
+            name = (self._lib.ggml_get_name(tensor) or b"").decode()
+            layer = self._wanted.get(name)
+            if ask or layer is None:
+                return layer is not None
+            rows, count = int(self._lib.ggml_nrows(tensor)), int(self._lib.ggml_nelements(tensor))
+            if count != rows * self._width or self._lib.ggml_nbytes(tensor) != 4 * count or not self._lib.ggml_is_contiguous(tensor):
+                self._failure = f"{name}: not a contiguous float32 tensor of width {self._width} ({count} elements in {rows} rows)"
+                return True
+            data = np.empty((rows, self._width), np.float32)
+            self._lib.ggml_backend_tensor_get(tensor, data.ctypes.data, 0, data.nbytes)
+            self._rows[layer] = data
+        except Exception as exc:  # pragma: no cover - a ctypes failure; reported by _decode, never swallowed
+            self._failure = f"reading a llama.cpp tensor failed: {exc}"
+        return True
+
+    def close(self) -> None:
+        """Free the context, the batch and the weights (the object is unusable after)."""
+        with self._lock:
+            self._batch.close()
+            self._ctx.close()
+            self._model.close()

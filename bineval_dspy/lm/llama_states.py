@@ -19,6 +19,7 @@ evaluated token (the lm_head on each, about a quarter more work) and fills it ev
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ import numpy as np
 from bineval_dspy.core.cores import usable_cores
 from bineval_dspy.core.quiet import quiet
 from bineval_dspy.lm._batching import common_prefix
+from bineval_dspy.lm.hidden import NO_TOKENS, YES_TOKENS, Reading
 
 CHUNK = 512  # tokens per decode: one llama.cpp micro-batch, so each callback sees one chunk's rows in order
 EMBEDDINGS = "embd"  # the token embeddings (``inp_embd`` names the vector-input path llama.cpp leaves unused)
@@ -78,7 +80,7 @@ class LlamaStates:
         self._batch = LlamaBatch(n_tokens=CHUNK, embd=0, n_seq_max=1, verbose=False)
         self.n_ctx = n_ctx
         self._kept: list[int] = []  # the tokens whose KV cells sequence 0 holds
-        self._kept_states = np.zeros((self._layers + 1, 0, self._width), np.float32)  # their states
+        self._buffer = np.empty((self._layers + 1, 0, self._width), np.float32)  # their states, then spare rows
         self.evaluated = 0  # tokens evaluated (not reused from the kept prefix): what a caller's cost is
 
     def depth(self) -> int:
@@ -107,21 +109,28 @@ class LlamaStates:
             # the last token is always evaluated: its logits are returned; with every_output, the prefix kept must
             # carry a final layer everywhere too, which a cheap call's NaN rows do not
             keep = min(len(common_prefix([self._kept, tokens])), len(tokens) - 1)
-            if every_output and keep and np.isnan(self._kept_states[-1, :keep]).any():
+            if every_output and keep and np.isnan(self._buffer[-1, :keep]).any():
                 keep = 0
             llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self._ctx.ctx), 0, keep, -1)
-            parts = [self._kept_states[:, :keep]]
+            self._kept = tokens[:keep]  # what the cells hold, whatever the decodes below do
+            self._grow(len(tokens))
             logits = np.empty(0, np.float32)
             for start in range(keep, len(tokens), CHUNK):
                 chunk = tokens[start : start + CHUNK]
-                states, logits = self._decode(chunk, start, every_output)
-                parts.append(states)
+                self._buffer[:, start : start + len(chunk)], logits = self._decode(chunk, start, every_output, start + CHUNK >= len(tokens))
+                self._kept = tokens[: start + len(chunk)]
             self.evaluated += len(tokens) - keep
-            every = np.concatenate(parts, axis=1)
-            self._kept, self._kept_states = tokens, every
-            return every[:, first:].copy(), logits
+            return self._buffer[:, first : len(tokens)].copy(), logits
 
-    def _decode(self, chunk: list[int], position: int, every_output: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _grow(self, rows: int) -> None:
+        """Room for ``rows`` positions' states (doubling, so a growing prompt copies the kept states rarely)."""
+        if rows > self._buffer.shape[1]:
+            size = max(rows, 2 * self._buffer.shape[1], 256)
+            grown = np.empty((self._layers + 1, size, self._width), np.float32)
+            grown[:, : len(self._kept)] = self._buffer[:, : len(self._kept)]
+            self._buffer = grown
+
+    def _decode(self, chunk: list[int], position: int, every_output: bool, last: bool) -> tuple[np.ndarray, np.ndarray]:
         """One micro-batch: its states (final layer at the output rows only) and its last token's logits."""
         self._rows, self._failure = {}, ""
         self._batch.set_batch(chunk, n_past=position, logits_all=every_output)
@@ -135,12 +144,10 @@ class LlamaStates:
             raise RuntimeError(f"llama.cpp handed out no state for layer(s) {missing} of {self.gguf.name}")
         out = np.full((self._layers + 1, len(chunk), self._width), np.nan, np.float32)
         for layer, rows in self._rows.items():
-            if layer < self._layers:
+            if layer < self._layers or every_output:
                 out[layer] = rows
-            elif every_output:
-                out[layer] = rows
-            else:
-                out[layer, -1] = rows[-1]
+            elif last:
+                out[layer, -1] = rows[-1]  # llama.cpp asks logits at a chunk's end: kept at the prompt's only
         pointer = llama_cpp.llama_get_logits_ith(self._ctx.ctx, -1)
         logits = np.ctypeslib.as_array(pointer, shape=(self._model.n_vocab(),)).copy()
         return out, logits
@@ -170,3 +177,56 @@ class LlamaStates:
             self._batch.close()
             self._ctx.close()
             self._model.close()
+
+
+class LlamaReader:
+    """``LlamaStates`` behind the probe's reader interface (``model``, ``tokenizer()``, ``depth()``, ``read``), so a
+    probe verdict costs llama.cpp prefills instead of a float32 torch model beside the engine. No disk cache: the
+    caching reader (``lm.hidden.HiddenStates``) keeps that role; this is its backend candidate (see the report).
+
+    ``tokenizer()`` is transformers' (prompts are rendered by the chat template the probe was trained with); the
+    tokens themselves are llama.cpp's, which parse the same rendered text to the same ids (tested)."""
+
+    def __init__(self, gguf: Path, model: str) -> None:
+        self.gguf = Path(gguf)
+        self.model = model
+        self.computed = 0  # prompts evaluated by this reader
+        self._states = LlamaStates(self.gguf)
+        self._yes = self._states.token_ids(YES_TOKENS)
+        self._no = self._states.token_ids(NO_TOKENS)
+
+    def tokenizer(self) -> Any:
+        with _LOADING:
+            return _tokenizer(self.gguf)
+
+    def depth(self) -> int:
+        return self._states.depth()
+
+    def read(self, prompts: Sequence[str]) -> list[Reading]:
+        """The readings of ``prompts`` in order; prompts read in token order, so each continues from the cells of
+        the one before (one output's questions share its whole context)."""
+        tokens = [self._states.tokenize(p) for p in prompts]
+        out: dict[int, Reading] = {}
+        for i in sorted(range(len(tokens)), key=lambda i: tokens[i]):
+            states, logits = self._states.states(tokens[i], len(tokens[i]) - 1)
+            gap = float(_logsumexp(logits[self._yes]) - _logsumexp(logits[self._no]))
+            out[i] = Reading(hidden=states[:, -1], gap=gap)
+        self.computed += len(prompts)
+        return [out[i] for i in range(len(prompts))]
+
+
+_LOADING = threading.Lock()  # transformers' lazy imports are not safe from several threads at once
+
+
+@functools.cache
+def _tokenizer(gguf: Path) -> Any:
+    """transformers' tokenizer of the GGUF (its chat template renders the probe's prompts), without the model."""
+    quiet("transformers")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+
+
+def _logsumexp(values: np.ndarray) -> float:
+    top = float(values.max())
+    return top + float(np.log(np.exp(values.astype(np.float64) - top).sum()))

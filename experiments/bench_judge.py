@@ -359,9 +359,10 @@ def main() -> None:
                 meters[name].answers[verdict.answer] += 1
         for name, reader in readers.items():
             assert probe_judge is not None
+            evaluated = getattr(reader, "evaluated", 0)
             with meters[name]:
                 verdicts = probe_judge.verdicts(reader, pair.article, pair.summary, checklist.questions, name)
-            meters[name].figures.calls += len(verdicts)
+            meters[name].add(len(verdicts), 0, getattr(reader, "evaluated", 0) - evaluated, 0)  # tokens: llama.cpp's reader counts them
             for verdict in verdicts.values():
                 meters[name].answers[verdict.answer] += 1
         # the floors mirror what the judges asked: today's prompts and tokens, verdict_only's prompts

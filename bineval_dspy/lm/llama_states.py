@@ -195,6 +195,11 @@ class LlamaReader:
         self._yes = self._states.token_ids(YES_TOKENS)
         self._no = self._states.token_ids(NO_TOKENS)
 
+    @property
+    def evaluated(self) -> int:
+        """Prompt tokens llama.cpp evaluated for this reader (the rest continued from kept cells)."""
+        return self._states.evaluated
+
     def tokenizer(self) -> Any:
         with _LOADING:
             return _tokenizer(self.gguf)

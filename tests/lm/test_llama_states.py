@@ -88,7 +88,10 @@ def test_the_shared_prefix_is_reused_and_gives_the_states_a_fresh_read_gives(sta
     finally:
         fresh.close()
     assert tail.shape == alone.shape == (states.depth() + 1, len(second) - shared, 576)
-    assert _cosine(tail[:-1], alone[:-1]).min() > 0.9999  # continued from cells or evaluated whole: one reading
+    # continued from cells or evaluated whole: one reading (measured 0.9995 at worst: the batch shapes round apart),
+    # and each row in its place (a row against its neighbour's twin falls far below)
+    assert _cosine(tail[:-1], alone[:-1]).min() > 0.999
+    assert _cosine(tail[:-1, 1:], alone[:-1, :-1]).min() < 0.99
     assert int(np.argmax(logits)) == int(np.argmax(alone_logits))
 
 

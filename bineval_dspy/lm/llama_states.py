@@ -33,6 +33,7 @@ from bineval_dspy.core.quiet import quiet
 from bineval_dspy.lm._batching import common_prefix
 from bineval_dspy.lm.hidden import NO_TOKENS, YES_TOKENS, Reading
 
+SEQUENCES = 16  # prompt tails decoded side by side at most, each its own sequence beside sequence 0
 CHUNK = 512  # tokens per decode: one llama.cpp micro-batch, so each callback sees one chunk's rows in order
 EMBEDDINGS = "embd"  # the token embeddings (``inp_embd`` names the vector-input path llama.cpp leaves unused)
 LAYER = "l_out-"
@@ -76,8 +77,10 @@ class LlamaStates:
         params.n_threads, params.n_threads_batch = threads, threads
         params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
         params.cb_eval, params.cb_eval_user_data = self._callback, None
+        params.n_seq_max, params.kv_unified = SEQUENCES + 1, True  # one stream: a batch's rows stay in their order
         self._ctx = LlamaContext(model=self._model, params=params, verbose=False)
         self._batch = LlamaBatch(n_tokens=CHUNK, embd=0, n_seq_max=1, verbose=False)
+        self._memory = llama_cpp.llama_get_memory(self._ctx.ctx)
         self.n_ctx = n_ctx
         self._kept: list[int] = []  # the tokens whose KV cells sequence 0 holds
         self._buffer = np.empty((self._layers + 1, 0, self._width), np.float32)  # their states, then spare rows
@@ -111,7 +114,7 @@ class LlamaStates:
             keep = min(len(common_prefix([self._kept, tokens])), len(tokens) - 1)
             if every_output and keep and np.isnan(self._buffer[-1, :keep]).any():
                 keep = 0
-            llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(self._ctx.ctx), 0, keep, -1)
+            llama_cpp.llama_memory_seq_rm(self._memory, 0, keep, -1)
             self._kept = tokens[:keep]  # what the cells hold, whatever the decodes below do
             self._grow(len(tokens))
             logits = np.empty(0, np.float32)
@@ -121,6 +124,54 @@ class LlamaStates:
                 self._kept = tokens[: start + len(chunk)]
             self.evaluated += len(tokens) - keep
             return self._buffer[:, first : len(tokens)].copy(), logits
+
+    def last_states(self, prompts: Sequence[Sequence[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each prompt's last-token states (depth + 1, width) and logits, the prompts' common prefix evaluated once
+        (continuing from the kept cells) and their tails decoded side by side, SEQUENCES at a time, each on its own
+        sequence copied from the prefix's cells: one output's questions cost one prefill and one batched pass."""
+        lists = [list(p) for p in prompts]
+        if not lists or not all(lists):
+            raise ValueError("states of an empty prompt")
+        root = common_prefix(lists)[: min(map(len, lists)) - 1]
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        for start in range(0, len(lists), SEQUENCES):
+            if root:
+                self.states(root)  # the shared context on sequence 0, kept for the next call
+            with self._lock:
+                if not root:  # nothing shared: no stale cells may reach the tails
+                    llama_cpp.llama_memory_seq_rm(self._memory, 0, 0, -1)
+                    self._kept = []
+                out += self._tails(lists[start : start + SEQUENCES], len(root))
+        return out
+
+    def _tails(self, prompts: list[list[int]], done: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Decode every prompt's tokens from ``done`` on, prompt i on sequence i + 1 (its cells dropped after)."""
+        rows = [(t, done + j, seq, j == len(p) - done - 1) for seq, p in enumerate(prompts, 1) for j, t in enumerate(p[done:])]
+        found: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # sequence -> its last token's states and logits
+        try:
+            for seq in range(1, len(prompts) + 1):
+                llama_cpp.llama_memory_seq_cp(self._memory, 0, seq, -1, -1)
+            batch = self._batch.batch
+            for begin in range(0, len(rows), CHUNK):
+                chunk = rows[begin : begin + CHUNK]
+                for k, (token, position, seq, last) in enumerate(chunk):
+                    batch.token[k], batch.pos[k], batch.n_seq_id[k], batch.logits[k] = token, position, 1, last
+                    batch.seq_id[k][0] = seq
+                batch.n_tokens = len(chunk)
+                self._rows, self._failure = {}, ""
+                status = llama_cpp.llama_decode(self._ctx.ctx, batch)
+                if status != 0 or self._failure or len(self._rows) != self._layers + 1:
+                    raise RuntimeError(self._failure or f"llama_decode failed ({status}) on a batch of {len(chunk)} tails' tokens")
+                ends = [k for k, row in enumerate(chunk) if row[3]]
+                for n, k in enumerate(ends):  # the final layer holds the logits rows only, in batch order
+                    states = np.stack([self._rows[layer][k] for layer in range(self._layers)] + [self._rows[self._layers][n]])
+                    pointer = llama_cpp.llama_get_logits_ith(self._ctx.ctx, k)
+                    found[chunk[k][2]] = (states, np.ctypeslib.as_array(pointer, shape=(self._model.n_vocab(),)).copy())
+            self.evaluated += len(rows)
+        finally:
+            for seq in range(1, len(prompts) + 1):
+                llama_cpp.llama_memory_seq_rm(self._memory, seq, -1, -1)
+        return [found[seq] for seq in range(1, len(prompts) + 1)]
 
     def _grow(self, rows: int) -> None:
         """Room for ``rows`` positions' states (doubling, so a growing prompt copies the kept states rarely)."""
@@ -208,16 +259,14 @@ class LlamaReader:
         return self._states.depth()
 
     def read(self, prompts: Sequence[str]) -> list[Reading]:
-        """The readings of ``prompts`` in order; prompts read in token order, so each continues from the cells of
-        the one before (one output's questions share its whole context)."""
-        tokens = [self._states.tokenize(p) for p in prompts]
-        out: dict[int, Reading] = {}
-        for i in sorted(range(len(tokens)), key=lambda i: tokens[i]):
-            states, logits = self._states.states(tokens[i], len(tokens[i]) - 1)
-            gap = float(_logsumexp(logits[self._yes]) - _logsumexp(logits[self._no]))
-            out[i] = Reading(hidden=states[:, -1], gap=gap)
+        """The readings of ``prompts`` in order: their shared context evaluated once, their tails side by side."""
+        if not prompts:
+            return []
+        out = []
+        for states, logits in self._states.last_states([self._states.tokenize(p) for p in prompts]):
+            out.append(Reading(hidden=states, gap=float(_logsumexp(logits[self._yes]) - _logsumexp(logits[self._no]))))
         self.computed += len(prompts)
-        return [out[i] for i in range(len(prompts))]
+        return out
 
 
 _LOADING = threading.Lock()  # transformers' lazy imports are not safe from several threads at once

@@ -148,3 +148,19 @@ def test_an_engine_beside_the_reader_generates_as_before(gguf, states, torch_mod
     states.states(states.tokenize(_prompt(torch_model[1], QUESTIONS[0])))
     after = engine.complete(request)
     assert after.message.text == before.message.text and after.message.text
+
+
+def test_tails_side_by_side_read_what_one_at_a_time_reads(states, torch_model):
+    prompts = [states.tokenize(_prompt(torch_model[1], q)) for q in (*QUESTIONS, "Is the summary short?")]
+    shared = min(next(i for i, (a, b) in enumerate(zip(prompts[0], p)) if a != b) for p in prompts[1:])
+    before = states.evaluated
+    together = states.last_states(prompts)
+    assert states.evaluated - before <= shared + sum(len(p) - shared for p in prompts)  # the context once at most
+    alone = [states.states(p, len(p) - 1) for p in prompts]
+    for (a, a_logits), (b, b_logits) in zip(together, alone):
+        assert a.shape == (states.depth() + 1, 576)
+        assert _cosine(a, b[:, -1]).min() > 0.999  # measured 0.9996 at worst: batch shapes round apart
+        assert int(np.argmax(a_logits)) == int(np.argmax(b_logits))
+    assert _cosine(together[0][0], alone[1][0][:, -1]).min() < 0.99  # each reading is its own prompt's
+    again = states.last_states(prompts)  # the side sequences were dropped: a second pass reads the same
+    assert all(_cosine(a, b).min() > 0.9999 for (a, _), (b, _) in zip(together, again))

@@ -13,7 +13,7 @@ Arms (each on its own engine, interleaved pair by pair so machine load hits them
   questions of one output share it), a linear head applied, nothing decoded; uncached, its head a placeholder (the
   cost of a verdict does not depend on the weights, so its answers are not compared);
 - probe_llama: the same probe, its states read from llama.cpp's own quantized forward pass (``lm.llama_states``: the
-  evaluation callback hands out every layer; one output's questions continue from the cells of its context);
+  evaluation callback hands out every layer; one output's context prefilled once, its questions' tails side by side);
 - naive: one plain ``dspy.Predict`` per question with ChatAdapter and no prefix reuse;
 - floor: llama.cpp alone doing today's model work (same prompt tokens evaluated, as many tokens generated);
 - batched_floor: llama.cpp alone, the physical floor of one output: one prefill of the shared context, one

@@ -14,6 +14,10 @@ final layer is the exception llama.cpp makes: its last block runs on the rows th
 ``every_output=False`` (the cheap default) the last layer's row is filled at the last token only and is NaN at every
 other position (an average over it is NaN, never a silent number); ``every_output=True`` asks logits at every
 evaluated token (the lm_head on each, about a quarter more work) and fills it everywhere.
+
+``last_states`` is the probe's cheap path: one output's prompts share its context, which is evaluated once on
+sequence 0, and the questions' tails are decoded side by side in one batch, each on a sequence copied from those
+cells (a unified KV cache: copying tags cells, and a batch's rows keep their order), as the one-token verdict does.
 """
 
 from __future__ import annotations

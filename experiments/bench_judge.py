@@ -12,6 +12,8 @@ Arms (each on its own engine, interleaved pair by pair so machine load hits them
 - probe: a probe judge (``judges.probe``): each question's hidden state read by one prefill in transformers (the
   questions of one output share it), a linear head applied, nothing decoded; uncached, its head a placeholder (the
   cost of a verdict does not depend on the weights, so its answers are not compared);
+- probe_llama: the same probe, its states read from llama.cpp's own quantized forward pass (``lm.llama_states``: the
+  evaluation callback hands out every layer; one output's context prefilled once, its questions' tails side by side);
 - naive: one plain ``dspy.Predict`` per question with ChatAdapter and no prefix reuse;
 - floor: llama.cpp alone doing today's model work (same prompt tokens evaluated, as many tokens generated);
 - batched_floor: llama.cpp alone, the physical floor of one output: one prefill of the shared context, one
@@ -20,7 +22,7 @@ Arms (each on its own engine, interleaved pair by pair so machine load hits them
 Usage: python experiments/bench_judge.py [--data DIR] [--pairs N] [--questions N] [--arms A,B,...] [--pair-tokens N]
        [--naive-max-tokens N] [--out PATH]
 Prints a table and ends with ``ratios: today/new=A today/verdict_only=B verdict_only/batched_floor=C naive/new=D
-one_token/batched_floor=E``
+one_token/batched_floor=E probe/one_token=F probe/verdict_only=G probe_llama/one_token=H probe_llama/probe=I``
 (with ``--arms``, the ratios of the arms that ran: ``--arms verdict_only,batched_floor`` measures the one target
 pair side by side at a tenth of the time; ``floor`` needs ``today``, ``batched_floor`` needs ``verdict_only``).
 ``--pair-tokens`` and ``--naive-max-tokens`` shrink the prompts and the naive arm's rambling replies: the smoke test's
@@ -299,15 +301,25 @@ def main() -> None:
         "floor": dict(batching=False, flash_attn=False),
         "batched_floor": {},
     }
-    engines = {name: LlamaCppEngine(path, **settings[name]) for name in args.arms if name != "probe"}
-    probe_reader = probe_judge = None
-    if "probe" in args.arms:
-        from bineval_dspy.lm.hidden import HiddenStates
+    engines = {name: LlamaCppEngine(path, **settings[name]) for name in args.arms if name not in PROBES}
+    readers: dict[str, Any] = {}  # probe arm -> its reader (no cache: every state read)
+    probe_judge = None
+    if set(PROBES) & set(args.arms):
         from bineval_dspy.lm.specs import file_fingerprint
 
-        probe_reader = HiddenStates(path, f"local/bench@sha256-{file_fingerprint(path)}", None)  # no cache: every state read
-        probe_reader.read(["Warm-up: the quick brown fox jumps over the lazy dog."])
-        probe_judge = placeholder_probe(probe_reader.model, probe_reader.read(["x"])[0].hidden.shape)
+        model = f"local/bench@sha256-{file_fingerprint(path)}"
+        if "probe" in args.arms:
+            from bineval_dspy.lm.hidden import HiddenStates
+
+            readers["probe"] = HiddenStates(path, model, None)
+        if "probe_llama" in args.arms:
+            from bineval_dspy.lm.llama_states import LlamaReader
+
+            readers["probe_llama"] = LlamaReader(path, model)
+        for reader in readers.values():
+            reader.tokenizer()
+            reader.read(["Warm-up: the quick brown fox jumps over the lazy dog."])
+        probe_judge = placeholder_probe(model, next(iter(readers.values())).read(["x"])[0].hidden.shape)
     lms = {name: local_lm(engine, name, args.naive_max_tokens if name == "naive" else MAX_TOKENS) for name, engine in engines.items()}
     judges = {
         "today": BinaryJudge(threads=1), "new": BinaryJudge(), "verdict_only": BinaryJudge(explanations="none"),
@@ -327,8 +339,8 @@ def main() -> None:
     requests = {name: record_requests(engines[name]) for name in ("today", "verdict_only") if name in engines}
     predict = dspy.Predict("document, summary, question -> answer: bool, explanation: str")
     meters = {name: Meter(engine if name in (*judges, "naive") else None) for name, engine in engines.items()}
-    if probe_judge is not None:
-        meters["probe"] = Meter(None)
+    for name in readers:
+        meters[name] = Meter(None)
     floor_llama = engines["floor"]._load() if "floor" in engines else None
     batched_llama = engines["batched_floor"]._load() if "batched_floor" in engines else None
     batch = llama_cpp.llama_batch_init(batched_llama.n_batch, 0, 1) if batched_llama is not None else None
@@ -345,12 +357,14 @@ def main() -> None:
             explanations[name].append([v.explanation for v in card.verdicts])
             for verdict in card.verdicts:
                 meters[name].answers[verdict.answer] += 1
-        if probe_judge is not None and probe_reader is not None:
-            with meters["probe"]:
-                verdicts = probe_judge.verdicts(probe_reader, pair.article, pair.summary, checklist.questions, "probe")
-            meters["probe"].figures.calls += len(verdicts)
+        for name, reader in readers.items():
+            assert probe_judge is not None
+            evaluated = getattr(reader, "evaluated", 0)
+            with meters[name]:
+                verdicts = probe_judge.verdicts(reader, pair.article, pair.summary, checklist.questions, name)
+            meters[name].add(len(verdicts), 0, getattr(reader, "evaluated", 0) - evaluated, 0)  # tokens: llama.cpp's reader counts them
             for verdict in verdicts.values():
-                meters["probe"].answers[verdict.answer] += 1
+                meters[name].answers[verdict.answer] += 1
         # the floors mirror what the judges asked: today's prompts and tokens, verdict_only's prompts
         recorded = next((name for name in ("today", "verdict_only") if name in requests), None)
         engine = engines[recorded] if recorded else None
@@ -403,6 +417,7 @@ def main() -> None:
         for a, b in (
             ("today", "new"), ("today", "verdict_only"), ("verdict_only", "batched_floor"), ("naive", "new"), ("today", "floor"),
             ("one_token", "batched_floor"), ("probe", "one_token"), ("probe", "verdict_only"),
+            ("probe_llama", "one_token"), ("probe_llama", "probe"),
         )  # fmt: skip
         if a in seconds and b in seconds
     }
@@ -421,7 +436,8 @@ def main() -> None:
         "ratios": ratios,
     }, indent=2) + "\n")
     shown = [
-        k for k in ("today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new", "one_token/batched_floor", "probe/one_token", "probe/verdict_only")
+        k for k in ("today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new", "one_token/batched_floor", "probe/one_token", "probe/verdict_only",
+                  "probe_llama/one_token", "probe_llama/probe")
         if k in ratios
     ]
     print("ratios: " + " ".join(f"{k}={ratios[k]:.2f}" for k in shown))
@@ -437,7 +453,8 @@ def placeholder_probe(model: str, shape: tuple[int, ...]) -> Any:
     return Probe(instructions=INSTRUCTIONS, head=head, record=record)
 
 
-ARMS = ("today", "new", "verdict_only", "one_token", "probe", "naive", "floor", "batched_floor")
+ARMS = ("today", "new", "verdict_only", "one_token", "probe", "probe_llama", "naive", "floor", "batched_floor")
+PROBES = ("probe", "probe_llama")  # arms that read states instead of running an engine
 NEEDS = {"floor": "today", "batched_floor": "verdict_only"}  # a floor replays the prompts its judge arm recorded
 
 
@@ -450,8 +467,8 @@ def arm_list(text: str) -> tuple[str, ...]:
     missing = [f"{floor} needs {judge}" for floor, judge in NEEDS.items() if floor in names and judge not in names]
     if missing:
         raise argparse.ArgumentTypeError("; ".join(missing))
-    if not names & {"today", "new", "verdict_only", "one_token", "probe"}:
-        raise argparse.ArgumentTypeError("name at least one judge arm (today, new, verdict_only, one_token, probe)")
+    if not names & {"today", "new", "verdict_only", "one_token", *PROBES}:
+        raise argparse.ArgumentTypeError("name at least one judge arm (today, new, verdict_only, one_token, probe, probe_llama)")
     return tuple(name for name in ARMS if name in names)
 
 

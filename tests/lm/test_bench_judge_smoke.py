@@ -33,17 +33,18 @@ def test_bench_judge_runs_at_its_smallest_size(tmp_path):
     assert last.startswith("ratios: today/new=")
     assert [item.split("=")[0] for item in last.split()[1:]] == [
         "today/new", "today/verdict_only", "verdict_only/batched_floor", "naive/new", "one_token/batched_floor", "probe/one_token",
-        "probe/verdict_only",
+        "probe/verdict_only", "probe_llama/one_token", "probe_llama/probe",
     ]  # fmt: skip
     result = json.loads(out.read_text())
     assert len(result["pairs"]) == 1 and len(result["questions"]) == 2
     assert result["pairs"][0]["article_tokens"] + result["pairs"][0]["summary_tokens"] <= 200
-    for arm in ("today", "new", "verdict_only", "one_token", "probe"):
+    for arm in ("today", "new", "verdict_only", "one_token", "probe", "probe_llama"):
         assert sum(result[arm]["answers"].values()) == 2 and result[arm]["answers"]["unanswered"] == 0
     assert result["one_token"]["generated_tokens"] <= 2 * 2  # the answer and the closing quote's token, at most
     assert sum(result["naive"]["answers"].values()) == 2 and result["naive"]["generated_tokens"] <= 32 * result["naive"]["calls"]
     assert result["one_token_answers_equal_to_verdict_only"] in (0, 1, 2)
     assert result["batched_floor"]["calls"] == 2 and result["batched_floor"]["generated_tokens"] == 2
+    assert result["probe_llama"]["evaluated_prompt_tokens"] > 0  # llama.cpp read the states
 
 
 def test_bench_judge_runs_the_target_pair_alone(tmp_path):

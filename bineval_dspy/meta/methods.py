@@ -350,7 +350,7 @@ def _probe_scorer(method: ProbeMethod, dimensions: Sequence[str], genre: str, ro
         folds=method.folds, inner_folds=method.inner_folds, layers=method.layers, strengths=method.strengths, seed=method.seed,
     )
     for head in heads:
-        console.print(f"  {method.name}: fold {head['fold']}: layer {head['layer']}, C {head['strength']}, medians {head['medians']}", markup=False)
+        console.print(f"  {method.name}: fold {head['fold']}: {head['features']}, C {head['strength']}, medians {head['medians']}", markup=False)
     found: dict[str, dict[str, float | None]] = {}
     for (row, dim), value in zip(pairs, p):
         found.setdefault(row.id, {})[dim] = None if np.isnan(value) else round(float(value), 6)

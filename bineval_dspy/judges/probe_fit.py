@@ -144,8 +144,9 @@ def search(
     candidates: list[Candidate] = []
 
     def attempt(specs: list[FeatureSpec]) -> None:
+        matrices = [s.matrix(readings) for s in specs]
         for strength in strengths:
-            oof = np.mean([out_of_fold(s.matrix(readings), y, fold_of, strength) for s in specs], axis=0)
+            oof = np.mean([out_of_fold(x, y, fold_of, strength) for x in matrices], axis=0)
             auc = point(auroc_statistic(list(oof), refs), len(y))
             plain = len(specs) == 1 and specs[0] == FeatureSpec(layers=specs[0].layers[:1])
             name = None if plain else (specs[0].name() if len(specs) == 1 else f"average of {len(specs)}: " + ", ".join(s.name() for s in specs))

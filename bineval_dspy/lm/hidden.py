@@ -214,9 +214,10 @@ def _walk(
     out: list[Reading | None] = [None] * len(prompts)
     config = model.config
     longest = max(len(p) for p in prompts)
-    states = kept.states if kept is not None else np.zeros((0, 0, 0), dtype=np.float32)
+    shape = (config.num_hidden_layers + 1, 0, config.hidden_size)
+    states = kept.states if kept is not None else np.zeros(shape, dtype=np.float32)
     if states.shape[1] < longest:  # grow the buffer, keeping the positions the kept root wrote
-        grown = np.zeros((config.num_hidden_layers + 1, max(longest, 2 * states.shape[1]), config.hidden_size), dtype=np.float32)
+        grown = np.zeros((shape[0], max(longest, 2 * states.shape[1]), shape[2]), dtype=np.float32)
         grown[:, : states.shape[1]] = states
         states = grown
 

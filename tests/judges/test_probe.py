@@ -167,6 +167,16 @@ def test_states_are_read_fitted_cached_and_judged_on_the_embedded_model(tmp_path
 
     cached = read_examples(fresh, probe.instructions, examples)
     assert fresh.computed == 0 and cached[0].hidden.shape == (31, 576)
+    assert set(cached[0].pooled) == {"output", "question"} and cached[0].pooled["output"].shape == (31, 576)
+    assert np.array_equal(cached[0].pooled["output"], cached[1].pooled["output"])  # the output precedes its questions
+    from bineval_dspy.judges.probe import probe_text
+
+    # the walk pooled the output from the states it kept of the shared prefix: the same as a prompt read alone
+    text, spans = probe_text(reader.tokenizer(), probe.instructions, examples[1].input, examples[1].output, examples[1].question)
+    alone = type(reader)(reader.gguf, reader.model, None).read([text], [spans])[0]
+    for pooling in ("last", "output", "question"):
+        a, b = alone.states(pooling), cached[1].states(pooling)
+        assert np.linalg.norm(a - b) / np.linalg.norm(b) < 1e-2, pooling
     judge = BinaryJudge(explanations="none", probability=True, probe=probe)
     checklist = Checklist(task="t", dimensions=["d"], questions=[Question(id="q", text="Does the output answer the task?", dimension="d")])
     with dspy.context(lm=lm):

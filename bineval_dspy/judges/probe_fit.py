@@ -136,14 +136,15 @@ def search(
     combine: bool = True,
 ) -> tuple[tuple[list[FeatureSpec], float, np.ndarray], list[Candidate]]:
     """The best candidate by out-of-fold AUROC ((its members' specs, C, out-of-fold P(yes))) and every candidate
-    tried: single layers by each pooling, then (``combine``) the best pooling's top 2-4 layers concatenated and
-    averaged, then the best candidate without the gap."""
+    tried: single layers by each pooling at every strength, then at the best single's strength (``combine``) the best
+    pooling's top 2-4 layers concatenated and averaged, then the best candidate without the gap (the later stages
+    at one strength keep the search a few hundred fits on two cores)."""
     fold_of = grouped_folds(groups, folds, seed)
     refs = ["yes" if v else "no" for v in y]
     tried: list[tuple[float, list[FeatureSpec], float, np.ndarray]] = []
     candidates: list[Candidate] = []
 
-    def attempt(specs: list[FeatureSpec]) -> None:
+    def attempt(specs: list[FeatureSpec], strengths: Sequence[float] = strengths) -> None:
         matrices = [s.matrix(readings) for s in specs]
         for strength in strengths:
             oof = np.mean([out_of_fold(x, y, fold_of, strength) for x in matrices], axis=0)
@@ -160,6 +161,7 @@ def search(
             attempt([FeatureSpec(layers=[layer], pooling=pooling)])  # type: ignore[list-item]
     if not tried:
         raise InputError("probe training data: no fold held both answers; give more tasks")
+    chosen = [max(tried, key=lambda t: t[0])[2]]
     if combine and len(layers) > 1:
         best_pooling = max(tried, key=lambda t: t[0])[1][0].pooling
         by_layer: dict[int, float] = {}
@@ -169,10 +171,10 @@ def search(
         ranked = sorted(by_layer, key=lambda layer: -by_layer[layer])
         for k in range(2, min(4, len(ranked)) + 1):
             top = sorted(ranked[:k])
-            attempt([FeatureSpec(layers=top, pooling=best_pooling)])
-            attempt([FeatureSpec(layers=[layer], pooling=best_pooling) for layer in top])
+            attempt([FeatureSpec(layers=top, pooling=best_pooling)], chosen)
+            attempt([FeatureSpec(layers=[layer], pooling=best_pooling) for layer in top], chosen)
     best = max(tried, key=lambda t: t[0])
-    attempt([s.model_copy(update={"gap": False}) for s in best[1]])
+    attempt([s.model_copy(update={"gap": False}) for s in best[1]], [best[2]])
     _, specs, strength, oof = max(tried, key=lambda t: t[0])
     return (specs, strength, oof), candidates
 
@@ -293,7 +295,7 @@ def fit_linear(x: np.ndarray, y: np.ndarray, strength: float) -> Fitted:
         value = float(sw @ (np.logaddexp(0.0, margin) - y * margin) + (reg * theta) @ theta / 2)
         return value, z.T @ (sw * (sigmoid(margin) - y)) + reg * theta
 
-    theta = minimize(loss, np.zeros(d), jac=True, method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-7}).x
+    theta = minimize(loss, np.zeros(d), jac=True, method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-6}).x
     return Fitted(mean, scale, theta[:-1], float(theta[-1]))
 
 

@@ -15,6 +15,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.cache import installed_dir
     from bineval_dspy.lm.hidden import reader_for
+    from bineval_dspy.lm.specs import make_lm
     from bineval_dspy.optimize.calibrate import RESULTS_FILE, calibrate, load_calibrate
     from bineval_dspy.runs.header import headed
 
@@ -22,15 +23,24 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     spec = args.lm or config.lm
     if args.api_base:
         raise InputError(f"--api-base: a probe reads hidden states, which only a model in this process gives; {config.source} calibrates {spec}")
-    lm = runtime.configure(runtime.LMOptions(spec=spec, source="--lm" if args.lm else f"{config.source}: field 'lm' ="), runtime.run_cache_dir(args.cache_dir, None))
+    where = "--lm" if args.lm else f"{config.source}: field 'lm' ="
+    cache = runtime.run_cache_dir(args.cache_dir, None)
+    if args.lm or not config.probe.backbones:
+        readers = [reader_for(runtime.configure(runtime.LMOptions(spec=spec, source=where), cache), installed_dir(), where)]
+    else:  # each backbone's states; the program's LM is the chosen one
+        where = f"{config.source}: field 'probe.backbones'"
+        readers = [reader_for(make_lm(name, source=where), installed_dir(), f"{where}: {name}") for name in config.probe.backbones]
+        runtime.configure(runtime.LMOptions(spec=config.probe.backbones[0], source=where), cache)
     with headed(config.run_dir / RESULTS_FILE, "calibration"):  # the head reads a model in this process: no LM calls billed
-        results = calibrate(config, reader_for(lm, installed_dir(), "--lm" if args.lm else f"{config.source}: field 'lm' ="))
+        results = calibrate(config, readers)
     validation = results.record["validation"]
     assert isinstance(validation, dict)
     figures = ", ".join(f"{k} {v:.3f}" for k, v in validation.items() if isinstance(v, float))
     groups = results.record["groups"]
     assert isinstance(groups, list)
-    shown.print(f"trained on {results.record['rows']} rows of {len(groups)} task(s); out-of-fold: {figures}", markup=False)
+    if len(results.backbones) > 1:
+        shown.print("backbones (out-of-fold AUROC): " + ", ".join(f"{m} {v:.3f}" if v is not None else f"{m} -" for m, v in results.backbones.items()), markup=False)
+    shown.print(f"reads {results.record['model']}; trained on {results.record['rows']} rows of {len(groups)} task(s); out-of-fold: {figures}", markup=False)
     if results.test:
         majority = results.test_majority
         baseline = f" (always {majority.answer!r} agrees {majority.agreement:.3f})" if majority is not None else ""
@@ -40,6 +50,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         shown.print(f"(!) AT CHANCE {where}: {'; '.join(results.standing.at_chance)}; its verdicts say little" + (": the learning curve below says what more labels give" if results.curve else ""), markup=False, soft_wrap=True)
     for line in results.curve.lines() if results.curve is not None else []:
         shown.print(line, markup=False, soft_wrap=True)
+    if results.test_best:
+        shown.print(f"  diagnostic (never used to choose): kappa at the test rows' best threshold {results.test_best['kappa_at_best_threshold']}", markup=False)
     console.print(f"wrote program.json, probe.json and {RESULTS_FILE} in {config.run_dir}")
     return ExitCode.OK
 

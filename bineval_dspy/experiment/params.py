@@ -283,7 +283,7 @@ class ProbeArm(TrainDataArm):
     kind: Literal["probe"] = "probe"
     train_data: Path | None = unrecorded(None)  # its bytes are fingerprinted, not where it lies
     train_data_rows: int | None = Field(default=None, ge=1, description="at most this many train_data rows (the first)")
-    layers: list[int] | None = Field(default=None, description="candidate layers (default: every third, and the last)")
+    layers: list[int] | None = Field(default=None, description="candidate layers (default: four over 40-75% of the depth, and the last)")
     strengths: list[float] = Field(default=[0.001, 0.003, 0.01, 0.03], min_length=1, description="candidate C (inverse L2 strength)")
     folds: int = Field(default=5, ge=2, description="grouped folds the candidates and the threshold are chosen on")
 

@@ -5,16 +5,16 @@ at the answer position still tells the outputs a strong judge passes from those 
 prefill, no decoding, the yes-bias removed by construction (class-balanced loss, a fitted threshold). Training it is
 calibration: the labels are a stronger judge's question-level verdicts or people's.
 
-The head is chosen without the test split: for each candidate layer and L2 strength, grouped k-fold predictions
-over the training rows (a task's questions never on both sides of a fold) rank the candidates by AUROC; the decision
-threshold is the one that maximizes Cohen's kappa on the chosen candidate's out-of-fold predictions; the head is then
-refitted on every training row.
+The head is chosen without the test split: grouped k-fold predictions over the training rows (a task's questions
+never on both sides of a fold) rank the candidate features (layers, poolings, the gap: ``probe_fit``) and L2
+strengths by AUROC; the chosen candidate's out-of-fold P(yes) are calibrated and the threshold placed on them; the
+head is then refitted on every training row. A head saved before pooled features (``ProbeHead``: one layer's last
+token and the gap) still loads and scores as it did.
 """
 
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,9 +26,27 @@ from bineval_dspy.core.errors import InputError, one_line
 from bineval_dspy.core.fingerprint import digest
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.schema import Question, Verdict
+from bineval_dspy.core.settings import optional
+from bineval_dspy.judges.probe_fit import (
+    POOLINGS,
+    Candidate,
+    FeatureSpec,
+    PooledHead,
+    Pooling,
+    best_threshold,
+    default_layers,
+    fit_linear,
+    fit_platt,
+    grouped_folds,
+    place_thresholds,
+    search,
+    sigmoid,
+)
 from bineval_dspy.lm.budget import metered_map
-from bineval_dspy.lm.hidden import HiddenStates, Reading
+from bineval_dspy.lm.hidden import HiddenStates, Reading, Span
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic, point
+
+__all__ = ["Candidate", "PooledHead", "best_threshold", "default_layers", "grouped_folds"]  # the fitting's names, read from here
 
 PROMPT_FORMAT = 1  # the probe prompt's layout (``probe_prompt``): a head reads states of prompts laid out this way
 STRENGTHS = (0.001, 0.003, 0.01, 0.03)  # candidate C (inverse L2 strength, on standardized features)
@@ -40,11 +58,29 @@ INSTRUCTIONS = (
 
 
 def probe_prompt(tokenizer: Any, instructions: str, input: str, output: str, question: str) -> str:
-    """The text whose last token's state the head reads: the judge's chat prompt, ready for the answer. Input and
-    output come first, so the questions of one output share everything before the question."""
-    user = f"Input:\n{input}\n\nOutput:\n{output}\n\nQuestion: {question}\nAnswer yes or no."
-    messages = [{"role": "system", "content": instructions}, {"role": "user", "content": user}]
-    return str(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+    """The text whose states the head reads: the judge's chat prompt, ready for the answer (a base model without a
+    chat template: the same parts as plain text, ending in "Answer:"). Input and output come first, so the questions
+    of one output share everything before the question."""
+    return probe_text(tokenizer, instructions, input, output, question)[0]
+
+
+def probe_text(tokenizer: Any, instructions: str, input: str, output: str, question: str) -> tuple[str, dict[str, Span]]:
+    """``probe_prompt``'s text and where the output and the question lie in it (characters), for their mean states.
+    A span the template did not keep verbatim is left out (a head that pools it gives no verdict)."""
+    head = f"Input:\n{input}\n\nOutput:\n"
+    user = f"{head}{output}\n\nQuestion: {question}\nAnswer yes or no."
+    if getattr(tokenizer, "chat_template", None):
+        messages = [{"role": "system", "content": instructions}, {"role": "user", "content": user}]
+        text = str(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+    else:
+        text = f"{instructions}\n\n{user}\nAnswer:"
+    at = text.rfind(user)
+    if at < 0:
+        return text, {}
+    start = at + len(head)
+    asked = start + len(output) + len("\n\nQuestion: ")
+    spans = {"output": (start, start + len(output)), "question": (asked, asked + len(question))}
+    return text, {name: span for name, span in spans.items() if span[1] > span[0]}
 
 
 class ProbeHead(BaseModel):
@@ -60,16 +96,14 @@ class ProbeHead(BaseModel):
     threshold: float
 
     def p_yes(self, readings: Sequence[Reading]) -> np.ndarray:
-        x = (_features(readings, self.layer) - np.array(self.mean)) / np.array(self.scale)
-        return np.asarray(_sigmoid(x @ np.array(self.weights) + self.bias))
+        x = (FeatureSpec(layers=[self.layer]).matrix(readings) - np.array(self.mean)) / np.array(self.scale)
+        return sigmoid(x @ np.array(self.weights) + self.bias)
 
+    def threshold_for(self, dimension: str | None) -> float:
+        return self.threshold
 
-class Candidate(BaseModel):
-    """One (layer, C) on the training rows' out-of-fold predictions."""
-
-    layer: int
-    strength: float
-    auroc: float | None
+    def describe(self) -> str:
+        return f"layer {self.layer}"
 
 
 class ProbeRecord(BaseModel):
@@ -85,6 +119,7 @@ class ProbeRecord(BaseModel):
     folds: int
     candidates: list[Candidate]
     validation: dict[str, float | None]  # the chosen candidate's out-of-fold kappa, balanced accuracy, AUROC, agreement
+    threshold_rule: str | None = optional()  # how the threshold was placed (heads with pooled features)
 
 
 PROBE_FILE = "probe.json"  # beside a judge program: its trained head and the head's training record
@@ -114,7 +149,7 @@ class Probe(BaseModel):
 
     kind: Literal["probe"] = "probe"
     instructions: str
-    head: ProbeHead
+    head: PooledHead | ProbeHead
     record: ProbeRecord
 
     def save(self, path: Path) -> str:
@@ -141,16 +176,17 @@ class Probe(BaseModel):
             return {q.id: Verdict(question_id=q.id, answer="unanswered", explanation=why, judge=judge) for q in questions}
         try:
             tokenizer = reader.tokenizer()
-            prompts = [probe_prompt(tokenizer, self.instructions, input, output, q.text) for q in questions]
-            p = self.head.p_yes(reader.read(prompts))
+            texts = [probe_text(tokenizer, self.instructions, input, output, q.text) for q in questions]
+            p = self.head.p_yes(reader.read([t for t, _ in texts], [spans for _, spans in texts]))
         except Exception as exc:  # a state that cannot be read is no verdict
             why = f"no probe reading: {one_line(exc)}"
             return {q.id: Verdict(question_id=q.id, answer="unanswered", explanation=why, judge=judge) for q in questions}
         head = self.head
         out = {}
         for q, value in zip(questions, p):
-            answer: Literal["yes", "no"] = "yes" if value >= head.threshold else "no"
-            note = f"probe: P(yes) {value:.2f} against threshold {head.threshold:.2f} (layer {head.layer})"
+            cut = head.threshold_for(q.dimension)
+            answer: Literal["yes", "no"] = "yes" if value >= cut else "no"
+            note = f"probe: P(yes) {value:.2f} against threshold {cut:.2f} ({head.describe()})"
             out[q.id] = Verdict(question_id=q.id, answer=answer, p_yes=round(float(value), 6), explanation=note, judge=judge)
         return out
 
@@ -195,6 +231,7 @@ class LabeledExample(BaseModel):
     question: str
     reference: Literal["yes", "no"]
     group: str
+    dimension: str | None = None  # the question's dimension: a threshold of its own where its rows allow
 
 
 def fit_probe(
@@ -206,14 +243,16 @@ def fit_probe(
     instructions: str = INSTRUCTIONS,
     layers: Sequence[int] | None = None,
     strengths: Sequence[float] = STRENGTHS,
+    poolings: Sequence[Pooling] = POOLINGS,
+    combine: bool = True,
     folds: int = FOLDS,
     seed: int = 0,
     test_groups: Sequence[str] = (),
     label: str | None = None,
 ) -> Probe:
-    """A head trained on ``examples`` (features read through ``reader``), its layer and strength chosen by grouped
-    ``folds``-fold AUROC, its threshold by out-of-fold kappa. ``test_groups``: tasks a caller will test on; one that
-    is also trained on is refused (a leak)."""
+    """A head trained on ``examples`` (features read through ``reader``), its features and strength chosen by
+    grouped ``folds``-fold AUROC, its threshold placed on calibrated out-of-fold P(yes). ``test_groups``: tasks a
+    caller will test on; one that is also trained on is refused (a leak)."""
     leaked = sorted({e.group for e in examples} & set(test_groups))
     if leaked:
         raise InputError(f"probe training data: task {leaked[0]!r} is also in the test split ({len(leaked)} task(s) on both sides)")
@@ -223,19 +262,30 @@ def fit_probe(
     readings = read_examples(reader, instructions, examples, label)
     y = np.array([e.reference == "yes" for e in examples], dtype=float)
     groups = [e.group for e in examples]
-    head, candidates, oof = fit_head(readings, y, groups, layers=layers, strengths=strengths, folds=folds, seed=seed)
-    answers = ["yes" if p >= head.threshold else "no" for p in oof]
+    head, candidates, oof = fit_head(
+        readings, y, groups, layers=layers, strengths=strengths, poolings=poolings, combine=combine, folds=folds, seed=seed,
+        dimensions=[e.dimension for e in examples],
+    )
+    answers = ["yes" if p >= head.threshold_for(e.dimension) else "no" for p, e in zip(oof, examples)]
     refs = [e.reference for e in examples]
     record = ProbeRecord(
         model=reader.model, labels=labels, data=dict(data or {}), rows=len(examples), yes_share=float(y.mean()),
         groups=sorted(set(groups)), folds=folds, candidates=candidates, validation=metrics(answers, list(oof), refs),
+        threshold_rule=THRESHOLD_RULE,
     )
     return Probe(instructions=instructions, head=head, record=record)
 
 
+THRESHOLD_RULE = (
+    "Platt-calibrated out-of-fold P(yes); the cut maximizing the kappa expected under the calibrated P(yes), "
+    "per dimension with >= 20 out-of-fold rows of each answer, else global"
+)
+
+
 def read_examples(reader: HiddenStates, instructions: str, examples: Sequence[Any], label: str | None = None) -> list[Reading]:
-    """The readings of every (input, output, question), one output's questions read together (they share a prefix),
-    in the examples' order; with ``label``, a progress bar over the outputs."""
+    """The readings of every (input, output, question), the output's and question's mean states with them, one
+    output's questions read together (they share a prefix), in the examples' order; with ``label``, a progress bar
+    over the outputs."""
     tokenizer = reader.tokenizer()
     by_output: dict[tuple[str, str], list[int]] = {}
     for i, e in enumerate(examples):
@@ -244,8 +294,8 @@ def read_examples(reader: HiddenStates, instructions: str, examples: Sequence[An
 
     def read(group: tuple[tuple[str, str], list[int]]) -> None:
         (inp, outp), members = group
-        prompts = [probe_prompt(tokenizer, instructions, inp, outp, examples[i].question) for i in members]
-        for i, r in zip(members, reader.read(prompts)):
+        texts = [probe_text(tokenizer, instructions, inp, outp, examples[i].question) for i in members]
+        for i, r in zip(members, reader.read([t for t, _ in texts], [spans for _, spans in texts])):
             out[i] = r
 
     for _ in metered_map(read, list(by_output.items()), label or "", show=label is not None):
@@ -265,7 +315,6 @@ def metrics(answers: Sequence[str], p_yes: Sequence[float], references: Sequence
     }
 
 
-# -- fitting --------------------------------------------------------------------------------------------------------
 def fit_head(
     readings: Sequence[Reading],
     y: np.ndarray,
@@ -273,39 +322,28 @@ def fit_head(
     *,
     layers: Sequence[int] | None = None,
     strengths: Sequence[float] = STRENGTHS,
+    poolings: Sequence[Pooling] = POOLINGS,
+    combine: bool = True,
     folds: int = FOLDS,
     seed: int = 0,
-) -> tuple[ProbeHead, list[Candidate], np.ndarray]:
-    """The chosen head, every candidate's out-of-fold AUROC, and the chosen candidate's out-of-fold P(yes)."""
+    dimensions: Sequence[str | None] | None = None,
+) -> tuple[PooledHead, list[Candidate], np.ndarray]:
+    """The chosen head, every candidate's out-of-fold AUROC, and the chosen candidate's calibrated out-of-fold
+    P(yes). Poolings the readings lack (read without spans) are not tried."""
     depth = readings[0].hidden.shape[0] - 1
     layers = list(layers) if layers else default_layers(depth)
     _check_layers(layers, depth)
-    fold_of = grouped_folds(groups, folds, seed)
-    refs = ["yes" if v else "no" for v in y]
-    best: tuple[float, int, float, np.ndarray] | None = None
-    candidates = []
-    for layer in layers:
-        x = _features(readings, layer)
-        for strength in strengths:
-            oof = np.zeros(len(y))
-            for k in range(folds):
-                train, held = fold_of != k, fold_of == k
-                if not held.any():
-                    continue
-                oof[held] = _fit(x[train], y[train], strength).predict(x[held])
-            auc = point(auroc_statistic(list(oof), refs), len(y))
-            candidates.append(Candidate(layer=layer, strength=strength, auroc=auc))
-            if auc is not None and (best is None or auc > best[0]):
-                best = (auc, layer, strength, oof)
-    if best is None:
-        raise InputError("probe training data: no fold held both answers; give more tasks")
-    _, layer, strength, oof = best
-    threshold = best_threshold(oof, y)
-    fitted = _fit(_features(readings, layer), y, strength)
-    head = ProbeHead(
-        layer=layer, strength=strength, mean=fitted.mean.tolist(), scale=fitted.scale.tolist(),
-        weights=fitted.w.tolist(), bias=fitted.b, threshold=threshold,
+    usable = [p for p in poolings if p == "last" or all(p in r.pooled for r in readings)]
+    if not usable:
+        raise InputError(f"probe: no reading holds the poolings asked for ({', '.join(poolings)})")
+    (specs, strength, raw), candidates = search(
+        readings, y, groups, layers=layers, poolings=usable, strengths=strengths, folds=folds, seed=seed, combine=combine
     )
+    calibration = fit_platt(raw, y)
+    oof = calibration(raw)
+    threshold, own = place_thresholds(oof, y, dimensions or [None] * len(y))
+    members = [fit_linear(spec.matrix(readings), y, strength).linear(spec) for spec in specs]
+    head = PooledHead(strength=strength, members=members, calibration=calibration, threshold=threshold, thresholds=own)
     return head, candidates, oof
 
 
@@ -313,81 +351,6 @@ def _check_layers(layers: Sequence[int] | None, depth: int) -> None:
     bad = [layer for layer in layers or () if not 0 <= layer <= depth]
     if bad:
         raise InputError(f"`layers`: the model has layers 0-{depth}, got {bad[0]}")
-
-
-def default_layers(depth: int) -> list[int]:
-    """Every third layer from the third, and the last: middle-to-late layers carry the most, which one is found."""
-    return sorted({*range(3, depth + 1, 3), depth})
-
-
-def best_threshold(p: np.ndarray, y: np.ndarray) -> float:
-    """The P(yes) cut with the highest Cohen's kappa (ties: the one nearest 0.5)."""
-    refs = ["yes" if v else "no" for v in y]
-    cuts = np.unique(np.round(p, 4))
-    scored = []
-    for t in cuts:
-        answers = ["yes" if v >= t else "no" for v in p]
-        k = point(kappa_statistic(list(zip(answers, refs))), len(y))
-        scored.append((k if k is not None else -1.0, -abs(t - 0.5), float(t)))
-    return max(scored)[2] if scored else 0.5
-
-
-class _Fitted:
-    def __init__(self, mean: np.ndarray, scale: np.ndarray, w: np.ndarray, b: float) -> None:
-        self.mean, self.scale, self.w, self.b = mean, scale, w, b
-
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(_sigmoid(((x - self.mean) / self.scale) @ self.w + self.b))
-
-
-def _fit(x: np.ndarray, y: np.ndarray, strength: float, iterations: int = 30) -> _Fitted:
-    """Class-balanced L2 logistic regression by Newton's method (exact; a few steps, each one linear solve at this
-    width): each class weighs half of the loss, the penalty is |w|^2 / 2C on standardized features, the bias is not
-    penalized. A step that does not lower the loss is halved."""
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0) + 1e-6
-    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
-    n, d = z.shape
-    positives = y.sum()
-    sw = np.where(y > 0, n / (2 * max(positives, 1)), n / (2 * max(n - positives, 1)))
-    reg = np.full(d, 1.0 / strength)
-    reg[-1] = 0.0
-
-    def loss(theta: np.ndarray) -> float:
-        margin = z @ theta
-        return float(sw @ (np.logaddexp(0.0, margin) - y * margin) + (reg * theta) @ theta / 2)
-
-    theta = np.zeros(d)
-    current = loss(theta)
-    for _ in range(iterations):
-        p = _sigmoid(z @ theta)
-        grad = z.T @ (sw * (p - y)) + reg * theta
-        hess = (z.T * (sw * p * (1 - p))) @ z + np.diag(reg + 1e-8)
-        step = np.linalg.solve(hess, grad)
-        size = 1.0
-        while (trial := loss(theta - size * step)) > current and size > 1e-4:
-            size /= 2
-        theta, done = theta - size * step, current - trial < 1e-9 * max(abs(current), 1.0)
-        current = trial
-        if done:
-            break
-    return _Fitted(mean, scale, theta[:-1], float(theta[-1]))
-
-
-def _features(readings: Sequence[Reading], layer: int) -> np.ndarray:
-    return np.array([np.append(r.hidden[layer], r.gap) for r in readings], dtype=np.float64)
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z, -40, 40))))
-
-
-def grouped_folds(groups: Sequence[str], folds: int, seed: int) -> np.ndarray:
-    """A fold per row, whole groups together, groups dealt round-robin after a seeded shuffle."""
-    names = sorted(set(groups))
-    random.Random(seed).shuffle(names)
-    fold = {name: k % folds for k, name in enumerate(names)}
-    return np.array([fold[g] for g in groups])
 
 
 def examples_file(path: Path) -> list[LabeledExample]:
@@ -403,5 +366,8 @@ def examples_file(path: Path) -> list[LabeledExample]:
         if row["reference"] not in ("yes", "no"):
             raise InputError(f"{path}:{number}: field 'reference': expected \"yes\" or \"no\", got {json.dumps(row['reference'])}")
         group = row.get("example_id") or row.get("id") or row["input"]
-        out.append(LabeledExample(input=row["input"], output=row["output"], question=row["question"], reference=row["reference"], group=str(group)))
+        dimension = row.get("dimension") if isinstance(row.get("dimension"), str) else None
+        out.append(LabeledExample(
+            input=row["input"], output=row["output"], question=row["question"], reference=row["reference"], group=str(group), dimension=dimension,
+        ))
     return out

@@ -355,7 +355,7 @@ def _probe_scorer(method: ProbeMethod, dimensions: Sequence[str], genre: str, ro
         folds=method.folds, inner_folds=method.inner_folds, layers=method.layers, strengths=method.strengths, seed=method.seed,
     )
     for head in heads:
-        logger.info(f"  {method.name}: fold {head['fold']}: layer {head['layer']}, C {head['strength']}, medians {head['medians']}")
+        logger.info(f"  {method.name}: fold {head['fold']}: {head['features']}, C {head['strength']}, medians {head['medians']}")
     found: dict[str, dict[str, float | None]] = {}
     for (row, dim), value in zip(pairs, p):
         found.setdefault(row.id, {})[dim] = None if np.isnan(value) else round(float(value), 6)

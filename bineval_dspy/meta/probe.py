@@ -34,8 +34,8 @@ def cross_fitted(
     strengths: Sequence[float],
     seed: int,
 ) -> tuple[np.ndarray, list[dict[str, object]]]:
-    """Every reading's P(yes) from the head that never saw its group, and each fold's head (layer, strength,
-    threshold, the medians it cut at). ``human[i]`` is the output's score on ``dimension[i]`` (the question's)."""
+    """Every reading's P(yes) from the head that never saw its group, and each fold's head (what it reads, its
+    strength, threshold, the medians it cut at). ``human[i]`` is the output's score on ``dimension[i]`` (the question's)."""
     fold_of = grouped_folds(groups, folds, seed)
     human_a = np.asarray(human, dtype=float)
     dims = np.asarray(dimension)
@@ -52,5 +52,5 @@ def cross_fitted(
             [readings[i] for i in train], y, [groups[i] for i in train], layers=layers, strengths=strengths, folds=inner_folds, seed=seed
         )
         p[held] = head.p_yes([readings[int(i)] for i in np.flatnonzero(held)])
-        heads.append({"fold": k, "layer": head.layer, "strength": head.strength, "threshold": head.threshold, "medians": dict(cuts)})
+        heads.append({"fold": k, "features": head.describe(), "strength": head.strength, "threshold": head.threshold, "medians": dict(cuts)})
     return p, heads

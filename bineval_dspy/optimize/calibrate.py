@@ -26,6 +26,7 @@ from bineval_dspy.core.fingerprint import file_digest
 from bineval_dspy.core.jsonio import load_toml, write_text_atomic
 from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.probe import STRENGTHS, LabeledExample, Probe, examples_file, fit_probe, read_examples
+from bineval_dspy.judges.probe_fit import POOLINGS, Pooling, best_threshold
 from bineval_dspy.judges.standing import Majority, Standing
 from bineval_dspy.lm.hidden import HiddenStates
 from bineval_dspy.lm.specs import DEFAULT_LM
@@ -53,8 +54,11 @@ class ExamplesData(BaseModel):
 class ProbeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    layers: list[int] | None = Field(default=None, description="candidate layers (default: every third, and the last)")
+    layers: list[int] | None = Field(default=None, description="candidate layers (default: four over 40-75% of the depth, and the last)")
     strengths: list[float] = Field(default=list(STRENGTHS), min_length=1, description="candidate C (inverse L2 strength)")
+    poolings: list[Pooling] = Field(default=list(POOLINGS), min_length=1, description="how a layer's states are read: last token, mean over the output's or the question's tokens")
+    combine: bool = Field(default=True, description="also try the best pooling's top 2-4 layers, concatenated and averaged")
+    backbones: list[str] = Field(default_factory=list, description="embedded models whose states are compared on the training rows' folds (empty: `lm` only)")
     folds: int = Field(default=5, ge=2, description="grouped folds the candidates and threshold are chosen on")
     seed: int = 0
 
@@ -100,6 +104,10 @@ class CalibrationResults(BaseModel):
     test_majority: Majority | None = None  # always giving the test references' commoner answer: the baseline to beat
     standing: Standing | None = None  # the head's held-out figures (test, else out-of-fold) and whether they are at chance
     curve: LearningCurve | None = None  # held-out figures per label budget (None: curve.sizes was empty)
+    backbones: dict[str, float | None] = Field(default_factory=dict, description="each backbone's out-of-fold AUROC on the training rows (the chosen one's head is saved)")
+    test_best: dict[str, float | None] = Field(
+        default_factory=dict, description="diagnostic, never used to choose: the test kappa at the best global threshold there, beside the chosen one's"
+    )
 
 
 def load_calibrate(path: Path) -> CalibrateConfig:
@@ -174,27 +182,39 @@ def first_tasks(examples: list[LabeledExample], limit: int | None) -> list[Label
     return [e for e in examples if e.group in kept]
 
 
-def calibrate(config: CalibrateConfig, reader: HiddenStates) -> CalibrationResults:
-    """Train the head, save the judge program beside it, score the test examples, measure the learning curve;
+def calibrate(config: CalibrateConfig, readers: Sequence[HiddenStates]) -> CalibrationResults:
+    """Train a head on each backbone's states (``readers``: one per backbone), keep the one with the best
+    out-of-fold AUROC on the training rows, save the judge program beside it, score the test examples with it;
     returns what ``results.json`` holds."""
     examples, data, labels = labeled_examples(config)
     test = first_tasks(examples_file(config.data.test), config.limit) if config.data is not None and config.data.test is not None else []
     settings = config.probe
-    with searching(reader, examples, settings.layers, len(settings.strengths), settings.folds):
-        probe = fit_probe(
-            examples, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, folds=settings.folds,
-            seed=settings.seed, test_groups=[e.group for e in test], label="  training rows: reading states",
-        )
+    trained: list[tuple[Probe, HiddenStates]] = []
+    for reader in readers:
+        with searching(reader, examples, settings.layers, len(settings.strengths), settings.folds):
+            probe = fit_probe(
+                examples, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, poolings=settings.poolings,
+                combine=settings.combine, folds=settings.folds, seed=settings.seed, test_groups=[e.group for e in test],
+                label=f"  training rows: reading {reader.model}'s states",
+            )
+        trained.append((probe, reader))
+    probe, reader = max(trained, key=lambda t: t[0].record.validation.get("auroc") or -1.0)
     judge = BinaryJudge(explanations="none", probability=True, probe=probe)
     ProgramFile.of(judge).save(config.run_dir / PROGRAM_FILE)
-    results = CalibrationResults(probe=probe.digest(), record=json.loads(probe.record.model_dump_json()))
+    results = CalibrationResults(
+        probe=probe.digest(), record=json.loads(probe.record.model_dump_json()),
+        backbones={p.record.model: p.record.validation.get("auroc") for p, _ in trained},
+    )
     if test:
-        results.test_rows, results.test = len(test), held_out(probe, reader, test, settings.seed)
+        results.test_rows, results.test, results.test_best = len(test), *held_out(probe, reader, test, settings.seed)
         results.test_majority = Majority.of([e.reference for e in test])
     results.standing = standing_on(results.test, results.test_rows, results.test_majority, probe)
 
     def fit(rows: Sequence[LabeledExample], seed: int) -> Scorer:  # a head as this run trains its own, on fewer labels
-        head = fit_probe(rows, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, folds=settings.folds, seed=seed)
+        head = fit_probe(
+            rows, reader, labels=labels, data=data, layers=settings.layers, strengths=settings.strengths, poolings=settings.poolings,
+            combine=settings.combine, folds=settings.folds, seed=seed,
+        )
         return lambda held: predict(head, reader, held)
 
     results.curve = curve_of(config.curve, fit, examples, test, probe, reader, settings.seed)
@@ -202,13 +222,19 @@ def calibrate(config: CalibrateConfig, reader: HiddenStates) -> CalibrationResul
     return results
 
 
-def held_out(probe: Probe, reader: HiddenStates, test: Sequence[LabeledExample], seed: int) -> dict[str, Interval]:
-    """The head on ``test``: kappa, balanced accuracy, AUROC and agreement with 95% intervals over its tasks."""
+def held_out(probe: Probe, reader: HiddenStates, test: Sequence[LabeledExample], seed: int) -> tuple[dict[str, Interval], dict[str, float | None]]:
+    """The head on ``test``: kappa, balanced accuracy, AUROC and agreement with 95% intervals over its tasks; and,
+    as a diagnostic only, the kappa a global threshold chosen on the test rows themselves would reach."""
+    import numpy as np
+
     from bineval_dspy.stats.bootstrap import mean_of
+    from bineval_dspy.stats.classification import point
 
     p = probe.head.p_yes(read_examples(reader, probe.instructions, test, label="  test rows: reading states"))
-    answers = ["yes" if v >= probe.head.threshold else "no" for v in p]
+    answers = ["yes" if v >= probe.head.threshold_for(e.dimension) else "no" for v, e in zip(p, test)]
     refs = [e.reference for e in test]
+    cut = best_threshold(np.asarray(p), np.array([r == "yes" for r in refs], dtype=float))
+    best = point(kappa_statistic([("yes" if v >= cut else "no", r) for v, r in zip(p, refs)]), len(refs))
     boot = Bootstrap([e.group for e in test], 1000, seed)
     statistics = {
         "kappa": kappa_statistic(list(zip(answers, refs))),
@@ -216,4 +242,5 @@ def held_out(probe: Probe, reader: HiddenStates, test: Sequence[LabeledExample],
         "auroc": auroc_statistic(list(p), refs),
         "agreement": mean_of([float(a == r) for a, r in zip(answers, refs)]),
     }
-    return {name: boot.interval(stat) for name, stat in statistics.items()}
+    diagnostic = {"kappa_at_best_threshold": best, "best_threshold": cut, "yes_rate": sum(a == "yes" for a in answers) / len(answers)}
+    return {name: boot.interval(stat) for name, stat in statistics.items()}, diagnostic

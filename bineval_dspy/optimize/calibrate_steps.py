@@ -47,7 +47,7 @@ def searching(reader: HiddenStates, examples: Sequence[LabeledExample], layers: 
 def predict(probe: Probe, reader: HiddenStates, examples: Sequence[LabeledExample]) -> tuple[np.ndarray, list[str]]:
     """The head's P(yes) and answer for each example."""
     p = probe.head.p_yes(read_examples(reader, probe.instructions, examples))
-    return p, ["yes" if v >= probe.head.threshold else "no" for v in p]
+    return p, ["yes" if v >= probe.head.threshold_for(e.dimension) else "no" for v, e in zip(p, examples)]
 
 
 def standing_on(test: dict[str, Interval], rows: int, majority: Majority | None, probe: Probe) -> Standing:

@@ -43,8 +43,8 @@ def _readings(n: int, signal_layer: int, seed: int = 0) -> tuple[list[Reading], 
 def test_the_head_finds_the_layer_that_carries_the_label_and_beats_chance_on_new_rows():
     readings, y, groups = _readings(240, signal_layer=2)
     head, candidates, oof = fit_head(readings, y, groups, layers=[1, 2, 3], strengths=[0.01, 0.1], folds=4)
-    assert head.layer == 2
-    assert {c.layer for c in candidates} == {1, 2, 3} and len(candidates) == 6
+    assert all(2 in m.features.layers for m in head.members)
+    assert {c.layer for c in candidates} == {1, 2, 3} and len([c for c in candidates if c.features is None]) == 6  # single layers, last token
     fresh, y_new, _ = _readings(200, signal_layer=2, seed=1)
     answers = head.p_yes(fresh) >= head.threshold
     recall_yes, recall_no = answers[y_new == 1].mean(), (~answers[y_new == 0]).mean()
@@ -167,6 +167,16 @@ def test_states_are_read_fitted_cached_and_judged_on_the_embedded_model(tmp_path
 
     cached = read_examples(fresh, probe.instructions, examples)
     assert fresh.computed == 0 and cached[0].hidden.shape == (31, 576)
+    assert set(cached[0].pooled) == {"output", "question"} and cached[0].pooled["output"].shape == (31, 576)
+    assert np.array_equal(cached[0].pooled["output"], cached[1].pooled["output"])  # the output precedes its questions
+    from bineval_dspy.judges.probe import probe_text
+
+    # the walk pooled the output from the states it kept of the shared prefix: the same as a prompt read alone
+    text, spans = probe_text(reader.tokenizer(), probe.instructions, examples[1].input, examples[1].output, examples[1].question)
+    alone = type(reader)(reader.gguf, reader.model, None).read([text], [spans])[0]
+    for pooling in ("last", "output", "question"):
+        a, b = alone.states(pooling), cached[1].states(pooling)
+        assert np.linalg.norm(a - b) / np.linalg.norm(b) < 1e-2, pooling
     judge = BinaryJudge(explanations="none", probability=True, probe=probe)
     checklist = Checklist(task="t", dimensions=["d"], questions=[Question(id="q", text="Does the output answer the task?", dimension="d")])
     with dspy.context(lm=lm):

@@ -51,7 +51,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for line in results.curve.lines() if results.curve is not None else []:
         shown.print(line, markup=False, soft_wrap=True)
     if results.test_best:
-        shown.print(f"  diagnostic (never used to choose): kappa at the test rows' best threshold {results.test_best['kappa_at_best_threshold']}", markup=False)
+        best = results.test_best.get("kappa_at_best_threshold")
+        shown.print(f"  diagnostic (never used to choose): kappa at the test rows' own best threshold {best:.3f}" if best is not None else "  diagnostic: no kappa at a best threshold (one answer only)", markup=False)
     console.print(f"wrote program.json, probe.json and {RESULTS_FILE} in {config.run_dir}")
     return ExitCode.OK
 

@@ -139,7 +139,7 @@ class ConsoleHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            console.print(redacted(record.getMessage()), style="yellow" if record.levelno == logging.WARNING else None)
+            console.print(redacted(record.getMessage()), style="yellow" if record.levelno == logging.WARNING else None, soft_wrap=True)
         except Exception:  # a closed stream: logging's own report, never the end of a run
             self.handleError(record)
 

@@ -192,6 +192,8 @@ def test_calibrate_keeps_the_backbone_with_the_best_out_of_fold_auroc(tmp_path, 
     labels = {(r["output"]): r["reference"] == "yes" for r in rows}
 
     class Reader:
+        computed = 0  # what calibrate's progress line counts
+
         def __init__(self, model: str, signal: float) -> None:
             self.model, self.signal, self.rng = model, signal, np.random.default_rng(0)
 

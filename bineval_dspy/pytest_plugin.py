@@ -1,5 +1,6 @@
 """The pytest plugin (entry point ``pytest11``): ``--bineval-lm``, ``--bineval-cache-dir``, ``--bineval-verifiers``
-(or the ini setting ``bineval_verifiers``) and the ``bineval`` fixture, whose ``assert_passes`` judges an output in a test with the LM the command line names; a run that used
+(or the ini setting ``bineval_verifiers``) and the ``bineval`` fixture, whose ``assert_passes`` judges an output in a test with the LM the command line names
+and whose ``assert_no_regression`` gates a test on two runs as ``bineval compare --fail-on-regression`` does; a run that judged with
 it ends with one summary line (outputs judged, passed, mean score, LM calls and cost).
 
 It imports no DSPy until a test asks for the fixture, so installing bineval_dspy costs other test suites nothing.
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from bineval_dspy.core.degenerate import Tally
     from bineval_dspy.core.schema import Scorecard
     from bineval_dspy.lm.usage import Cost
+    from bineval_dspy.report.compare import RunComparison
 
 _SESSION = pytest.StashKey["BinevalSession"]()
 
@@ -119,12 +121,60 @@ class Bineval:
             raise missed
         return card
 
+    def assert_no_regression(self, base: str | Path, new: str | Path, *, most: int = 10, resamples: int = 1000, seed: int = 0) -> RunComparison:
+        """Fail the test when NEW is worse than BASE beyond noise, or when items BASE scored have no score in NEW
+        (``report.compare``, the comparison ``bineval compare --fail-on-regression`` gates on); relative paths are
+        read from the test file's folder. The message holds each regressed column's paired interval and sign test
+        and the verdicts that flipped yes>no, so a red test says which rows got worse."""
+        __tracebackhide__ = True
+        from bineval_dspy.report.compare import compare_paths
+
+        comparison = compare_paths(self._path(base), self._path(new), resamples=resamples, seed=seed)
+        problem = regression_message(comparison, most)
+        if problem is not None:
+            raise RegressionError(problem, comparison)
+        return comparison
+
+    def _path(self, path: str | Path) -> Path:
+        return Path(path) if Path(path).is_absolute() else self.folder / path
+
+
+class RegressionError(AssertionError):
+    """NEW regressed from BASE (or could not be held against it); ``comparison`` holds every paired item."""
+
+    def __init__(self, message: str, comparison: RunComparison) -> None:
+        super().__init__(message)
+        self.comparison = comparison
+
+
+def regression_message(comparison: RunComparison, most: int = 10) -> str | None:
+    """Why the gate fails (None: it passes): regressed columns with their interval, sign test and lost verdicts;
+    else items BASE scored that NEW did not, or nothing scored in both (the gate does not pass what it did not compare)."""
+    if comparison.regressed:
+        lines = [f"NEW {comparison.new} is worse than BASE {comparison.base} beyond noise (NEW - BASE, 95% paired bootstrap):"]
+        for column in comparison.regressed:
+            p = "n/a" if column.sign_p is None else f"{column.sign_p:.3f}"
+            lines.append(f"  {column.name}: {column.difference.text(signed=True)} over {len(column.scored)} item(s); "
+                         f"improved {column.improved}, worsened {column.worsened}, sign test p {p}")
+            lost = column.lost()
+            lines += [f"    flipped yes>no: {flip.key}: {flip.question}" for flip in lost[:most]]
+            lines += [f"    and {len(lost) - most} more flip(s)"] if len(lost) > most else []
+        return "\n".join(lines)
+    unscored = [item.key for column in comparison.columns for item in column.unscored_new]
+    if unscored:
+        more = f" and {len(unscored) - most} more" if len(unscored) > most else ""
+        return f"no verdict on regression: {len(unscored)} item(s) scored in BASE have no score in NEW: {', '.join(unscored[:most])}{more}"
+    if not comparison.scored:
+        return f"no verdict on regression: no shared item of {comparison.base} and {comparison.new} has a score in both runs"
+    return None
+
 
 @pytest.fixture
 def bineval(request: pytest.FixtureRequest) -> Bineval:
     """Judge outputs in tests: ``bineval.assert_passes(output, checklist="checklist.json", input=...)`` (a path from
     the test file's folder; ``min_score=0.8`` passes at that score) or ``bineval.assert_passes(output, row=suite_row)``;
-    a failure lists the missed questions and why."""
+    a failure lists the missed questions and why. ``bineval.assert_no_regression("base.jsonl", "new.jsonl")`` fails the
+    test when the NEW run is worse than BASE beyond noise."""
     config = request.config
     if _SESSION not in config.stash:
         from bineval_dspy.verifiers.user import load_verifier_files

@@ -22,7 +22,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError(f"{out}: exists and is not an HTML file, which the report would replace; give an .html path")
     refuse_replacing(out, args.overwrite)
     runs = [run for path in args.runs for run in load_runs(Path(path))]
-    write_report(runs, out, title=args.title, charts_on=args.charts)
+    comparisons = []
+    if args.compare:
+        from bineval_dspy.report.compare import compare_paths
+
+        if len(args.runs) != 2:
+            raise InputError(f"--compare holds two runs against each other (BASE NEW); {len(args.runs)} were given")
+        comparisons = [compare_paths(Path(args.runs[0]), Path(args.runs[1]))]
+    write_report(runs, out, title=args.title, charts_on=args.charts, comparisons=comparisons)
     kinds = ", ".join(f"{run.kind} {shown_path(run.source)}" for run in runs)
     shown.print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB; {kinds})", markup=False, highlight=False)
     return ExitCode.OK
@@ -39,6 +46,10 @@ def add_report_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     parser.add_argument("-o", "--output", default="report.html", help="the HTML file to write (default report.html)")
     parser.add_argument("--title", default="bineval report", help="the page's title")
+    parser.add_argument(
+        "--compare", action="store_true",
+        help="with two runs of one kind (BASE NEW): add a section pairing them on their shared keys, as `bineval compare` does (paired interval, sign test, flipped verdicts)",
+    )
     parser.add_argument("--no-charts", dest="charts", action="store_false", help="tables only: leaves out plotly.js (4.6 MB) and every chart")
     add_overwrite_option(parser, "the HTML file")
     parser.set_defaults(func=cmd_report)

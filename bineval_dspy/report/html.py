@@ -32,6 +32,7 @@ from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.core.version import __version__
 from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate
 from bineval_dspy.report import figures
+from bineval_dspy.report.compare import RunComparison
 from bineval_dspy.report.figures import Figure
 from bineval_dspy.report.pages import Row, amount, grid_rows, judge_rows, number
 from bineval_dspy.report.runs import (
@@ -52,6 +53,7 @@ from bineval_dspy.report.stats import audit_cost, dimension_means, method_rates,
 from bineval_dspy.runs.kinds import RUN_KINDS
 
 ASSETS = files("bineval_dspy.report").joinpath("assets")
+FLIPS_SHOWN = 20  # flipped verdicts and most-moved items listed per column of a comparison section
 
 
 # -- formatting (template filters) ---------------------------------------------------------------------------------
@@ -289,13 +291,23 @@ def _hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def render(runs: Sequence[LoadedRun], title: str = "bineval report", charts_on: bool = True, api: str | None = None) -> str:
+def _comparison_section(k: int, comparison: RunComparison) -> Section:
+    """``bineval report BASE NEW --compare``'s section: the paired interval, sign test and flipped verdicts of each
+    column (``report.compare``, what ``bineval compare`` prints)."""
+    source = f"{shown_path(Path(comparison.base))} vs {shown_path(Path(comparison.new))}"
+    return Section(f"compare-{k}", "compare", "comparison", "NEW - BASE", source, {"c": comparison, "most": FLIPS_SHOWN})
+
+
+def render(
+    runs: Sequence[LoadedRun], title: str = "bineval report", charts_on: bool = True, api: str | None = None, comparisons: Sequence[RunComparison] = (),
+) -> str:
     """The report on ``runs`` as one HTML document (UTF-8 text) that needs nothing else to be viewed; without
     ``charts_on``, tables only (a few kB, not the 4.6 MB of plotly.js). With ``api`` (``bineval view``'s), the row
     lists are not inlined: the page asks that URL for them a page at a time (``report.pages``), the one connection
     its policy allows."""
     charts = Charts(charts_on)
     sections = [_section(anchor, run, charts) for anchor, run in zip(anchors(runs), runs, strict=True)]
+    sections += [_comparison_section(k, comparison) for k, comparison in enumerate(comparisons, start=1)]
     inlined = [] if api is not None else zip(anchors(runs), runs, strict=True)
     lists = {anchor: rows for anchor, run in inlined if (rows := section_rows(run)) is not None}
     plotly_js = _inline(get_plotlyjs()) if charts_on else ""
@@ -316,7 +328,7 @@ def render(runs: Sequence[LoadedRun], title: str = "bineval report", charts_on: 
     )
 
 
-def write_report(runs: Sequence[LoadedRun], out: Path, title: str = "bineval report", charts_on: bool = True) -> Path:
+def write_report(runs: Sequence[LoadedRun], out: Path, title: str = "bineval report", charts_on: bool = True, comparisons: Sequence[RunComparison] = ()) -> Path:
     """Write the report atomically (temporary file, then rename); returns ``out``."""
-    write_text_atomic(out, render(runs, title, charts_on))
+    write_text_atomic(out, render(runs, title, charts_on, comparisons=comparisons))
     return out

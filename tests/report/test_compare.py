@@ -131,3 +131,18 @@ def test_keys_and_questions_are_printed_as_written(tmp_path, capsys):
     new = judged(tmp_path / "new.jsonl", {"[b]row[/b]": ("no", "yes")})
     assert cli.main(["compare", str(base), str(new)]) == ExitCode.OK
     assert "[b]row[/b]: Is it polite?" in capsys.readouterr().out
+
+
+def test_the_report_pairs_two_runs_in_a_comparison_section(tmp_path, capsys):
+    rows = [f"r{k}" for k in range(12)]
+    base = judged(tmp_path / "base.jsonl", {key: ("yes", "yes") for key in rows})
+    new = judged(tmp_path / "new.jsonl", {key: ("yes", "no") if k < 9 else ("yes", "yes") for k, key in enumerate(rows)})
+    out = tmp_path / "r.html"
+    assert cli.main(["report", str(base), str(new), "--compare", "--no-charts", "-o", str(out)]) == ExitCode.OK
+    html = out.read_text(encoding="utf-8")
+    section = html.split('<section id="compare-1"', 1)[1]
+    assert html.count('<section id="run-') == 2 and "rows <strong>(regression)</strong>" in section
+    assert "<td>-0.375 [" in section and "<td>0.004</td>" in section
+    assert '<td class="text">r0</td><td class="text">Is it warm?</td><td>yes</td><td>no</td>' in section
+    assert cli.main(["report", str(base), "--compare", "-o", str(tmp_path / "one.html")]) == ExitCode.INPUT
+    assert "--compare holds two runs" in capsys.readouterr().err

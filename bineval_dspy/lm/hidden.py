@@ -121,6 +121,11 @@ class HiddenStates:
             return int(self._llama_states().depth())
         return int(_loaded(self.gguf)[0].config.num_hidden_layers)
 
+    @property
+    def evaluated(self) -> int:
+        """Prompt tokens llama.cpp evaluated for this reader (the llama backend; torch's walk does not count them)."""
+        return int(self._llama.evaluated) if self._llama is not None else 0
+
     def key(self, prompt: str, spans: Mapping[str, Span]) -> str:
         """The cache key of a prompt's reading: format, model, backend (torch's left out), spans and text."""
         backend = "" if self.backend == "torch" else f"backend {self.backend}\n"

@@ -12,8 +12,9 @@ Arms (each on its own engine, interleaved pair by pair so machine load hits them
 - probe: a probe judge (``judges.probe``): each question's hidden state read by one prefill in transformers (the
   questions of one output share it), a linear head applied, nothing decoded; uncached, its head a placeholder (the
   cost of a verdict does not depend on the weights, so its answers are not compared);
-- probe_llama: the same probe, its states read from llama.cpp's own quantized forward pass (``lm.llama_states``: the
-  evaluation callback hands out every layer; one output's context prefilled once, its questions' tails side by side);
+- probe_llama: the same probe through the library's own path with ``HiddenStates(backend="llama")``: its states read
+  from llama.cpp's quantized forward pass (``lm.llama_states``: the evaluation callback hands out every layer), one
+  question's prompt at a time, each continuing from the cells the last one shares (the output's context read once);
 - naive: one plain ``dspy.Predict`` per question with ChatAdapter and no prefix reuse;
 - floor: llama.cpp alone doing today's model work (same prompt tokens evaluated, as many tokens generated);
 - batched_floor: llama.cpp alone, the physical floor of one output: one prefill of the shared context, one
@@ -47,6 +48,7 @@ from dspy.lm15 import Request, Response
 
 from bineval_dspy.core.schema import Checklist, Question
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm.hidden import Backend
 from bineval_dspy.lm.llama_engine import LlamaCppEngine
 from bineval_dspy.lm.specs import embedded_model_path
 
@@ -303,23 +305,21 @@ def main() -> None:
     }
     engines = {name: LlamaCppEngine(path, **settings[name]) for name in args.arms if name not in PROBES}
     readers: dict[str, Any] = {}  # probe arm -> its reader (no cache: every state read)
-    probe_judge = None
+    probe_judges: dict[str, Any] = {}  # probe arm -> its placeholder head, recording the arm's backend
     if set(PROBES) & set(args.arms):
         from bineval_dspy.lm.specs import file_fingerprint
 
         model = f"local/bench@sha256-{file_fingerprint(path)}"
-        if "probe" in args.arms:
-            from bineval_dspy.lm.hidden import HiddenStates
+        from bineval_dspy.lm.hidden import HiddenStates
 
-            readers["probe"] = HiddenStates(path, model, None)
-        if "probe_llama" in args.arms:
-            from bineval_dspy.lm.llama_states import LlamaReader
-
-            readers["probe_llama"] = LlamaReader(path, model)
+        for name in PROBES:
+            if name in args.arms:
+                readers[name] = HiddenStates(path, model, None, backend="llama" if name == "probe_llama" else "torch")
         for reader in readers.values():
             reader.tokenizer()
             reader.read(["Warm-up: the quick brown fox jumps over the lazy dog."])
-        probe_judge = placeholder_probe(model, next(iter(readers.values())).read(["x"])[0].hidden.shape)
+        shape = next(iter(readers.values())).read(["x"])[0].hidden.shape
+        probe_judges = {name: placeholder_probe(model, shape, reader.backend) for name, reader in readers.items()}
     lms = {name: local_lm(engine, name, args.naive_max_tokens if name == "naive" else MAX_TOKENS) for name, engine in engines.items()}
     judges = {
         "today": BinaryJudge(threads=1), "new": BinaryJudge(), "verdict_only": BinaryJudge(explanations="none"),
@@ -358,10 +358,9 @@ def main() -> None:
             for verdict in card.verdicts:
                 meters[name].answers[verdict.answer] += 1
         for name, reader in readers.items():
-            assert probe_judge is not None
             evaluated = getattr(reader, "evaluated", 0)
             with meters[name]:
-                verdicts = probe_judge.verdicts(reader, pair.article, pair.summary, checklist.questions, name)
+                verdicts = probe_judges[name].verdicts(reader, pair.article, pair.summary, checklist.questions, name)
             meters[name].add(len(verdicts), 0, getattr(reader, "evaluated", 0) - evaluated, 0)  # tokens: llama.cpp's reader counts them
             for verdict in verdicts.values():
                 meters[name].answers[verdict.answer] += 1
@@ -443,13 +442,14 @@ def main() -> None:
     print("ratios: " + " ".join(f"{k}={ratios[k]:.2f}" for k in shown))
 
 
-def placeholder_probe(model: str, shape: tuple[int, ...]) -> Any:
-    """A probe whose head reads the last layer with zero weights: what a verdict costs, whatever the weights."""
+def placeholder_probe(model: str, shape: tuple[int, ...], backend: Backend = "torch") -> Any:
+    """A probe whose head reads the last layer with zero weights: what a verdict costs, whatever the weights (its
+    record names the arm's backend, as a trained head's would, or its verdicts are refused)."""
     from bineval_dspy.judges.probe import INSTRUCTIONS, Probe, ProbeHead, ProbeRecord
 
     layers, width = shape
     head = ProbeHead(layer=layers - 1, strength=1.0, mean=[0.0] * (width + 1), scale=[1.0] * (width + 1), weights=[0.0] * (width + 1), bias=0.0, threshold=0.5)
-    record = ProbeRecord(model=model, labels="none (a timing placeholder)", rows=0, yes_share=0.0, groups=[], folds=2, candidates=[], validation={})
+    record = ProbeRecord(model=model, labels="none (a timing placeholder)", rows=0, yes_share=0.0, groups=[], folds=2, candidates=[], validation={}, backend=backend)
     return Probe(instructions=INSTRUCTIONS, head=head, record=record)
 
 

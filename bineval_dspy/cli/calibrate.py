@@ -26,10 +26,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     where = "--lm" if args.lm else f"{config.source}: field 'lm' ="
     cache = runtime.run_cache_dir(args.cache_dir, None)
     if args.lm or not config.probe.backbones:
-        readers = [reader_for(runtime.configure(runtime.LMOptions(spec=spec, source=where), cache), installed_dir(), where)]
+        readers = [reader_for(runtime.configure(runtime.LMOptions(spec=spec, source=where), cache), installed_dir(), where, config.probe.backend)]
     else:  # each backbone's states; the program's LM is the chosen one
         where = f"{config.source}: field 'probe.backbones'"
-        readers = [reader_for(make_lm(name, source=where), installed_dir(), f"{where}: {name}") for name in config.probe.backbones]
+        readers = [reader_for(make_lm(name, source=where), installed_dir(), f"{where}: {name}", config.probe.backend) for name in config.probe.backbones]
         runtime.configure(runtime.LMOptions(spec=config.probe.backbones[0], source=where), cache)
     with headed(config.run_dir / RESULTS_FILE, "calibration"):  # the head reads a model in this process: no LM calls billed
         results = calibrate(config, readers)

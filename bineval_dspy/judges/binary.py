@@ -357,7 +357,8 @@ class BinaryJudge(dspy.Module):
 
         assert self.probe is not None
         lm = self.answer_lm()
-        return self.probe.verdicts(reader_for(lm, installed_dir()), input, output, questions, PROBE_JUDGE + getattr(lm, "model", "unknown-lm"))
+        reader = reader_for(lm, installed_dir(), backend=self.probe.record.backend)  # the states its head was trained on
+        return self.probe.verdicts(reader, input, output, questions, PROBE_JUDGE + getattr(lm, "model", "unknown-lm"))
 
     def check_format(self) -> None:
         lm = self.answer_lm()

@@ -43,7 +43,7 @@ from bineval_dspy.judges.probe_fit import (
     sigmoid,
 )
 from bineval_dspy.lm.budget import metered_map
-from bineval_dspy.lm.hidden import HiddenStates, Reading, Span
+from bineval_dspy.lm.hidden import Backend, HiddenStates, Reading, Span
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic, point
 
 __all__ = ["Candidate", "PooledHead", "best_threshold", "default_layers", "grouped_folds"]  # the fitting's names, read from here
@@ -120,6 +120,9 @@ class ProbeRecord(BaseModel):
     candidates: list[Candidate]
     validation: dict[str, float | None]  # the chosen candidate's out-of-fold kappa, balanced accuracy, AUROC, agreement
     threshold_rule: str | None = optional()  # how the threshold was placed (heads with pooled features)
+    # which reader computed the states it was trained on: a head is read through the same one (left out of the file
+    # when torch, so heads saved before there was a choice keep their digests)
+    backend: Backend = Field(default="torch", exclude_if=lambda value: value == "torch")
 
 
 PROBE_FILE = "probe.json"  # beside a judge program: its trained head and the head's training record
@@ -173,6 +176,9 @@ class Probe(BaseModel):
             return {}
         if reader.model != self.record.model:
             why = f"the probe reads {self.record.model}'s states, the judge runs {reader.model}"
+            return {q.id: Verdict(question_id=q.id, answer="unanswered", explanation=why, judge=judge) for q in questions}
+        if reader.backend != self.record.backend:
+            why = f"the probe was trained on {self.record.backend} states, the reader computes {reader.backend} states"
             return {q.id: Verdict(question_id=q.id, answer="unanswered", explanation=why, judge=judge) for q in questions}
         try:
             tokenizer = reader.tokenizer()
@@ -271,7 +277,7 @@ def fit_probe(
     record = ProbeRecord(
         model=reader.model, labels=labels, data=dict(data or {}), rows=len(examples), yes_share=float(y.mean()),
         groups=sorted(set(groups)), folds=folds, candidates=candidates, validation=metrics(answers, list(oof), refs),
-        threshold_rule=THRESHOLD_RULE,
+        threshold_rule=THRESHOLD_RULE, backend=reader.backend,
     )
     return Probe(instructions=instructions, head=head, record=record)
 

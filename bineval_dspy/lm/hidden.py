@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -63,8 +63,9 @@ class Reading:
 def pool(states: np.ndarray, spans: Mapping[str, Span]) -> dict[str, np.ndarray]:
     """Per-token states of every layer ``(layers + 1, tokens, width)`` as the last token's (``"last"``) and each
     span's mean over its tokens ``[start, end)``: a pure function, so any backend that returns per-token states
-    (transformers here, llama.cpp's evaluation callback) pools the same way. An empty span is refused."""
-    out = {"last": np.asarray(states[:, -1], dtype=np.float32)}
+    (transformers here, llama.cpp's evaluation callback) pools the same way. An empty span is refused. Every array
+    is a copy: the torch walk reuses one buffer, and a later branch's rows must not change an earlier reading."""
+    out = {"last": np.array(states[:, -1], dtype=np.float32)}
     for name, (start, end) in spans.items():
         if not 0 <= start < end <= states.shape[1]:
             raise InputError(f"span {name!r}: tokens [{start}, {end}) are not inside the prompt's {states.shape[1]}")
@@ -83,36 +84,69 @@ def token_spans(offsets: Sequence[tuple[int, int]], spans: Mapping[str, Span]) -
     return out
 
 
-class HiddenStates:
-    """Reads ``Reading``s of prompts from a GGUF model in this process, cached in ``cache_dir`` (None: not kept)."""
+Backend = Literal["torch", "llama"]
+BACKENDS: tuple[Backend, ...] = ("torch", "llama")
 
-    def __init__(self, gguf: Path, model: str, cache_dir: Path | None = None) -> None:
+
+class HiddenStates:
+    """Reads ``Reading``s of prompts from a GGUF model in this process, cached in ``cache_dir`` (None: not kept).
+
+    ``backend``: "torch" runs transformers on the dequantized float32 weights (a second model beside the engine);
+    "llama" reads llama.cpp's own quantized forward pass (``lm.llama_states``), so a verdict costs the engine's prefill.
+    The two agree closely but not bit for bit, so the backend is part of every cache key (torch's keys are those of
+    the readers before there was a choice, so their caches stay valid) and a head records the one it was trained on."""
+
+    def __init__(self, gguf: Path, model: str, cache_dir: Path | None = None, backend: Backend = "torch") -> None:
+        if backend not in BACKENDS:
+            raise InputError(f"hidden-state backend {backend!r}: one of {', '.join(BACKENDS)}")
         self.gguf = gguf
         self.model = model  # the model string (it names the file's digest): part of every cache key
+        self.backend = backend
         self._lock = threading.Lock()
         self._store = _Store(cache_dir / "hidden.sqlite") if cache_dir is not None else None
         self.computed = 0  # prompts evaluated (not read from the cache) by this reader
         self._kept: _Kept | None = None  # the last walk's root: its tokens, KV cache and states
+        self._llama: Any = None  # the llama backend's LlamaStates, made on the first read
 
     def tokenizer(self) -> Any:
+        if self.backend == "llama":  # transformers' tokenizer only: no float32 model beside the engine
+            from bineval_dspy.lm.llama_states import tokenizer_of
+
+            return tokenizer_of(self.gguf)
         return _loaded(self.gguf)[1]
 
     def depth(self) -> int:
         """The model's layers (a reading holds depth + 1 states: the embeddings, then each layer's)."""
+        if self.backend == "llama":
+            return int(self._llama_states().depth())
         return int(_loaded(self.gguf)[0].config.num_hidden_layers)
+
+    @property
+    def evaluated(self) -> int:
+        """Prompt tokens llama.cpp evaluated for this reader (the llama backend; torch's walk does not count them)."""
+        return int(self._llama.evaluated) if self._llama is not None else 0
+
+    def key(self, prompt: str, spans: Mapping[str, Span]) -> str:
+        """The cache key of a prompt's reading: format, model, backend (torch's left out), spans and text."""
+        backend = "" if self.backend == "torch" else f"backend {self.backend}\n"
+        return digest(f"{FORMAT}\n{self.model}\n{backend}{json.dumps(sorted(spans.items()))}\n{prompt}")
 
     def read(self, prompts: Sequence[str], spans: Sequence[Mapping[str, Span]] | None = None) -> list[Reading]:
         """The readings of ``prompts`` (rendered text, specials included), in order; shared prefixes evaluated once.
         ``spans``: per prompt, named character spans whose mean states the reading also holds."""
         marks = [dict(s) for s in spans] if spans is not None else [{} for _ in prompts]
-        keys = [digest(f"{FORMAT}\n{self.model}\n{json.dumps(sorted(m.items()))}\n{p}") for p, m in zip(prompts, marks)]
+        keys = [self.key(p, m) for p, m in zip(prompts, marks)]
         found = self._store.get(keys) if self._store is not None else {}
         todo = sorted({k: (p, m) for k, p, m in zip(keys, prompts, marks) if k not in found}.items())
         if todo:
             with self._lock:
-                model, tokenizer, yes, no = _loaded(self.gguf)
-                encoded = [_encode(tokenizer, p, m) for _, (p, m) in todo]
-                readings, self._kept = _walk(model, [e[0] for e in encoded], [e[1] for e in encoded], yes, no, self._kept)
+                if self.backend == "llama":
+                    todo.sort(key=lambda item: item[1][0])  # by text: prompts sharing a prefix one after another
+                    readings = self._read_llama([p for _, (p, _) in todo], [m for _, (_, m) in todo])
+                else:
+                    model, tokenizer, yes, no = _loaded(self.gguf)
+                    encoded = [_encode(tokenizer, p, m) for _, (p, m) in todo]
+                    readings, self._kept = _walk(model, [e[0] for e in encoded], [e[1] for e in encoded], yes, no, self._kept)
                 self.computed += len(todo)
             new = {key: _rounded(r) for (key, _), r in zip(todo, readings)}
             if self._store is not None:
@@ -120,10 +154,33 @@ class HiddenStates:
             found = {**found, **new}
         return [found[k] for k in keys]
 
+    def _llama_states(self) -> Any:
+        if self._llama is None:
+            from bineval_dspy.lm.llama_states import LlamaStates
 
-def reader_for(lm: Any, cache_dir: Path | None, source: str = "the judge's LM") -> HiddenStates:
-    """The hidden-state reader of ``lm``'s model; an LM that does not run a model file in this process (a server, an
-    adapter applied by llama.cpp) is refused in one line: its server returns tokens and logprobs, not states."""
+            self._llama = LlamaStates(self.gguf)
+        return self._llama
+
+    def _read_llama(self, prompts: list[str], spans: list[dict[str, Span]]) -> list[Reading]:
+        """Each prompt's reading from llama.cpp, one prompt at a time: the tokens are the ones ``_encode`` gives (the
+        spans are counted in them), and each call continues from the cells it shares with the last one, so one
+        output's questions evaluate the output once. A prompt with spans asks every token's final layer."""
+        states, tokenizer = self._llama_states(), self.tokenizer()
+        yes, no = states.token_ids(YES_TOKENS), states.token_ids(NO_TOKENS)
+        out = []
+        for prompt, marks in zip(prompts, spans):
+            tokens, token_marks = _encode(tokenizer, prompt, marks)
+            per_token, logits = states.states(tokens, every_output=bool(token_marks))
+            pooled = pool(per_token, token_marks)
+            gap = np.logaddexp.reduce(logits[yes].astype(np.float64)) - np.logaddexp.reduce(logits[no].astype(np.float64))
+            out.append(Reading(hidden=pooled.pop("last"), gap=float(gap), pooled=pooled))
+        return out
+
+
+def reader_for(lm: Any, cache_dir: Path | None, source: str = "the judge's LM", backend: Backend = "torch") -> HiddenStates:
+    """The hidden-state reader of ``lm``'s model through ``backend`` (a head is read through the one it was trained
+    on); an LM that does not run a model file in this process (a server, an adapter applied by llama.cpp) is refused
+    in one line: its server returns tokens and logprobs, not states."""
     engine = engine_of(lm)
     model = str(getattr(lm, "model", ""))
     path = engine.model_path
@@ -134,12 +191,12 @@ def reader_for(lm: Any, cache_dir: Path | None, source: str = "the judge's LM") 
         )
     if "+lora-" in model:
         raise InputError(f"{source} {model}: a probe reads the base model's states; a LoRA adapter is not applied to them")
-    return _reader(Path(path), model, cache_dir)
+    return _reader(Path(path), model, cache_dir, backend)
 
 
 @functools.cache
-def _reader(path: Path, model: str, cache_dir: Path | None) -> HiddenStates:
-    return HiddenStates(path, model, cache_dir)
+def _reader(path: Path, model: str, cache_dir: Path | None, backend: Backend) -> HiddenStates:
+    return HiddenStates(path, model, cache_dir, backend)
 
 
 _LOADING = threading.Lock()  # transformers' lazy imports and a first load are not safe from several threads at once

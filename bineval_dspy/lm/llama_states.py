@@ -256,8 +256,7 @@ class LlamaReader:
         return self._states.evaluated
 
     def tokenizer(self) -> Any:
-        with _LOADING:
-            return _tokenizer(self.gguf)
+        return tokenizer_of(self.gguf)
 
     def depth(self) -> int:
         return self._states.depth()
@@ -274,6 +273,12 @@ class LlamaReader:
 
 
 _LOADING = threading.Lock()  # transformers' lazy imports are not safe from several threads at once
+
+
+def tokenizer_of(gguf: Path) -> Any:
+    """transformers' tokenizer of the GGUF, loaded once a process (the probe's prompts are rendered by it)."""
+    with _LOADING:
+        return _tokenizer(Path(gguf))
 
 
 @functools.cache

@@ -28,7 +28,7 @@ from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.probe import STRENGTHS, LabeledExample, Probe, examples_file, fit_probe, read_examples
 from bineval_dspy.judges.probe_fit import POOLINGS, Pooling, best_threshold
 from bineval_dspy.judges.standing import Majority, Standing
-from bineval_dspy.lm.hidden import HiddenStates
+from bineval_dspy.lm.hidden import Backend, HiddenStates
 from bineval_dspy.lm.specs import DEFAULT_LM
 from bineval_dspy.meta.datasets import DatasetConfig, MetaRow
 from bineval_dspy.meta.prompts import QUESTIONS
@@ -59,6 +59,7 @@ class ProbeSettings(BaseModel):
     poolings: list[Pooling] = Field(default=list(POOLINGS), min_length=1, description="how a layer's states are read: last token, mean over the output's or the question's tokens")
     combine: bool = Field(default=True, description="also try the best pooling's top 2-4 layers, concatenated and averaged")
     backbones: list[str] = Field(default_factory=list, description="embedded models whose states are compared on the training rows' folds (empty: `lm` only)")
+    backend: Backend = Field(default="torch", description="who computes the states: torch on the dequantized weights, or llama.cpp's quantized pass (the head records it, the judge reads with it)")
     folds: int = Field(default=5, ge=2, description="grouped folds the candidates and threshold are chosen on")
     seed: int = 0
 

@@ -85,6 +85,7 @@ def _probe(model: str = "m") -> Probe:
 
 class _FailingReader:
     model = "m"
+    backend = "torch"
 
     def tokenizer(self):
         raise RuntimeError("out of memory")
@@ -101,6 +102,16 @@ def test_a_reading_that_fails_leaves_every_question_unanswered():
 def test_a_head_for_another_model_answers_nothing():
     verdicts = _probe(model="other").verdicts(_FailingReader(), "in", "out", [Question(id="q", text="?", dimension="d")], "judge")  # type: ignore[arg-type]
     assert verdicts["q"].answer == "unanswered" and "reads other's states" in verdicts["q"].explanation
+
+
+def test_a_head_records_its_backend_and_answers_nothing_through_another():
+    torch_head, llama_head = _probe(), _probe()
+    llama_head.record.backend = "llama"
+    assert "backend" not in json.loads(torch_head.model_dump_json())["record"]  # a torch head's file is as before
+    assert json.loads(llama_head.model_dump_json())["record"]["backend"] == "llama"
+    assert Probe.model_validate_json(llama_head.model_dump_json()).record.backend == "llama"
+    verdicts = llama_head.verdicts(_FailingReader(), "in", "out", [Question(id="q", text="?", dimension="d")], "judge")  # type: ignore[arg-type]
+    assert verdicts["q"].answer == "unanswered" and "trained on llama states" in verdicts["q"].explanation
 
 
 def test_a_remote_lm_is_refused_in_one_line():

@@ -93,6 +93,7 @@ def test_a_head_that_pools_a_span_the_reading_lacks_answers_nothing():
 
     class Reader:
         model = "m"
+        backend = "torch"
 
         def tokenizer(self):
             return _Plain()
@@ -187,8 +188,9 @@ def test_calibrate_keeps_the_backbone_with_the_best_out_of_fold_auroc(tmp_path, 
         for k in range(30) for j in range(3)
     ]  # fmt: skip
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "cal.toml").write_text('run_dir = "run"\n[data]\ntrain = ["train.jsonl"]\n[probe]\nlayers = [1]\nstrengths = [0.1]\nfolds = 3\ncombine = false\n')
+    (tmp_path / "cal.toml").write_text('run_dir = "run"\n[data]\ntrain = ["train.jsonl"]\n[probe]\nlayers = [1]\nstrengths = [0.1]\nfolds = 3\ncombine = false\nbackend = "llama"\n')
     config = cal.load_calibrate(tmp_path / "cal.toml")
+    assert config.probe.backend == "llama"  # the CLI reads states through it; the head records it
     labels = {(r["output"]): r["reference"] == "yes" for r in rows}
 
     class Reader:
@@ -196,6 +198,7 @@ def test_calibrate_keeps_the_backbone_with_the_best_out_of_fold_auroc(tmp_path, 
 
         def __init__(self, model: str, signal: float) -> None:
             self.model, self.signal, self.rng = model, signal, np.random.default_rng(0)
+            self.backend, self.computed = "llama", 0
 
         def depth(self):
             return 2
@@ -216,3 +219,4 @@ def test_calibrate_keeps_the_backbone_with_the_best_out_of_fold_auroc(tmp_path, 
     assert results.record["model"] == "strong" and set(results.backbones) == {"weak", "strong"}
     assert results.backbones["strong"] > results.backbones["weak"]  # type: ignore[operator]
     assert json.loads((tmp_path / "run" / "probe.json").read_text())["record"]["model"] == "strong"
+    assert json.loads((tmp_path / "run" / "probe.json").read_text())["record"]["backend"] == "llama"

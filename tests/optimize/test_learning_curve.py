@@ -36,6 +36,7 @@ class FakeReader:
     (with ``signal`` off, none: a head on these states is at chance)."""
 
     model = MODEL
+    backend = "torch"
 
     def __init__(self, signal: bool = True) -> None:
         self.signal = signal
@@ -153,7 +154,7 @@ def test_calibrate_says_a_head_at_chance_and_records_the_curve(tmp_path, monkeyp
     config = 'run_dir = "{run}"\nlimit = {limit}\n[data]\ntrain = ["train.jsonl"]\ntest = "test.jsonl"\n[probe]\nlayers = [1, 2]\nstrengths = [0.1]\nfolds = 3\n[curve]\nsizes = [12, 30, 500]\n'
     (tmp_path / "cal.toml").write_text(config.format(run="run", limit=10))
     route_cli_lm(monkeypatch, lambda r: verdict_json("yes"), model=MODEL)
-    monkeypatch.setattr(hidden, "reader_for", lambda lm, cache, source="": FakeReader(signal=False))
+    monkeypatch.setattr(hidden, "reader_for", lambda lm, cache, source="", backend="torch": FakeReader(signal=False))
     assert cli.main(["calibrate", str(tmp_path / "cal.toml")]) == 0
     out, err = capsys.readouterr()
     results = CalibrationResults.model_validate_json((tmp_path / "run" / "results.json").read_text())
@@ -164,7 +165,7 @@ def test_calibrate_says_a_head_at_chance_and_records_the_curve(tmp_path, monkeyp
     assert [p.labels for p in results.curve.points] == [12, 30, 60] and "learning curve on 36 held-out rows" in out
     assert "reading states: 60 training rows, 20 outputs of 10 task(s)" in err and "state(s) computed" in err
 
-    monkeypatch.setattr(hidden, "reader_for", lambda lm, cache, source="": FakeReader(signal=True))
+    monkeypatch.setattr(hidden, "reader_for", lambda lm, cache, source="", backend="torch": FakeReader(signal=True))
     (tmp_path / "good.toml").write_text(config.format(run="good", limit=12))
     assert cli.main(["calibrate", str(tmp_path / "good.toml")]) == 0
     out = capsys.readouterr().out
@@ -206,7 +207,7 @@ def test_judge_program_says_its_head_is_at_chance_in_the_table_and_header_and_na
     checklist.write_text(Checklist(task="t", dimensions=["d"], questions=[Question(id="q1", text="Is it good?", dimension="d")]).model_dump_json())
     data = write(tmp_path / "rows.jsonl", [{"input": "a", "output": "good"}, {"input": "a", "output": "bad"}])
     route_cli_lm(monkeypatch, lambda r: verdict_json("no"), model=MODEL)
-    monkeypatch.setattr(hidden, "reader_for", lambda lm, cache, source="": FakeReader())
+    monkeypatch.setattr(hidden, "reader_for", lambda lm, cache, source="", backend="torch": FakeReader())
     out = tmp_path / "out.jsonl"
     assert cli.main(["judge", "--checklist", str(checklist), "--data", str(data), "-o", str(out), "--program", str(tmp_path)]) == 0
     stdout = capsys.readouterr().out
@@ -228,7 +229,7 @@ def test_the_report_draws_the_curve_the_reliability_and_the_confusion_of_a_calib
     write(tmp_path / "train.jsonl", rows(12))
     (tmp_path / "cal.toml").write_text('run_dir = "run"\n[data]\ntrain = ["train.jsonl"]\n[probe]\nlayers = [2]\nstrengths = [0.1]\nfolds = 2\n[curve]\nsizes = [12]\nfolds = 3\n')
     route_cli_lm(monkeypatch, lambda r: verdict_json("yes"), model=MODEL)
-    monkeypatch.setattr(hidden, "reader_for", lambda lm, cache, source="": FakeReader())
+    monkeypatch.setattr(hidden, "reader_for", lambda lm, cache, source="", backend="torch": FakeReader())
     assert cli.main(["calibrate", str(tmp_path / "cal.toml")]) == 0
     assert "learning curve on 72 held-out rows of 12 task(s) (3 grouped held-out folds of the training rows)" in capsys.readouterr().out
     assert cli.main(["report", str(tmp_path / "run" / "results.json"), "-o", str(tmp_path / "report.html")]) == 0

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from bineval_dspy.core.errors import BinevalError
+
 if TYPE_CHECKING:
     import dspy
 
@@ -139,7 +141,7 @@ class Bineval:
         return Path(path) if Path(path).is_absolute() else self.folder / path
 
 
-class RegressionError(AssertionError):
+class RegressionError(BinevalError, AssertionError):
     """NEW regressed from BASE (or could not be held against it); ``comparison`` holds every paired item."""
 
     def __init__(self, message: str, comparison: RunComparison) -> None:

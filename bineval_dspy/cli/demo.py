@@ -92,10 +92,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _earlier_demo(out: Path) -> bool:
     """Whether ``out`` holds what a demo writes (any other file there is refused, never replaced unasked)."""
+    from bineval_dspy.core.jsonio import read_json_object
     from bineval_dspy.runs.files import run_kind
 
-    try:
-        return out.is_file() and run_kind(out) == "demo"
+    try:  # the header beside it and the file itself: a file written over a demo's keeps the demo's header
+        return out.is_file() and run_kind(out) == "demo" and read_json_object(out).get("kind") == "demo"
     except InputError:  # no run, or a damaged one: not ours to replace unasked
         return False
 

@@ -25,7 +25,8 @@ from bineval_dspy.core.settings import fingerprint_of, listed_digest
 from bineval_dspy.finetune.data import PromptSamples, collect, preference_pairs, reference_verdicts, sft_examples
 from bineval_dspy.finetune.settings import FinetuneSettings
 from bineval_dspy.finetune.train import ADAPTER_FILE, TrainingReport
-from bineval_dspy.judges.binary import EXPLANATION_STOP, BinaryJudge
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.verdict import EXPLANATION_STOP
 from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.optimize.metric import BinEvalMetric
 from bineval_dspy.programs.weights import Weights, attach, weights_of

@@ -9,17 +9,14 @@ verifier is answered by code, never by the LM. Any failure to get a parseable an
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any, Literal
 
 import dspy
-import json_repair
-from dspy.utils.exceptions import AdapterParseError, LMAuthError
-from pydantic import BaseModel, Field, ValidationError
+from dspy.utils.exceptions import LMAuthError
+from pydantic import ValidationError
 
 from bineval_dspy.core.errors import InputError, one_line, redacted
 from bineval_dspy.core.schema import (
@@ -40,135 +37,35 @@ from bineval_dspy.core.scoring import met, score
 from bineval_dspy.judges import batch
 from bineval_dspy.judges.base import CodeRouter
 from bineval_dspy.judges.code import make_code_router
-from bineval_dspy.judges.formats import MemoJSONAdapter
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
 from bineval_dspy.judges.probe import Probe
-from bineval_dspy.judges.replies import parsed_reply, unfenced
+from bineval_dspy.judges.verdict import (
+    EXPLANATION_STOP,
+    REPLY_START,
+    AnswerQuestion,
+    PrefilledVerdictAdapter,
+    StrictJSONAdapter,
+    VerdictFirstAdapter,
+)
 from bineval_dspy.lm._batching import call_order
 from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.cache import reply_journal
 from bineval_dspy.lm.engine import engine_of
 from bineval_dspy.verifiers import Mode
 
-
-class Answer(BaseModel):
-    """Your verdict on the question: "yes" or "no", and one short sentence saying why."""
-
-    # Output models are shown to the LM as JSON schema (docstring included); bounds live on their fields
-    # so they reach the schema and a local model's grammar.
-
-    answer: Literal["yes", "no"]
-    explanation: str = Field(max_length=160, description="one short sentence saying why")
-
-
-class AnswerQuestion(dspy.Signature):
-    """You are a strict evaluator. Read the input and the output, then answer the yes/no question about the output.
-    Answer "yes" only if the output clearly satisfies what the question asks; otherwise answer "no"."""
-
-    input: str = dspy.InputField(desc="the task input the output responds to")
-    output: str = dspy.InputField(desc="the output being evaluated")
-    question: str = dspy.InputField(desc="a yes/no question about the output")
-    verdict: Answer = dspy.OutputField()
-
-
 # What the judge sees in place of the output when it measures its own bias for a question (contextual calibration,
 # Zhao et al. 2021): an output with no content, so whatever P(yes) it gets is the question's prior, not evidence.
 CONTENT_FREE_OUTPUT = "N/A"
-# Verdict-first decoding stops the JSON right after the answer: the explanation key comes next.
-EXPLANATION_STOP = '"explanation"'
-# What a verdict-first reply must start with, as the schema orders it: an optional chain of thought (a JSON string),
-# then the verdict object whose first key is the answer. Anchored at the start: prose that merely mentions
-# '"answer": "yes"' (a refusal quoting the schema) is no verdict.
-_VERDICT_START = re.compile(
-    r'\s*\{\s*(?:"reasoning"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*)?"verdict"\s*:\s*\{\s*"answer"\s*:\s*"(yes|no)"\s*(?:,|\}|$)'
-)
 # The mark of a verdict that probability mode or calibration should have read P(yes) for, from an LM that sent no
 # logprobs: scored by its answer, and saying so, never silently.
 NO_P_YES = "[no P(yes): the LM sent no logprobs at the verdict token; scored by its answer]"
 LOCAL_PARALLEL = 16  # questions sent together to an in-process model, which decodes them as one batch
 
 
-class StrictJSONAdapter(MemoJSONAdapter):
-    """DSPy's JSON adapter, reading only a reply that is one JSON object with one answer (``replies.check_reply``):
-    prose around a quoted schema, a second object or a key given twice is a parse error, so the verdict is
-    unanswered. A reply cut short by the token limit is still repaired as DSPy does."""
-
-    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
-        whole = parsed_reply(self, signature, completion)
-        read = self.read_whole(signature, whole) if whole is not None else None
-        return read if read is not None else super().parse(signature, unfenced(completion))
-
-
-class VerdictFirstAdapter(StrictJSONAdapter):
-    """JSON adapter for a reply cut off after the verdict's answer (``EXPLANATION_STOP``): the reply must start
-    as the schema says, and the answer is read there, never searched for elsewhere in the text."""
-
-    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
-        parsed_reply(self, signature, completion)
-        match = _VERDICT_START.match(unfenced(completion))
-        answer = match.group(1) if match else _whole_reply_answer(unfenced(completion))
-        if answer is None:
-            raise AdapterParseError(
-                adapter_name=type(self).__name__,
-                signature=signature,
-                lm_response=completion,
-                message="the reply does not start with the schema's verdict answer",
-            )
-        fields: dict[str, Any] = {"verdict": Answer(answer=answer, explanation="")}  # type: ignore[arg-type]
-        if "reasoning" in signature.output_fields:
-            repaired = json_repair.loads(completion)
-            fields["reasoning"] = str(repaired.get("reasoning", "")) if isinstance(repaired, dict) else ""
-        return fields
-
-
-# The start of a verdict reply, given in the prompt as the assistant's own text by the prefilled format: the next
-# token is the answer.
-VERDICT_PREFILL = '{"verdict": {"answer": "'
-_PREFILLED_ANSWER = re.compile(r'(yes|no)(?:"|$)')
-_REPLY_START = re.compile(r"\A")  # the prefilled format's verdict token is the reply's first
-
-
-class PrefilledVerdictAdapter(StrictJSONAdapter):
-    """The prefilled verdict format: ``VERDICT_PREFILL`` ends the prompt as the start of the assistant's reply, so
-    the first generated token is the answer: one decoding step for a verdict, its P(yes) read there, and the
-    explanation (``explain``) decoded after it. The reply must start with yes or no and the closing quote (a
-    verdict-only call stops at that quote); anything else is a parse error, so the verdict is unanswered."""
-
-    def __init__(self, explain: bool) -> None:
-        super().__init__()
-        self.explain = explain
-
-    def format(self, signature: type[dspy.Signature], demos: list[dict[str, Any]], inputs: dict[str, Any]) -> list[dict[str, Any]]:
-        return [*super().format(signature, demos, inputs), {"role": "assistant", "content": VERDICT_PREFILL}]
-
-    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
-        if self.explain:
-            return super().parse(signature, VERDICT_PREFILL + (completion or ""))
-        match = _PREFILLED_ANSWER.match(completion or "")
-        if match is None:
-            raise AdapterParseError(
-                adapter_name=type(self).__name__, signature=signature, lm_response=completion,
-                message="the reply does not start with yes or no",
-            )
-        return {"verdict": Answer(answer=match.group(1), explanation="")}  # type: ignore[arg-type]
-
-
 def _continues_prefill(lm: dspy.LM | None) -> bool:
     """Whether ``lm`` continues a reply from the assistant's prefill (the embedded engine does; an OpenAI-style
     server may answer after it instead)."""
     return engine_of(lm).supports_prefill
-
-
-def _whole_reply_answer(completion: str | None) -> str | None:
-    """The verdict's answer when the whole reply is one JSON object of the schema (a server that ignored the stop
-    and wrote the keys in another order); None for anything else, prose around an object included."""
-    try:
-        obj = json.loads(completion or "")
-    except ValueError:
-        return None
-    verdict = obj.get("verdict") if isinstance(obj, dict) else None
-    answer = verdict.get("answer") if isinstance(verdict, dict) else None
-    return answer if answer in ("yes", "no") else None
 
 
 class BinaryJudge(dspy.Module):
@@ -484,7 +381,7 @@ class BinaryJudge(dspy.Module):
         if answer not in ("yes", "no"):
             return unanswered(f"unparseable answer {answer!r}")
         # P(yes) is read at the verdict token and kept beside the parsed answer; it never overrides it
-        at = (_REPLY_START,) if self.verdict_format == "prefilled" else ()  # where the verdict token is
+        at = (REPLY_START,) if self.verdict_format == "prefilled" else ()  # where the verdict token is
         p_yes = p_yes_from_logprobs(logprobs, *at) if "logprobs" in config else None
         if p_yes is None and self._needs_p_yes():  # the answer stands, but never passes for a probability
             explanation = f"{explanation} {NO_P_YES}".strip()

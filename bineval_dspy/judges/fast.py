@@ -17,13 +17,13 @@ from contextlib import suppress
 from typing import Any, TypeVar
 
 import dspy
-from dspy.utils.exceptions import AdapterParseError
 
 from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import met, score
 from bineval_dspy.judges.base import Judge
 from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT, BinaryJudge, majority
+from bineval_dspy.judges.verdict import read_output
 from bineval_dspy.lm.fastpath import FastLM, Reply, Template
 from bineval_dspy.lm.usage import CallTally, Cost
 
@@ -119,13 +119,7 @@ class FastJudge:
             if failure is not None:
                 raise failure
             assert reply is not None
-            output = reply.output if isinstance(reply.output, dict) else {"text": reply.output}
-            if not output.get("text"):
-                raise AdapterParseError(
-                    adapter_name=type(adapter).__name__, signature=self.signature, lm_response=str(reply.output),
-                    message="The LM returned an empty or null response.",
-                )  # fmt: skip
-            return adapter.parse(self.signature, output["text"]).get("verdict"), output.get("logprobs") or None
+            return read_output(adapter, self.signature, reply.output)
 
         verdict = self.judge.verdict_of(question, config, self.fast.model, read)
         if verdict.answer == "unanswered" and reply is not None:

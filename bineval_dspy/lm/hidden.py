@@ -162,19 +162,28 @@ class HiddenStates:
         return self._llama
 
     def _read_llama(self, prompts: list[str], spans: list[dict[str, Span]]) -> list[Reading]:
-        """Each prompt's reading from llama.cpp, one prompt at a time: the tokens are the ones ``_encode`` gives (the
-        spans are counted in them), and each call continues from the cells it shares with the last one, so one
-        output's questions evaluate the output once. A prompt with spans asks every token's final layer."""
+        """Each prompt's reading from llama.cpp on the tokens ``_encode`` gives (the spans are counted in them).
+        Prompts without spans go through ``last_states``: their shared context evaluated once, their tails side by
+        side. A prompt with spans is read alone with every token's final layer asked, continuing from the cells it
+        shares with the last call, so one output's questions still evaluate the output once."""
         states, tokenizer = self._llama_states(), self.tokenizer()
         yes, no = states.token_ids(YES_TOKENS), states.token_ids(NO_TOKENS)
-        out = []
-        for prompt, marks in zip(prompts, spans):
-            tokens, token_marks = _encode(tokenizer, prompt, marks)
-            per_token, logits = states.states(tokens, every_output=bool(token_marks))
-            pooled = pool(per_token, token_marks)
+
+        def reading(per_layer: np.ndarray, logits: np.ndarray, pooled: dict[str, np.ndarray]) -> Reading:
             gap = np.logaddexp.reduce(logits[yes].astype(np.float64)) - np.logaddexp.reduce(logits[no].astype(np.float64))
-            out.append(Reading(hidden=pooled.pop("last"), gap=float(gap), pooled=pooled))
-        return out
+            return Reading(hidden=np.array(per_layer, dtype=np.float32), gap=float(gap), pooled=pooled)
+
+        encoded = [_encode(tokenizer, p, m) for p, m in zip(prompts, spans)]
+        out: dict[int, Reading] = {}
+        plain = [i for i, (_, marks) in enumerate(encoded) if not marks]
+        for i, (per_layer, logits) in zip(plain, states.last_states([encoded[i][0] for i in plain]) if plain else []):
+            out[i] = reading(per_layer, logits, {})
+        for i, (tokens, marks) in enumerate(encoded):
+            if marks:
+                per_token, logits = states.states(tokens, every_output=True)
+                pooled = pool(per_token, marks)
+                out[i] = reading(pooled.pop("last"), logits, pooled)
+        return [out[i] for i in range(len(prompts))]
 
 
 def reader_for(lm: Any, cache_dir: Path | None, source: str = "the judge's LM", backend: Backend = "torch") -> HiddenStates:

@@ -35,7 +35,6 @@ import numpy as np
 from bineval_dspy.core.cores import usable_cores
 from bineval_dspy.core.quiet import quiet
 from bineval_dspy.lm._batching import common_prefix
-from bineval_dspy.lm.hidden import NO_TOKENS, YES_TOKENS, Reading
 
 SEQUENCES = 16  # prompt tails decoded side by side at most, each its own sequence beside sequence 0
 CHUNK = 512  # tokens per decode: one llama.cpp micro-batch, so each callback sees one chunk's rows in order
@@ -234,44 +233,6 @@ class LlamaStates:
             self._model.close()
 
 
-class LlamaReader:
-    """``LlamaStates`` behind the probe's reader interface (``model``, ``tokenizer()``, ``depth()``, ``read``), so a
-    probe verdict costs llama.cpp prefills instead of a float32 torch model beside the engine. No disk cache: the
-    caching reader (``lm.hidden.HiddenStates``) keeps that role; this is its backend candidate (see the report).
-
-    ``tokenizer()`` is transformers' (prompts are rendered by the chat template the probe was trained with); the
-    tokens themselves are llama.cpp's, which parse the same rendered text to the same ids (tested)."""
-
-    def __init__(self, gguf: Path, model: str) -> None:
-        self.gguf = Path(gguf)
-        self.model = model
-        self.computed = 0  # prompts evaluated by this reader
-        self._states = LlamaStates(self.gguf)
-        self._yes = self._states.token_ids(YES_TOKENS)
-        self._no = self._states.token_ids(NO_TOKENS)
-
-    @property
-    def evaluated(self) -> int:
-        """Prompt tokens llama.cpp evaluated for this reader (the rest continued from kept cells)."""
-        return self._states.evaluated
-
-    def tokenizer(self) -> Any:
-        return tokenizer_of(self.gguf)
-
-    def depth(self) -> int:
-        return self._states.depth()
-
-    def read(self, prompts: Sequence[str]) -> list[Reading]:
-        """The readings of ``prompts`` in order: their shared context evaluated once, their tails side by side."""
-        if not prompts:
-            return []
-        out = []
-        for states, logits in self._states.last_states([self._states.tokenize(p) for p in prompts]):
-            out.append(Reading(hidden=states, gap=float(_logsumexp(logits[self._yes]) - _logsumexp(logits[self._no]))))
-        self.computed += len(prompts)
-        return out
-
-
 _LOADING = threading.Lock()  # transformers' lazy imports are not safe from several threads at once
 
 
@@ -288,8 +249,3 @@ def _tokenizer(gguf: Path) -> Any:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-
-
-def _logsumexp(values: np.ndarray) -> float:
-    top = float(values.max())
-    return top + float(np.log(np.exp(values.astype(np.float64) - top).sum()))

@@ -11,7 +11,8 @@ import pytest
 from dspy.lm15 import Request
 
 from bineval_dspy.core.schema import Checklist, Question
-from bineval_dspy.judges.binary import EXPLANATION_STOP, BinaryJudge
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.verdict import EXPLANATION_STOP
 from tests.conftest import question_of, scripted_lm
 
 CHECKLIST = Checklist(

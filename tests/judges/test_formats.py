@@ -7,7 +7,7 @@ from __future__ import annotations
 import dspy
 
 from bineval_dspy.judges import formats
-from bineval_dspy.judges.binary import AnswerQuestion, StrictJSONAdapter
+from bineval_dspy.judges.verdict import AnswerQuestion, StrictJSONAdapter
 
 
 class _SchemaLM:

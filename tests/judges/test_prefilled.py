@@ -8,7 +8,8 @@ import pytest
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.schema import Checklist, JudgeSpec, Question
-from bineval_dspy.judges.binary import VERDICT_PREFILL, BinaryJudge
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.verdict import VERDICT_PREFILL
 from bineval_dspy.testing.scripted import Reply, ScriptedEngine, question_of
 
 CHECKLIST = Checklist(

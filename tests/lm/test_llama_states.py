@@ -11,7 +11,7 @@ import pytest
 from dspy.lm15 import Config, Message, Request
 
 from bineval_dspy.judges.probe import INSTRUCTIONS, probe_prompt
-from bineval_dspy.lm.llama_states import CHUNK, LlamaReader, LlamaStates
+from bineval_dspy.lm.llama_states import CHUNK, LlamaStates
 from bineval_dspy.lm.specs import embedded_model_path
 
 pytestmark = pytest.mark.embedded
@@ -126,10 +126,11 @@ def test_a_position_outside_the_prompt_is_refused(states):
         states.states([])
 
 
-def test_the_reader_gives_the_torch_readers_gap_and_states(gguf, torch_model):
+def test_the_llama_backend_gives_the_torch_readers_gap_and_states(gguf, torch_model):
+    """Prompts without spans: one shared context, the tails side by side (``last_states``), through the library."""
     from bineval_dspy.lm.hidden import HiddenStates
 
-    reader = LlamaReader(gguf, "local/test")
+    reader = HiddenStates(gguf, "local/test", backend="llama")
     prompts = [_prompt(reader.tokenizer(), q) for q in QUESTIONS]
     ours = reader.read(prompts)
     theirs = HiddenStates(gguf, "local/test").read(prompts)

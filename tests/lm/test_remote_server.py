@@ -27,7 +27,7 @@ from dspy.lm15 import Config, Message, Request
 from bineval_dspy import cli
 from bineval_dspy.core.errors import ExitCode
 from bineval_dspy.core.schema import Checklist, Question
-from bineval_dspy.judges.binary import AnswerQuestion
+from bineval_dspy.judges.verdict import AnswerQuestion
 from bineval_dspy.lm import remote as remote_engine
 from bineval_dspy.lm.llama_engine import LlamaCppEngine
 from bineval_dspy.lm.specs import embedded_model_path, make_lm

@@ -13,6 +13,7 @@ import pytest
 from bineval_dspy.core.settings import fingerprint_of, listed_digest, settled_json
 from bineval_dspy.experiment import arms
 from bineval_dspy.experiment.config import load_experiment
+from bineval_dspy.experiment.params import ArmFingerprint, GepaFingerprint, ProbeFingerprint
 from bineval_dspy.finetune.optimizer import SamplesFingerprint, TrainingKey
 from bineval_dspy.finetune.settings import FinetuneSettings
 from bineval_dspy.lm.runtime import LMOptions
@@ -145,7 +146,7 @@ def test_an_experiments_shared_settings_and_its_optimizer_arms_keep_their_finger
     assert arms._run_settings(context) == RUN
     assert arms._fingerprint(context) == "24400e12003f5430"
     recorded = {
-        name: fingerprint_of(arms.ArmFingerprint(experiment="E", arm=arm[name]))["arm"]
+        name: fingerprint_of(ArmFingerprint(experiment="E", arm=arm[name]))["arm"]
         for name in ("guard", "own", "demos")
     }
     assert recorded == {
@@ -158,7 +159,7 @@ def test_an_experiments_shared_settings_and_its_optimizer_arms_keep_their_finger
 def test_gepa_probe_and_finetune_arms_keep_their_fingerprints(folder):
     context, arm = _context(folder / "self.toml")
     assert (
-        listed_digest(arms.GepaFingerprint(experiment=arms._fingerprint(context), arm=arm["gepa"], budget=20))
+        listed_digest(GepaFingerprint(experiment=arms._fingerprint(context), arm=arm["gepa"], budget=20))
         == "a07a0230139d0e0e"
     )
     assert arms.finetune_fingerprint(arm["tuned"], context) == {
@@ -173,11 +174,11 @@ def test_gepa_probe_and_finetune_arms_keep_their_fingerprints(folder):
     cross, arm = _context(folder / "cross.toml")
     assert arms._fingerprint(cross) == "29764985af0e3c74"
     assert listed_digest(
-        arms.ProbeFingerprint(experiment=arms._fingerprint(cross), arm=arm["probe"], train_data=["d66b72ea71e2eeb1"]),
+        ProbeFingerprint(experiment=arms._fingerprint(cross), arm=arm["probe"], train_data=["d66b72ea71e2eeb1"]),
         sort_keys=False,
     ) == "79a7f707353a96bb"
     assert listed_digest(
-        arms.ProbeFingerprint(experiment=arms._fingerprint(cross), arm=arm["probe-plain"], train_data=[]),
+        ProbeFingerprint(experiment=arms._fingerprint(cross), arm=arm["probe-plain"], train_data=[]),
         sort_keys=False,
     ) == "20a4abf89350bf29"
 

@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # DSPy loads when the command runs, never for the parser
 def tiny(config: ExperimentConfig) -> ExperimentConfig:
     """The same experiment at smoke-test size, in its own run directory: few groups per split (the first of each
     split file), one iteration, short outputs, and each arm at its kind's smoke-test size (``ArmKind.tiny``)."""
-    from bineval_dspy.experiment.arms import ARMS, TINY
+    from bineval_dspy.experiment.arms import ARMS
+    from bineval_dspy.experiment.sizes import TINY
 
     data = config.data
     update = {name: min(value, TINY[name]) for name in ("train", "val", "test") if isinstance(value := getattr(data, name), int)}

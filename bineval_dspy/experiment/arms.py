@@ -5,7 +5,7 @@ which the runner measures for every arm alike). Everything an arm decides is kep
 the optimizer's audit and program, GEPA's program and log, so a rerun redoes nothing that finished.
 
 Every kind is one ``ArmKind`` in ``ARMS``: its settings model (``experiment.params``), how it runs, what it costs at
-most (``--dry-run``), its smoke-test size (``--tiny``), the mode it needs and the splits it learns from. Config
+most (``--dry-run``), its smoke-test size (``--tiny``) (those two in ``experiment.sizes``), the mode it needs and the splits it learns from. Config
 parsing, the plan, the runner and the command line read the entry; a new kind is a model and an entry.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,19 +27,23 @@ from bineval_dspy.core.fingerprint import Fingerprint, combined, digest, still_v
 from bineval_dspy.core.jsonio import load_model, write_text_atomic
 from bineval_dspy.core.registry import Registry
 from bineval_dspy.core.schema import Checklist
-from bineval_dspy.core.settings import fingerprint_of, listed_digest, optional
+from bineval_dspy.core.settings import fingerprint_of, listed_digest
 from bineval_dspy.enforce.plan import Source
+from bineval_dspy.experiment import sizes
 from bineval_dspy.experiment.params import (
     Arm,
+    ArmFingerprint,
     ArmLM,
     BestOfArm,
     BinEvalArm,
     FinetuneArm,
+    FinetuneFingerprint,
     GepaArm,
+    GepaFingerprint,
     OfArm,
     OwnLMArm,
-    OwnOptimizerArm,
     ProbeArm,
+    ProbeFingerprint,
     ProgramArm,
     RefineArm,
     SelectionDemosArm,
@@ -48,12 +51,10 @@ from bineval_dspy.experiment.params import (
 )
 from bineval_dspy.judges.base import Judge
 from bineval_dspy.lm.budget import metered_map
-from bineval_dspy.lm.estimate import NOTE_TOKENS
 from bineval_dspy.lm.runtime import LMOptions, checked_lm, env_key, lm_identity
 from bineval_dspy.lm.usage import Cost, measuring
 from bineval_dspy.optimize.config import RunConfig, build, run_fingerprint, splits_of
 from bineval_dspy.optimize.feedback import FeedbackSource
-from bineval_dspy.optimize.plan import optimize_plan
 from bineval_dspy.optimize.proposers import DemoProposer
 from bineval_dspy.programs.generator import Generator, check_steerable
 from bineval_dspy.programs.records import Selection, SelectionStats
@@ -412,39 +413,6 @@ def _in_form_of(recorded: object, facts: BaseModel, *, sort_keys: bool = True) -
     return listed_digest(facts, sort_keys=sort_keys) if isinstance(recorded, str) else fingerprint_of(facts)
 
 
-class ArmFingerprint(BaseModel):
-    """What an optimizer arm adds to its optimizer's fingerprint: the experiment's shared settings (a digest) and
-    the arm's own (those added later left out at their default, so older audits resume)."""
-
-    experiment: str
-    arm: BinEvalArm | SelectionDemosArm
-
-
-class GepaFingerprint(BaseModel):
-    """What decides a GEPA arm's program (its ``arm.json`` holds its fingerprint): the experiment, the arm, the budget."""
-
-    experiment: str
-    arm: GepaArm
-    budget: int
-
-
-class ProbeFingerprint(BaseModel):
-    """What decides a probe arm's head: the experiment, the arm (not where its ``train_data`` lies) and the digests
-    of its ``train_data``."""
-
-    experiment: str
-    arm: ProbeArm
-    train_data: list[str]
-
-
-class FinetuneFingerprint(BaseModel):
-    """What a finetune arm adds to the run description's fingerprint: the arm (not where its ``train_data`` lies)
-    and its ``train_data``'s bytes."""
-
-    arm: FinetuneArm
-    train_data: str | None = optional()
-
-
 def _fingerprint(context: ArmContext) -> str:
     """What the arms share: the run description (data files' bytes, program, optimizer) and the LM."""
     return digest(json.dumps(_run_settings(context), sort_keys=True))
@@ -463,105 +431,6 @@ def finetune_fingerprint(arm: FinetuneArm, context: ArmContext) -> Fingerprint:
     return combined(_run_settings(context), fingerprint_of(FinetuneFingerprint(arm=arm, train_data=data)))
 
 
-# -- what each kind costs at most (``--dry-run``) ------------------------------------------------------------
-@dataclass
-class PlanBasis:
-    """What every arm's estimate starts from: the experiment, its LM, what a call and an example cost, the splits'
-    sizes, and the optimization calls of the arms planned before (a GEPA arm's ``calls_like``)."""
-
-    config: RunConfig
-    lm_spec: str
-    api_base: str | None
-    per_call: float  # prompt tokens a call
-    per_example: int  # calls an example
-    sizes: tuple[int, int, int]  # train, val, test
-    optimization: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class ArmEstimate:
-    """One arm at its most: its LM calls and prompt tokens, and how many of the calls optimize (not test)."""
-
-    calls: int
-    tokens: float
-    optimization: int = 0
-
-
-def examples_estimate(basis: PlanBasis, examples: int) -> ArmEstimate:
-    """``examples`` examples run, each its calls."""
-    calls = examples * basis.per_example
-    return ArmEstimate(calls, calls * basis.per_call)
-
-
-def fixed_estimate(arm: Arm, basis: PlanBasis) -> ArmEstimate:
-    """A fixed program: the test split only."""
-    return examples_estimate(basis, basis.sizes[2])
-
-
-def optimizer_estimate(arm: OwnOptimizerArm, basis: PlanBasis) -> ArmEstimate:
-    """As ``optimize`` would run with the arm's settings (a selection arm: its Best-of-N on train too)."""
-    config, (n_train, _, n_test) = basis.config, basis.sizes
-    settings = arm.optimizer_settings(config)
-    plan = optimize_plan(config.model_copy(update={"optimizer": settings}), basis.lm_spec, basis.api_base)
-    extra = n_train * arm.n * basis.per_example if isinstance(arm, SelectionDemosArm) else 0
-    tested = n_test * basis.per_example * (settings.max_iterations + 1 if config.test_every else 2)  # optimize's plan counts its test too
-    return ArmEstimate(plan.calls + extra, plan.prompt_tokens + extra * basis.per_call, optimization=plan.calls - tested + extra)
-
-
-def gepa_estimate(arm: GepaArm, basis: PlanBasis) -> ArmEstimate:
-    """As ``gepa_arm`` sets it: its metric calls, one reflection per 2 x minibatch of them, then the test."""
-    m, (_, n_val, n_test) = arm.minibatch, basis.sizes
-    budget = arm.max_metric_calls or max(n_val + 2 * m, round(basis.optimization.get(arm.calls_like or "", 0) * 2 * m / (2 * m + 1)))
-    reflections = math.ceil(budget / (2 * m))
-    examples = examples_estimate(basis, budget + n_test)
-    return ArmEstimate(reflections + examples.calls, reflections * NOTE_TOKENS + examples.tokens)
-
-
-def best_of_estimate(arm: BestOfArm, basis: PlanBasis) -> ArmEstimate:
-    return examples_estimate(basis, basis.sizes[2] * arm.n)
-
-
-def refine_estimate(arm: RefineArm, basis: PlanBasis) -> ArmEstimate:
-    return examples_estimate(basis, basis.sizes[2] * (1 + 2 * arm.iterations))  # each rewrite and its judging
-
-
-def finetune_estimate(arm: FinetuneArm, basis: PlanBasis) -> ArmEstimate:
-    """The train split's samples (a ``train_data``'s rows not counted), then the test."""
-    from bineval_dspy.finetune.settings import FinetuneSettings
-
-    tune = FinetuneSettings(**arm.finetune)
-    return examples_estimate(basis, basis.sizes[0] * (tune.samples + tune.greedy_too) + basis.sizes[2])
-
-
-# -- each kind at smoke-test size (``--tiny``) -----------------------------------------------------------------
-TINY = {"train": 2, "val": 2, "test": 3, "max_iterations": 1, "max_tokens": 24, "n": 2, "metric_calls": 6}
-TINY_FINETUNE = {"samples": 2, "max_steps": 1, "batch_size": 2}  # a finetune arm at smoke-test size: two samples, one step
-
-
-def as_is(arm: Arm) -> Arm:
-    return arm
-
-
-def tiny_samples(arm: BestOfArm | SelectionDemosArm) -> Arm:
-    return arm.model_copy(update={"n": TINY["n"]})
-
-
-def tiny_refine(arm: RefineArm) -> Arm:
-    return arm.model_copy(update={"iterations": 1})
-
-
-def tiny_finetune(arm: FinetuneArm) -> Arm:
-    return arm.model_copy(update={"finetune": {**arm.finetune, **TINY_FINETUNE}, "train_data_rows": TINY["train"]})
-
-
-def tiny_probe(arm: ProbeArm) -> Arm:
-    return arm.model_copy(update={"train_data_rows": TINY["train"] * 4, "folds": 2, "strengths": arm.strengths[:1]})  # few rows, two folds, one C
-
-
-def tiny_gepa(arm: GepaArm) -> Arm:
-    return arm.model_copy(update={"calls_like": None, "max_metric_calls": TINY["metric_calls"], "minibatch": 1})
-
-
 # -- the registry ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ArmKind:
@@ -572,8 +441,8 @@ class ArmKind:
 
     params: type[Arm]
     run: Callable[[Any, ArmContext], tuple[dspy.Module, Cost]]
-    plan: Callable[[Any, PlanBasis], ArmEstimate] = fixed_estimate
-    tiny: Callable[[Any], Arm] = as_is
+    plan: Callable[[Any, sizes.PlanBasis], sizes.ArmEstimate] = sizes.fixed_estimate
+    tiny: Callable[[Any], Arm] = sizes.as_is
     learns_from: tuple[str, ...] = ("train", "val")
     needs: tuple[Literal["self", "cross"], str] | None = None
     check: Callable[[Any, ArmContext], None] = no_check
@@ -587,14 +456,14 @@ ARMS: Registry[ArmKind] = Registry("arm kind")
 GENERATOR: tuple[Literal["self"], str] = ("self", "needs a generator")
 for _kind in (
     ArmKind(StartArm, start_arm, learns_from=(), check=check_enforce),
-    ArmKind(BinEvalArm, bineval_arm, plan=optimizer_estimate),
-    ArmKind(GepaArm, gepa_arm, plan=gepa_estimate, tiny=tiny_gepa, needs=GENERATOR),
-    ArmKind(BestOfArm, best_of_arm, plan=best_of_estimate, tiny=tiny_samples, learns_from=(), needs=GENERATOR, check=check_enforce),
-    ArmKind(SelectionDemosArm, selection_demos_arm, plan=optimizer_estimate, tiny=tiny_samples, needs=GENERATOR),
-    ArmKind(RefineArm, refine_arm, plan=refine_estimate, tiny=tiny_refine, learns_from=(), needs=GENERATOR),
-    ArmKind(FinetuneArm, finetune_arm, plan=finetune_estimate, tiny=tiny_finetune, learns_from=("train",), check=check_finetune),
+    ArmKind(BinEvalArm, bineval_arm, plan=sizes.optimizer_estimate),
+    ArmKind(GepaArm, gepa_arm, plan=sizes.gepa_estimate, tiny=sizes.tiny_gepa, needs=GENERATOR),
+    ArmKind(BestOfArm, best_of_arm, plan=sizes.best_of_estimate, tiny=sizes.tiny_samples, learns_from=(), needs=GENERATOR, check=check_enforce),
+    ArmKind(SelectionDemosArm, selection_demos_arm, plan=sizes.optimizer_estimate, tiny=sizes.tiny_samples, needs=GENERATOR),
+    ArmKind(RefineArm, refine_arm, plan=sizes.refine_estimate, tiny=sizes.tiny_refine, learns_from=(), needs=GENERATOR),
+    ArmKind(FinetuneArm, finetune_arm, plan=sizes.finetune_estimate, tiny=sizes.tiny_finetune, learns_from=("train",), check=check_finetune),
     ArmKind(ProgramArm, program_arm, learns_from=(), check=check_program),
-    ArmKind(ProbeArm, probe_arm, tiny=tiny_probe, needs=("cross", "trains a judge on reference verdicts"), check=_no_test_task),
+    ArmKind(ProbeArm, probe_arm, tiny=sizes.tiny_probe, needs=("cross", "trains a judge on reference verdicts"), check=_no_test_task),
 ):
     ARMS.add(_kind.name, _kind)
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bineval_dspy.core.jsonio import describe_validation_error
-from bineval_dspy.core.settings import added, unrecorded
+from bineval_dspy.core.settings import added, optional, unrecorded
 from bineval_dspy.enforce.plan import Source
 from bineval_dspy.lm.specs import LMTable
 from bineval_dspy.optimize.config import ProgramConfig, RunConfig
@@ -297,3 +297,37 @@ class ProbeArm(TrainDataArm):
 class RefineArm(OwnLMArm):
     kind: Literal["refine"] = "refine"
     iterations: int = Field(default=1, ge=1)
+
+
+# -- what decides an optimizing arm's outcome (its fingerprint; ``experiment.arms`` keeps it beside the outcome) --
+class ArmFingerprint(BaseModel):
+    """What an optimizer arm adds to its optimizer's fingerprint: the experiment's shared settings (a digest) and
+    the arm's own (those added later left out at their default, so older audits resume)."""
+
+    experiment: str
+    arm: BinEvalArm | SelectionDemosArm
+
+
+class GepaFingerprint(BaseModel):
+    """What decides a GEPA arm's program (its ``arm.json`` holds its fingerprint): the experiment, the arm, the budget."""
+
+    experiment: str
+    arm: GepaArm
+    budget: int
+
+
+class ProbeFingerprint(BaseModel):
+    """What decides a probe arm's head: the experiment, the arm (not where its ``train_data`` lies) and the digests
+    of its ``train_data``."""
+
+    experiment: str
+    arm: ProbeArm
+    train_data: list[str]
+
+
+class FinetuneFingerprint(BaseModel):
+    """What a finetune arm adds to the run description's fingerprint: the arm (not where its ``train_data`` lies)
+    and its ``train_data``'s bytes."""
+
+    arm: FinetuneArm
+    train_data: str | None = optional()

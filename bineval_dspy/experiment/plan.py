@@ -12,8 +12,9 @@ def experiment_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
     """Every arm at its most, as its kind estimates it (``ArmKind.plan``): optimizer arms as ``optimize`` would run,
     GEPA its metric calls, Best-of-N and STICK their samples and rewrites, every arm's test evaluation (an upper
     bound, tokens estimated)."""
-    from bineval_dspy.experiment.arms import ARMS, PlanBasis
+    from bineval_dspy.experiment.arms import ARMS
     from bineval_dspy.experiment.params import OwnLMArm
+    from bineval_dspy.experiment.sizes import PlanBasis
 
     per_call, per_example, limit, sizes, exact = example_costs(config, lm_spec)
     basis = PlanBasis(config, lm_spec, api_base, per_call, per_example, sizes)

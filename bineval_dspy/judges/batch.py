@@ -14,14 +14,10 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import dspy
-import json_repair
-from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel, Field, create_model
 
 from bineval_dspy.core.schema import Question, Verdict
-from bineval_dspy.judges.formats import MemoJSONAdapter
 from bineval_dspy.judges.logprobs import p_yes_from_logprobs
-from bineval_dspy.judges.replies import parsed_reply, unfenced
 
 TOKENS_PER_ANSWER = 16  # '"q12": {"answer": "yes"}, ' and some slack
 TOKENS_PER_EXPLAINED = 72
@@ -59,23 +55,6 @@ def batch_signature(n: int, explain: bool) -> type[dspy.Signature]:
 
 def numbered(questions: Sequence[Question]) -> str:
     return "\n".join(f"q{k}: {q.text}" for k, q in enumerate(questions, start=1))
-
-
-class BatchAdapter(MemoJSONAdapter):
-    """JSON adapter whose parse keeps whatever verdicts the reply holds (validated one by one by ``read_batch``);
-    a reply that is not one JSON object of verdicts (prose around it, a key given twice, more answers than
-    questions) is a parse error: every question unanswered."""
-
-    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
-        asked = len(signature.output_fields["verdicts"].annotation.model_fields)
-        whole = parsed_reply(self, signature, completion, answers=asked)  # one object, each key once, at the start
-        repaired = whole if whole is not None else json_repair.loads(unfenced(completion))
-        verdicts = repaired.get("verdicts") if isinstance(repaired, dict) else None
-        if not isinstance(verdicts, dict):
-            raise AdapterParseError(
-                adapter_name=type(self).__name__, signature=signature, lm_response=completion, message="the reply holds no object of verdicts"
-            )
-        return {"verdicts": verdicts}
 
 
 def read_batch(verdicts: dict[str, Any], questions: Sequence[Question], logprobs: Any, judge: str, read_p: bool) -> dict[str, Verdict]:

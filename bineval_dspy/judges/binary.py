@@ -43,6 +43,7 @@ from bineval_dspy.judges.verdict import (
     EXPLANATION_STOP,
     REPLY_START,
     AnswerQuestion,
+    BatchAdapter,
     PrefilledVerdictAdapter,
     StrictJSONAdapter,
     VerdictFirstAdapter,
@@ -143,7 +144,7 @@ class BinaryJudge(dspy.Module):
         # only a batch judge has the batch predictor: a per-question judge's predictors (what optimizers and saved
         # programs name) stay the one ``answer``
         self.answer_all = dspy.Predict(batch.AnswerQuestions.append("verdicts", dspy.OutputField(), type_=dict)) if scoring == "batch" else None
-        self._batch_adapter = batch.BatchAdapter()
+        self._batch_adapter = BatchAdapter()
 
     @classmethod
     def from_spec(cls, spec: JudgeSpec | JudgeOptions, **runtime: Any) -> BinaryJudge:

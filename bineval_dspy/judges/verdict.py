@@ -1,7 +1,7 @@
 """A verdict's request and the reading of its reply, defined once for every transport.
 
 The signature and output model a per-question call sends, the stops that end it after the answer, and the adapters
-that read its reply (whole, verdict-first, prefilled; a batch call's is ``batch.BatchAdapter``) live here: DSPy's path
+that read its reply (whole, verdict-first, prefilled, and a batch call's) live here: DSPy's path
 (``BinaryJudge``'s predictors) and the remote fast path (``judges.fast``, which captures the request DSPy's adapter
 formats and reads the reply with ``read_output``) both use these, so the two cannot drift apart. Every reader goes
 through ``replies.check_reply`` first: a reply that is not exactly one JSON object is no verdict.
@@ -127,6 +127,23 @@ def _whole_reply_answer(completion: str | None) -> str | None:
     verdict = obj.get("verdict") if isinstance(obj, dict) else None
     answer = verdict.get("answer") if isinstance(verdict, dict) else None
     return answer if answer in ("yes", "no") else None
+
+
+class BatchAdapter(MemoJSONAdapter):
+    """JSON adapter whose parse keeps whatever verdicts the reply holds (validated one by one by ``batch.read_batch``);
+    a reply that is not one JSON object of verdicts (prose around it, a key given twice, more answers than
+    questions) is a parse error: every question unanswered."""
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        asked = len(signature.output_fields["verdicts"].annotation.model_fields)
+        whole = parsed_reply(self, signature, completion, answers=asked)  # one object, each key once, at the start
+        repaired = whole if whole is not None else json_repair.loads(unfenced(completion))
+        verdicts = repaired.get("verdicts") if isinstance(repaired, dict) else None
+        if not isinstance(verdicts, dict):
+            raise AdapterParseError(
+                adapter_name=type(self).__name__, signature=signature, lm_response=completion, message="the reply holds no object of verdicts"
+            )
+        return {"verdicts": verdicts}
 
 
 def read_output(adapter: dspy.Adapter, signature: type[dspy.Signature], output: dict[str, Any] | str) -> tuple[Any, Any]:

@@ -36,7 +36,8 @@ from bineval_dspy.lm.engine import engine_of
 
 YES_TOKENS = ("yes", "Yes", " yes", " Yes", "YES")
 NO_TOKENS = ("no", "No", " no", " No", "NO")
-FORMAT = 2  # what a cached reading holds, part of every key: 2 adds span means (1 held the last token only)
+FORMAT = 3  # what a cached reading holds, part of every key: 2 added span means (1 held the last token only); 3 drops
+# readings format 2 cached whose last-token state a later prompt of the same walk could overwrite (fixed in pool)
 Span = tuple[int, int]  # [start, end): characters of a prompt, or tokens once mapped
 
 

@@ -24,6 +24,7 @@ from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.code import check_verifiers
 from bineval_dspy.judges.rows import JUDGE_KEY, JudgedLine, JudgedSummary, JudgeResult, judged_rows
 from bineval_dspy.judges.standing import Standing, standing_of
+from bineval_dspy.judges.verdict import BatchAdapter
 from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.estimate import Plan
 from bineval_dspy.lm.retry import fast_path_default
@@ -374,4 +375,4 @@ def _batch_messages(judge: BinaryJudge, input: str, output: str, asked: list[Que
 
     assert judge.answer_all is not None  # a batch judge has its batch predictor
     signature = batch.batch_signature(len(asked), judge.explanations == "all").with_instructions(judge.answer_all.signature.instructions)
-    return batch.BatchAdapter().format(signature, demos=[], inputs={"input": input, "output": output, "questions": batch.numbered(asked)})
+    return BatchAdapter().format(signature, demos=[], inputs={"input": input, "output": output, "questions": batch.numbered(asked)})

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from bineval_dspy.core.settings import listed_digest
 from bineval_dspy.experiment import arms
-from bineval_dspy.experiment.params import GepaArm
+from bineval_dspy.experiment.params import GepaArm, GepaFingerprint
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.state import ProgramFile, instructions_of
 
-FACTS = arms.GepaFingerprint(experiment="E", arm=GepaArm(name="gepa", max_metric_calls=20), budget=20)
+FACTS = GepaFingerprint(experiment="E", arm=GepaArm(name="gepa", max_metric_calls=20), budget=20)
 
 
 def optimizing(runs: list[str]):

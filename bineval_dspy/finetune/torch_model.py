@@ -41,7 +41,23 @@ def _read_tokenizer(gguf: Path) -> Any:
 
 
 def load_model(gguf: Path) -> Any:
-    """A trainable float32 copy of the GGUF model (see the module docstring for why a copy)."""
+    """A trainable float32 copy of the GGUF model (see the module docstring for why a copy); a fresh one each call,
+    built from weights dequantized once a process (half a minute each time), so a caller may train it freely."""
+    import torch
+
+    quiet("transformers")
+    from transformers import AutoModelForCausalLM
+
+    config, state = _read_weights(gguf)
+    model = AutoModelForCausalLM.from_config(copy.deepcopy(config), dtype=torch.float32)
+    model.load_state_dict(state)  # copies into the model's own tensors: the cached ones stay as read
+    model.generation_config.pad_token_id = model.generation_config.eos_token_id
+    return model
+
+
+@functools.cache
+def _read_weights(gguf: Path) -> tuple[Any, dict[str, Any]]:
+    """The GGUF's config (without its quantized marker) and its float32 weights, read from the file once a process."""
     import torch
 
     quiet("transformers")
@@ -51,10 +67,7 @@ def load_model(gguf: Path) -> Any:
     config = copy.deepcopy(loaded.config)  # not read from the file again: parsing a GGUF takes seconds
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(loaded.state_dict())
-    model.generation_config.pad_token_id = model.generation_config.eos_token_id
-    return model
+    return config, dict(loaded.state_dict())
 
 
 def chat_prompt(tokenizer: Any, instructions: str, prompt: str) -> str:

@@ -70,6 +70,9 @@ _EXPORTS = {
     "RunSpec": "bineval_dspy.runs.spec",
     "execute": "bineval_dspy.runs.execute",
     "load_run": "bineval_dspy.report.runs",
+    "RunConfig": "bineval_dspy.optimize.config",
+    "load_config": "bineval_dspy.optimize.config",
+    "run_optimize": "bineval_dspy.optimize.run",
 }
 
 __all__ = [
@@ -95,6 +98,7 @@ __all__ = [
     "ProgramFile",
     "ProgramState",
     "Proposer",
+    "RunConfig",
     "Question",
     "QworldWriter",
     "RunSpec",
@@ -106,6 +110,7 @@ __all__ = [
     "bineval_metric",
     "execute",
     "hybrid_checklist",
+    "load_config",
     "load_program",
     "load_run",
     "load_suite",
@@ -113,6 +118,7 @@ __all__ = [
     "make_lm",
     "make_writer",
     "rescale",
+    "run_optimize",
     "score",
     "verifier",
 ]
@@ -135,10 +141,12 @@ if TYPE_CHECKING:
     from bineval_dspy.lm.engine import Engine
     from bineval_dspy.lm.specs import make_lm
     from bineval_dspy.optimize.audit import Audit
+    from bineval_dspy.optimize.config import RunConfig, load_config
     from bineval_dspy.optimize.feedback import CrossModelFeedback, SelfUpdateFeedback
     from bineval_dspy.optimize.metric import BinEvalMetric, bineval_metric
     from bineval_dspy.optimize.optimizer import BinEvalOptimizer
     from bineval_dspy.optimize.proposers import Proposer
+    from bineval_dspy.optimize.run import run_optimize
     from bineval_dspy.optimize.settings import OptimizerSettings
     from bineval_dspy.programs.generator import Generator
     from bineval_dspy.programs.state import ProgramFile, ProgramState, load_program

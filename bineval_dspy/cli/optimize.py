@@ -21,12 +21,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     """Run (or resume) the optimization a config describes; ``--lm`` given on the command line replaces ``lm``."""
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.runtime import lm_identity
-    from bineval_dspy.lm.specs import make_lm
     from bineval_dspy.optimize.audit import AUDIT_FILE
-    from bineval_dspy.optimize.config import build, load_config, run_fingerprint, splits_of, test_scorer
+    from bineval_dspy.optimize.config import load_config
     from bineval_dspy.optimize.plan import optimize_plan
-    from bineval_dspy.optimize.results import RESULTS_FILE, RunResults, score_test
-    from bineval_dspy.runs.header import headed
+    from bineval_dspy.optimize.run import run_optimize
 
     config = load_config(Path(args.config))
     config, options = command_line_lm(args, config)
@@ -36,36 +34,14 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     lm = runtime.configure(options, args.cache_dir)
     optimize_plan(config, config.lm, options.api_base).save(config.run_dir)  # `show` holds it against what the run spent
     meter = budget_meter(args, [lm.model, *(spec for spec in (config.lesson_lm, config.reference.lm) if spec)])
-    student, optimizer, (train, val, test) = build(config, progress=True)
-    optimizer.fingerprint = run_fingerprint(config, lm_identity(lm))
-    optimizer.meter = meter
-    if config.lesson_lm:
-        lesson_lm = make_lm(config.lesson_lm, source=f"{config.source}: field 'lesson_lm' =")
-        optimizer.note_taker.set_lm(lesson_lm)
-        optimizer.updater.set_lm(lesson_lm)
-    splits_of(config, (train, val, test)).save(config.run_dir)
     try:
-        with headed(config.run_dir / AUDIT_FILE, "optimizer-audit", optimizer.fingerprint) as heading:
-            optimizer.compile(student, trainset=train, valset=val)
-            assert optimizer.audit is not None
-            heading.usage = optimizer.audit.usage
-        with headed(config.run_dir / RESULTS_FILE, "optimizer-test", optimizer.fingerprint) as heading:
-            results = RunResults(splits={"train": len(train), "val": len(val), "test": len(test)})
-            if test:
-                scorer = test_scorer(config, student, optimizer, test)
-                audit = optimizer.audit
-                with meter.unit("test evaluation", "the test evaluation not started") as measurement:
-                    results.test = score_test(scorer, audit, every_step=config.test_every)
-                results.usage = heading.usage = measurement.cost
-            results.save(config.run_dir)
-            if results.test is not None and (results.test.start.unanswered or results.test.final.unanswered or results.test.final.errors):
-                heading.status = "incomplete"
+        results = run_optimize(config, lm_identity(lm), meter)
     except BudgetExhausted:
         if (config.run_dir / AUDIT_FILE).is_file():
             _summary(config.run_dir, "the run so far")
         raise
     _summary(config.run_dir, "the whole run, as its audit records it")
-    if results.test is not None and (results.test.start.unanswered or results.test.final.unanswered or results.test.final.errors):
+    if not results.complete:
         console.print("the test evaluation has unanswered verdicts or failed outputs; rerun to retry them", style="yellow")
         return ExitCode.INCOMPLETE
     return ExitCode.OK

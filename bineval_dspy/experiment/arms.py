@@ -138,9 +138,8 @@ def bineval_arm(arm: BinEvalArm, context: ArmContext) -> tuple[dspy.Module, Cost
     """``BinEvalOptimizer`` on the experiment's splits, its settings over the config's; resumes from its audit."""
     config = context.config
     run = arm.run_config(config, context.folder(arm.name))
-    student, optimizer, splits = build(run, progress=True)
+    student, optimizer, splits = build(run, progress=True, fingerprint=fingerprint_of(ArmFingerprint(experiment=_fingerprint(context), arm=arm)))
     splits_of(run, splits).save(run.run_dir)  # beside program.json: `generate --program ... --split test` finds it
-    optimizer.fingerprint = fingerprint_of(ArmFingerprint(experiment=_fingerprint(context), arm=arm))
     program = optimizer.compile(student, trainset=context.train, valset=context.val)
     assert optimizer.audit is not None
     return program, optimizer.audit.usage
@@ -160,10 +159,9 @@ def selection_demos_arm(arm: SelectionDemosArm, context: ArmContext) -> tuple[ds
     with measuring() as measurement:
         pool = [d for d, _ in metered_map(passing, context.train, "  train: best-of-n", threads=context.config.program.threads) if d]
     run = arm.run_config(context.config, context.folder(arm.name))
-    student, optimizer, splits = build(run, progress=True)
+    student, optimizer, splits = build(run, progress=True, fingerprint=fingerprint_of(ArmFingerprint(experiment=_fingerprint(context), arm=arm)))
     splits_of(run, splits).save(run.run_dir)
     optimizer.proposers = [DemoProposer(pool)]
-    optimizer.fingerprint = fingerprint_of(ArmFingerprint(experiment=_fingerprint(context), arm=arm))
     program = optimizer.compile(student, trainset=context.train, valset=context.val)
     assert optimizer.audit is not None
     return program, measurement.cost + optimizer.audit.usage

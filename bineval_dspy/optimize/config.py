@@ -27,6 +27,7 @@ from bineval_dspy.core.schema import Checklist, JudgeOptions
 from bineval_dspy.core.settings import fingerprint_of, optional
 from bineval_dspy.enforce.plan import Source
 from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.specs import ServedLM, make_lm
 from bineval_dspy.optimize.feedback import JUDGE_EXAMPLE_FIELDS, CrossModelFeedback, FeedbackSource, SelfUpdateFeedback
 from bineval_dspy.optimize.metric import bineval_metric
@@ -252,9 +253,13 @@ def load_judge_examples(path: Path) -> list[dspy.Example]:
     return examples
 
 
-def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list[Any], list, list]]:
+def build(
+    config: RunConfig, progress: bool = False, *, fingerprint: Fingerprint | None = None, meter: BudgetMeter | None = None
+) -> tuple[dspy.Module, BinEvalOptimizer, tuple[list[Any], list, list]]:
     """Student program, optimizer and splits for a run config (the LM is configured by the caller); ``progress``
-    shows progress bars."""
+    shows progress bars. ``fingerprint`` (what decides the run's records: ``run_fingerprint``, or an experiment
+    arm's) and ``meter`` (its budget) go to the optimizer here, never set on it afterwards; the config's
+    ``lesson_lm`` takes notes and edits."""
     settings = config.optimizer
     feedback: FeedbackSource
     if config.mode == "self":
@@ -310,7 +315,11 @@ def build(config: RunConfig, progress: bool = False) -> tuple[dspy.Module, BinEv
         splits = _limited(splits, config.data.limit, "key" if config.mode == "self" else "example_id")
     if "seed" not in settings.model_fields_set:
         settings = settings.model_copy(update={"seed": config.data.seed})
-    optimizer = BinEvalOptimizer(feedback, settings=settings, run_dir=config.run_dir, progress=progress)
+    optimizer = BinEvalOptimizer(feedback, settings=settings, run_dir=config.run_dir, progress=progress, fingerprint=fingerprint, meter=meter)
+    if config.lesson_lm:
+        lesson_lm = make_lm(config.lesson_lm, source=f"{config.source}: field 'lesson_lm' =")
+        optimizer.note_taker.set_lm(lesson_lm)
+        optimizer.updater.set_lm(lesson_lm)
     return student, optimizer, splits
 
 

@@ -89,6 +89,12 @@ class RunResults(BaseModel):
     test: TestResults | None = None
     usage: Cost = Field(default_factory=Cost)
 
+    @property
+    def complete(self) -> bool:
+        """No unanswered verdict and no failed output in the test evaluation (none run: complete)."""
+        test = self.test
+        return test is None or not (test.start.unanswered or test.final.unanswered or test.final.errors)
+
     def save(self, run_dir: Path) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(run_dir / RESULTS_FILE, self.model_dump_json(indent=2))

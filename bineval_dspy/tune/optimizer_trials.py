@@ -21,7 +21,6 @@ from bineval_dspy.core.fingerprint import Fingerprint, file_digest
 from bineval_dspy.core.jsonio import describe_validation_error
 from bineval_dspy.lm import runtime
 from bineval_dspy.lm.runtime import lm_identity
-from bineval_dspy.lm.specs import make_lm
 from bineval_dspy.lm.usage import Measurement, measuring
 from bineval_dspy.optimize.audit import AUDIT_FILE, Audit
 from bineval_dspy.optimize.config import RunConfig, build, load_config, run_fingerprint
@@ -180,12 +179,7 @@ class OptimizerRunner:
             program = program.model_copy(update={"steering": trial_steering(program.steered, params)})
             program.enforce = program.steered.enforce
         config = self.config.model_copy(update={"optimizer": self.settings(params), "program": program, "run_dir": context.run_dir})
-        student, optimizer, (train, val, _) = build(config)
-        optimizer.fingerprint = run_fingerprint(config, lm_identity(self._configure()))
-        if config.lesson_lm:
-            lesson_lm = make_lm(config.lesson_lm, source=f"{self.path}: field 'lesson_lm' =")
-            optimizer.note_taker.set_lm(lesson_lm)
-            optimizer.updater.set_lm(lesson_lm)
+        student, optimizer, (train, val, _) = build(config, fingerprint=run_fingerprint(config, lm_identity(self._configure())))
         rule = ReportToPruner(context)
         optimizer.stopping = [*optimizer.stopping, rule]
         if self._reopen(context):

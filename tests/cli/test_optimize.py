@@ -227,3 +227,30 @@ def test_verify_takes_a_finetune_run_and_its_arm_folder(tmp_path, capsys):
         assert cli.main(argv) == 0
         err = " ".join(capsys.readouterr().err.split())
         assert "strict prompt accuracy 0.500: as the run recorded for this program on test" in err, err
+
+
+def test_the_library_entry_runs_what_the_command_runs(tmp_path, suite, scripted, capsys):
+    """Issue 58 item 3: ``run_optimize(config, lm_identity)`` is the run ``bineval optimize`` makes (the CLI calls
+    it): the same audit, results and headers, the fingerprint given to the optimizer when it is built; a second
+    call resumes into the same run, and a run on another LM is refused."""
+    import dspy
+
+    from bineval_dspy import load_config, run_optimize
+    from bineval_dspy.core.errors import InputError
+
+    body = f'mode = "self"\nrun_dir = "runs/lib"\n[data]\nsuite = "{suite.name}"\ntrain = 3\nval = 2\ntest = 1\n[program]\ninstructions = "Answer the request."\n[optimizer]\nmax_iterations = 2\n'
+    config = load_config(write_config(tmp_path, body))
+    with dspy.context(lm=scripted):
+        results = run_optimize(config, "custom/scripted", progress=False)
+    run = tmp_path / "runs" / "lib"
+    audit = json.loads((run / "audit.json").read_text())
+    assert audit["best"]["instructions"]["generate"].endswith("Use bullet points.")
+    assert results.complete and results.test is not None and results.splits == {"train": 3, "val": 2, "test": 1}
+    headers = {name: json.loads((run / f"{name}.run.json").read_text()) for name in ("audit.json", "results.json")}
+    assert headers["audit.json"]["kind"] == "optimizer-audit" and headers["results.json"]["status"] == "finished"
+    assert headers["audit.json"]["fingerprint"] == headers["results.json"]["fingerprint"] != {}
+    with dspy.context(lm=scripted):
+        again = run_optimize(config, "custom/scripted", progress=False)  # resumes: the recorded run, not a new one
+    assert again.test == results.test and json.loads((run / "audit.json").read_text())["iterations"] == audit["iterations"]
+    with dspy.context(lm=scripted), pytest.raises(InputError):
+        run_optimize(config, "custom/another-lm", progress=False)

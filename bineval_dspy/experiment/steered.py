@@ -25,7 +25,7 @@ def enforcement_on_test(program: dspy.Module, evaluation: Evaluation, rows: dict
     generator = steering_generator(program)
     if generator is None or rows is None:
         return None
-    records = [enforcement_of(generator, rows[item.id].prompt, item.output) for item in evaluation.items if item.output is not None]
+    records = [enforcement_of(generator.plan(rows[item.id].prompt), rows[item.id].prompt, item.output) for item in evaluation.items if item.output is not None]
     return EnforcementSummary.of([record for record in records if record is not None])
 
 

@@ -202,10 +202,15 @@ def check_steerable(program: dspy.Module, lm: dspy.LM) -> None:
         )
 
 
-def enforcement_of(program: dspy.Module, prompt: str, response: str) -> Enforced | None:
-    """What ``program`` enforced decoding ``prompt`` (None when it enforces nothing) and, checked by code on the
-    final ``response``, whether each enforced constraint held."""
-    plan = program.plan(prompt) if isinstance(program, Generator) else None
+def plan_of(program: dspy.Module, prompt: str) -> Plan | None:
+    """The decoding plan ``program`` follows for ``prompt`` (None: not a generator, or one that does not enforce)."""
+    return program.plan(prompt) if isinstance(program, Generator) else None
+
+
+def enforcement_of(plan: Plan | None, prompt: str, response: str) -> Enforced | None:
+    """What a decode of ``prompt`` under ``plan`` enforced (None when it enforced nothing) and, checked by code on
+    the final ``response``, whether each enforced constraint held. ``plan``: the one the decode followed
+    (``Prediction.plan``), so a row's plan is computed once."""
     if plan is None:
         return None
     held = {}
@@ -248,8 +253,9 @@ def generate_row(
         response = program(prompt=row.prompt, variables=row.variables).response
         return GenerationRecord(key=row.json_key, prompt=row.prompt, response=response, variables=row.variables)
     if not refine and best_of == 1:
-        response = program(prompt=row.prompt).response
-        return GenerationRecord(key=row.json_key, prompt=row.prompt, response=response, enforcement=enforcement_of(program, row.prompt, response))
+        prediction = program(prompt=row.prompt)
+        plan = getattr(prediction, "plan", None) if isinstance(program, Generator) else None
+        return GenerationRecord(key=row.json_key, prompt=row.prompt, response=prediction.response, enforcement=enforcement_of(plan, row.prompt, prediction.response))
     judge = BinaryJudge() if judge is None else judge
     checklist = hybrid_checklist(row, generator=writer)
     card: Scorecard | None = None
@@ -268,7 +274,7 @@ def generate_row(
     assert card is not None
     return GenerationRecord(
         key=row.json_key, prompt=row.prompt, response=response, score=card.overall, checks=_checklist_summary(checklist, card),
-        selection=selection, refinement=refinement, enforcement=enforcement_of(program, row.prompt, response),
+        selection=selection, refinement=refinement, enforcement=enforcement_of(plan_of(program, row.prompt), row.prompt, response),
     )
 
 

@@ -163,3 +163,21 @@ def test_a_bare_suite_runs_whole_on_the_embedded_model_and_no_steered_reply_come
     assert records[3534]["response"].strip() and records[3534]["enforcement"]["decisions"][0]["status"] == "enforced"
     assert records[1]["response"].strip() and records[1]["enforcement"] == {"source": "extracted", "decisions": [], "held": {}}
     assert "1 of 2 row(s) steered, 1 with no constraint found" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_rows_plan_is_computed_once_and_its_record_is_the_plan_the_decode_followed(monkeypatch):
+    """Issue 58 item 4: the enforcement plan of a row was computed for the decode and again for its record."""
+    import dspy
+
+    from bineval_dspy.programs.generator import generate_row
+    from bineval_dspy.suites.rows import SuiteRow
+
+    planned: list[str] = []
+    plan = Generator.plan
+    monkeypatch.setattr(Generator, "plan", lambda self, prompt: planned.append(prompt) or plan(self, prompt))
+    row = SuiteRow(key="a", prompt="Write a haiku about rain, all in lowercase letters.", instruction_id_list=["change_case:english_lowercase"], kwargs=[{}])
+    with dspy.context(lm=steerable(lambda request: "soft rain on the roof")):
+        record = generate_row(row, Generator("Answer.", enforce="extracted"))
+    assert planned == [row.prompt]
+    assert record.enforcement is not None and [d.status for d in record.enforcement.decisions] == ["enforced"]
+    assert record.enforcement.held == {"change_case:english_lowercase": True}

@@ -140,11 +140,13 @@ def learning_curve(
             p, answers = np.zeros(len(held)), [""] * len(held)
             try:
                 for rows, indices in parts:
-                    scorer = full if size is None and test and full is not None else fit(rows if size is None else subsample(rows, size, seed + r), seed + r)
+                    reused = size is None and bool(test) and full is not None  # the run's own head: none trained here
+                    scorer = full if reused and full is not None else fit(rows if size is None else subsample(rows, size, seed + r), seed + r)
                     got_p, got = scorer([held[i] for i in indices])
                     for i, value, answer in zip(indices, got_p, got):
                         p[i], answers[i] = value, answer
-                    advance()
+                    if not reused:
+                        advance()
             except InputError as exc:  # too few tasks or one answer only in this draw: said, never a figure
                 point.skipped.append(f"draw {r + 1}: {exc}")
                 continue

@@ -118,6 +118,22 @@ def test_the_curve_runs_each_size_below_the_labels_available_on_grouped_splits()
     assert [p.labels for p in folds.points] == [10, 48]
 
 
+def test_the_progress_counts_the_heads_it_trains_as_its_total_says():
+    """The calibrate run's bar read 5/4: the run's own head, reused as the all-labels point, was counted as trained."""
+    from bineval_dspy.optimize.learning_curve import fits_needed
+
+    train, test = examples(12), examples(16)[72:]
+
+    def fit(rows_, seed):
+        return lambda held: (np.full(len(held), 0.9), ["yes"] * len(held))
+
+    settings = CurveSettings(sizes=[10, 30], repeats=2)
+    for held, full in ((test, fit(train, 0)), (test, None), ([], None)):
+        ticks: list[int] = []
+        learning_curve(train, held, fit, settings, seed=0, full=full, advance=lambda: ticks.append(1))
+        assert len(ticks) == fits_needed(train, held, settings, 0, full=full is not None)
+
+
 def test_a_draw_that_cannot_train_is_said_never_a_figure():
     def fit(rows_, seed):
         from bineval_dspy.core.errors import InputError

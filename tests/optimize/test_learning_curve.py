@@ -130,7 +130,7 @@ def test_the_progress_counts_the_heads_it_trains_as_its_total_says():
     settings = CurveSettings(sizes=[10, 30], repeats=2)
     for held, full in ((test, fit(train, 0)), (test, None), ([], None)):
         ticks: list[int] = []
-        learning_curve(train, held, fit, settings, seed=0, full=full, advance=lambda: ticks.append(1))
+        learning_curve(train, held, fit, settings, seed=0, full=full, advance=lambda ticks=ticks: ticks.append(1))
         assert len(ticks) == fits_needed(train, held, settings, 0, full=full is not None)
 
 

@@ -94,8 +94,8 @@ class HiddenStates:
 
     ``backend``: "torch" runs transformers on the dequantized float32 weights (a second model beside the engine);
     "llama" reads llama.cpp's own quantized forward pass (``lm.llama_states``), so a verdict costs the engine's prefill.
-    The two agree closely but not bit for bit, so the backend is part of every cache key (torch's keys are those of
-    the readers before there was a choice, so their caches stay valid) and a head records the one it was trained on."""
+    The two agree closely but not bit for bit, so the backend is part of every cache key (torch's keys keep the shape
+    they had before there was a choice: only ``FORMAT`` moves them) and a head records the one it was trained on."""
 
     def __init__(self, gguf: Path, model: str, cache_dir: Path | None = None, backend: Backend = "torch") -> None:
         if backend not in BACKENDS:

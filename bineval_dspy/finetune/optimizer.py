@@ -169,12 +169,13 @@ class BinEvalFinetune:
         """A judge's rows: each question's prompt as the judge sends it, answered with the reference verdict (sft), or
         the reference verdict chosen over the other (dpo). Only the answer is taught: the reply is cut where the judge
         stops reading it, so judges that explain every verdict (which needs a reference explanation) are refused."""
-        if judge.explanations == "all" or judge.scoring != "per_question" or isinstance(judge.answer, dspy.ChainOfThought):
+        kind = judge.kind
+        if kind.explanations == "all" or kind.scoring != "per_question" or isinstance(judge.answer, dspy.ChainOfThought):
             raise InputError(
                 "a distilled judge answers first and learns only its answers: give it explanations = \"none\" (or \"failures\"), "
                 "per-question scoring and no chain of thought"
             )
-        predictor, adapter = judge.answer, judge._verdict_adapter
+        predictor, adapter = judge.answer, kind.verdict_adapter
 
         def reply(answer: str) -> str:  # the schema's start, as the verdict-first adapter reads it and the grammar allows
             full = json.dumps({"verdict": {"answer": answer, "explanation": ""}})

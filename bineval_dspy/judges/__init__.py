@@ -1,4 +1,5 @@
-"""Judges: the ``Judge`` protocol, ``BinaryJudge`` (one LM call per question), logprob reading, code routing."""
+"""Judges: the ``Judge`` protocol, ``BinaryJudge`` (code routing in front of a per-question, batch or probe kind),
+logprob reading, code routing."""
 
 from bineval_dspy.judges.base import CodeRouter, Judge
 from bineval_dspy.judges.binary import BinaryJudge

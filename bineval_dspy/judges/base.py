@@ -13,7 +13,8 @@ CodeRouter = Callable[[Question, str, str], Verdict | None]
 
 @runtime_checkable
 class Judge(Protocol):
-    """Answers checklist questions about one output; ``BinaryJudge`` is the LM implementation."""
+    """Answers checklist questions about one output; ``BinaryJudge`` is the LM implementation (code routing in front
+    of one kind: ``QuestionJudge``, ``BatchJudge`` or ``ProbeJudge``)."""
 
     def __call__(self, *, input: str, output: str, checklist: Checklist) -> Scorecard:
         """Every question answered, aggregated into a scorecard."""

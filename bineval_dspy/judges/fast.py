@@ -1,7 +1,7 @@
 """A ``BinaryJudge``'s per-question verdicts on a remote server through the verdict fast path (``lm.fastpath``).
 
 The same requests (captured from the judge's own predictor and adapter, once per call shape), the same cache
-entries, and the same reading of each reply (the adapter's, then ``BinaryJudge.verdict_of``), so a row's scorecard
+entries, and the same reading of each reply (the adapter's, then ``QuestionJudge.verdict_of``), so a row's scorecard
 is the one ``BinaryJudge.forward`` gives; what is left out is DSPy's per-call work. Each row is one coroutine on
 the I/O loop, its questions asked together; its code checks run off the loop (``off_loop``), so a slow verifier
 never holds up another row's replies. Batch scoring, a probe judge, and an LM that is not one of our remote
@@ -22,7 +22,8 @@ from bineval_dspy.core.errors import one_line
 from bineval_dspy.core.schema import Checklist, Question, Scorecard, Verdict
 from bineval_dspy.core.scoring import met, score
 from bineval_dspy.judges.base import Judge
-from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT, BinaryJudge, majority
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.question import CONTENT_FREE_OUTPUT, QuestionJudge, majority
 from bineval_dspy.judges.verdict import read_output
 from bineval_dspy.lm.fastpath import FastLM, Reply, Template
 from bineval_dspy.lm.usage import CallTally, Cost
@@ -37,6 +38,7 @@ class FastJudge:
 
     def __init__(self, judge: BinaryJudge, fast: FastLM, shapes: dict[Shape, tuple[Template, dict[str, Any], dspy.Adapter]]) -> None:
         self.judge = judge
+        self.kind = judge.kind
         self.fast = fast
         self.shapes = shapes
         self.spec = judge.spec()
@@ -47,19 +49,20 @@ class FastJudge:
         """``judge`` on the fast path, or None where it keeps DSPy's: not a per-question ``BinaryJudge`` on a remote
         server, or a call shape the fast path cannot fill exactly. A verdict format the LM cannot take is refused
         here, before any row, as ``forward`` refuses it."""
-        if not isinstance(judge, BinaryJudge) or judge.scoring != "per_question" or judge.probe is not None:
+        if not isinstance(judge, BinaryJudge) or type(judge.kind) is not QuestionJudge:  # a batch or probe kind keeps DSPy's path
             return None
         fast = FastLM.of(judge.answer_lm())
         if fast is None:
             return None
-        judge.check_format()
-        explain = judge.explanations == "all"
-        wanted = {(sample, explain) for sample in range(judge.samples)}
-        wanted |= {(0, False)} if judge.calibration == "content_free" else set()
-        wanted |= {(0, True)} if judge.explanations == "failures" else set()
+        kind = judge.kind
+        kind.check_format(judge)
+        explain = kind.explanations == "all"
+        wanted = {(sample, explain) for sample in range(kind.samples)}
+        wanted |= {(0, False)} if kind.calibration == "content_free" else set()
+        wanted |= {(0, True)} if kind.explanations == "failures" else set()
         shapes = {}
         for sample, explaining in sorted(wanted):
-            config, adapter = judge.call_config(sample, explaining), judge.adapter_for(explaining)
+            config, adapter = kind.call_config(judge, sample, explaining), kind.adapter_for(explaining)
 
             def call(lm: dspy.LM, inputs: dict[str, str], config: dict[str, Any] = config, adapter: dspy.Adapter = adapter) -> None:
                 with dspy.context(adapter=adapter):
@@ -82,31 +85,31 @@ class FastJudge:
             return await self._score(input, output, checklist)
 
     async def _score(self, input: str, output: str, checklist: Checklist) -> tuple[Scorecard, Cost]:
-        judge, tally = self.judge, CallTally()
-        routed = await off_loop(lambda: {q.id: judge.code_router(q, input, output) for q in checklist.questions})
+        kind, tally = self.kind, CallTally()
+        routed = await off_loop(lambda: {q.id: self.judge.code_router(q, input, output) for q in checklist.questions})
         asked = [q for q in checklist.questions if routed[q.id] is None]
-        explain = judge.explanations == "all"
+        explain = kind.explanations == "all"
         answers = dict(zip([q.id for q in asked], await asyncio.gather(*(self._votes(input, output, q, explain, tally) for q in asked))))
         priors: dict[str, Verdict] = {}
-        if judge.calibration == "content_free":
+        if kind.calibration == "content_free":
             priors = dict(zip([q.id for q in asked], await asyncio.gather(*(self._ask(input, CONTENT_FREE_OUTPUT, q, (0, False), tally) for q in asked))))
-        answers = {q.id: judge.decided(answers[q.id], priors.get(q.id), q) for q in asked}
-        if judge.explanations == "failures":
+        answers = {q.id: kind.decided(answers[q.id], priors.get(q.id), q) for q in asked}
+        if kind.explanations == "failures":
             failed = [q for q in asked if met(q, answers[q.id]) is False]
             explained = await asyncio.gather(*(self._ask(input, output, q, (0, True), tally) for q in failed))
-            answers.update({q.id: judge.explained_by(answers[q.id], v) for q, v in zip(failed, explained)})
+            answers.update({q.id: kind.explained_by(answers[q.id], v) for q, v in zip(failed, explained)})
         verdicts = [routed[q.id] or answers[q.id] for q in checklist.questions]
-        card = score(checklist, verdicts, use_probability=judge.probability, partial=judge.partial)
+        card = score(checklist, verdicts, use_probability=kind.probability, partial=kind.partial)
         return card.model_copy(update={"judge": self.spec}), tally.cost()
 
     async def _votes(self, input: str, output: str, question: Question, explain: bool, tally: CallTally) -> Verdict:
-        if self.judge.samples == 1:
+        if self.kind.samples == 1:
             return await self._ask(input, output, question, (0, explain), tally)
-        votes = await asyncio.gather(*(self._ask(input, output, question, (i, explain), tally) for i in range(self.judge.samples)))
-        return majority(question.id, list(votes), self.judge.partial)
+        votes = await asyncio.gather(*(self._ask(input, output, question, (i, explain), tally) for i in range(self.kind.samples)))
+        return majority(question.id, list(votes), self.kind.partial)
 
     async def _ask(self, input: str, output: str, question: Question, shape: Shape, tally: CallTally) -> Verdict:
-        """One call's verdict, read as ``BinaryJudge._read`` reads DSPy's; a reply that gave none is forgotten."""
+        """One call's verdict, read as ``QuestionJudge._ask`` reads DSPy's; a reply that gave none is forgotten."""
         template, config, adapter = self.shapes[shape]
         reply: Reply | None = None
         failure: Exception | None = None
@@ -121,7 +124,7 @@ class FastJudge:
             assert reply is not None
             return read_output(adapter, self.signature, reply.output)
 
-        verdict = self.judge.verdict_of(question, config, self.fast.model, read)
+        verdict = self.kind.verdict_of(question, config, self.fast.model, read)
         if verdict.answer == "unanswered" and reply is not None:
             self.fast.forget(reply)
         return verdict

@@ -42,6 +42,7 @@ from bineval_dspy.judges.probe_fit import (
     search,
     sigmoid,
 )
+from bineval_dspy.judges.question import Front, QuestionJudge
 from bineval_dspy.lm.budget import metered_map
 from bineval_dspy.lm.hidden import Backend, HiddenStates, Reading, Span
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic, point
@@ -195,6 +196,47 @@ class Probe(BaseModel):
             note = f"probe: P(yes) {value:.2f} against threshold {cut:.2f} ({head.describe()})"
             out[q.id] = Verdict(question_id=q.id, answer=answer, p_yes=round(float(value), 6), explanation=note, judge=judge)
         return out
+
+
+PROBE_JUDGE = "probe:"  # a probe verdict's judge: "probe:<model>", so a report's judge filter tells it from a spoken one
+
+
+class ProbeJudge(QuestionJudge):
+    """The per-question options (what the spec records), the LM questions answered by ``probe``, a trained head on
+    the judge LM's hidden state (one prefill each, nothing decoded), not by what the LM says; a dimension's threshold
+    still decides."""
+
+    def __init__(self, probe: Probe, **options: Any) -> None:
+        super().__init__(**options)
+        self.probe = probe
+
+    def recorded(self) -> dict[str, Any]:
+        return {**super().recorded(), "probe": self.probe.digest()}
+
+    def verdicts(self, judge: Front, input: str, output: str, questions: Sequence[Question]) -> dict[str, Verdict]:
+        """The head's verdicts (its reader is the judge LM's model, refused in one line when that model gives no
+        hidden states)."""
+        from bineval_dspy.lm.cache import installed_dir
+        from bineval_dspy.lm.hidden import reader_for
+
+        lm = judge.answer_lm()
+        reader = reader_for(lm, installed_dir(), backend=self.probe.record.backend)  # the states its head was trained on
+        answers = self.probe.verdicts(reader, input, output, questions, PROBE_JUDGE + getattr(lm, "model", "unknown-lm"))
+        return {q.id: self.decided(answers[q.id], None, q) for q in questions}
+
+    def verdict(self, judge: Front, input: str, output: str, question: Question) -> Verdict:
+        return self.verdicts(judge, input, output, [question])[question.id]
+
+
+def probe_clash(chain_of_thought: bool, samples: int, calibration: str, scoring: str, verdict_format: str) -> str | None:
+    """Why a probe cannot go with these options (it decodes nothing: no reasoning, no votes, no prior), or None."""
+    if chain_of_thought or samples > 1:
+        return "a probe reads one state per question: no chain of thought, no samples"
+    if calibration != "none":
+        return "a probe's threshold is its calibration: no content-free calibration"
+    if scoring != "per_question" or verdict_format != "json":
+        return "a probe answers each question from its own prompt: per-question scoring, json verdict format"
+    return None
 
 
 def read_head(program: Path, ref: ProbeRef) -> Probe:

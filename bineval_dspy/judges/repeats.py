@@ -1,7 +1,7 @@
 """A ``BinaryJudge`` asking each LM question of a row K times (``bineval judge --repeats K``); ``core.repeats`` says
 which verdict counts and what a flip is.
 
-Each repeat is the judge with rollouts of its own (``BinaryJudge.rollout``): its calls are cache entries of their
+Each repeat is the judge with rollouts of its own (``QuestionJudge.rollout``): its calls are cache entries of their
 own, so repeat i never replays repeat j, and a rerun of the same command replays all K. Each asks in an order of its
 own: repeat 0 in the checklist's order (it is the run without repeats, and answers from that run's cache), each later
 one shuffled by a seed made of the row's key and the repeat, so a rerun shuffles alike. The order is what a
@@ -89,7 +89,7 @@ class Repeats:
         answers = {q.id: [verdicts[q.id] for verdicts in repeats] for q in checklist.questions if q.id not in coded}
 
         def card_of(verdicts: dict[str, Verdict]) -> Scorecard:
-            card = score(checklist, [coded.get(q.id) or verdicts[q.id] for q in checklist.questions], use_probability=judge.probability, partial=judge.partial)
+            card = score(checklist, [coded.get(q.id) or verdicts[q.id] for q in checklist.questions], use_probability=judge.kind.probability, partial=judge.kind.partial)
             return card.model_copy(update={"judge": first.judge})
 
         cards = [first, *(card_of({qid: votes[r] for qid, votes in answers.items()}) for r in range(1, self.k))]

@@ -126,7 +126,7 @@ class BinEvalMethod(_Method, JudgeFields):
         if self.checklist == "dataset" and not has_questions:
             raise MethodProblem("checklist", "\"dataset\" needs a dataset with questions per output (InFoBench)")
         if self.probe is not None:
-            from bineval_dspy.judges.binary import probe_clash
+            from bineval_dspy.judges.probe import probe_clash
 
             self.trained_probe()
             if clash := probe_clash(self.chain_of_thought, self.samples, self.calibration, self.scoring, self.verdict_format):

@@ -35,7 +35,7 @@ def meta_plan(config: Any, lm_spec: str, api_base: str | None) -> Plan:
                     questions = [q.text for q in load_model(method.checklist, Checklist).questions if q.verifier is None]
                 times = method.samples * (2 if method.calibration == "content_free" else 1)
                 for text in questions:
-                    prompt = formatted(predictor, judge.adapter, {"input": row.input, "output": row.output, "question": text})
+                    prompt = formatted(predictor, judge.kind.adapter, {"input": row.input, "output": row.output, "question": text})
                     calls, tokens = calls + times, tokens + times * message_tokens(count, prompt)
             else:
                 each = count(row.input) + count(row.output) + RATING_OVERHEAD_TOKENS

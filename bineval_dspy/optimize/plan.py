@@ -55,12 +55,12 @@ def _cross_costs(config: Any, student: Any, count: Any, examples: list[Any]) -> 
     """The same for a judge: one verdict an example (``samples`` of them), and the reference's when it is an LM."""
     from bineval_dspy.lm.estimate import completion_limit
 
-    predictor = student.named_predictors()[0][1]
+    predictor, kind = student.named_predictors()[0][1], student.kind
     prompts = [
-        message_tokens(count, formatted(predictor, student.adapter, {"input": ex.input, "output": ex.output, "question": ex.question}))
+        message_tokens(count, formatted(predictor, kind.adapter, {"input": ex.input, "output": ex.output, "question": ex.question}))
         for ex in examples
     ] or [0]
-    calls = student.samples * (2 if student.calibration == "content_free" else 1) + (1 if config.reference.lm else 0)
+    calls = kind.samples * (2 if kind.calibration == "content_free" else 1) + (1 if config.reference.lm else 0)
     return sum(prompts) / len(prompts), calls, completion_limit()
 
 

@@ -143,7 +143,7 @@ def run_file(config: JudgeFile) -> JudgedFile:
     """Judge every row of ``config.data`` not already complete in ``config.output``: a ``JudgeRun`` executed
     (``runs.execute``) here or on Ray actors. A budget stop is returned, not raised, with the summary of what was
     saved."""
-    from bineval_dspy.judges.binary import NO_P_YES
+    from bineval_dspy.judges.question import NO_P_YES
     from bineval_dspy.lm import runtime
     from bineval_dspy.lm.budget import BudgetMeter
     from bineval_dspy.lm.runtime import effective_threads
@@ -218,7 +218,7 @@ def _collect_batches(run: JudgeRun, target: Any) -> None:
             else:
                 run.judge(input=given, output=judged, checklist=run.checklist)
 
-    collect_replies(run.lm, target, judge_pending, config.output, run.fingerprint(), config.overwrite, follow_ups=run.judge.explanations == "failures")
+    collect_replies(run.lm, target, judge_pending, config.output, run.fingerprint(), config.overwrite, follow_ups=run.judge.kind.explanations == "failures")
 
 
 @RUN_KINDS.writes("judge", spec=JudgeFile, results=JudgeResult)
@@ -325,7 +325,7 @@ def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
     """The judge's LM work on the rows a run would judge (complete rows of earlier output are kept): every LM
     question of every row, ``samples`` times, plus its content-free prior under calibration (batch scoring: one
     call for all of a row's questions), all of it ``repeats`` times; and, with ``batch``, where the batches would go."""
-    from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
+    from bineval_dspy.judges.question import CONTENT_FREE_OUTPUT
     from bineval_dspy.lm.estimate import completion_limit, formatted, message_tokens, token_counter
 
     checklist = load_model(config.checklist, Checklist)
@@ -340,23 +340,23 @@ def plan_file(config: JudgeFile) -> tuple[Plan, str | None]:
         check_resumable(config.output, known, defaults={"fields": JudgeFingerprint.model_fields["fields"].default, "repeats": "1"}, recorded=recorded_fingerprint(config.output))
     kept = {int(line) for line in judged_rows(config.output).finished_keys()} if not config.overwrite else set()
     asked = [q for q in checklist.questions if q.verifier is None]
-    predictor = judge.named_predictors()[0][1]
+    predictor, kind = judge.named_predictors()[0][1], judge.kind
     rows = calls = tokens = 0
     given, judged = fields
     for n, row in data_rows(config.data, config.limit, fields):
         if n in kept:
             continue
         rows += 1
-        if judge.scoring == "batch" and asked:  # one call a sample for all the row's questions (and one for its prior)
-            for output, times in ((row[judged], judge.samples), (CONTENT_FREE_OUTPUT, int(judge.calibration == "content_free"))):
+        if kind.scoring == "batch" and asked:  # one call a sample for all the row's questions (and one for its prior)
+            for output, times in ((row[judged], kind.samples), (CONTENT_FREE_OUTPUT, int(kind.calibration == "content_free"))):
                 prompt = message_tokens(count, _batch_messages(judge, row[given], output, asked))
                 calls, tokens = calls + times, tokens + times * prompt
             continue
         for q in asked:
-            prompt = message_tokens(count, formatted(predictor, judge.adapter, {"input": row[given], "output": row[judged], "question": q.text}))
-            calls, tokens = calls + judge.samples, tokens + judge.samples * prompt
-            if judge.calibration == "content_free":
-                prior = formatted(predictor, judge.adapter, {"input": row[given], "output": CONTENT_FREE_OUTPUT, "question": q.text})
+            prompt = message_tokens(count, formatted(predictor, kind.adapter, {"input": row[given], "output": row[judged], "question": q.text}))
+            calls, tokens = calls + kind.samples, tokens + kind.samples * prompt
+            if kind.calibration == "content_free":
+                prior = formatted(predictor, kind.adapter, {"input": row[given], "output": CONTENT_FREE_OUTPUT, "question": q.text})
                 calls, tokens = calls + 1, tokens + message_tokens(count, prior)
     calls, tokens = calls * config.repeats, tokens * config.repeats  # every LM call again in each repeat (code checks once)
     repeated = f" x {config.repeats} repeats" if config.repeats > 1 else ""
@@ -374,5 +374,5 @@ def _batch_messages(judge: BinaryJudge, input: str, output: str, asked: list[Que
     from bineval_dspy.judges import batch
 
     assert judge.answer_all is not None  # a batch judge has its batch predictor
-    signature = batch.batch_signature(len(asked), judge.explanations == "all").with_instructions(judge.answer_all.signature.instructions)
+    signature = batch.batch_signature(len(asked), judge.kind.explanations == "all").with_instructions(judge.answer_all.signature.instructions)
     return BatchAdapter().format(signature, demos=[], inputs={"input": input, "output": output, "questions": batch.numbered(asked)})

@@ -67,7 +67,7 @@ def test_the_report_says_a_one_answer_judge_is_degenerate(tmp_path, monkeypatch,
 
 
 def test_the_judged_summary_carries_the_flag(tmp_path, monkeypatch, capsys):
-    from bineval_dspy.judges.binary import NO_P_YES
+    from bineval_dspy.judges.question import NO_P_YES
     from bineval_dspy.judges.rows import JudgedSummary, JudgeResult
 
     out, _ = judged(tmp_path, monkeypatch, capsys)

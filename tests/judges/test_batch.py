@@ -107,7 +107,7 @@ def test_batch_scoring_is_checked_and_rebuilt_from_its_spec():
         BinaryJudge(scoring="all")  # type: ignore[arg-type]
     dspy.configure(lm=scripted_lm(script))
     judge = BinaryJudge(scoring="batch", samples=3)
-    assert BinaryJudge.from_spec(judge.spec()).scoring == "batch"
+    assert BinaryJudge.from_spec(judge.spec()).kind.scoring == "batch"
     assert [name for name, _ in BinaryJudge().named_predictors()] == ["answer"]  # a per-question judge keeps one predictor
 
 

@@ -10,7 +10,8 @@ import pytest
 from dspy.lm15 import Request
 
 from bineval_dspy.core.schema import Checklist, Question, Verdict
-from bineval_dspy.judges.binary import BinaryJudge, p_yes_from_logprobs
+from bineval_dspy.judges.binary import BinaryJudge
+from bineval_dspy.judges.logprobs import p_yes_from_logprobs
 from tests.conftest import prompt_fields, question_of, scripted_lm, verdict_json
 
 CHECKLIST = Checklist(
@@ -140,7 +141,7 @@ def output_of(request: Request) -> str:
 
 
 def test_calibrated_divides_out_the_content_free_prior():
-    from bineval_dspy.judges.binary import calibrated
+    from bineval_dspy.judges.question import calibrated
 
     raw = Verdict(question_id="q", answer="yes", p_yes=0.8, judge="lm")
     prior = Verdict(question_id="q", answer="yes", p_yes=0.9, judge="lm")
@@ -160,7 +161,7 @@ def test_calibrated_divides_out_the_content_free_prior():
 
 
 def test_content_free_calibration_asks_each_question_about_an_empty_output():
-    from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
+    from bineval_dspy.judges.question import CONTENT_FREE_OUTPUT
     from bineval_dspy.testing.scripted import Reply
 
     # the LM's P(yes) per question: the content-free output shows q1 is biased toward yes
@@ -189,7 +190,7 @@ def test_content_free_calibration_asks_each_question_about_an_empty_output():
 
 
 def test_a_verdict_whose_content_free_prior_failed_is_unanswered_never_an_uncalibrated_yes():
-    from bineval_dspy.judges.binary import CONTENT_FREE_OUTPUT
+    from bineval_dspy.judges.question import CONTENT_FREE_OUTPUT
     from bineval_dspy.testing.scripted import Reply
 
     def script(request: Request) -> Reply:

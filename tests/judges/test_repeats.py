@@ -133,8 +133,8 @@ def test_a_resume_under_another_k_is_refused_naming_repeats(tmp_path, monkeypatc
 def test_each_repeat_has_its_own_rollouts_and_repeat_0_is_the_plain_run():
     judge, sampled = BinaryJudge(explanations="none"), BinaryJudge(explanations="none", samples=3)
     plain, again = Repeats(judge, 3).judges, Repeats(sampled, 2).judges
-    assert [j.call_config(0, False).get("rollout_id") for j in plain] == [None, 1, 2]
-    assert [j.call_config(s, False)["rollout_id"] for j in again for s in range(3)] == [0, 1, 2, 3, 4, 5]
+    assert [j.kind.call_config(j, 0, False).get("rollout_id") for j in plain] == [None, 1, 2]
+    assert [j.kind.call_config(j, s, False)["rollout_id"] for j in again for s in range(3)] == [0, 1, 2, 3, 4, 5]
     assert judge.repeat == 0 and plain[0] is judge  # the judge given is repeat 0, unchanged
 
 

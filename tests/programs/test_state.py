@@ -31,7 +31,7 @@ def test_a_judge_round_trips_with_thresholds_and_options(tmp_path):
     ProgramFile.of(judge).save(tmp_path / "program.json")
     rebuilt = load_program(tmp_path / "program.json", kind="judge").build()
     assert isinstance(rebuilt, BinaryJudge)
-    assert (rebuilt.thresholds, rebuilt.probability, rebuilt.explanations) == ({"Content": 0.75}, True, "none")
+    assert (rebuilt.thresholds, rebuilt.kind.probability, rebuilt.kind.explanations) == ({"Content": 0.75}, True, "none")
     with pytest.raises(InputError, match="field 'kind': a judge program, this command runs a generator"):
         load_program(tmp_path, kind="generator")
 
@@ -41,7 +41,7 @@ def test_a_judge_keeps_its_verdict_format_and_scoring_through_its_program_file(t
     """A prefilled or batch-scoring judge saved and reloaded is the same judge, not today's defaults."""
     ProgramFile.of(BinaryJudge(**options)).save(tmp_path / "program.json")
     rebuilt = load_program(tmp_path / "program.json", kind="judge").build()
-    assert all(getattr(rebuilt, name) == value for name, value in options.items())
+    assert all(getattr(rebuilt.kind, name) == value for name, value in options.items())
 
 
 def test_judge_with_a_program_decides_by_its_thresholds(tmp_path, monkeypatch, capsys):

@@ -37,6 +37,7 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel] | Non
 
 
 MAX_FILE_BYTES = 256 * 2**20  # one whole file read at once (a config, a checklist, a results file)
+SOURCE = "source"  # the validation context's key naming the file a model is read from (``runs.spec.RunSpec.source``)
 
 def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
     """'data.trian' (did you mean 'data.train'?): the unknown key, and the known key of its table closest to it."""
@@ -229,7 +230,7 @@ def load_toml(path: Path, model: type[Model]) -> Model:
 
 def _validated(path: Path, model: type[Model], raw: Any, config: bool = False) -> Model:
     try:
-        return model.model_validate(raw)
+        return model.model_validate(raw, context={SOURCE: str(path)})
     except ValidationError as exc:
         raise InputError(f"{path}: {describe_validation_error(exc, model if config else None)}") from None
 

@@ -220,7 +220,8 @@ def load_model(path: Path, model: type[Model]) -> Model:
 
 
 def load_toml(path: Path, model: type[Model]) -> Model:
-    """Read a TOML file into a pydantic model; malformed TOML or a bad field is one located InputError."""
+    """Read a TOML file into a pydantic model (a run config gets the file as its ``source``); malformed TOML or a
+    bad field is one located InputError."""
     try:
         raw = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:

@@ -68,6 +68,7 @@ _EXPORTS = {
     "ProgramState": "bineval_dspy.programs.state",
     "BinEvalFinetune": "bineval_dspy.finetune.optimizer",
     "RunSpec": "bineval_dspy.runs.spec",
+    "UnitRunSpec": "bineval_dspy.runs.spec",
     "execute": "bineval_dspy.runs.execute",
     "load_run": "bineval_dspy.report.runs",
     "RunConfig": "bineval_dspy.optimize.config",
@@ -106,6 +107,7 @@ __all__ = [
     "SelfUpdateFeedback",
     "SuiteRow",
     "TickWriter",
+    "UnitRunSpec",
     "Verdict",
     "bineval_metric",
     "execute",
@@ -152,7 +154,7 @@ if TYPE_CHECKING:
     from bineval_dspy.programs.state import ProgramFile, ProgramState, load_program
     from bineval_dspy.report.runs import load_run
     from bineval_dspy.runs.execute import execute
-    from bineval_dspy.runs.spec import RunSpec
+    from bineval_dspy.runs.spec import RunSpec, UnitRunSpec
     from bineval_dspy.stats.bootstrap import Bootstrap, Interval
     from bineval_dspy.suites.rows import SuiteRow, load_suite
     from bineval_dspy.verifiers.registry import Finding

@@ -317,7 +317,7 @@ TARGETS = [
     Target("lists of run kinds", 1, lists_of_run_kinds, True),
     Target("kind carriers for new output", 1, kind_carriers, False),
     Target("fingerprint files per log", 1, fingerprint_files, True),
-    Target("config bases", 1, config_bases, False),
+    Target("config bases", 1, config_bases, True),
     Target("code-digest functions", 1, digest_functions, True),
     Target("verdict request/parse definitions", 1, verdict_parses, True),
     Target("library console prints", 0, console_prints, True),

@@ -27,9 +27,7 @@ def as_experiment(config: FinetuneConfig) -> ExperimentConfig:
 
     arm = FinetuneArm(name=FINETUNED_ARM, train_data=config.train_data, finetune=config.finetune.model_dump(exclude_defaults=True))
     base = config.model_dump(exclude={"train_data", "finetune", "source"})
-    experiment = ExperimentConfig(**base, name=Path(config.source).stem or "finetune", arms=[StartArm(name="start"), arm])
-    experiment.source = config.source
-    return experiment
+    return ExperimentConfig(**base, source=config.source, name=Path(config.source).stem or "finetune", arms=[StartArm(name="start"), arm])
 
 
 def cmd_finetune(args: argparse.Namespace) -> int:

@@ -71,6 +71,7 @@ def fmt(value: float | None) -> str:
 
 def judge_file(args: argparse.Namespace) -> JudgeFile:
     """The run the command line describes."""
+    from bineval_dspy.lm.retry import fast_path_default
     from bineval_dspy.programs.judge_file import JudgeFile
 
     fields = (args.input_field or "input", args.output_field or "output") if args.input_field or args.output_field else None
@@ -79,7 +80,7 @@ def judge_file(args: argparse.Namespace) -> JudgeFile:
         program=Path(args.program) if args.program else None, fields=fields, limit=args.limit, repeats=args.repeats, overwrite=args.overwrite,
         concurrency=args.concurrency, threads=args.threads, batch=args.batch, lm=lm_options(args),
         cache_dir=Path(args.cache_dir) if args.cache_dir else None, budget=budget_of(args), ray=args.ray, workers=args.ray_workers,
-        **({"fast_path": False} if args.no_fast_path else {}),
+        fast_path=not args.no_fast_path and fast_path_default(),
     )  # fmt: skip
 
 

@@ -8,8 +8,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel
-
 from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
 
@@ -17,6 +15,7 @@ if TYPE_CHECKING:
     from bineval_dspy.core.schema import JudgeOptions
     from bineval_dspy.lm.budget import Budget, BudgetMeter
     from bineval_dspy.lm.runtime import LMOptions
+    from bineval_dspy.runs.spec import RunSpec
 
 
 def count(minimum: int) -> Callable[[str], int]:
@@ -175,13 +174,13 @@ def budget_meter(args: argparse.Namespace, models: Iterable[str]) -> BudgetMeter
     return BudgetMeter.for_models(budget_of(args), models)
 
 
-Config = TypeVar("Config", bound=BaseModel)
+Config = TypeVar("Config", bound="RunSpec")
 
 
 def command_line_lm(args: argparse.Namespace, config: Config) -> tuple[Config, LMOptions]:
     """A run config with ``--lm`` (when given) in place of its ``lm``, and the LM options the run is called with:
     the command line's, its ``--api-base`` in place of the config's ``[lm]`` servers; each replacement is said."""
-    source = getattr(config, "source", "")
+    source = config.source
     current: str = getattr(config, "lm")  # noqa: B009  (a run config of any kind: each has an lm field)
     servers: tuple[str, ...] = getattr(config, "servers", ())
     if servers and args.api_base is not None:

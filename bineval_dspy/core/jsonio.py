@@ -37,6 +37,7 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel] | Non
 
 
 MAX_FILE_BYTES = 256 * 2**20  # one whole file read at once (a config, a checklist, a results file)
+SOURCE = "source"  # the validation context's key naming the file a model is read from (``runs.spec.RunSpec.source``)
 
 def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
     """'data.trian' (did you mean 'data.train'?): the unknown key, and the known key of its table closest to it."""
@@ -219,7 +220,8 @@ def load_model(path: Path, model: type[Model]) -> Model:
 
 
 def load_toml(path: Path, model: type[Model]) -> Model:
-    """Read a TOML file into a pydantic model; malformed TOML or a bad field is one located InputError."""
+    """Read a TOML file into a pydantic model (a run config gets the file as its ``source``); malformed TOML or a
+    bad field is one located InputError."""
     try:
         raw = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
@@ -229,7 +231,7 @@ def load_toml(path: Path, model: type[Model]) -> Model:
 
 def _validated(path: Path, model: type[Model], raw: Any, config: bool = False) -> Model:
     try:
-        return model.model_validate(raw)
+        return model.model_validate(raw, context={SOURCE: str(path)})
     except ValidationError as exc:
         raise InputError(f"{path}: {describe_validation_error(exc, model if config else None)}") from None
 

@@ -64,9 +64,7 @@ class ExperimentConfig(RunConfig):
 def load_experiment(path: Path) -> ExperimentConfig:
     """Parse and validate an experiment config; relative paths are taken from its folder."""
     config = load_toml(path, ExperimentConfig)
-    if "name" not in config.model_fields_set:
-        config.name = path.stem
     if not config.data.split_files and config.data.test == 0:
         raise InputError(f"{path}: field 'data.test': an experiment scores its arms on a test split; give test > 0 or a file")
-    config.arms = [arm.resolved(path.parent) for arm in config.arms]
-    return resolve_paths(config, path)
+    name = config.name if "name" in config.model_fields_set else path.stem
+    return resolve_paths(config.model_copy(update={"name": name, "arms": [arm.resolved(path.parent) for arm in config.arms]}), path)

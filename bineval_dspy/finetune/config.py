@@ -37,9 +37,9 @@ def load_finetune_config(path: Path) -> FinetuneConfig:
     config = resolve_paths(load_toml(path, FinetuneConfig), path)
     if not config.data.split_files and config.data.test == 0:
         raise InputError(f"{path}: field 'data.test': the fine-tuned program is scored against the start on a test split; give test > 0 or a file")
-    if config.train_data is not None:
-        config.train_data = (path.parent / config.train_data).resolve()
-    return config
+    if config.train_data is None:
+        return config
+    return config.model_copy(update={"train_data": (path.parent / config.train_data).resolve()})
 
 
 def extra_train(path: Path | None, held_out: list[dspy.Example], mode: str = "self") -> list[dspy.Example]:

@@ -13,6 +13,7 @@ from bineval_dspy.core.jsonio import load_toml
 from bineval_dspy.lm.specs import ServedLM
 from bineval_dspy.meta.datasets import DatasetConfig
 from bineval_dspy.meta.methods import BinEvalMethod, MethodConfig
+from bineval_dspy.runs.spec import RunSpec
 from bineval_dspy.verifiers.user import load_config_verifiers
 
 
@@ -25,12 +26,9 @@ class BootstrapConfig(BaseModel):
     confidence: float = Field(default=0.95, gt=0, lt=1)
 
 
-class MetaEvalConfig(ServedLM):
+class MetaEvalConfig(RunSpec, ServedLM):
     """One meta-evaluation: every method scores every sampled output; each is a row of the results table."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    source: str = Field(default="", exclude=True, description="the config file, for error messages")
     run_dir: Path
     dataset: DatasetConfig
     dimensions: list[str] = Field(default_factory=list, description="empty: every dimension the dataset rates")
@@ -81,7 +79,6 @@ def load_config(path: Path) -> MetaEvalConfig:
     methods = [m.model_copy(update={"probe": (base / m.probe).resolve()}) if isinstance(m, BinEvalMethod) and m.probe is not None else m for m in methods]
     return config.model_copy(
         update={
-            "source": str(path),
             "run_dir": (base / config.run_dir).resolve(),
             "dataset": config.dataset.model_copy(update=resolved),
             "methods": methods,

@@ -36,6 +36,7 @@ from bineval_dspy.optimize.calibrate_steps import curve_of, predict, searching, 
 from bineval_dspy.optimize.learning_curve import CurveSettings, LearningCurve, Scorer
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
 from bineval_dspy.runs.kinds import RUN_KINDS
+from bineval_dspy.runs.spec import RunSpec
 from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic
 
@@ -70,12 +71,9 @@ class ProbeSettings(BaseModel):
         return self
 
 
-class CalibrateConfig(BaseModel):
+class CalibrateConfig(RunSpec):
     """A calibration run: the judge LM (a model in this process), where its labels come from, the probe's settings."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    source: str = Field(default="", exclude=True, description="the config file, for error messages")
     lm: str = DEFAULT_LM
     run_dir: Path
     data: ExamplesData | None = None
@@ -114,15 +112,14 @@ class CalibrationResults(BaseModel):
 def load_calibrate(path: Path) -> CalibrateConfig:
     """Parse a calibrate config; relative paths are taken from its folder."""
     config = load_toml(path, CalibrateConfig)
-    config.source = str(path)
-    config.run_dir = (path.parent / config.run_dir).resolve()
+    base = path.parent
+    update: dict[str, object] = {"run_dir": (base / config.run_dir).resolve()}
     if config.data is not None:
-        config.data.train = [(path.parent / p).resolve() for p in config.data.train]
-        if config.data.test is not None:
-            config.data.test = (path.parent / config.data.test).resolve()
+        test = (base / config.data.test).resolve() if config.data.test is not None else None
+        update["data"] = config.data.model_copy(update={"train": [(base / p).resolve() for p in config.data.train], "test": test})
     if config.dataset is not None:
-        config.dataset = config.dataset.model_copy(update={name: (path.parent / value).resolve() for name, value in config.dataset.paths().items()})
-    return config
+        update["dataset"] = config.dataset.model_copy(update={name: (base / value).resolve() for name, value in config.dataset.paths().items()})
+    return config.model_copy(update=update)
 
 
 def labeled_examples(config: CalibrateConfig) -> tuple[list[LabeledExample], dict[str, str], str]:

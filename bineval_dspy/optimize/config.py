@@ -38,6 +38,7 @@ from bineval_dspy.programs.generator import Generator
 from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.programs.state import PROBE_FILE, Splits, load_program, program_path
 from bineval_dspy.programs.steer import SteeringSettings
+from bineval_dspy.runs.spec import RunSpec
 from bineval_dspy.suites.rows import SuiteRow, load_suite
 from bineval_dspy.verifiers import code_digest
 from bineval_dspy.verifiers.user import load_config_verifiers
@@ -144,8 +145,7 @@ class ReferenceConfig(_Strict):
     lm: str | None = None
 
 
-class RunConfig(ServedLM, _Strict):
-    source: str = Field(default="", exclude=True, description="the config file, for error messages")
+class RunConfig(RunSpec, ServedLM):
     mode: Literal["self", "cross"]
     test_every: bool = Field(default=False, description="also score the best program on test after every accepted step")
     lesson_lm: str | None = None
@@ -191,24 +191,25 @@ Config = TypeVar("Config", bound=RunConfig)
 
 def resolve_paths(config: Config, path: Path) -> Config:
     """A config read from ``path`` with its data files and run directory taken from that file's folder."""
-    config.source = str(path)
-    config.verifiers = load_config_verifiers(config.verifiers, path)  # before anything names their ids
+    verifiers = load_config_verifiers(config.verifiers, path)  # before anything names their ids
     base = path.parent
     data = config.data
     wanted = "suite" if config.mode == "self" else "examples"
     given = getattr(data, wanted)
-    for name, file in data.split_files.items():
-        setattr(data, name, (base / file).resolve())
     if given is None and not data.split_files:
         raise InputError(f"{path}: field 'data.{wanted}' is required when mode = \"{config.mode}\" (or give train, val and test as files)")
+    files = {name: (base / file).resolve() for name, file in data.split_files.items()}
     if given is not None:
-        setattr(data, wanted, (base / given).resolve())
-    config.run_dir = (base / config.run_dir).resolve()
-    if config.program.checklist is not None:
-        config.program.checklist = (base / config.program.checklist).resolve()
-    if config.program.judge_program is not None:
-        config.program.judge_program = (base / config.program.judge_program).resolve()
-    return config
+        files[wanted] = (base / given).resolve()
+    program = {name: (base / file).resolve() for name in ("checklist", "judge_program") if (file := getattr(config.program, name)) is not None}
+    return config.model_copy(
+        update={
+            "verifiers": verifiers,
+            "data": data.model_copy(update=files),
+            "run_dir": (base / config.run_dir).resolve(),
+            "program": config.program.model_copy(update=program),
+        }
+    )
 
 
 def _count(size: int | Path | str) -> int:

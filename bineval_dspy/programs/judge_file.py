@@ -32,15 +32,15 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.execute import execute, executor_for, user_verifier_files
 from bineval_dspy.runs.header import note, recorded_fingerprint
 from bineval_dspy.runs.kinds import RUN_KINDS
-from bineval_dspy.runs.spec import RunSpec
+from bineval_dspy.runs.spec import UnitRunSpec
 
 logger = logging.getLogger(__name__)
 
 GENERATED_FIELDS = ("prompt", "response")  # `bineval generate` output, judged as it is
 
 
-class JudgeFile(RunSpec):
-    """One judge run over a file: what is judged, by which judge (the LM, limits and executor: ``RunSpec``)."""
+class JudgeFile(UnitRunSpec):
+    """One judge run over a file: what is judged, by which judge (the LM, limits and executor: ``UnitRunSpec``)."""
 
     checklist: Path
     data: Path  # JSONL rows; the input and output fields are judged, the others pass through

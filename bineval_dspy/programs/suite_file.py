@@ -33,7 +33,7 @@ from bineval_dspy.programs.refine import DEFAULT_MAX_TOKENS
 from bineval_dspy.runs.execute import executor_for, user_verifier_files
 from bineval_dspy.runs.header import recorded_fingerprint
 from bineval_dspy.runs.kinds import RUN_KINDS
-from bineval_dspy.runs.spec import RunSpec
+from bineval_dspy.runs.spec import UnitRunSpec
 from bineval_dspy.suites.rows import SuiteRow
 from bineval_dspy.suites.templates import MissingVariable
 
@@ -41,9 +41,9 @@ STICK_QUESTIONS = 8  # the most LM-written (TICK) questions of a row's hybrid ch
 
 
 @RUN_KINDS.writes("generate", results=GenerationRecord)
-class GenerateSuite(RunSpec):
+class GenerateSuite(UnitRunSpec):
     """One generation run over a suite: which prompts, which program, how much STICK (the LM, limits and executor:
-    ``RunSpec``)."""
+    ``UnitRunSpec``)."""
 
     suite: Path  # JSONL rows: key, prompt, instruction_id_list, kwargs
     output: Path = unrecorded(Path("responses.jsonl"))  # key, prompt, response (and STICK's records); resumed when it exists

@@ -22,7 +22,7 @@ from bineval_dspy.lm.budget import BudgetMeter
 from bineval_dspy.lm.usage import Cost
 from bineval_dspy.runs.header import RunHeader, Status, read_header, write_header
 from bineval_dspy.runs.protocol import Run
-from bineval_dspy.runs.spec import RunSpec, check_cluster
+from bineval_dspy.runs.spec import UnitRunSpec, check_cluster
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class RayActors:
         return on_actors(self.address, self.workers, worker, args, todo, label=run.kind, total=len(todo))
 
 
-def executor_for(spec: RunSpec, meter: BudgetMeter) -> Executor:
+def executor_for(spec: UnitRunSpec, meter: BudgetMeter) -> Executor:
     """The executor ``spec`` names (checked: a cluster takes no budget, and needs Ray installed)."""
     return executor_of(spec.ray, spec.workers, meter)
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from bineval_dspy.core.fingerprint import digest
 from bineval_dspy.core.jsonio import load_toml
 from bineval_dspy.core.settings import fingerprint_of
+from bineval_dspy.runs.spec import RunSpec
 
 Direction = Literal["maximize", "minimize"]
 Choice = bool | int | float | str
@@ -116,10 +117,9 @@ class PrunerConfig(_Strict):
     warmup_steps: int = Field(default=0, ge=0, description="steps (optimizer iterations) a trial runs before it may be pruned")
 
 
-class TuneConfig(_Strict):
+class TuneConfig(RunSpec):
     """One study: ``trials`` trials of the ``[run]`` kind, each with parameters drawn from ``space``."""
 
-    source: str = Field(default="", exclude=True, description="the config file, for error messages")
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="the study's name in its storage")
     storage: str | None = Field(default=None, description="an RDB URL, or a SQLite file path; default DIR/study.db")
     dir: Path | None = Field(default=None, description="the study's folder (trial runs, LM cache, results); default runs/NAME")
@@ -166,11 +166,10 @@ class StudyFingerprint(BaseModel):
 def load_config(path: Path) -> TuneConfig:
     """Parse and validate a study config; relative paths are taken from the config's folder."""
     config = load_toml(path, TuneConfig)
-    config.source = str(path)
     base = path.parent
-    config.dir = (base / (config.dir or Path("runs") / config.name)).resolve()
+    folder = (base / (config.dir or Path("runs") / config.name)).resolve()
     if config.storage is None:
-        config.storage = str(config.dir / "study.db")
-    elif "://" not in config.storage:
-        config.storage = str((base / config.storage).resolve())
-    return config
+        storage = str(folder / "study.db")
+    else:
+        storage = config.storage if "://" in config.storage else str((base / config.storage).resolve())
+    return config.model_copy(update={"dir": folder, "storage": storage})

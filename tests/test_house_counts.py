@@ -208,6 +208,19 @@ SEEDED_58 = {
             console.print("kept")
             logging.getLogger(__name__).info("logged: not counted")
     """,
+    "runs/files.py": """
+        def legacy_kind(path):
+            return "judge"
+
+        def run_kind(path):
+            header = read_header(path)
+            if header is not None:
+                return header.kind
+            return legacy_kind(path)
+
+        def careless(path):  # guesses whether or not the output has a header
+            return legacy_kind(path)
+    """,
     "testing/__init__.py": "",
     "testing/server.py": "def main():\n    print('http://x')\n\n\nif __name__ == '__main__':\n    main()\n",  # a command
     "cli/__init__.py": "",
@@ -222,6 +235,7 @@ def test_each_issue_58_rule_sees_a_seeded_instance(counts, tmp_path):
     assert rules["error classes outside the base"] == ["enforce/grammar.py:5: Conflict", "enforce/grammar.py:8: Located"]
     assert rules["code-digest functions"] == ["core/source.py:4: source_digest", "enforce/grammar.py:14: code_digest"]
     assert rules["modules over 500 lines"] == ["cli/main.py:0: 502 lines"]
+    assert rules["kind carriers for new output"] == ["runs/files.py:2: a kind guessed from keys"]  # careless() reaches it
     assert rules["arrows up"] == ["cli/main.py:1: cli imports __init__", "runs/execute.py:4: runs imports __init__"]  # the face is above all
     assert counts.main([str(package), "--check"]) == 1
 

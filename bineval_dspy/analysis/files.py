@@ -27,17 +27,6 @@ REPORT_FILES = {"phi": PHI_FILE, "pruning": PRUNING_FILE, "weights": WEIGHTS_FIL
 ANALYSIS_OUTPUTS = (PHI_FILE, PHI_CSV_FILE, PRUNING_FILE, PRUNED_CHECKLIST_FILE, WEIGHTS_FILE, WEIGHTED_CHECKLIST_FILE)
 
 
-def scores_path(path: Path) -> Path:
-    """The judged rows: a file, or a meta-eval run directory (its ``scores.jsonl``)."""
-    from bineval_dspy.meta.runner import SCORES_FILE
-
-    if path.is_dir():
-        if not (path / SCORES_FILE).is_file():
-            raise InputError(f"{path}: a folder without {SCORES_FILE} (a meta-eval run directory holds one)")
-        return path / SCORES_FILE
-    return path
-
-
 def analysed_method(kind: Kind, scores: Path, method: str | None) -> str | None:
     """The meta-eval method to analyse: ``method``, or the run's only one with scorecards; None for judge output."""
     from bineval_dspy.analysis.judged import scored_methods
@@ -62,16 +51,16 @@ def reference_scores(values: list[str], kind: Kind, scores: Path) -> tuple[Refer
     A ``.toml`` is a meta-eval config (its dataset's human scores); a path is JSON Lines of ``{"id", "scores"}``;
     anything else names the field of each `bineval judge` row that holds the scores.
     """
-    from bineval_dspy.analysis.judged import field_references, file_references, merge_references, meta_references
+    from bineval_dspy.analysis.judged import config_references, field_references, file_references, merge_references
 
     sources: list[tuple[str, References]] = []
     checklists: dict[str, Path] = {}
     for value in values:
         path = Path(value)
         if path.suffix == ".toml":
-            meta = meta_references(path, scores if kind == "meta" else None)
-            sources.append((value, meta.scores))
-            checklists.update(meta.checklists)
+            config = config_references(path, kind, scores)
+            sources.append((value, config.scores))
+            checklists.update(config.checklists)
         elif path.suffix in (".jsonl", ".json") or path.exists() or "/" in value:
             sources.append((value, file_references(path)))
         elif kind == "judge":
@@ -109,12 +98,12 @@ def load_judged(
     ``scorecards``: `bineval judge` output, or a meta-eval run directory or its scores file; ``group``: the judge
     output's field naming each output's source document (default ``input``; a meta-eval run groups by doc_id).
     """
-    from bineval_dspy.analysis.judged import judged_kind, load_judge_output, load_meta_scores
+    from bineval_dspy.analysis.judged import judged_kind, load_judge_output, load_meta_scores, scores_path
 
     scores = scores_path(scorecards)
     kind = judged_kind(scores)
     chosen = analysed_method(kind, scores, method)
-    if kind == "meta" and group is not None:
+    if chosen is not None and group is not None:  # a run of several methods: a meta-eval's
         raise InputError("`group`: a meta-eval run's outputs are grouped by their doc_id")
     merged, named = reference_scores(list(references), kind, scores)
     judged_with = judged_checklist(checklist, kind, scores, chosen, named)
@@ -142,16 +131,19 @@ def write_analysis(
     and the fitted weights with the weighted checklist when there are any; the paths written, in that order."""
     from bineval_dspy.analysis.heatmap import write_heatmaps
     from bineval_dspy.analysis.phi import phi_csv
+    from bineval_dspy.runs.header import headed
 
     write_json(folder / PHI_FILE, phi.model_dump(mode="json"))
     (folder / PHI_CSV_FILE).write_text(phi_csv(phi), encoding="utf-8")
     written = [folder / PHI_FILE, folder / PHI_CSV_FILE, *write_heatmaps(phi, folder)]
-    write_json(folder / PRUNING_FILE, pruning.model_dump(mode="json"))
+    with headed(folder / PRUNING_FILE, "pruning"):  # each report's header says its kind (phi's is the command's)
+        write_json(folder / PRUNING_FILE, pruning.model_dump(mode="json"))
     write_json(folder / PRUNED_CHECKLIST_FILE, pruned.model_dump(mode="json"))
     written += [folder / PRUNING_FILE, folder / PRUNED_CHECKLIST_FILE]
     if fitted is not None:
         weights, weighted = fitted
-        write_json(folder / WEIGHTS_FILE, weights.model_dump(mode="json"))
+        with headed(folder / WEIGHTS_FILE, "weights"):
+            write_json(folder / WEIGHTS_FILE, weights.model_dump(mode="json"))
         write_json(folder / WEIGHTED_CHECKLIST_FILE, weighted.model_dump(mode="json"))
         written += [folder / WEIGHTS_FILE, folder / WEIGHTED_CHECKLIST_FILE]
     return written

@@ -68,8 +68,22 @@ class JudgedSet:
 ANALYSED: dict[str, Kind] = {"judge": "judge", "meta-eval": "meta"}  # the run kinds (``runs.files.run_kind``) analysed
 
 
+def scores_path(path: Path) -> Path:
+    """The judged rows: a file, or a meta-eval run directory (its ``scores.jsonl``)."""
+    from bineval_dspy.meta.runner import SCORES_FILE
+
+    if path.is_dir():
+        if not (path / SCORES_FILE).is_file():
+            raise InputError(f"{path}: a folder without {SCORES_FILE} (a meta-eval run directory holds one)")
+        return path / SCORES_FILE
+    return path
+
+
 def judged_kind(path: Path) -> Kind:
     """``judge`` for `bineval judge` output, ``meta`` for a meta-eval run's scores; any other run is refused."""
+    import bineval_dspy.meta.runner
+    import bineval_dspy.programs.judge_file  # noqa: F401
+
     kind = run_kind(path)
     if kind not in ANALYSED:
         raise InputError(f"{path}: a {kind!r} run, neither `bineval judge` output nor a meta-eval run's scores")
@@ -216,6 +230,12 @@ class MetaReference:
 
     scores: References
     checklists: dict[str, Path]
+
+
+def config_references(config_path: Path, kind: Kind, scores: Path) -> MetaReference:
+    """The references a ``--reference`` config (``.toml``, a meta-eval's) gives the judged rows of ``kind``: checked
+    against the run's own dataset when the rows are that run's scores."""
+    return meta_references(config_path, scores if kind == "meta" else None)
 
 
 def meta_references(config_path: Path, scores: Path | None = None) -> MetaReference:

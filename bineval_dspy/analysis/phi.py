@@ -66,11 +66,10 @@ class DimensionPhi(BaseModel):
         return max(known, key=lambda p: abs(p.phi or 0.0)) if known else None
 
 
-@RUN_KINDS.writes("phi")
+@RUN_KINDS.writes("phi", legacy=({"statistic", "dimensions"},))
 class PhiReport(BaseModel):
     """``phi.json``: per dimension, the phi of every pair of its questions over the judged outputs."""
 
-    kind: Literal["phi"] = "phi"  # what the file is, for the readers of every run file
     source: str
     values: Values
     statistic: Literal["phi", "pearson"]  # phi on yes/no answers; Pearson r on P(yes)

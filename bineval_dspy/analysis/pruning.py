@@ -18,7 +18,6 @@ Savings: one LM call per output for every dropped question the LM answered (code
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 from pydantic import BaseModel, computed_field
 
@@ -44,11 +43,10 @@ class Cut(BaseModel):
     weight_moved: float  # the weight (size) the kept question took over: 0 for a near-opposite
 
 
-@RUN_KINDS.writes("pruning")
+@RUN_KINDS.writes("pruning", legacy=({"dropped", "questions_before"},))
 class PruningReport(BaseModel):
     """``pruning.json``: what was cut and why, and the LM calls per output before and after."""
 
-    kind: Literal["pruning"] = "pruning"  # what the file is, for the readers of every run file
     values: Values
     statistic: str
     threshold: float

@@ -19,7 +19,6 @@ of the same outputs, with paired bootstrap intervals over documents.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -127,11 +126,10 @@ class DimensionWeights(BaseModel):
     note: str = ""  # why there is no cross-validation
 
 
-@RUN_KINDS.writes("weights")
+@RUN_KINDS.writes("weights", legacy=({"alpha", "folds"},))
 class WeightsReport(BaseModel):
     """``weights.json``: the fitted weights per dimension and how they do on held-out documents."""
 
-    kind: Literal["weights"] = "weights"  # what the file is, for the readers of every run file
     values: Values
     alpha: float
     folds: int

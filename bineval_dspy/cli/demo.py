@@ -81,7 +81,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _print_ranking(summaries, cards)
         spent = writing + total(cost for _, cost in judged)
         write_json(out, {
-            "kind": "demo", "task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"),
+            "task": example["task"], "article": example["article"], "checklist_source": source, "checklist": checklist.model_dump(mode="json"),
             "results": results, "checklist_usage": writing.model_dump(mode="json"), "usage": spent.model_dump(mode="json"),
         })
         heading.usage, heading.status = spent, "finished" if all(card.complete for card in cards) else "incomplete"
@@ -92,11 +92,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _earlier_demo(out: Path) -> bool:
     """Whether ``out`` holds what a demo writes (any other file there is refused, never replaced unasked)."""
-    from bineval_dspy.core.jsonio import read_json_object
-    from bineval_dspy.runs.files import run_kind
+    from bineval_dspy.report.runs import load_run
 
-    try:  # the header beside it and the file itself: a file written over a demo's keeps the demo's header
-        return out.is_file() and run_kind(out) == "demo" and read_json_object(out).get("kind") == "demo"
+    try:  # read by its header's kind: a file written over a demo's keeps the demo's header, and fails to read as one
+        return out.is_file() and load_run(out).kind == "demo"
     except InputError:  # no run, or a damaged one: not ours to replace unasked
         return False
 

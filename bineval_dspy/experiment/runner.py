@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
 
 import dspy
 from pydantic import BaseModel, Field
@@ -72,9 +71,8 @@ class ArmResult(BaseModel):
         return self.optimization.lm_calls + self.test_usage.lm_calls
 
 
-@RUN_KINDS.writes("experiment", spec=ExperimentConfig)
+@RUN_KINDS.writes("experiment", spec=ExperimentConfig, legacy=({"arms", "baseline"},))
 class ExperimentResults(BaseModel):
-    kind: Literal["experiment"] = "experiment"  # what the file is, for the readers of every run file
     name: str
     mode: str
     splits: dict[str, int]

@@ -126,7 +126,7 @@ def collect(
 Sampled = tuple["PromptSamples | str", Cost]  # a prompt's samples, or why it has none; what its calls cost
 
 
-@RUN_KINDS.writes("finetune-samples", spec=FinetuneSettings, results=PromptSamples)
+@RUN_KINDS.writes("finetune-samples", spec=FinetuneSettings, results=PromptSamples, legacy=({"key", "prompt", "samples"},))
 @dataclass
 class SamplesRun:
     """Fine-tuning's samples as a run (``runs.protocol.Run``): each train prompt sampled and scored by its checklist."""

@@ -83,9 +83,9 @@ class Standing(BaseModel):
 
 
 class _Recorded(BaseModel):
-    """What ``standing_of`` reads of ``results.json`` (the rest is calibrate's)."""
+    """What ``standing_of`` reads of ``results.json`` (the rest is calibrate's): a ``probe`` digest matching the head's
+    is what tells calibrate's results (the header beside them says so too, a layer above)."""
 
-    kind: str
     probe: str
     test_rows: int = 0
     test: dict[str, Interval] = Field(default_factory=dict)
@@ -101,7 +101,7 @@ def standing_of(folder: Path, probe: Probe) -> Standing:
             recorded = _Recorded.model_validate_json(path.read_text(encoding="utf-8"))
         except ValueError:
             recorded = None
-        if recorded is not None and recorded.kind == "calibration" and recorded.probe == probe.digest() and recorded.test:
+        if recorded is not None and recorded.probe == probe.digest() and recorded.test:
             return standing(
                 "test", recorded.test_rows, recorded.test.get("kappa"), recorded.test.get("auroc"), recorded.test.get("balanced_accuracy"),
                 recorded.test.get("agreement"), recorded.test_majority,

@@ -17,6 +17,7 @@ from bineval_dspy.meta.correlation import (
     LevelCorrelation,
 )
 from bineval_dspy.meta.results import MetaEvalResults
+from bineval_dspy.runs.header import headed
 
 HEADERS = [
     "method",
@@ -217,5 +218,7 @@ def write_report(results: MetaEvalResults, run_dir: Path | None = None) -> tuple
     md, table, full = folder / "results.md", folder / "results.csv", folder / "results.json"
     md.write_text(markdown(results), encoding="utf-8")
     table.write_text(csv_text(results), encoding="utf-8")
-    write_json(full, results.model_dump(mode="json"))
+    with headed(full, "meta-eval") as heading:  # its header, the one place its kind is written
+        write_json(full, results.model_dump(mode="json"))
+        heading.usage, heading.status = results.usage, "incomplete" if results.missing else "finished"
     return md, table, full

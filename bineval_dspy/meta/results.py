@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
@@ -78,7 +77,6 @@ class MethodResult(BaseModel):
 class MetaEvalResults(BaseModel):
     """What ``run_meta_eval`` returns (and ``meta.report`` writes as ``results.md`` and ``results.csv``)."""
 
-    kind: Literal["meta-eval"] = "meta-eval"  # what the file is, for the readers of every run file
     dataset: str
     lm: str | None
     documents: int

@@ -114,7 +114,7 @@ def run_meta_eval(
     return results(config, rows, records, identity)
 
 
-@RUN_KINDS.writes("meta-eval", spec=MetaEvalConfig, results=MetaEvalResults)
+@RUN_KINDS.writes("meta-eval", spec=MetaEvalConfig, results=MetaEvalResults, legacy=({"dataset", "methods", "run_dir"}, {"method", "scores"}))
 @dataclass
 class MetaRun:
     """``bineval meta-eval`` as a run (``runs.protocol.Run``): every method's score of every sampled output."""

@@ -179,11 +179,10 @@ class SteeringChoice(BaseModel):
         return next((t.val for t in self.candidates if t.settings == self.chosen and t.val is not None), None)
 
 
-@RUN_KINDS.writes("optimizer-audit", spec=OptimizerSettings)
+@RUN_KINDS.writes("optimizer-audit", spec=OptimizerSettings, legacy=({"mode", "start", "best"},))
 class Audit(BaseModel):
     """Everything one optimizer run did; ``fingerprint`` records what decided its results (resume checks it)."""
 
-    kind: Literal["optimizer-audit"] = "optimizer-audit"  # what the file is, for the readers of every run file
     mode: Literal["self", "cross"]
     settings: OptimizerSettings
     fingerprint: dict[str, str] = Field(default_factory=dict)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -95,7 +94,6 @@ class CalibrateConfig(RunSpec):
 class CalibrationResults(BaseModel):
     """``results.json``: how the head was trained, and how it did on held-out test examples (intervals over tasks)."""
 
-    kind: Literal["calibration"] = "calibration"
     probe: str  # probe.json's digest
     record: dict[str, object]
     test_rows: int = 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import dspy
 import numpy as np
@@ -80,11 +79,10 @@ class TestResults(BaseModel):
     steps: list[StepScore] = Field(default_factory=list)
 
 
-@RUN_KINDS.writes("optimizer-test")
+@RUN_KINDS.writes("optimizer-test", legacy=({"splits", "test"},))
 class RunResults(BaseModel):
     """``RUN_DIR/results.json``: the split sizes and the test comparison, with what scoring the test split cost."""
 
-    kind: Literal["optimizer-test"] = "optimizer-test"  # what the file is, for the readers of every run file
     splits: dict[str, int]
     test: TestResults | None = None
     usage: Cost = Field(default_factory=Cost)

@@ -221,7 +221,7 @@ def _collect_batches(run: JudgeRun, target: Any) -> None:
     collect_replies(run.lm, target, judge_pending, config.output, run.fingerprint(), config.overwrite, follow_ups=run.judge.kind.explanations == "failures")
 
 
-@RUN_KINDS.writes("judge", spec=JudgeFile, results=JudgeResult)
+@RUN_KINDS.writes("judge", spec=JudgeFile, results=JudgeResult, legacy=({JUDGE_KEY},), legacy_first=True)
 @dataclass
 class JudgeRun:
     """``bineval judge`` as a run (``runs.protocol.Run``): the rows of a file, each judged against the checklist."""

@@ -3,11 +3,11 @@
 prints the same runs on a terminal."""
 
 from bineval_dspy.report.html import render, write_report
+from bineval_dspy.report.meta_runs import MetaEvaluation  # and, on import, meta-eval's reader and views register
 from bineval_dspy.report.runs import (
     AnalysisRun,
     JudgedRows,
     LoadedRun,
-    MetaEvaluation,
     OptimizerRun,
     TuneRun,
     load_run,

@@ -20,7 +20,6 @@ from bineval_dspy.analysis.phi import LABELS, DimensionPhi
 from bineval_dspy.analysis.weights import WeightsReport
 from bineval_dspy.optimize.learning_curve import LearningCurve, ReliabilityBin
 from bineval_dspy.report.judged_runs import JudgedRows
-from bineval_dspy.report.meta_runs import CorrelationRow
 from bineval_dspy.report.stats import QuestionRate, Spread, TrajectoryStep, dimension_means
 from bineval_dspy.tune.report import TuneResults
 
@@ -93,38 +92,6 @@ def judge_scores(run: JudgedRows) -> Figure:
             hovertemplate="output %{text}: %{y:.3f}<extra></extra>",
         )
     figure.update_layout(title="scores per dimension (one point per output)", height=360, yaxis={"title": "score", "range": SCORE_RANGE}, showlegend=False)
-    return _json(figure)
-
-
-# -- meta-evaluation ----------------------------------------------------------------------------------------------
-def correlations(rows: Sequence[CorrelationRow], level: str, statistic: str) -> Figure:
-    """One statistic at one level with its bootstrap interval, per method, one panel per dimension."""
-    dims = list(dict.fromkeys(r.dimension for r in rows))
-    figure = make_subplots(rows=1, cols=len(dims), shared_yaxes=True, subplot_titles=[plot_text(d) for d in dims], horizontal_spacing=0.02)
-    for col, dim in enumerate(dims, start=1):
-        mine = [r for r in rows if r.dimension == dim and getattr(r.levels[level], statistic).value is not None]
-        estimates = [getattr(r.levels[level], statistic) for r in mine]
-        figure.add_scatter(
-            row=1,
-            col=col,
-            mode="markers",
-            showlegend=False,
-            marker={"color": "#636efa", "size": 8},
-            x=[e.value for e in estimates],
-            y=[plot_text(r.method) for r in mine],
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": [(e.high - e.value) if e.high is not None and e.value is not None else 0 for e in estimates],
-                "arrayminus": [(e.value - e.low) if e.low is not None and e.value is not None else 0 for e in estimates],
-            },
-            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
-        )
-        figure.add_vline(x=0, line={"color": "#999", "width": 1}, row=1, col=col)
-    methods = len(dict.fromkeys(r.method for r in rows))
-    figure.update_layout(title=f"{level}-level {statistic} with the human scores (bootstrap interval)", height=_height(methods, 26, 160))
-    figure.update_yaxes(autorange="reversed")
-    figure.update_xaxes(range=[-1.05, 1.05])
     return _json(figure)
 
 

@@ -30,7 +30,7 @@ from plotly.offline import get_plotlyjs
 
 from bineval_dspy.core.jsonio import write_text_atomic
 from bineval_dspy.core.version import __version__
-from bineval_dspy.meta.correlation import LEVELS, STATISTICS, Estimate
+from bineval_dspy.meta.correlation import Estimate
 from bineval_dspy.report import figures
 from bineval_dspy.report.compare import RunComparison
 from bineval_dspy.report.figures import Figure
@@ -43,13 +43,12 @@ from bineval_dspy.report.runs import (
     JudgedRows,
     LoadedRun,
     LogRun,
-    MetaEvaluation,
     OptimizerRun,
     TuneRun,
     shown_path,
 )
 from bineval_dspy.report.spend import spend_entries
-from bineval_dspy.report.stats import audit_cost, dimension_means, method_rates, question_rates, spreads, trajectory
+from bineval_dspy.report.stats import audit_cost, dimension_means, question_rates, trajectory
 from bineval_dspy.runs.kinds import RUN_KINDS
 
 ASSETS = files("bineval_dspy.report").joinpath("assets")
@@ -136,26 +135,6 @@ def _judge_view(run: JudgedRows, charts: Charts) -> dict[str, Any]:
         "verdict_judges": list(dict.fromkeys(v.judge for v in verdicts)),
         "questions": list(dict.fromkeys(v.question or v.question_id for v in verdicts)),
         "charts": [charts.add(figures.judge_scores(run)), charts.add(figures.pass_rates(rates, "pass rate per question"))],
-    }
-
-
-@RUN_KINDS.pages("meta-eval", macro="meta")
-def _meta_view(run: MetaEvaluation, charts: Charts) -> dict[str, Any]:
-    by_dim = {dim: spreads(run, dim) for dim in run.dimensions}
-    rates = method_rates(run)
-    scored = [r for r in run.table if r.dimension != "average"]
-    correlation_charts = [charts.add(figures.correlations(scored, level, "spearman")) for level in LEVELS] if scored else []
-    return {
-        "run": run,
-        "statistics": STATISTICS,
-        "levels": LEVELS,
-        "outputs": run.outputs,
-        "documents": run.documents,
-        "correlation_charts": correlation_charts,
-        "spreads": {dim: (charts.add(figures.spread(values, dim)), values) for dim, values in by_dim.items() if values},
-        "rates": rates,
-        "rates_chart": charts.add(figures.method_pass_rates(rates)) if rates else None,
-        "spend_keys": list(dict.fromkeys(k for block in run.spends.values() for k in spend_entries(block))),
     }
 
 

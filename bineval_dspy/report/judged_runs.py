@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+import bineval_dspy.programs.judge_file  # noqa: F401  (the judge's run registers the keys its old rows are told by)
 from bineval_dspy.core.degenerate import Degenerate, Tally, degeneracy
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import describe_validation_error
@@ -117,7 +118,7 @@ def generated_card(record: GenerationRecord) -> Scorecard:
     ])
 
 
-@RUN_KINDS.reads("generate", title="generate output", suffixes=LOG)
+@RUN_KINDS.reads("generate", title="generate output", suffixes=LOG, legacy=({"key", "response"},))
 def generated_output(path: Path) -> JudgedRows:
     """`generate` output, read through its run log, shown as judged rows: the prompt as input, the response as output."""
     rows = []
@@ -130,7 +131,7 @@ def generated_output(path: Path) -> JudgedRows:
     return JudgedRows(source=path, rows=rows, kind="generate", task="`bineval generate` output: each STICK check a verdict (none without STICK)", enforcement=enforcement)
 
 
-@RUN_KINDS.reads("verify", title="verify output", suffixes=LOG)
+@RUN_KINDS.reads("verify", title="verify output", suffixes=LOG, legacy=({"response", "follow_instruction_list", "instruction_id_list"},))
 def verified_output(path: Path) -> JudgedRows:
     """`verify` output, read through its run log, shown as judged rows: one code-checked verdict per instruction."""
     rows = [
@@ -152,14 +153,14 @@ def judge_output(path: Path) -> JudgedRows:
 
 def demo_output(path: Path, raw: dict[str, Any]) -> JudgedRows:
     """`bineval demo` output: the bundled article and each summary's scorecard."""
-    if not isinstance(raw["results"], list):
+    if not isinstance(raw.get("results"), list):
         raise InputError(f"{path}: field 'results': expected a list")
     rows = []
     for k, result in enumerate(raw["results"]):
         if not isinstance(result, dict) or "scorecard" not in result:
             raise InputError(f"{path}: field 'results.{k}.scorecard' is missing")
         card = validated(Scorecard, result["scorecard"], f"{path}: in 'results.{k}.scorecard'")
-        rows.append(JudgedRow(id=text_of(result.get("label", k)), input=text_of(raw["article"]), output=text_of(result.get("summary")), card=card, spend=spend_of(result, f"{path}: in 'results.{k}'")))
+        rows.append(JudgedRow(id=text_of(result.get("label", k)), input=text_of(raw.get("article")), output=text_of(result.get("summary")), card=card, spend=spend_of(result, f"{path}: in 'results.{k}'")))
     return JudgedRows(source=path, rows=rows, kind="demo", task=text_of(raw.get("task")) or None)
 
 

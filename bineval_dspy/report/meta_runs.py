@@ -1,4 +1,5 @@
-"""Meta-evaluation runs for ``report`` and ``show``: every method's scores (``scores.jsonl``), the typed results
+"""Meta-evaluation runs for ``report`` and ``show``, the one module of its reading side (its reader and both its
+views register on its ``RUN_KINDS`` entry here): every method's scores (``scores.jsonl``), the typed results
 (``results.json``: correlations and system rankings, once the run has finished) and, given the run's config, the
 human scores of the same outputs."""
 
@@ -6,21 +7,35 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from plotly.subplots import make_subplots
 from pydantic import BaseModel
+from rich import box
+from rich.table import Table
+from rich.text import Text
 
 from bineval_dspy.analysis.judged import meta_references, recorded_fingerprint
+from bineval_dspy.core.console import console
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, read_text
+from bineval_dspy.core.terminal import printable
 from bineval_dspy.lm.usage import Cost, total
 from bineval_dspy.meta.correlation import LEVELS, MIN_SUMMARY_DOCUMENTS, STATISTICS, Estimate, LevelCorrelation
 from bineval_dspy.meta.report import SystemRanking, cell_levels, system_rankings
 from bineval_dspy.meta.results import MetaEvalResults, OutputScore
 from bineval_dspy.meta.runner import SCORES_FILE, scores_log
+from bineval_dspy.report import figures
+from bineval_dspy.report.figures import Figure, _height, _json, plot_text
+from bineval_dspy.report.html import Charts
+from bineval_dspy.report.pages import number
+from bineval_dspy.report.spend import spend_entries
+from bineval_dspy.report.stats import HUMAN, SCALES, QuestionRate, Spread, question_rates
+from bineval_dspy.report.text import _row, _say, _spend, _table
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 META_RESULTS_FILE = "results.json"  # written by meta.report.write_report
 
@@ -221,3 +236,147 @@ def correlation_rows(results: MetaEvalResults) -> list[CorrelationRow]:
                 levels={level: method.average.get(level, undefined) for level in LEVELS},
             ))
     return rows
+
+
+# -- the reader and both views, on the kind's RUN_KINDS entry: load_run, show and the page dispatch to them --------
+@RUN_KINDS.reads("meta-eval", title="meta-evaluation", suffixes=(".jsonl", ".json", ".toml"))
+def _meta(path: Path) -> MetaEvaluation:
+    """A meta-eval's config (its run directory, with the dataset's human scores), its scores (its run is their
+    folder), or its results: with the scores beside them when they are."""
+    if path.suffix == ".toml":
+        return meta_from_config(path)
+    if path.suffix == ".jsonl":
+        return load_meta(path.parent, scores_file=path)
+    return load_meta(path.parent) if (path.parent / SCORES_FILE).is_file() else meta_results(path)
+
+
+def _estimate(e: Estimate) -> str:
+    if e.value is None:
+        return "undefined"
+    return f"{e.value:.2f}" if e.low is None or e.high is None else f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
+
+
+@RUN_KINDS.shows("meta-eval")
+def show_meta(run: MetaEvaluation) -> None:
+    """Spearman with the humans (all three levels, with intervals), each method's system ranks beside the humans', where
+    scores lie on their scale, questions' yes rates."""
+
+    _say(f"{run.outputs} output(s) of {run.documents} document(s){' from ' + run.dataset if run.dataset else ''}; methods: {', '.join(run.methods)}")
+    _spend(run.spend)
+    if run.table:
+        levels = ("summary", "system", "dataset")
+        table = _table("Spearman with the human scores (all statistics: results.md)", "method", "dimension", "pairs", *levels, left=("method", "dimension"), wrap=("method", "dimension", *levels))
+        for r in run.table:
+            cells = [_estimate(r.levels[level].spearman) + (" (few docs)" if level == "summary" and r.too_few_documents else "") for level in levels]
+            _row(table, r.method, r.dimension, "" if r.pairs is None else r.pairs, *cells)
+        console.print(table)
+    else:
+        _say("no results.json yet (the run has not finished): no correlations")
+    for ranking in run.rankings:  # one row per source, one column per system: 16 systems still fit 80 columns
+        systems = list(ranking.human)
+        _say(f"system ranks on {ranking.dimension} (1 = highest mean; means: results.md)")  # a title would wrap to the table
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
+        table.add_column("by", overflow="fold")
+        for system in systems:  # no padding: the box's separator is the one space between rank columns
+            table.add_column(Text(printable(system)), justify="right", no_wrap=True)
+        _row(table, "human", *[rank for _, rank in ranking.human.values()])
+        for name, ranks in ranking.methods.items():
+            _row(table, name, *[ranks[system][1] if system in ranks else "-" for system in systems])
+        console.print(table)
+    if not run.scores:
+        _say("read from results.json without the run's scores.jsonl: no score spreads or question rates")
+        return
+    table = _table("scores on their scale: share at the top (the ceiling effect)", "dimension", "source", "scale", "mean", "distinct", "at top", left=("dimension", "source"), wrap=("dimension", "source"))
+    for dim in run.dimensions:
+        for k, s in enumerate(spreads(run, dim)):
+            _row(table, dim if k == 0 else "", s.source, f"{s.low:g}-{s.high:g}", number(s.mean), s.distinct, number(s.top, 2))
+    console.print(table)
+    if run.human is None:
+        _say("human scores: give the run's config (CONFIG.toml) instead of its folder to see them here")
+    rates = method_rates(run)
+    if rates:
+        table = _table("questions per method", "method", "questions", "mean yes rate", "always yes", left=("method",), wrap=("method",))
+        for method, mine in rates.items():
+            known = [r.rate for r in mine if r.rate is not None]
+            _row(table, method, len(mine), number(sum(known) / len(known) if known else None, 2), sum(r.rate == 1.0 for r in mine))
+        console.print(table)
+
+
+@RUN_KINDS.pages("meta-eval", macro="meta")
+def _meta_view(run: MetaEvaluation, charts: Charts) -> dict[str, Any]:
+    by_dim = {dim: spreads(run, dim) for dim in run.dimensions}
+    rates = method_rates(run)
+    scored = [r for r in run.table if r.dimension != "average"]
+    correlation_charts = [charts.add(correlations(scored, level, "spearman")) for level in LEVELS] if scored else []
+    return {
+        "run": run,
+        "statistics": STATISTICS,
+        "levels": LEVELS,
+        "outputs": run.outputs,
+        "documents": run.documents,
+        "correlation_charts": correlation_charts,
+        "spreads": {dim: (charts.add(figures.spread(values, dim)), values) for dim, values in by_dim.items() if values},
+        "rates": rates,
+        "rates_chart": charts.add(figures.method_pass_rates(rates)) if rates else None,
+        "spend_keys": list(dict.fromkeys(k for block in run.spends.values() for k in spend_entries(block))),
+    }
+
+
+# -- what its views show: the spreads of its scores, its methods' question rates, its correlations --------------
+def spreads(run: MetaEvaluation, dimension: str) -> list[Spread]:
+    """The humans' scores (when the run was read with its config) and every method's, for one dimension.
+
+    Scales: a method's by its kind (0-1 for fractions, P(yes) and ROUGE, 1-5 for the holistic rating); the humans'
+    from the lowest to the highest score of the dimension in the whole dataset.
+    """
+    out = []
+    if run.human is not None and dimension in run.human_range:
+        low, high = run.human_range[dimension]
+        values = [scores[dimension] for scores in run.human.values() if dimension in scores]
+        out.append(Spread(HUMAN, values, low, high))
+    for method, kind in run.kinds.items():
+        values = [v for s in run.scores if s.method == method and (v := s.scores.get(dimension)) is not None]
+        if values:
+            low, high = SCALES.get(kind, (min(values), max(values)))
+            out.append(Spread(method, values, low, high))
+    return out
+
+
+def method_rates(run: MetaEvaluation) -> dict[str, list[QuestionRate]]:
+    """Per method that kept scorecards (bineval, unieval), the pass rate of each of its questions."""
+    return {
+        method: question_rates(s.scorecard for s in run.scores if s.method == method and s.scorecard is not None)
+        for method in run.methods
+        if any(s.method == method and s.scorecard is not None for s in run.scores)
+    }
+
+
+def correlations(rows: Sequence[CorrelationRow], level: str, statistic: str) -> Figure:
+    """One statistic at one level with its bootstrap interval, per method, one panel per dimension."""
+    dims = list(dict.fromkeys(r.dimension for r in rows))
+    figure = make_subplots(rows=1, cols=len(dims), shared_yaxes=True, subplot_titles=[plot_text(d) for d in dims], horizontal_spacing=0.02)
+    for col, dim in enumerate(dims, start=1):
+        mine = [r for r in rows if r.dimension == dim and getattr(r.levels[level], statistic).value is not None]
+        estimates = [getattr(r.levels[level], statistic) for r in mine]
+        figure.add_scatter(
+            row=1,
+            col=col,
+            mode="markers",
+            showlegend=False,
+            marker={"color": "#636efa", "size": 8},
+            x=[e.value for e in estimates],
+            y=[plot_text(r.method) for r in mine],
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [(e.high - e.value) if e.high is not None and e.value is not None else 0 for e in estimates],
+                "arrayminus": [(e.value - e.low) if e.low is not None and e.value is not None else 0 for e in estimates],
+            },
+            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+        )
+        figure.add_vline(x=0, line={"color": "#999", "width": 1}, row=1, col=col)
+    methods = len(dict.fromkeys(r.method for r in rows))
+    figure.update_layout(title=f"{level}-level {statistic} with the human scores (bootstrap interval)", height=_height(methods, 26, 160))
+    figure.update_yaxes(autorange="reversed")
+    figure.update_xaxes(range=[-1.05, 1.05])
+    return _json(figure)

@@ -44,7 +44,6 @@ from bineval_dspy.report.judged_runs import (
     demo_output,
     validated,
 )
-from bineval_dspy.report.meta_runs import CorrelationRow, MetaEvaluation, load_meta, meta_from_config, meta_results
 from bineval_dspy.report.spend import spend_of
 from bineval_dspy.runs.files import NOT_A_RUN, headed_log, run_kind
 from bineval_dspy.runs.header import RunHeader, read_header
@@ -55,7 +54,7 @@ from bineval_dspy.tune.report import RESULTS_FILE, TuneResults
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
-    "AnalysisRun", "CalibrationRun", "CorrelationRow", "ExperimentRun", "FinetuneRun", "JudgedRows", "JudgedRow", "MetaEvaluation", "OptimizerRun",
+    "AnalysisRun", "CalibrationRun", "ExperimentRun", "FinetuneRun", "JudgedRows", "JudgedRow", "OptimizerRun",
     "LoadedRun", "TuneRun", "load_run", "load_runs", "shown_path",
 ]  # fmt: skip
 
@@ -201,16 +200,19 @@ def load_runs(path: Path) -> list[LoadedRun]:
 
 def load_run(path: Path) -> LoadedRun:
     """The run in one file, read by its kind's reader: a log's header (its kind read from the log beside it), a
-    results file, a log, or a meta-eval config (``.toml``: its run directory with the dataset's human scores)."""
-    if path.suffix == ".toml":
-        return meta_from_config(path)
+    results file, a log, or a run's config (a suffix of its own, ``.toml``: the one kind whose reader takes it, e.g.
+    a meta-eval's run directory with the dataset's human scores)."""
+    configs = [kind.read for kind in RUN_KINDS.values() if kind.read is not None and path.suffix in set(kind.suffixes) - {".json", ".jsonl"}]
+    if len(configs) == 1:
+        return configs[0](path)
     if (log := headed_log(path)) is not None:
         if not log.exists() and (header := read_header(log)) is not None:  # the run ended before it wrote its output
             why = f" ({header.error})" if header.error else ""
             raise InputError(f"{path}: a {header.kind!r} run that wrote no {log.name}: it is {header.status}{why}")
         return load_run(log)
     if path.suffix not in (".json", ".jsonl"):
-        raise InputError(f"{path}: {NOT_A_RUN}; files are read by their suffix: .json, .jsonl or a meta-eval config .toml")
+        read = sorted({suffix for kind in RUN_KINDS.values() if kind.read is not None for suffix in kind.suffixes})
+        raise InputError(f"{path}: {NOT_A_RUN}; files are read by their suffix: {', '.join(read)}")
     kind = run_kind(path)
     known = RUN_KINDS.get(kind)
     if (known is None or known.read is None) and path.suffix == ".jsonl" and (header := read_header(path)) is not None:
@@ -254,14 +256,6 @@ def _optimizer_test(path: Path) -> OptimizerRun:
     return _optimizer(path.parent / AUDIT_FILE)
 
 
-@RUN_KINDS.reads("meta-eval", title="meta-evaluation", suffixes=(".jsonl", ".json"))
-def _meta(path: Path) -> MetaEvaluation:
-    """A meta-eval's scores (its run is their folder), or its results: with the scores beside them when they are."""
-    if path.suffix == ".jsonl":
-        return load_meta(path.parent, scores_file=path)
-    return load_meta(path.parent) if (path.parent / SCORES_FILE).is_file() else meta_results(path)
-
-
 @RUN_KINDS.reads("experiment", title="experiment")
 def _experiment(path: Path) -> ExperimentRun:
     results = load_model(path, ExperimentResults)
@@ -289,7 +283,7 @@ def _samples(path: Path) -> FinetuneRun:
     return FinetuneRun(source=path, prompts=prompts, spend=header.usage if header is not None else Cost())
 
 
-@RUN_KINDS.reads("demo", title="demo output")
+@RUN_KINDS.reads("demo", title="demo output", legacy=({"results", "article"},))
 def _demo(path: Path) -> JudgedRows:
     return demo_output(path, read_json_object(path))
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from bineval_dspy.core.schema import Scorecard
 from bineval_dspy.optimize.audit import Audit
-from bineval_dspy.report.meta_runs import MetaEvaluation
 
 HUMAN = "human"  # the name of the human scores beside the methods in a meta-eval's distributions
 SCALES = {"bineval": (0.0, 1.0), "unieval": (0.0, 1.0), "rouge_l": (0.0, 1.0), "holistic": (1.0, 5.0)}  # by method kind
@@ -120,34 +119,6 @@ class Spread:
     @property
     def distinct(self) -> int:
         return len(set(self.values))
-
-
-def spreads(run: MetaEvaluation, dimension: str) -> list[Spread]:
-    """The humans' scores (when the run was read with its config) and every method's, for one dimension.
-
-    Scales: a method's by its kind (0-1 for fractions, P(yes) and ROUGE, 1-5 for the holistic rating); the humans'
-    from the lowest to the highest score of the dimension in the whole dataset.
-    """
-    out = []
-    if run.human is not None and dimension in run.human_range:
-        low, high = run.human_range[dimension]
-        values = [scores[dimension] for scores in run.human.values() if dimension in scores]
-        out.append(Spread(HUMAN, values, low, high))
-    for method, kind in run.kinds.items():
-        values = [v for s in run.scores if s.method == method and (v := s.scores.get(dimension)) is not None]
-        if values:
-            low, high = SCALES.get(kind, (min(values), max(values)))
-            out.append(Spread(method, values, low, high))
-    return out
-
-
-def method_rates(run: MetaEvaluation) -> dict[str, list[QuestionRate]]:
-    """Per method that kept scorecards (bineval, unieval), the pass rate of each of its questions."""
-    return {
-        method: question_rates(s.scorecard for s in run.scores if s.method == method and s.scorecard is not None)
-        for method in run.methods
-        if any(s.method == method and s.scorecard is not None for s in run.scores)
-    }
 
 
 # -- the optimizer ------------------------------------------------------------------------------------------------

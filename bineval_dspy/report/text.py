@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for
     from bineval_dspy.analysis.weights import WeightsReport
     from bineval_dspy.experiment.grid import GridCell
     from bineval_dspy.lm.usage import Cost
-    from bineval_dspy.meta.correlation import Estimate
     from bineval_dspy.optimize.audit import EvalSummary
     from bineval_dspy.optimize.results import TestResults
     from bineval_dspy.report.runs import (
@@ -38,7 +37,6 @@ if TYPE_CHECKING:  # plotly, Optuna and DSPy load when a run is shown, never for
         JudgedRows,
         LoadedRun,
         LogRun,
-        MetaEvaluation,
         OptimizerRun,
         TuneRun,
     )
@@ -109,61 +107,6 @@ def show_judge(run: JudgedRows) -> None:
         answers = [v.answer for v in row.card.verdicts]
         _row(outputs, row.id, number(row.card.overall, 2), answers.count("yes"), answers.count("no"), answers.count("unanswered"))
     console.print(outputs)
-
-
-# -- meta-evaluations ----------------------------------------------------------------------------------------------
-def _estimate(e: Estimate) -> str:
-    if e.value is None:
-        return "undefined"
-    return f"{e.value:.2f}" if e.low is None or e.high is None else f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
-
-
-@RUN_KINDS.shows("meta-eval")
-def show_meta(run: MetaEvaluation) -> None:
-    """Spearman with the humans (all three levels, with intervals), each method's system ranks beside the humans', where
-    scores lie on their scale, questions' yes rates."""
-    from bineval_dspy.report.pages import number
-    from bineval_dspy.report.stats import method_rates, spreads
-
-    _say(f"{run.outputs} output(s) of {run.documents} document(s){' from ' + run.dataset if run.dataset else ''}; methods: {', '.join(run.methods)}")
-    _spend(run.spend)
-    if run.table:
-        levels = ("summary", "system", "dataset")
-        table = _table("Spearman with the human scores (all statistics: results.md)", "method", "dimension", "pairs", *levels, left=("method", "dimension"), wrap=("method", "dimension", *levels))
-        for r in run.table:
-            cells = [_estimate(r.levels[level].spearman) + (" (few docs)" if level == "summary" and r.too_few_documents else "") for level in levels]
-            _row(table, r.method, r.dimension, "" if r.pairs is None else r.pairs, *cells)
-        console.print(table)
-    else:
-        _say("no results.json yet (the run has not finished): no correlations")
-    for ranking in run.rankings:  # one row per source, one column per system: 16 systems still fit 80 columns
-        systems = list(ranking.human)
-        _say(f"system ranks on {ranking.dimension} (1 = highest mean; means: results.md)")  # a title would wrap to the table
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
-        table.add_column("by", overflow="fold")
-        for system in systems:  # no padding: the box's separator is the one space between rank columns
-            table.add_column(Text(printable(system)), justify="right", no_wrap=True)
-        _row(table, "human", *[rank for _, rank in ranking.human.values()])
-        for name, ranks in ranking.methods.items():
-            _row(table, name, *[ranks[system][1] if system in ranks else "-" for system in systems])
-        console.print(table)
-    if not run.scores:
-        _say("read from results.json without the run's scores.jsonl: no score spreads or question rates")
-        return
-    table = _table("scores on their scale: share at the top (the ceiling effect)", "dimension", "source", "scale", "mean", "distinct", "at top", left=("dimension", "source"), wrap=("dimension", "source"))
-    for dim in run.dimensions:
-        for k, s in enumerate(spreads(run, dim)):
-            _row(table, dim if k == 0 else "", s.source, f"{s.low:g}-{s.high:g}", number(s.mean), s.distinct, number(s.top, 2))
-    console.print(table)
-    if run.human is None:
-        _say("human scores: give the run's config (CONFIG.toml) instead of its folder to see them here")
-    rates = method_rates(run)
-    if rates:
-        table = _table("questions per method", "method", "questions", "mean yes rate", "always yes", left=("method",), wrap=("method",))
-        for method, mine in rates.items():
-            known = [r.rate for r in mine if r.rate is not None]
-            _row(table, method, len(mine), number(sum(known) / len(known) if known else None, 2), sum(r.rate == 1.0 for r in mine))
-        console.print(table)
 
 
 # -- optimizer runs ------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """What kind of run a file holds, read in one place for every reader (``report.load_run``, ``analyze``, an
 experiment looking up a program's recorded figures): its header's (``OUT.run.json``). Output written before headers
 says it by a results file's ``kind`` field or, older still, by its keys alone; those are read by ``legacy_kind``,
-the one place a kind is guessed.
+the one place a kind is guessed, from the key sets each kind's ``RUN_KINDS`` entry registers beside its writer.
 """
 
 from __future__ import annotations
@@ -12,34 +12,12 @@ from typing import Any
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import read_json_object, read_jsonl
 from bineval_dspy.runs.header import header_path, read_header
+from bineval_dspy.runs.kinds import RUN_KINDS
 
 NOT_A_RUN = (
     "not a run the library writes (an optimizer's audit.json, a meta-eval's scores.jsonl, analyze's phi.json, pruning.json or "
     "weights.json, tune's, experiment's or calibrate's results.json, fine-tuning's samples.jsonl, judge, demo, verify or generate output)"
 )
-
-# Old results files by the keys that tell them apart, tried in this order (an experiment's results have splits too).
-LEGACY_FILES: tuple[tuple[str, frozenset[str]], ...] = tuple((kind, frozenset(keys)) for kind, keys in (
-    ("optimizer-audit", {"mode", "start", "best"}),
-    ("tune", {"study", "trials"}),
-    ("experiment", {"arms", "baseline"}),
-    ("optimizer-test", {"splits", "test"}),
-    ("phi", {"statistic", "dimensions"}),
-    ("pruning", {"dropped", "questions_before"}),
-    ("weights", {"alpha", "folds"}),
-    ("demo", {"results", "article"}),
-    ("meta-eval", {"dataset", "methods", "run_dir"}),
-))  # fmt: skip
-# Old logs by the keys of their first row: the judge's rows keep the data's fields and put theirs under "bineval"
-# (judges.rows.JUDGE_KEY, as those files wrote it), a meta-eval's scores.jsonl, `bineval verify`'s and `generate`'s rows,
-# fine-tuning's samples.jsonl. Every kind in either table is one ``runs.kinds.RUN_KINDS`` registers.
-LEGACY_LOGS: tuple[tuple[str, frozenset[str]], ...] = tuple((kind, frozenset(keys)) for kind, keys in (
-    ("judge", {"bineval"}),
-    ("meta-eval", {"method", "scores"}),
-    ("verify", {"follow_instruction_list", "instruction_id_list"}),
-    ("generate", {"key", "response"}),
-    ("finetune-samples", {"key", "prompt", "samples"}),
-))  # fmt: skip
 
 
 def run_kind(path: Path) -> str:
@@ -63,17 +41,25 @@ def headed_log(path: Path) -> Path | None:
 
 
 def legacy_kind(path: Path, raw: dict[str, Any] | None = None) -> str:
-    """The kind of a file written before headers and ``kind`` fields, from its keys (a log's: its first row's);
-    ``raw``: the JSON object already read from ``path``."""
+    """The kind of a file written before headers and ``kind`` fields, from its keys (a log's: its first row's), as the
+    kinds' entries register them (``RunKind.legacy``); ``raw``: the JSON object already read from ``path``. Only
+    ``run_kind`` calls it, and only when ``path`` has no header."""
     if path.suffix != ".json":
         for number, row in read_jsonl(path):
-            return _first_match(LEGACY_LOGS, row, f"{path}:{number}")
+            return _matching(row, f"{path}:{number}")
         raise InputError(f"{path}: no rows")
-    return _first_match(LEGACY_FILES, read_json_object(path) if raw is None else raw, str(path))
+    return _matching(read_json_object(path) if raw is None else raw, str(path))
 
 
-def _first_match(kinds: tuple[tuple[str, frozenset[str]], ...], obj: dict[str, Any], where: str) -> str:
-    for kind, keys in kinds:
-        if keys <= obj.keys():
-            return kind
-    raise InputError(f"{where}: {NOT_A_RUN}")
+def _matching(obj: dict[str, Any], where: str) -> str:
+    """The kind whose old files' keys ``obj`` holds: a kind whose rows keep the rows it read (``legacy_first``, a
+    judge's) before any other, then the one matching the most keys (a verify row holds a generate row's keys too);
+    two kinds matching alike are refused rather than one guessed."""
+    matches = sorted(
+        {(entry.legacy_first, len(keys), name) for name, entry in RUN_KINDS.items() for keys in entry.legacy if keys <= obj.keys()}, reverse=True
+    )
+    if not matches:
+        raise InputError(f"{where}: {NOT_A_RUN}")
+    if len(matches) > 1 and matches[0][:2] == matches[1][:2] and matches[0][2] != matches[1][2]:
+        raise InputError(f"{where}: written before headers, and its keys are those of both a {matches[0][2]!r} and a {matches[1][2]!r} run")
+    return matches[0][2]

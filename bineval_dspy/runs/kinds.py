@@ -4,8 +4,8 @@ An entry is filled from both sides where each side is defined, never from a list
 registers the kind beside its run (``writes``: a decorator on the run class or on the results model the run
 writes, naming the settings model it is made from), and the reading side (``report/``, above this layer) registers
 how a file of that kind is read into a report object and shown (``reads``, ``shows``, ``pages``). The kind a file
-holds is its header's (``runs.header``, ``OUT.run.json``), or for older output its ``kind`` field or its keys
-(``runs.files``); ``show``, ``report``, ``view``, ``load_run`` and ``bineval show --kinds`` all list and dispatch
+holds is its header's (``runs.header``, ``OUT.run.json``), or for older output its ``kind`` field or the keys its
+entry registers as its old files' (``legacy``, read by ``runs.files`` for header-less output only); ``show``, ``report``, ``view``, ``load_run`` and ``bineval show --kinds`` all list and dispatch
 through this registry.
 """
 
@@ -40,6 +40,9 @@ class RunKind:
     show: Callable[[Any], None] | None = None  # the terminal view (report.text)
     page: Callable[[Any, Any], dict[str, Any]] | None = None  # the page view's data (report.html) ...
     macro: str = ""  # ... and the template macro that draws it
+    # the key sets that tell a file of this kind written before headers and kind fields (a log: its first row's keys)
+    legacy: tuple[frozenset[str], ...] = ()
+    legacy_first: bool = False  # its old rows keep the fields of the rows it read (a judge's): its keys are tried first
 
     @property
     def description(self) -> str:
@@ -55,9 +58,13 @@ class RunKinds(Registry[RunKind]):
         """The entry ``name``, made empty when no side has registered it yet."""
         return self[name] if name in self else self.add(name, RunKind(name))
 
-    def writes(self, name: str, *, spec: type | None = None, results: type | None = None) -> Callable[[T], T]:
+    def writes(
+        self, name: str, *, spec: type | None = None, results: type | None = None, legacy: tuple[set[str], ...] = (), legacy_first: bool = False
+    ) -> Callable[[T], T]:
         """A decorator for the run class, settings or results model of kind ``name`` (settings decorated are the
-        ``spec`` itself, a results model the ``results``): registers the writing side, refusing a second writer."""
+        ``spec`` itself, a results model the ``results``): registers the writing side, refusing a second writer.
+        ``legacy``: the key sets its files had before headers, registered here (the writer's module is what every
+        reader of old output imports) rather than in a table of every kind's."""
 
         def register(defined: T) -> T:
             entry = self.entry(name)
@@ -69,17 +76,22 @@ class RunKinds(Registry[RunKind]):
             entry.spec = spec or settings
             entry.results = results or (model if settings is None else None)
             entry.written_by = where
+            entry.legacy, entry.legacy_first = _joined(entry.legacy, legacy), legacy_first
             return defined
 
         return register
 
-    def reads(self, name: str, *, title: str, suffixes: tuple[str, ...] = (".json",)) -> Callable[[Callable[[Path], T]], Callable[[Path], T]]:
+    def reads(
+        self, name: str, *, title: str, suffixes: tuple[str, ...] = (".json",), legacy: tuple[set[str], ...] = ()
+    ) -> Callable[[Callable[[Path], T]], Callable[[Path], T]]:
         """A decorator for the reader of kind ``name``'s files (``suffixes``): ``read(path)`` -> its report object,
-        shown as ``title``."""
+        shown as ``title``. ``legacy``: as ``writes`` takes them, for a kind whose writer is a command (``cli/``,
+        which no reader imports)."""
 
         def register(read: Callable[[Path], T]) -> Callable[[Path], T]:
             entry = self.entry(name)
             entry.read, entry.title, entry.suffixes = read, title, suffixes
+            entry.legacy = _joined(entry.legacy, legacy)
             return read
 
         return register
@@ -104,6 +116,11 @@ class RunKinds(Registry[RunKind]):
             return page
 
         return register
+
+
+def _joined(known: tuple[frozenset[str], ...], more: tuple[set[str], ...]) -> tuple[frozenset[str], ...]:
+    """``known`` and ``more``, each key set once (a module imported again registers its sets again)."""
+    return tuple(dict.fromkeys((*known, *map(frozenset, more))))
 
 
 def _is_spec(model: type) -> bool:

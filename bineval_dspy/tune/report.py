@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -41,11 +41,10 @@ class TrialRecord(BaseModel):
     usage: Cost | None = Field(default=None, description="what the trial's runner spent when it ran; None: it never ran")
 
 
-@RUN_KINDS.writes("tune", spec=TuneConfig)
+@RUN_KINDS.writes("tune", spec=TuneConfig, legacy=({"study", "trials"},))
 class TuneResults(BaseModel):
     """A study when this worker finished: counts by state, the best trial(s), and every trial."""
 
-    kind: Literal["tune"] = "tune"  # what the file is, for the readers of every run file
     study: str
     storage: str
     objectives: dict[str, Direction]

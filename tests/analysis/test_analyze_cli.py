@@ -68,7 +68,7 @@ def test_analyze_judge_output_writes_phi_pruning_and_weights(tmp_path, capsys):
     names = {p.name for p in out.iterdir()}
     assert names == {
         "phi.json", "phi.csv", "phi-coherence.png", "phi-relevance.png", "pruning.json", "checklist-pruned.json", "weights.json", "checklist-weighted.json",
-        "phi.json.run.json",  # the analysis's header
+        "phi.json.run.json", "pruning.json.run.json", "weights.json.run.json",  # each report's header: the one place it says its kind
     }
     header = RunHeader.model_validate_json((out / "phi.json.run.json").read_text())
     assert (header.kind, header.status, header.error) == ("phi", "finished", None)

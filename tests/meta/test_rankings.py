@@ -9,8 +9,7 @@ from bineval_dspy import cli
 from bineval_dspy.core.console import console
 from bineval_dspy.meta.report import markdown, system_rankings
 from bineval_dspy.meta.results import MetaEvalResults, MethodResult
-from bineval_dspy.report import load_runs, render
-from bineval_dspy.report.runs import MetaEvaluation
+from bineval_dspy.report import MetaEvaluation, load_runs, render
 from tests.report import builders
 
 

@@ -1,5 +1,5 @@
 """``load_run`` reads a file by its kind: a log's header, a results file's ``kind`` field, and for files written before
-either, the kind their keys say (``runs.files.legacy_kind``). Every kind ``runs.kinds.RUN_KINDS`` registers has a
+either, the kind their keys say (``runs.files.legacy_kind``, from the key sets each kind's entry registers). Every kind ``runs.kinds.RUN_KINDS`` registers has a
 writer, a reader and both views, and every run file the repository keeps still loads."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from bineval_dspy.lm.usage import Cost
 from bineval_dspy.optimize.calibrate import CalibrationResults
 from bineval_dspy.report import JudgedRows, MetaEvaluation, OptimizerRun, load_runs, render
 from bineval_dspy.report.runs import CalibrationRun, FinetuneRun, load_run
-from bineval_dspy.runs.files import LEGACY_FILES, LEGACY_LOGS, legacy_kind, run_kind
+from bineval_dspy.runs.files import legacy_kind, run_kind
 from bineval_dspy.runs.header import RunHeader, header_path, write_header
 from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.stats.bootstrap import Interval
@@ -77,7 +77,7 @@ def test_every_run_kind_is_written_read_and_shown_by_the_entry_its_decorators_fi
     for name, kind in RUN_KINDS.items():
         assert kind.written_by and kind.read is not None and kind.title, name  # a kind without its writer or reader fails
         assert kind.show is not None and kind.page is not None and kind.macro, name
-        assert kind.suffixes and set(kind.suffixes) <= {".json", ".jsonl"}, name
+        assert kind.suffixes and set(kind.suffixes) <= {".json", ".jsonl", ".toml"}, name  # .toml: a run read from its config
 
 
 @pytest.mark.parametrize(("name", "kind", "shown"), KEPT)
@@ -97,12 +97,6 @@ def copy(source: Path, folder: Path) -> Path:
     else:
         shutil.copy(source, folder / source.name)
     return folder / source.name
-
-
-def drop_kind(path: Path) -> None:
-    raw = json.loads(path.read_text())
-    raw.pop("kind")
-    path.write_text(json.dumps(raw))
 
 
 def rows(path: Path, *objects: dict) -> Path:
@@ -133,16 +127,14 @@ def test_logs_are_read_by_their_header_and_without_one_by_their_first_row(tmp_pa
 
 
 def test_an_optimizer_and_a_meta_eval_from_before_results_carried_their_kind(tmp_path, every_kind):
-    optimizer = copy(every_kind.paths[2], tmp_path / "old")
-    for name in ("audit.json", "results.json"):
-        drop_kind(optimizer / name)
+    optimizer = copy(every_kind.paths[2], tmp_path / "old")  # without its headers, the one place new output says its kind
+    assert not {"kind"} & (json.loads((optimizer / "audit.json").read_text()).keys() | json.loads((optimizer / "results.json").read_text()).keys())
     assert (run_kind(optimizer / "audit.json"), run_kind(optimizer / "results.json")) == ("optimizer-audit", "optimizer-test")
     for path in (optimizer, optimizer / "audit.json", optimizer / "results.json"):
         (run,) = load_runs(path)
         assert isinstance(run, OptimizerRun) and run.source == optimizer and run.results is not None
 
     meta = copy(every_kind.paths[1].parent / "runs" / "meta", tmp_path / "old")
-    drop_kind(meta / "results.json")
     assert run_kind(meta / "results.json") == "meta-eval"
     (whole,) = load_runs(meta / "results.json")
     assert isinstance(whole, MetaEvaluation) and whole.scores and whole.table  # the run beside its results
@@ -170,9 +162,23 @@ def test_a_file_of_no_run_kind_is_one_line(tmp_path, name, text, message):
 
 
 def test_an_older_file_is_only_ever_read_as_a_registered_kind():
-    assert LEGACY_LOGS[0] == ("judge", frozenset({JUDGE_KEY}))  # the key old judge rows put their result under
-    assert {kind for kind, _ in LEGACY_LOGS} <= {name for name, kind in RUN_KINDS.items() if ".jsonl" in kind.suffixes}
-    assert {kind for kind, _ in LEGACY_FILES} <= {name for name, kind in RUN_KINDS.items() if ".json" in kind.suffixes}
+    assert RUN_KINDS["judge"].legacy == (frozenset({JUDGE_KEY}),)  # the key old judge rows put their result under
+    assert RUN_KINDS["judge"].legacy_first  # judge rows keep the fields of any rows they judged
+    assert all(kind.read is not None for kind in RUN_KINDS.values() if kind.legacy)  # every kind told by its keys is read
+
+
+def test_a_judged_generate_row_is_a_judge_row_and_a_graded_one_a_verify_row(tmp_path):
+    suite = {"key": 1, "prompt": "p", "response": "r"}
+    judged = rows(tmp_path / "judged.jsonl", {**suite, JUDGE_KEY: {}})
+    graded = rows(tmp_path / "graded.jsonl", {**suite, "instruction_id_list": [], "follow_instruction_list": []})
+    assert (legacy_kind(judged), legacy_kind(graded), legacy_kind(rows(tmp_path / "g.jsonl", suite))) == ("judge", "verify", "generate")
+
+
+def test_keys_two_kinds_register_alike_are_refused_not_guessed(tmp_path):
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({"arms": [], "baseline": "b", "study": "s", "trials": []}))
+    with pytest.raises(InputError, match="both a"):
+        legacy_kind(both)
 
 
 def test_fine_tuning_samples_are_shown_and_reported(tmp_path, capsys):
@@ -196,6 +202,7 @@ def test_a_calibration_shows_its_figures_out_of_fold_and_on_test(tmp_path, capsy
     results = CalibrationResults(probe=kept["probe"], record=kept["record"], test_rows=40, test=test)
     path = tmp_path / "results.json"
     path.write_text(results.model_dump_json())
+    write_header(path, RunHeader(kind="calibration", version=__version__, status="finished"))  # its kind, said only there
     (run,) = load_runs(tmp_path)
     assert isinstance(run, CalibrationRun) and run.record.folds == 5
     assert [name for name, _, _ in run.figures][:3] == ["kappa", "balanced_accuracy", "auroc"]

@@ -29,8 +29,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         readers = [reader_for(runtime.configure(runtime.LMOptions(spec=spec, source=where), cache), installed_dir(), where, config.probe.backend)]
     else:  # each backbone's states; the program's LM is the chosen one
         where = f"{config.source}: field 'probe.backbones'"
+        runtime.configure(runtime.LMOptions(spec=config.probe.backbones[0], source=where), cache)  # first: it installs the cache the readers keep states in
         readers = [reader_for(make_lm(name, source=where), installed_dir(), f"{where}: {name}", config.probe.backend) for name in config.probe.backbones]
-        runtime.configure(runtime.LMOptions(spec=config.probe.backbones[0], source=where), cache)
     with headed(config.run_dir / RESULTS_FILE, "calibration"):  # the head reads a model in this process: no LM calls billed
         results = calibrate(config, readers)
     validation = results.record["validation"]
@@ -48,6 +48,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if results.standing is not None and results.standing.at_chance:  # on stdout: a file the figures go to carries it
         where = "on the test split" if results.standing.source == "test" else "out of fold (no test split)"
         shown.print(f"(!) AT CHANCE {where}: {'; '.join(results.standing.at_chance)}; its verdicts say little" + (": the learning curve below says what more labels give" if results.curve else ""), markup=False, soft_wrap=True)
+    for name, compared in results.baselines.items():
+        shown.print(compared.text(name), markup=False, soft_wrap=True)
     for line in results.curve.lines() if results.curve is not None else []:
         shown.print(line, markup=False, soft_wrap=True)
     if results.test_best:

@@ -18,13 +18,14 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import file_digest
 from bineval_dspy.core.jsonio import load_toml, write_text_atomic
 from bineval_dspy.judges.binary import BinaryJudge
-from bineval_dspy.judges.probe import STRENGTHS, LabeledExample, Probe, examples_file, fit_probe, read_examples
+from bineval_dspy.judges.probe import STRENGTHS, LabeledExample, Probe, examples_file, fit_probe, head_of_run
 from bineval_dspy.judges.probe_fit import POOLINGS, Pooling, best_threshold
 from bineval_dspy.judges.standing import Majority, Standing
 from bineval_dspy.lm.hidden import Backend, HiddenStates
@@ -36,8 +37,8 @@ from bineval_dspy.optimize.learning_curve import CurveSettings, LearningCurve, S
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile
 from bineval_dspy.runs.kinds import RUN_KINDS
 from bineval_dspy.runs.spec import RunSpec
-from bineval_dspy.stats.bootstrap import Bootstrap, Interval
-from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic
+from bineval_dspy.stats.bootstrap import Bootstrap, Interval, Statistic, difference_of, mean_of
+from bineval_dspy.stats.classification import auroc_statistic, balanced_accuracy_statistic, kappa_statistic, point
 
 RESULTS_FILE = "results.json"
 
@@ -82,12 +83,37 @@ class CalibrateConfig(RunSpec):
     probe: ProbeSettings = Field(default_factory=ProbeSettings)
     limit: int | None = Field(default=None, ge=1, description="a smoke run: the first N tasks of each file (every row of a task kept)")
     curve: CurveSettings = Field(default_factory=CurveSettings, description="the learning curve: held-out figures per label budget")
+    baselines: list[Path] = Field(
+        default_factory=list,
+        description="heads trained before (a calibrate run's folder or an experiment arm's, or its program.json), scored on the same test rows as this run's head, the differences paired over the test tasks",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> CalibrateConfig:
         if (self.data is None) == (self.dataset is None):
             raise ValueError("give exactly one of [data] (judge examples with references) and [dataset] (human scores)")
+        if self.baselines and (self.data is None or self.data.test is None):
+            raise ValueError("baselines: a baseline is compared on the test rows; give [data] test")
         return self
+
+
+class BaselineFigures(BaseModel):
+    """A head trained before, on this run's test rows: its figures, and this run's head minus it on the same
+    resampled tasks (a paired difference: the two heads answered the same questions)."""
+
+    probe: str  # its probe.json's digest
+    head: str  # what it reads
+    model: str  # whose states
+    test: dict[str, Interval]
+    difference: dict[str, Interval]
+    yes_rate: float
+
+    def text(self, name: str) -> str:
+        """One line: its figures on the test rows, and this run's head minus it with the paired interval."""
+        shown = ("kappa", "auroc", "balanced_accuracy")
+        own = ", ".join(f"{k.replace('_', ' ')} {self.test[k].text()}" for k in shown if k in self.test)
+        gain = ", ".join(f"{k.replace('_', ' ')} {self.difference[k].text(signed=True)}" for k in shown if k in self.difference)
+        return f"baseline {name} ({self.head}, yes rate {self.yes_rate:.3f}): {own}; this run's head minus it, paired over tasks: {gain}"
 
 
 @RUN_KINDS.writes("calibration", spec=CalibrateConfig)
@@ -105,6 +131,7 @@ class CalibrationResults(BaseModel):
     test_best: dict[str, float | None] = Field(
         default_factory=dict, description="diagnostic, never used to choose: the test kappa at the best global threshold there, beside the chosen one's"
     )
+    baselines: dict[str, BaselineFigures] = Field(default_factory=dict, description="each baseline head (as the config names it) on the same test rows")
 
 
 def load_calibrate(path: Path) -> CalibrateConfig:
@@ -117,6 +144,7 @@ def load_calibrate(path: Path) -> CalibrateConfig:
         update["data"] = config.data.model_copy(update={"train": [(base / p).resolve() for p in config.data.train], "test": test})
     if config.dataset is not None:
         update["dataset"] = config.dataset.model_copy(update={name: (base / value).resolve() for name, value in config.dataset.paths().items()})
+    update["baselines"] = [(base / p).resolve() for p in config.baselines]
     return config.model_copy(update=update)
 
 
@@ -157,7 +185,6 @@ def dataset_rows(config: CalibrateConfig) -> tuple[list[MetaRow], dict[str, str]
 def weak_examples(rows: Sequence[MetaRow], texts: dict[str, str]) -> list[LabeledExample]:
     """A row per (output, dimension): the dimension's question, yes when the output's human score reaches the
     dimension's median over ``rows``; an input's outputs together (their text is read once)."""
-    import numpy as np
 
     medians = {d: float(np.median([row.scores[d] for row in rows if d in row.scores])) for d in texts}
     first: dict[str, int] = {}
@@ -184,6 +211,7 @@ def calibrate(config: CalibrateConfig, readers: Sequence[HiddenStates]) -> Calib
     returns what ``results.json`` holds."""
     examples, data, labels = labeled_examples(config)
     test = first_tasks(examples_file(config.data.test), config.limit) if config.data is not None and config.data.test is not None else []
+    baselines = [(path, *baseline_head(path, readers, config.source)) for path in config.baselines]  # refused before the fit, not after
     settings = config.probe
     trained: list[tuple[Probe, HiddenStates]] = []
     for reader in readers:
@@ -202,8 +230,13 @@ def calibrate(config: CalibrateConfig, readers: Sequence[HiddenStates]) -> Calib
         backbones={p.record.model: p.record.validation.get("auroc") for p, _ in trained},
     )
     if test:
-        results.test_rows, results.test, results.test_best = len(test), *held_out(probe, reader, test, settings.seed)
-        results.test_majority = Majority.of([e.reference for e in test])
+        boot = Bootstrap([e.group for e in test], 1000, settings.seed)
+        p, answers = predict(probe, reader, test, label="  test rows: reading states")
+        refs: list[str] = [e.reference for e in test]
+        results.test_rows, results.test, results.test_best = len(test), figures_of(boot, p, answers, refs), best_diagnostic(p, answers, refs)
+        results.test_majority = Majority.of(refs)
+        for path, old, old_reader in baselines:
+            results.baselines[str(path)] = compared(boot, (p, answers), old, predict(old, old_reader, test), refs)
     results.standing = standing_on(results.test, results.test_rows, results.test_majority, probe)
 
     def fit(rows: Sequence[LabeledExample], seed: int) -> Scorer:  # a head as this run trains its own, on fewer labels
@@ -218,25 +251,46 @@ def calibrate(config: CalibrateConfig, readers: Sequence[HiddenStates]) -> Calib
     return results
 
 
-def held_out(probe: Probe, reader: HiddenStates, test: Sequence[LabeledExample], seed: int) -> tuple[dict[str, Interval], dict[str, float | None]]:
-    """The head on ``test``: kappa, balanced accuracy, AUROC and agreement with 95% intervals over its tasks; and,
-    as a diagnostic only, the kappa a global threshold chosen on the test rows themselves would reach."""
-    import numpy as np
+def baseline_head(path: Path, readers: Sequence[HiddenStates], source: str) -> tuple[Probe, HiddenStates]:
+    """The head ``path`` names (through ``head_of_run``'s digest check) and the run's reader of the states it reads;
+    refused in one line when no backbone of this run gives them."""
+    old = head_of_run(path)
+    for reader in readers:
+        if reader.model == old.record.model and reader.backend == old.record.backend:
+            return old, reader
+    reads = ", ".join(f"{r.model} ({r.backend})" for r in readers)
+    raise InputError(f"{source}: field 'baselines': {path} reads {old.record.model}'s {old.record.backend} states; this run reads {reads}")
 
-    from bineval_dspy.stats.bootstrap import mean_of
-    from bineval_dspy.stats.classification import point
 
-    p = probe.head.p_yes(read_examples(reader, probe.instructions, test, label="  test rows: reading states"))
-    answers = ["yes" if v >= probe.head.threshold_for(e.dimension) else "no" for v, e in zip(p, test)]
-    refs = [e.reference for e in test]
-    cut = best_threshold(np.asarray(p), np.array([r == "yes" for r in refs], dtype=float))
-    best = point(kappa_statistic([("yes" if v >= cut else "no", r) for v, r in zip(p, refs)]), len(refs))
-    boot = Bootstrap([e.group for e in test], 1000, seed)
-    statistics = {
+def statistics_of(p: np.ndarray, answers: Sequence[str], refs: Sequence[str]) -> dict[str, Statistic]:
+    """The held-out figures as statistics over resampled tasks: kappa, balanced accuracy, AUROC, agreement."""
+    return {
         "kappa": kappa_statistic(list(zip(answers, refs))),
         "balanced_accuracy": balanced_accuracy_statistic(answers, refs),
         "auroc": auroc_statistic(list(p), refs),
         "agreement": mean_of([float(a == r) for a, r in zip(answers, refs)]),
     }
-    diagnostic = {"kappa_at_best_threshold": best, "best_threshold": cut, "yes_rate": sum(a == "yes" for a in answers) / len(answers)}
-    return {name: boot.interval(stat) for name, stat in statistics.items()}, diagnostic
+
+
+def figures_of(boot: Bootstrap, p: np.ndarray, answers: Sequence[str], refs: Sequence[str]) -> dict[str, Interval]:
+    """``statistics_of`` with 95% intervals over the test tasks."""
+    return {name: boot.interval(stat) for name, stat in statistics_of(p, answers, refs).items()}
+
+
+def best_diagnostic(p: np.ndarray, answers: Sequence[str], refs: Sequence[str]) -> dict[str, float | None]:
+    """Diagnostic only, never used to choose: the kappa a global threshold chosen on the test rows themselves
+    reaches, that threshold, and the head's yes rate."""
+    cut = best_threshold(np.asarray(p), np.array([r == "yes" for r in refs], dtype=float))
+    best = point(kappa_statistic([("yes" if v >= cut else "no", r) for v, r in zip(p, refs)]), len(refs))
+    return {"kappa_at_best_threshold": best, "best_threshold": cut, "yes_rate": sum(a == "yes" for a in answers) / len(answers)}
+
+
+def compared(boot: Bootstrap, new: tuple[np.ndarray, list[str]], old: Probe, scored: tuple[np.ndarray, list[str]], refs: Sequence[str]) -> BaselineFigures:
+    """The baseline ``old`` (its P(yes) and answers ``scored``) on the test rows, and ``new`` minus it on the same
+    draws."""
+    mine, theirs = statistics_of(*new, refs), statistics_of(*scored, refs)
+    return BaselineFigures(
+        probe=old.digest(), head=old.head.describe(), model=old.record.model, test={name: boot.interval(stat) for name, stat in theirs.items()},
+        difference={name: boot.interval(difference_of(mine[name], theirs[name])) for name in mine},
+        yes_rate=sum(a == "yes" for a in scored[1]) / len(refs),
+    )

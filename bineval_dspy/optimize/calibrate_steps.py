@@ -44,9 +44,9 @@ def searching(reader: HiddenStates, examples: Sequence[LabeledExample], layers: 
     logger.info(f"  {reader.computed - before} state(s) computed, the rest read from the cache; head chosen among {count * strengths} candidates")
 
 
-def predict(probe: Probe, reader: HiddenStates, examples: Sequence[LabeledExample]) -> tuple[np.ndarray, list[str]]:
-    """The head's P(yes) and answer for each example."""
-    p = probe.head.p_yes(read_examples(reader, probe.instructions, examples))
+def predict(probe: Probe, reader: HiddenStates, examples: Sequence[LabeledExample], label: str | None = None) -> tuple[np.ndarray, list[str]]:
+    """The head's P(yes) and answer for each example (``label``: a progress bar over the outputs read)."""
+    p = probe.head.p_yes(read_examples(reader, probe.instructions, examples, label))
     return p, ["yes" if v >= probe.head.threshold_for(e.dimension) else "no" for v, e in zip(p, examples)]
 
 

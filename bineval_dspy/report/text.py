@@ -323,6 +323,8 @@ def show_calibration(run: CalibrationRun) -> None:
         _say(f"majority baseline on test: always {results.test_majority.answer!r} agrees {results.test_majority.agreement:.3f}")
     if results.standing is not None and results.standing.at_chance:
         console.print(f"AT CHANCE ({results.standing.source}): {'; '.join(results.standing.at_chance)}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+    for name, baseline in results.baselines.items():
+        _say(baseline.text(name))
     for line in results.curve.lines() if results.curve is not None else []:
         _say(line)
 

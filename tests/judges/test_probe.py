@@ -258,6 +258,19 @@ def test_calibrate_trains_saves_and_scores_held_out_tasks(tmp_path, capsys):
     except BinevalAssertionError as failed:
         card = failed.scorecard
     assert card.verdicts[0].explanation.startswith("probe: P(yes)")
+    (tmp_path / "again.toml").write_text(  # another head, scored beside the first on the same test rows
+        'run_dir = "run3"\nbaselines = ["run"]\n[data]\ntrain = ["train.jsonl"]\ntest = "test.jsonl"\n[probe]\nlayers = [9]\nstrengths = [0.01]\nfolds = 2\n[curve]\nsizes = []\n'
+    )
+    assert cli.main(["calibrate", str(tmp_path / "again.toml"), "--cache-dir", str(tmp_path / "cache")]) == 0
+    again = json.loads((tmp_path / "run3" / "results.json").read_text())
+    compared = again["baselines"][str((tmp_path / "run").resolve())]
+    assert compared["probe"] == json.loads((tmp_path / "run" / "results.json").read_text())["probe"]
+    assert compared["test"]["auroc"] == results["test"]["auroc"]  # the first head's own figure, measured again
+    assert compared["difference"]["auroc"]["estimate"] == pytest.approx(again["test"]["auroc"]["estimate"] - results["test"]["auroc"]["estimate"])
+    assert "this run's head minus it, paired over tasks" in capsys.readouterr().out
+    (tmp_path / "nobase.toml").write_text('run_dir = "run4"\nbaselines = ["missing"]\n[data]\ntrain = ["train.jsonl"]\ntest = "test.jsonl"\n')
+    assert cli.main(["calibrate", str(tmp_path / "nobase.toml"), "--cache-dir", str(tmp_path / "cache")]) == 2
+    assert "missing: no such file or folder" in capsys.readouterr().err and not (tmp_path / "run4" / "results.json").exists()
     (tmp_path / "leak.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[14:]))
     (tmp_path / "leak.toml").write_text('run_dir = "run2"\n[data]\ntrain = ["train.jsonl"]\ntest = "leak.jsonl"\n')
     assert cli.main(["calibrate", str(tmp_path / "leak.toml"), "--cache-dir", str(tmp_path / "cache")]) == 2

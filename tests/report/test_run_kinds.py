@@ -19,7 +19,7 @@ from bineval_dspy import __version__, cli
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.judges.rows import JUDGE_KEY
 from bineval_dspy.lm.usage import Cost
-from bineval_dspy.optimize.calibrate import CalibrationResults
+from bineval_dspy.optimize.calibrate import BaselineFigures, CalibrationResults
 from bineval_dspy.report import JudgedRows, MetaEvaluation, OptimizerRun, load_runs, render
 from bineval_dspy.report.runs import CalibrationRun, FinetuneRun, load_run
 from bineval_dspy.runs.files import legacy_kind, run_kind
@@ -199,7 +199,11 @@ def test_fine_tuning_samples_are_shown_and_reported(tmp_path, capsys):
 def test_a_calibration_shows_its_figures_out_of_fold_and_on_test(tmp_path, capsys):
     kept = json.loads((RESULTS / "probe_summeval" / "results.json").read_text())
     test = {"kappa": Interval(estimate=0.31, low=0.2, high=0.4), "auroc": Interval(estimate=0.7, low=0.6, high=0.8)}
-    results = CalibrationResults(probe=kept["probe"], record=kept["record"], test_rows=40, test=test)
+    baseline = BaselineFigures(
+        probe="b63fd268e3e5da85", head="layer 21", model=kept["record"]["model"], test={"kappa": Interval(estimate=0.08, low=-0.05, high=0.2)},
+        difference={"kappa": Interval(estimate=0.23, low=0.05, high=0.41)}, yes_rate=0.79,
+    )
+    results = CalibrationResults(probe=kept["probe"], record=kept["record"], test_rows=40, test=test, baselines={"old-head": baseline})
     path = tmp_path / "results.json"
     path.write_text(results.model_dump_json())
     write_header(path, RunHeader(kind="calibration", version=__version__, status="finished"))  # its kind, said only there
@@ -210,8 +214,9 @@ def test_a_calibration_shows_its_figures_out_of_fold_and_on_test(tmp_path, capsy
     assert cli.main(["show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "== calibration:" in out and "trained on 5120 row(s) of 80 task(s)" in out and "test (40 rows)" in out and "0.310 [0.200, 0.400]" in out
+    assert "baseline old-head (layer 21, yes rate 0.790): kappa 0.080 [-0.050, 0.200]" in out and "kappa +0.230 [0.050, 0.410]" in out
     html = render([run], charts_on=False)
-    assert "test (40 rows) [95% CI]" in html and "0.310 [0.200, 0.400]" in html
+    assert "test (40 rows) [95% CI]" in html and "0.310 [0.200, 0.400]" in html and "+0.230 [0.050, 0.410]" in html
 
 
 def test_show_kinds_lists_the_registry_and_show_needs_a_run_or_it(capsys):

@@ -184,7 +184,8 @@ def dataset_rows(config: CalibrateConfig) -> tuple[list[MetaRow], dict[str, str]
 
 def weak_examples(rows: Sequence[MetaRow], texts: dict[str, str]) -> list[LabeledExample]:
     """A row per (output, dimension): the dimension's question, yes when the output's human score reaches the
-    dimension's median over ``rows``; an input's outputs together (their text is read once)."""
+    dimension's median over ``rows`` (the row carries its dimension: a threshold of its own where its folds allow);
+    an input's outputs together (their text is read once)."""
 
     medians = {d: float(np.median([row.scores[d] for row in rows if d in row.scores])) for d in texts}
     first: dict[str, int] = {}
@@ -192,7 +193,9 @@ def weak_examples(rows: Sequence[MetaRow], texts: dict[str, str]) -> list[Labele
         first.setdefault(row.doc_id, k)
     ordered = sorted(rows, key=lambda row: first[row.doc_id])
     return [
-        LabeledExample(input=row.input, output=row.output, question=text, reference="yes" if row.scores[d] >= medians[d] else "no", group=row.doc_id)
+        LabeledExample(
+            input=row.input, output=row.output, question=text, reference="yes" if row.scores[d] >= medians[d] else "no", group=row.doc_id, dimension=d,
+        )
         for row in ordered for d, text in texts.items() if d in row.scores
     ]
 

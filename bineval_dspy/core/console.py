@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -160,3 +161,11 @@ def show_logs() -> None:
 def logs_shown() -> bool:
     """Whether ``show_logs`` put the library's log on the console in this process (a worker it spawns does the same)."""
     return any(isinstance(handler, ConsoleHandler) for handler in logging.getLogger(LIBRARY).handlers)
+
+
+def shown_path(path: Path) -> str:
+    """A path as a reader knows it: relative to the working folder when inside it (a run's file, a baseline head)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from bineval_dspy.core.console import shown_path
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.fingerprint import file_digest
 from bineval_dspy.core.jsonio import load_toml, write_text_atomic
@@ -131,7 +132,7 @@ class CalibrationResults(BaseModel):
     test_best: dict[str, float | None] = Field(
         default_factory=dict, description="diagnostic, never used to choose: the test kappa at the best global threshold there, beside the chosen one's"
     )
-    baselines: dict[str, BaselineFigures] = Field(default_factory=dict, description="each baseline head (as the config names it) on the same test rows")
+    baselines: dict[str, BaselineFigures] = Field(default_factory=dict, description="each baseline head (its folder, relative to the working folder when inside it) on the same test rows")
 
 
 def load_calibrate(path: Path) -> CalibrateConfig:
@@ -239,7 +240,7 @@ def calibrate(config: CalibrateConfig, readers: Sequence[HiddenStates]) -> Calib
         results.test_rows, results.test, results.test_best = len(test), figures_of(boot, p, answers, refs), best_diagnostic(p, answers, refs)
         results.test_majority = Majority.of(refs)
         for path, old, old_reader in baselines:
-            results.baselines[str(path)] = compared(boot, (p, answers), old, predict(old, old_reader, test), refs)
+            results.baselines[shown_path(path)] = compared(boot, (p, answers), old, predict(old, old_reader, test), refs)
     results.standing = standing_on(results.test, results.test_rows, results.test_majority, probe)
 
     def fit(rows: Sequence[LabeledExample], seed: int) -> Scorer:  # a head as this run trains its own, on fewer labels

@@ -24,6 +24,7 @@ from bineval_dspy.analysis.files import REPORT_FILES
 from bineval_dspy.analysis.phi import PhiReport
 from bineval_dspy.analysis.pruning import PruningReport
 from bineval_dspy.analysis.weights import WeightsReport
+from bineval_dspy.core.console import shown_path
 from bineval_dspy.core.errors import InputError
 from bineval_dspy.core.jsonio import load_model, read_json_object
 from bineval_dspy.core.runlog import RunLog, model_log
@@ -57,14 +58,6 @@ __all__ = [
     "AnalysisRun", "CalibrationRun", "ExperimentRun", "FinetuneRun", "JudgedRows", "JudgedRow", "OptimizerRun",
     "LoadedRun", "TuneRun", "load_run", "load_runs", "shown_path",
 ]  # fmt: skip
-
-
-def shown_path(path: Path) -> str:
-    """A run's path as a reader knows it: relative to the working folder when inside it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 # -- the kinds ---------------------------------------------------------------------------------------------------

@@ -164,11 +164,30 @@ def test_every_kept_head_loads_through_its_program_and_scores_as_before():
     for path in heads:
         probe = head_of_run(path.parent)  # the digest the program recorded still matches
         head = json.loads(path.read_text())["head"]
-        width = len(head["mean"]) - 1
-        readings = [Reading(hidden=rng.normal(size=(head["layer"] + 1, width)).astype(np.float32), gap=float(rng.normal())) for _ in range(5)]
-        x = np.array([np.append(r.hidden[head["layer"]], r.gap) for r in readings])
-        expected = sigmoid(((x - np.array(head["mean"])) / np.array(head["scale"])) @ np.array(head["weights"]) + head["bias"])
+        if "layer" in head:  # one layer's last token and the gap (issue 44's heads)
+            members, calibration = [{**head, "features": {"layers": [head["layer"]], "pooling": ["last"], "gap": True}}], None
+        else:
+            members, calibration = head["members"], head["calibration"]
+        features = [m["features"] for m in members]
+        width = (len(members[0]["mean"]) - features[0]["gap"]) // (len(features[0]["layers"]) * len(features[0]["pooling"]))
+        depth = max(layer for f in features for layer in f["layers"]) + 1
+        readings = [
+            Reading(
+                hidden=rng.normal(size=(depth, width)).astype(np.float32), gap=float(rng.normal()),
+                pooled={name: rng.normal(size=(depth, width)).astype(np.float32) for name in ("output", "question")},
+            )
+            for _ in range(5)
+        ]
+        expected = np.zeros(len(readings))
+        for m, f in zip(members, features):  # written out from the file: states pooled, layers concatenated, the gap last
+            x = np.array([np.concatenate([*(r.states(p)[layer] for p in f["pooling"] for layer in f["layers"]), [r.gap] if f["gap"] else []]) for r in readings])
+            expected += sigmoid(((x - np.array(m["mean"])) / np.array(m["scale"])) @ np.array(m["weights"]) + m["bias"]) / len(members)
+        if calibration is not None:
+            q = np.clip(expected, 1e-6, 1 - 1e-6)
+            expected = sigmoid(calibration["a"] * np.log(q / (1 - q)) + calibration["b"])
         assert np.allclose(probe.head.p_yes(readings), expected), path
+        for dimension, cut in head.get("thresholds", {}).items():
+            assert probe.head.threshold_for(dimension) == cut, path
         assert probe.head.threshold_for("anything") == head["threshold"]
 
 

@@ -17,10 +17,11 @@ from bineval_dspy.judges.binary import BinaryJudge
 from bineval_dspy.judges.probe import LabeledExample, Probe, ProbeHead, ProbeRecord
 from bineval_dspy.judges.standing import Majority, chance_reasons, standing_of
 from bineval_dspy.lm.hidden import Reading
-from bineval_dspy.optimize.calibrate import CalibrationResults, held_out
+from bineval_dspy.optimize.calibrate import CalibrationResults, figures_of
+from bineval_dspy.optimize.calibrate_steps import predict
 from bineval_dspy.optimize.learning_curve import CurveSettings, learning_curve, sides, subsample
 from bineval_dspy.programs.state import PROGRAM_FILE, ProgramFile, load_program
-from bineval_dspy.stats.bootstrap import Interval
+from bineval_dspy.stats.bootstrap import Bootstrap, Interval
 from tests.conftest import route_cli_lm, verdict_json
 
 MODEL = "fake/states"
@@ -154,7 +155,8 @@ def constant_yes() -> Probe:
 
 def test_a_constant_yes_head_is_at_chance_on_both_counts():
     test = [e for e in examples(10) if e.reference == "yes" or e.question == "Q0?"]  # 30 yes, 10 no
-    figures, _ = held_out(constant_yes(), FakeReader(), test, seed=0)  # type: ignore[arg-type]
+    p, answers = predict(constant_yes(), FakeReader(), test)  # type: ignore[arg-type]
+    figures = figures_of(Bootstrap([e.group for e in test], 1000, 0), p, answers, [e.reference for e in test])
     majority = Majority.of([e.reference for e in test])
     assert majority == Majority(answer="yes", agreement=0.75)
     reasons = chance_reasons(figures["kappa"], figures["agreement"].estimate, majority)
